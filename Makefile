@@ -1,0 +1,40 @@
+# lookalike — two commands on a fresh machine:
+#   make report            full report on the built-in demo corpus  -> outputs/demo/index.html
+#   make test              unit tests + every CI notebook re-executed with nbval
+# Variants: make report RUN=ci | make report PARAMS=path/to/run.yaml
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+RUN ?= demo
+PARAMS ?= params/$(RUN).yaml
+# Debian packages the default configuration needs (none yet; OCR via tesseract or browser tests add theirs).
+APT_PACKAGES ?=
+STAMP := $(VENV)/.setup-done
+
+.PHONY: setup report test clean-outputs
+
+setup: $(STAMP)
+
+$(STAMP): requirements.txt constraints-torch.txt pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "lookalike needs Python 3.11, found " + sys.version' 
+	@if [ -n "$(APT_PACKAGES)" ]; then \
+	  missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	  if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi; \
+	fi
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r constraints-torch.txt
+	$(PY) -m pip install -q --no-deps colpali-engine==0.3.18
+	$(PY) -m pip install -q -c constraints-torch.txt -r requirements.txt
+	$(PY) -m pip install -q --no-deps -e .
+	touch $(STAMP)
+
+report: setup
+	$(PY) -m lookalike run $(PARAMS)
+
+test: setup
+	$(PY) -m pytest --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg tests outputs/ci/notebooks
+
+clean-outputs:
+	rm -rf outputs/demo outputs/ci/{corpus,tables,figures,headlines,html,index.html,manifest.json}

@@ -1,0 +1,3 @@
+from lookalike.cli import main
+
+raise SystemExit(main())

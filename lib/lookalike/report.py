@@ -1,0 +1,231 @@
+"""The run folder and the offline report site.
+
+outputs/<run>/
+  notebooks/   executed stage notebooks (papermill)
+  html/        each notebook as HTML: full (<stage>.html) and for stakeholders, without code
+               (<stage>.report.html)
+  tables/      CSV at full precision (parquet beside large ones)
+  figures/     Altair charts: spec JSON + SVG + HTML with Vega inlined; other images as PNG
+  headlines/   one JSON per stage: the sentence and figure index.html shows for it
+  index.html   the site's front page
+  manifest.json  versions, params and hash, git revision, stage wall times, corpus fingerprint
+
+Every HTML file opens offline (no http(s) script or stylesheet) and escapes corpus text.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import platform
+import subprocess
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+LARGE_TABLE_ROWS = 100_000
+KEY_PACKAGES = ("lookalike", "numpy", "pandas", "pyarrow", "torch", "torchvision", "colpali-engine", "transformers",
+                "papermill", "nbconvert", "nbval", "altair", "vl-convert-python", "pillow", "faiss-cpu", "scipy")
+
+
+def run_dirs(run_dir: Path | str) -> dict[str, Path]:
+    """The run folder's subfolders, created if missing: keys run, tables, figures, headlines, corpus."""
+    run_dir = Path(run_dir)
+    dirs = {"run": run_dir}
+    for name in ("tables", "figures", "headlines", "corpus"):
+        dirs[name] = run_dir / name
+        dirs[name].mkdir(parents=True, exist_ok=True)
+    return dirs
+
+
+def write_table(df: pd.DataFrame, run_dir: Path | str, name: str, sort_by: list[str] | None = None) -> Path:
+    """Write tables/<name>.csv at full precision (and .parquet when large), rows in a fixed order.
+
+    Floats are written with repr precision (17 significant digits round-trip), so a re-run with the
+    same params gives the same bytes.
+    """
+    out = Path(run_dir) / "tables"
+    out.mkdir(parents=True, exist_ok=True)
+    if sort_by:
+        df = df.sort_values(sort_by, kind="mergesort")
+    df = df.reset_index(drop=True)
+    path = out / f"{name}.csv"
+    df.to_csv(path, index=False, float_format="%.17g", lineterminator="\n")
+    if len(df) >= LARGE_TABLE_ROWS:
+        df.to_parquet(out / f"{name}.parquet", index=False)
+    return path
+
+
+def save_chart(chart, run_dir: Path | str, name: str):
+    """Save an Altair chart as figures/<name>.{vl.json,svg,html} (Vega inlined) and return an SVG display.
+
+    The notebook shows the SVG, so neither the notebook nor its HTML export needs Vega from a CDN.
+    """
+    import vl_convert as vlc
+    from IPython.display import SVG
+
+    out = Path(run_dir) / "figures"
+    out.mkdir(parents=True, exist_ok=True)
+    spec = chart.to_dict()
+    (out / f"{name}.vl.json").write_text(json.dumps(spec, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    svg = vlc.vegalite_to_svg(spec)
+    (out / f"{name}.svg").write_text(svg, encoding="utf-8")
+    chart.save(str(out / f"{name}.html"), inline=True)
+    return SVG(svg)
+
+
+def save_image(img, run_dir: Path | str, name: str):
+    """Save a PIL image as figures/<name>.png and return it for display."""
+    out = Path(run_dir) / "figures"
+    out.mkdir(parents=True, exist_ok=True)
+    img.save(out / f"{name}.png", format="PNG")
+    return img
+
+
+def record_headline(run_dir: Path | str, stage: str, title: str, sentence: str, figure: str = "",
+                    numbers: dict[str, Any] | None = None) -> None:
+    """What index.html shows for a stage: a title, one sentence, a figure file (under figures/), key numbers."""
+    out = Path(run_dir) / "headlines"
+    out.mkdir(parents=True, exist_ok=True)
+    record = {"stage": stage, "title": title, "sentence": sentence, "figure": figure, "numbers": numbers or {}}
+    (out / f"{stage}.json").write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
+# ----------------------------------------------------------------------------- HTML
+
+CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:1100px;padding:1.5rem;
+color:#1d2330;line-height:1.45}
+h1,h2,h3{line-height:1.2} a{color:#1f4fa3}
+table{border-collapse:collapse;font-size:.9rem;margin:.5rem 0} th,td{border-bottom:1px solid #dde;padding:.25rem .6rem;
+text-align:right} th{background:#f1f3f8} td:first-child,th:first-child{text-align:left}
+pre{background:#f6f7fa;padding:.6rem;overflow-x:auto;font-size:.85rem}
+.input_prompt,.output_prompt{display:none} .input_area{border-left:3px solid #c9d3ea;margin:.4rem 0}
+.output_stderr{display:none} .cell{margin:.6rem 0} img,svg{max-width:100%;height:auto}
+.stage{border:1px solid #dde;border-radius:6px;padding:1rem;margin:1rem 0} .muted{color:#667}
+.numbers td{text-align:left}
+"""
+
+
+def _page(title: str, body: str, extra_css: str = "") -> str:
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>{html.escape(title)}</title><style>{CSS}{extra_css}</style></head>\n"
+            f"<body>\n{body}\n</body></html>\n")
+
+
+def notebook_to_html(nb_path: Path, out_path: Path, with_code: bool = True) -> Path:
+    """Export an executed notebook to a self-contained offline HTML file (images embedded)."""
+    import nbformat
+    from nbconvert import HTMLExporter
+    from pygments.formatters import HtmlFormatter
+
+    nb = nbformat.read(nb_path, as_version=4)
+    # 'basic' renders cells only: no require.js / MathJax / mermaid from a CDN, unlike 'lab'.
+    exporter = HTMLExporter(template_name="basic", exclude_input=not with_code,
+                            exclude_input_prompt=True, exclude_output_prompt=True)
+    body, _ = exporter.from_notebook_node(nb)
+    title = nb_path.stem + ("" if with_code else " (report)")
+    css = HtmlFormatter(style="default").get_style_defs(".highlight")
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text(_page(title, body, css), encoding="utf-8")
+    return out_path
+
+
+def _table_html(df: pd.DataFrame) -> str:
+    return df.to_html(index=False, escape=True, border=0)
+
+
+def build_index(run_dir: Path | str, params: dict[str, Any], stages: list[str]) -> Path:
+    """Write outputs/<run>/index.html from the run's headlines, tables and manifest."""
+    run_dir = Path(run_dir)
+    esc = html.escape
+    parts = [f"<h1>{esc(str(params.get('title', 'lookalike report')))}</h1>",
+             f"<p class=muted>run <b>{esc(str(params.get('run', run_dir.name)))}</b></p>"]
+    units_csv = run_dir / "tables" / "units.csv"
+    corpus = params.get("corpus", {})
+    if units_csv.is_file():
+        units = pd.read_csv(units_csv, dtype=str, keep_default_na=False)
+        source = corpus.get("source", "")
+        where = corpus.get("demo_size", "") if source == "demo" else corpus.get("manifest", "")
+        parts.append(f"<h2>Corpus</h2><p>{esc(source)} corpus ({esc(str(where))}): {len(units)} units in "
+                     f"{units['doc_id'].nunique()} documents, {units['template_id'].nunique()} templates.</p>")
+    systems_csv = run_dir / "tables" / "systems.csv"
+    parts.append("<h2>Systems</h2>")
+    if systems_csv.is_file():
+        parts.append(_table_html(pd.read_csv(systems_csv, keep_default_na=False)))
+    else:
+        parts.append("<p class=muted>No retrieval stage ran in this run, so no system was evaluated.</p>")
+    parts.append("<h2>Stages</h2>")
+    for stage in stages:
+        rec_path = run_dir / "headlines" / f"{stage}.json"
+        rec = json.loads(rec_path.read_text(encoding="utf-8")) if rec_path.is_file() else {}
+        links = (f'<a href="html/{esc(stage)}.report.html">report</a> · '
+                 f'<a href="html/{esc(stage)}.html">notebook with code</a> · '
+                 f'<a href="notebooks/{esc(stage)}.ipynb">.ipynb</a>')
+        block = [f"<div class=stage><h3>{esc(rec.get('title', stage))}</h3>",
+                 f"<p>{esc(rec.get('sentence', ''))}</p>"]
+        if rec.get("numbers"):
+            rows = "".join(f"<tr><td>{esc(str(k))}</td><td>{esc(str(v))}</td></tr>" for k, v in rec["numbers"].items())
+            block.append(f"<table class=numbers>{rows}</table>")
+        fig = rec.get("figure", "")
+        if fig:
+            svg = run_dir / "figures" / f"{fig}.svg"
+            png = run_dir / "figures" / f"{fig}.png"
+            if svg.is_file():
+                block.append(f'<p><a href="figures/{esc(fig)}.html"><img src="figures/{esc(fig)}.svg" alt="{esc(fig)}"></a></p>')
+            elif png.is_file():
+                block.append(f'<p><img src="figures/{esc(fig)}.png" alt="{esc(fig)}"></p>')
+        block.append(f"<p>{links}</p></div>")
+        parts.extend(block)
+    tables = sorted(p.name for p in (run_dir / "tables").glob("*.csv"))
+    if tables:
+        parts.append("<h2>Tables</h2><ul>" + "".join(
+            f'<li><a href="tables/{esc(t)}">{esc(t)}</a></li>' for t in tables) + "</ul>")
+    parts.append('<p class=muted>Versions, parameters and timings: <a href="manifest.json">manifest.json</a>.</p>')
+    out = run_dir / "index.html"
+    out.write_text(_page(str(params.get("title", "lookalike report")), "\n".join(parts)), encoding="utf-8")
+    return out
+
+
+# ----------------------------------------------------------------------------- manifest
+
+def _git_revision(repo: Path) -> str:
+    try:
+        rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=repo,
+                               capture_output=True, text=True, check=True).stdout.strip()
+        return rev + ("+dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def package_versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for name in KEY_PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def write_manifest(run_dir: Path | str, params: dict[str, Any], params_hash: str, timings: dict[str, float],
+                   corpus_fingerprint: str, repo: Path, started: str, finished: str) -> Path:
+    """manifest.json: the one place for timestamps, host, versions and revision (never in tables or cells)."""
+    record = {
+        "run": params.get("run"),
+        "started": started,
+        "finished": finished,
+        "host": {"machine": platform.machine(), "system": platform.system(), "node": platform.node()},
+        "git_revision": _git_revision(repo),
+        "params": params,
+        "params_hash": params_hash,
+        "stage_wall_seconds": {k: round(v, 2) for k, v in timings.items()},
+        "corpus_fingerprint": corpus_fingerprint,
+        "versions": package_versions(),
+    }
+    out = Path(run_dir) / "manifest.json"
+    out.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return out

@@ -1,0 +1,124 @@
+"""The runner: python -m lookalike run params/<run>.yaml.
+
+Merges and checks the parameters (lookalike.params), executes each stage notebook in order with
+papermill into outputs/<run>/notebooks/, then builds the report site. Adding a stage is adding a
+notebook to notebooks/ and its name to STAGES.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from lookalike import corpus, params as P, report
+
+NOTEBOOK_DIR = P.REPO_ROOT / "notebooks"
+STAGES = [
+    "01_stratify_corpus",
+]
+# Every notebook declares run_dir; the runner executes a stage with its working directory in
+# outputs/<run>/notebooks/, so ".." is the run folder (nbval re-executes the stored notebook from
+# the same place, so the path stays right there too).
+RUN_DIR_PARAM = "run_dir"
+# Path parameters are written relative to the repository root (where `make` runs); the runner
+# makes them absolute, since a stage executes from its output folder.
+PATH_PARAMS = ("corpus_manifest", "corpus_root")
+
+
+class StageFailed(RuntimeError):
+    """A stage notebook raised; the partial executed notebook is kept at .notebook."""
+
+    def __init__(self, stage: str, notebook: Path, reason: str):
+        super().__init__(f"stage {stage} failed: {reason}\n  partial notebook kept at {notebook}")
+        self.stage, self.notebook = stage, notebook
+
+
+def stage_parameters(stage: str, flat: dict[str, Any]) -> dict[str, Any]:
+    """The values to inject into a stage: each parameter it declares, from the flattened params."""
+    import papermill as pm
+
+    declared = pm.inspect_notebook(str(NOTEBOOK_DIR / f"{stage}.ipynb"))
+    missing = [name for name in declared if name != RUN_DIR_PARAM and name not in flat]
+    if missing:
+        raise P.ParamsError(f"notebooks/{stage}.ipynb declares parameters {missing} that params/base.yaml "
+                            "does not define")
+    values = {name: flat[name] for name in declared if name in flat}
+    for name in PATH_PARAMS:
+        if values.get(name) and not Path(values[name]).is_absolute():
+            values[name] = str((P.REPO_ROOT / values[name]).resolve())
+    values[RUN_DIR_PARAM] = ".."
+    return values
+
+
+def _normalise(nb_path: Path) -> None:
+    """Drop per-execution timestamps and give the injected cell a fixed id, so re-runs diff cleanly.
+
+    Timestamps belong in manifest.json only.
+    """
+    import nbformat
+
+    nb = nbformat.read(nb_path, as_version=4)
+    nb.metadata.pop("papermill", None)
+    for cell in nb.cells:
+        cell.metadata.pop("papermill", None)
+        cell.metadata.pop("execution", None)
+        if "injected-parameters" in cell.metadata.get("tags", []):
+            cell["id"] = "injected-parameters"
+    nbformat.write(nb, nb_path)
+
+
+def execute(params_file: Path | str, out_root: Path | str = P.REPO_ROOT / "outputs", stages: list[str] | None = None,
+            log=print) -> Path:
+    """Run the stages for one parameter file; returns the run folder. Raises StageFailed or ParamsError."""
+    import papermill as pm
+
+    merged = P.load_params(params_file)
+    flat = P.flatten(merged)
+    run_dir = Path(out_root) / merged["run"]
+    nb_dir = run_dir / "notebooks"
+    nb_dir.mkdir(parents=True, exist_ok=True)
+    report.run_dirs(run_dir)
+    stages = stages or STAGES
+    unknown = [s for s in stages if s not in STAGES]
+    if unknown:
+        raise P.ParamsError(f"unknown stage(s) {unknown}; stages are {STAGES}")
+    plan = {stage: stage_parameters(stage, flat) for stage in stages}   # fail on params before running anything
+    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    timings: dict[str, float] = {}
+    for stage in stages:
+        out_nb = nb_dir / f"{stage}.ipynb"
+        log(f"[lookalike] {merged['run']}: stage {stage} ...")
+        t0 = time.perf_counter()
+        try:
+            pm.execute_notebook(str(NOTEBOOK_DIR / f"{stage}.ipynb"), str(out_nb), parameters=plan[stage],
+                                cwd=str(nb_dir), kernel_name="python3", progress_bar=False, log_output=False)
+        except pm.PapermillExecutionError as exc:
+            raise StageFailed(stage, out_nb, f"{exc.ename}: {exc.evalue}") from None
+        timings[stage] = time.perf_counter() - t0
+        _normalise(out_nb)
+        log(f"[lookalike] {merged['run']}: stage {stage} done in {timings[stage]:.1f} s")
+        report.notebook_to_html(out_nb, run_dir / "html" / f"{stage}.html", with_code=True)
+        report.notebook_to_html(out_nb, run_dir / "html" / f"{stage}.report.html", with_code=False)
+    units_csv = run_dir / "tables" / "units.csv"
+    fp = ""
+    if units_csv.is_file():
+        fp = corpus.fingerprint(pd.read_csv(units_csv, dtype=str, keep_default_na=False), run_dir)
+    report.build_index(run_dir, merged, [s for s in STAGES if (nb_dir / f"{s}.ipynb").is_file()])
+    report.write_manifest(run_dir, merged, P.params_hash(merged), timings, fp, P.REPO_ROOT, started,
+                          datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    log(f"[lookalike] {merged['run']}: report at {run_dir / 'index.html'}")
+    return run_dir
+
+
+def main(params_file: str, out_root: str | None = None, stages: list[str] | None = None) -> int:
+    try:
+        execute(params_file, out_root or P.REPO_ROOT / "outputs", stages)
+    except (P.ParamsError, StageFailed) as exc:
+        print(f"lookalike run: {exc}", file=sys.stderr)
+        return 2 if isinstance(exc, P.ParamsError) else 1
+    return 0

@@ -1,0 +1,41 @@
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / "shared" / "data"
+
+
+@pytest.fixture(scope="session")
+def ci_run(tmp_path_factory) -> Path:
+    """The CI configuration run end to end (runner + report site) into a temporary output root."""
+    from lookalike import run
+
+    out = tmp_path_factory.mktemp("outputs")
+    return run.execute(REPO / "params" / "ci.yaml", out_root=out, log=lambda *_: None)
+
+
+def write_params(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def make_png(path: Path, color=(200, 30, 30), size=(64, 48)) -> Path:
+    from PIL import Image
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.new("RGB", size, color).save(path)
+    return path
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    if not SHARED_DATA.is_dir():
+        pytest.skip("../shared/data is absent")
+    return SHARED_DATA
+
+
+__all__ = ["REPO", "write_params", "make_png", "shutil"]

@@ -1,0 +1,94 @@
+import ast
+import json
+
+import nbformat
+import papermill as pm
+import pytest
+
+from lookalike import params as P, run
+
+from conftest import REPO, write_params
+
+
+def test_deep_merge_keeps_unset_nested_defaults(tmp_path):
+    f = write_params(tmp_path / "r.yaml", "run: x\ncorpus:\n  demo_size: demo\n")
+    merged = P.load_params(f)
+    assert merged["run"] == "x"
+    assert merged["corpus"]["demo_size"] == "demo"
+    assert merged["corpus"]["source"] == "demo"          # untouched sibling default survives
+
+
+def test_unknown_key_is_an_error_naming_key_and_file(tmp_path):
+    f = write_params(tmp_path / "typo.yaml", "corpus:\n  demo_sise: demo\n")
+    with pytest.raises(P.ParamsError) as err:
+        P.load_params(f)
+    assert "corpus.demo_sise" in str(err.value) and "typo.yaml" in str(err.value)
+
+
+def test_wrong_type_is_an_error_naming_key_and_file(tmp_path):
+    f = write_params(tmp_path / "bad.yaml", "sample:\n  per_stratum: many\n")
+    with pytest.raises(P.ParamsError, match=r"bad.yaml.*sample.per_stratum.*integer"):
+        P.load_params(f)
+    f = write_params(tmp_path / "bad2.yaml", "corpus: demo\n")
+    with pytest.raises(P.ParamsError, match=r"bad2.yaml.*'corpus' must be a mapping"):
+        P.load_params(f)
+    f = write_params(tmp_path / "bad3.yaml", "corpus:\n  strict: 1\n")
+    with pytest.raises(P.ParamsError, match="boolean"):
+        P.load_params(f)
+
+
+def test_missing_and_malformed_files(tmp_path):
+    with pytest.raises(P.ParamsError, match="nope.yaml: parameter file not found"):
+        P.load_params(tmp_path / "nope.yaml")
+    f = write_params(tmp_path / "broken.yaml", "run: [unclosed\n")
+    with pytest.raises(P.ParamsError, match="broken.yaml: not valid YAML"):
+        P.load_params(f)
+
+
+def test_merge_does_not_mutate_inputs(tmp_path):
+    base = P.read_yaml(P.BASE_PARAMS)
+    snapshot = json.dumps(base, sort_keys=True)
+    P.deep_merge(base, {"corpus": {"demo_size": "demo"}}, tmp_path / "x.yaml")
+    assert json.dumps(base, sort_keys=True) == snapshot
+
+
+def test_flatten_and_hash():
+    flat = P.flatten({"a": 1, "corpus": {"source": "demo", "x": {"y": 2}}})
+    assert flat == {"a": 1, "corpus_source": "demo", "corpus_x_y": 2}
+    assert P.params_hash({"a": 1, "b": 2}) == P.params_hash({"b": 2, "a": 1})
+
+
+def test_cli_rejects_unknown_key_with_exit_code_2(tmp_path, capsys):
+    from lookalike.cli import main
+
+    f = write_params(tmp_path / "typo.yaml", "rnu: demo\n")
+    assert main(["run", str(f), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "unknown key 'rnu'" in err and "typo.yaml" in err
+
+
+@pytest.mark.parametrize("stage", run.STAGES)
+def test_every_parameters_cell_line_is_seen_by_papermill(stage):
+    """papermill silently skips a parameter line it cannot parse (e.g. odd comments); we must not."""
+    nb = nbformat.read(REPO / "notebooks" / f"{stage}.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    assigned = [n.targets[0].id for n in ast.parse(cell.source).body if isinstance(n, ast.Assign)]
+    assert list(pm.inspect_notebook(str(REPO / "notebooks" / f"{stage}.ipynb"))) == assigned
+
+
+@pytest.mark.parametrize("stage", run.STAGES)
+def test_notebook_defaults_are_the_ci_configuration(stage):
+    flat = P.flatten(P.load_params(REPO / "params" / "ci.yaml"))
+    declared = pm.inspect_notebook(str(REPO / "notebooks" / f"{stage}.ipynb"))
+    for name, spec in declared.items():
+        if name == run.RUN_DIR_PARAM:
+            assert ast.literal_eval(spec["default"]) == "../outputs/ci"
+            continue
+        assert name in flat, f"{stage} declares {name}, which base.yaml lacks"
+        assert ast.literal_eval(spec["default"]) == flat[name], f"{stage}: default of {name} differs from ci"
+
+
+@pytest.mark.parametrize("name", ["ci", "demo"])
+def test_shipped_params_files_load(name):
+    merged = P.load_params(REPO / "params" / f"{name}.yaml")
+    assert merged["run"] == name

@@ -1,0 +1,136 @@
+"""The runner end to end: report site, offline HTML, escaping, failing stages, stored notebooks."""
+
+import json
+import re
+from pathlib import Path
+
+import nbformat
+import pandas as pd
+import pytest
+
+from lookalike import params as P, run
+
+from conftest import REPO, make_png, write_params
+
+EXTERNAL_REF = re.compile(
+    r"""<(?:script|img|iframe|source)[^>]*\ssrc\s*=\s*["']?(?:https?:)?//"""
+    r"""|<link[^>]*\shref\s*=\s*["']?(?:https?:)?//"""
+    r"""|@import\s+(?:url\()?["']?(?:https?:)?//"""
+    r"""|\bimport\(\s*["'](?:https?:)?//""",
+    re.I,
+)
+
+
+def _html_files(root: Path):
+    return sorted(root.rglob("*.html"))
+
+
+def test_ci_run_writes_the_site(ci_run):
+    for rel in ("index.html", "manifest.json", "tables/units.csv", "tables/questions.csv",
+                "notebooks/01_stratify_corpus.ipynb", "html/01_stratify_corpus.html",
+                "html/01_stratify_corpus.report.html", "figures/01_strata.svg", "figures/01_strata.vl.json",
+                "figures/01_strata.html", "figures/01_montage.png"):
+        assert (ci_run / rel).is_file(), rel
+    manifest = json.loads((ci_run / "manifest.json").read_text())
+    assert manifest["params"]["run"] == "ci"
+    assert manifest["params_hash"] == P.params_hash(P.load_params(REPO / "params" / "ci.yaml"))
+    assert set(manifest["stage_wall_seconds"]) == set(run.STAGES)
+    assert len(manifest["corpus_fingerprint"]) == 64
+    assert manifest["versions"]["pandas"] == pd.__version__
+    units = pd.read_csv(ci_run / "tables" / "units.csv")
+    assert list(units.columns[:9]) == ["unit_id", "doc_id", "page", "image_path", "template_id", "entity",
+                                       "metric", "period", "revision"]
+    index = (ci_run / "index.html").read_text()
+    assert f"{len(units)} units" in index and "01_strata.svg" in index
+
+
+def test_stakeholder_html_has_no_code(ci_run):
+    report_html = (ci_run / "html" / "01_stratify_corpus.report.html").read_text()
+    full_html = (ci_run / "html" / "01_stratify_corpus.html").read_text()
+    assert 'class="input_area"' in full_html and "stratified_sample" in full_html
+    assert 'class="input_area"' not in report_html and "stratified_sample" not in report_html
+    assert "Units per stratum" in report_html
+
+
+def test_no_external_url_in_any_written_html(ci_run):
+    files = _html_files(ci_run)
+    assert len(files) >= 4
+    for f in files:
+        hits = EXTERNAL_REF.findall(f.read_text(encoding="utf-8"))
+        assert not hits, f"{f.name} loads {hits[:3]}"
+
+
+def test_external_ref_pattern_catches_cdn_links():
+    assert EXTERNAL_REF.search('<script src="https://cdn.jsdelivr.net/npm/vega@5"></script>')
+    assert EXTERNAL_REF.search("<link rel=stylesheet href='//fonts.example/x.css'>")
+    assert not EXTERNAL_REF.search('<svg xmlns="http://www.w3.org/2000/svg"></svg>')
+
+
+def test_same_params_same_tables_byte_for_byte(ci_run, tmp_path):
+    again = run.execute(REPO / "params" / "ci.yaml", out_root=tmp_path, log=lambda *_: None)
+    for table in sorted((ci_run / "tables").glob("*.csv")):
+        assert table.read_bytes() == (again / "tables" / table.name).read_bytes(), table.name
+    a = json.loads((ci_run / "manifest.json").read_text())
+    b = json.loads((again / "manifest.json").read_text())
+    assert a["corpus_fingerprint"] == b["corpus_fingerprint"]
+
+
+def test_corpus_text_is_escaped_in_html(tmp_path):
+    corpus = tmp_path / "corpus"
+    make_png(corpus / "a.png")
+    make_png(corpus / "b.png", color=(0, 90, 200))
+    pd.DataFrame([
+        {"unit_id": "deck:1", "image_path": "a.png", "template_id": "t1", "content_type": "chart",
+         "caption": '<script>alert("caption")</script>', "filename": "<img src=x onerror=alert(1)>.png"},
+        {"unit_id": "deck:2", "image_path": "b.png", "template_id": "t1", "content_type": "table",
+         "caption": "fine"},
+    ]).to_csv(corpus / "manifest.csv", index=False)
+    params = write_params(tmp_path / "mine.yaml", f"run: mine\ntitle: 'Mine <b>bold</b>'\ncorpus:\n"
+                                                  f"  source: manifest\n  manifest: {corpus / 'manifest.csv'}\n")
+    out = run.execute(params, out_root=tmp_path / "out", log=lambda *_: None)
+    html_files = _html_files(out)
+    seen_escaped = False
+    for f in html_files:
+        text = f.read_text(encoding="utf-8")
+        assert '<script>alert("caption")' not in text, f.name
+        assert "<img src=x onerror" not in text, f.name
+        assert "<b>bold</b>" not in text, f.name
+        seen_escaped |= "&lt;script&gt;alert(" in text
+    assert seen_escaped, "the caption should be shown, escaped"
+
+
+def test_failing_stage_stops_the_run_and_keeps_the_partial_notebook(tmp_path, capsys):
+    from lookalike.cli import main
+
+    params = write_params(tmp_path / "broken.yaml",
+                          f"run: broken\ncorpus:\n  source: manifest\n  manifest: {tmp_path / 'absent.csv'}\n")
+    code = main(["run", str(params), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "stage 01_stratify_corpus failed" in err and "absent.csv: manifest not found" in err
+    partial = tmp_path / "out" / "broken" / "notebooks" / "01_stratify_corpus.ipynb"
+    assert partial.is_file() and str(partial) in err
+    assert not (tmp_path / "out" / "broken" / "index.html").exists()
+
+
+@pytest.mark.parametrize("stage", run.STAGES)
+def test_stored_ci_notebook_runs_the_source_code(stage):
+    """nbval executes the stored notebook; it must be the source notebook plus the runner's parameters."""
+    stored_path = REPO / "outputs" / "ci" / "notebooks" / f"{stage}.ipynb"
+    assert stored_path.is_file(), f"run `make report RUN=ci` and commit {stored_path.relative_to(REPO)}"
+    stored = nbformat.read(stored_path, as_version=4)
+    source = nbformat.read(REPO / "notebooks" / f"{stage}.ipynb", as_version=4)
+    stored_cells = [c for c in stored.cells if "injected-parameters" not in c.metadata.get("tags", [])]
+    assert [(c.cell_type, c.source) for c in stored_cells] == [(c.cell_type, c.source) for c in source.cells]
+    injected = next(c for c in stored.cells if "injected-parameters" in c.metadata.get("tags", []))
+    expected = run.stage_parameters(stage, P.flatten(P.load_params(REPO / "params" / "ci.yaml")))
+    namespace: dict = {}
+    exec(injected.source, namespace)
+    assert {k: namespace[k] for k in expected} == expected
+    assert set(namespace) - {"__builtins__"} == set(expected)
+
+
+def test_source_notebooks_carry_no_outputs():
+    for path in sorted((REPO / "notebooks").glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        assert all(not c.get("outputs") and c.get("execution_count") is None for c in nb.cells if c.cell_type == "code"), path.name
