@@ -1,0 +1,175 @@
+"""Honest statistics over per-query values: CIs, analytic SEs, paired comparisons.
+
+Every function takes a numpy.random.Generator (or a seed) explicitly, so the same params give the
+same intervals. Percentile bootstrap over queries by default; with ``clusters`` the resampling
+unit is the cluster (e.g. questions generated from one document), and the statistic is the mean
+over all queries of the drawn clusters.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+Z95 = 1.959963984540054  # standard normal 0.975 quantile
+
+
+def _rng(rng) -> np.random.Generator:
+    return rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+
+
+def _boot_means(values: np.ndarray, n_boot: int, rng: np.random.Generator, clusters=None,
+                chunk: int = 2_000_000) -> np.ndarray:
+    """n_boot bootstrap means of values (resampling queries, or clusters of queries)."""
+    values = np.asarray(values, dtype=np.float64)
+    if clusters is None:
+        sums, sizes = values, np.ones(len(values))
+    else:
+        codes, _ = pd.factorize(np.asarray(clusters), sort=True)
+        sums = np.bincount(codes, weights=values)
+        sizes = np.bincount(codes).astype(np.float64)
+    n = len(sums)
+    out = np.empty(n_boot)
+    step = max(1, chunk // max(n, 1))
+    for start in range(0, n_boot, step):
+        b = min(step, n_boot - start)
+        idx = rng.integers(0, n, size=(b, n))
+        out[start:start + b] = sums[idx].sum(axis=1) / sizes[idx].sum(axis=1)
+    return out
+
+
+@dataclass(frozen=True)
+class Interval:
+    estimate: float
+    lo: float
+    hi: float
+    n: int
+    method: str
+
+
+def bootstrap_ci(values, n_boot: int = 2000, alpha: float = 0.05, rng=0, clusters=None) -> Interval:
+    """Percentile bootstrap CI of the mean of per-query values (cluster bootstrap when clusters given)."""
+    values = np.asarray(values, dtype=np.float64)
+    if len(values) == 0:
+        return Interval(math.nan, math.nan, math.nan, 0, "bootstrap")
+    means = _boot_means(values, n_boot, _rng(rng), clusters)
+    lo, hi = np.quantile(means, [alpha / 2, 1 - alpha / 2])
+    method = "cluster bootstrap" if clusters is not None else "bootstrap"
+    return Interval(float(values.mean()), float(lo), float(hi), len(values), method)
+
+
+def proportion_se(p: float, n: int) -> float:
+    """Analytic standard error of a proportion: sqrt(p (1 - p) / n)."""
+    return math.sqrt(p * (1.0 - p) / n) if n > 0 else math.nan
+
+
+def proportion_ci(successes: float, n: int, z: float = Z95) -> Interval:
+    """Wald interval p ± z·SE, clipped to [0, 1] (use beside the bootstrap; it is what the SE says)."""
+    if n == 0:
+        return Interval(math.nan, math.nan, math.nan, 0, "analytic SE")
+    p = successes / n
+    se = proportion_se(p, n)
+    return Interval(p, max(0.0, p - z * se), min(1.0, p + z * se), n, "analytic SE")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """a − b on the same queries."""
+
+    delta: float
+    lo: float
+    hi: float
+    p_bootstrap: float
+    p_randomisation: float
+    n: int
+
+
+def paired_bootstrap(a, b, n_boot: int = 2000, alpha: float = 0.05, rng=0, clusters=None) -> tuple[float, float, float, float]:
+    """Mean difference a − b with a percentile CI and a two-sided bootstrap p-value.
+
+    The p-value is twice the smaller share of bootstrap means of the differences that fall on
+    either side of 0 (with one added to numerator and denominator, so it is never 0).
+    """
+    d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
+    means = _boot_means(d, n_boot, _rng(rng), clusters)
+    lo, hi = np.quantile(means, [alpha / 2, 1 - alpha / 2])
+    below = (np.sum(means <= 0) + 1) / (n_boot + 1)
+    above = (np.sum(means >= 0) + 1) / (n_boot + 1)
+    return float(d.mean()), float(lo), float(hi), float(min(1.0, 2 * min(below, above)))
+
+
+def randomisation_test(a, b, n_perm: int = 10000, rng=0) -> float:
+    """Two-sided paired randomisation (sign-flip) test of mean(a − b) = 0; p includes the observed."""
+    d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
+    n = len(d)
+    if n == 0:
+        return math.nan
+    observed = abs(d.mean())
+    gen = _rng(rng)
+    hits = 0
+    step = max(1, 2_000_000 // n)
+    for start in range(0, n_perm, step):
+        k = min(step, n_perm - start)
+        signs = gen.integers(0, 2, size=(k, n)) * 2 - 1
+        hits += int(np.sum(np.abs((signs * d).mean(axis=1)) >= observed - 1e-12))
+    return (hits + 1) / (n_perm + 1)
+
+
+def compare(a, b, n_boot: int = 2000, n_perm: int = 10000, rng=0, clusters=None) -> Comparison:
+    """Paired comparison of two systems' per-query values (same queries, same order)."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape:
+        raise ValueError(f"paired comparison needs the same queries: {a.shape} vs {b.shape}")
+    gen = _rng(rng)
+    delta, lo, hi, p_boot = paired_bootstrap(a, b, n_boot, rng=gen, clusters=clusters)
+    p_rand = randomisation_test(a, b, n_perm, rng=gen)
+    return Comparison(delta, lo, hi, p_boot, p_rand, len(a))
+
+
+def holm(pvalues: Sequence[float]) -> np.ndarray:
+    """Holm–Bonferroni adjusted p-values (same order as given)."""
+    p = np.asarray(pvalues, dtype=np.float64)
+    order = np.argsort(p, kind="mergesort")
+    m = len(p)
+    adjusted = np.empty(m)
+    running = 0.0
+    for i, j in enumerate(order):
+        running = max(running, min(1.0, (m - i) * p[j]))
+        adjusted[j] = running
+    return adjusted
+
+
+def comparison_table(per_query: Mapping[str, pd.Series], baseline: str | None = None, n_boot: int = 2000,
+                     n_perm: int = 10000, seed: int = 0, clusters: pd.Series | None = None) -> pd.DataFrame:
+    """One row per system: mean with bootstrap CI, and the paired comparison with the baseline.
+
+    per_query: system -> Series of one measure indexed by query_id; the systems are aligned on the
+    queries they share (the count is reported as n). Columns: system, n, mean, ci_lo, ci_hi,
+    delta, delta_lo, delta_hi, p_bootstrap, p_randomisation, p_holm (over the non-baseline rows).
+    """
+    names = sorted(per_query)
+    baseline = baseline or names[0]
+    frame = pd.DataFrame({k: per_query[k] for k in names}).dropna()
+    cl = clusters.reindex(frame.index).to_numpy() if clusters is not None else None
+    rows = []
+    for i, name in enumerate(names):
+        gen = np.random.default_rng([seed, i])
+        ci = bootstrap_ci(frame[name].to_numpy(), n_boot, rng=gen, clusters=cl)
+        row = dict(system=name, n=len(frame), mean=ci.estimate, ci_lo=ci.lo, ci_hi=ci.hi)
+        if name != baseline:
+            c = compare(frame[name].to_numpy(), frame[baseline].to_numpy(), n_boot, n_perm, rng=gen, clusters=cl)
+            row.update(delta=c.delta, delta_lo=c.lo, delta_hi=c.hi, p_bootstrap=c.p_bootstrap,
+                       p_randomisation=c.p_randomisation)
+        rows.append(row)
+    out = pd.DataFrame(rows, columns=["system", "n", "mean", "ci_lo", "ci_hi", "delta", "delta_lo", "delta_hi",
+                                      "p_bootstrap", "p_randomisation"])
+    mask = out["system"] != baseline
+    out["p_holm"] = np.nan
+    if mask.any():
+        out.loc[mask, "p_holm"] = holm(out.loc[mask, "p_randomisation"].to_numpy())
+    out["baseline"] = baseline
+    return out
