@@ -115,7 +115,10 @@ def _check_measure(name: str) -> None:
 # ----------------------------------------------------------------------------- prepared inputs
 
 def _factorize_sorted(values) -> tuple[np.ndarray, np.ndarray]:
-    """Codes into the sorted unique values (code point order == strcmp order on UTF-8)."""
+    """Codes into the sorted unique values (code point order == strcmp order on UTF-8).
+
+    Works on a plain object ndarray: pandas 3 would otherwise convert the strings to Arrow and back.
+    """
     codes, uniques = pd.factorize(np.asarray(values, dtype=object), sort=True)
     return codes.astype(np.int64, copy=False), np.asarray(uniques, dtype=object)
 
@@ -151,41 +154,38 @@ class Run:
         if not np.isfinite(scores).all():
             i = int(np.argmin(np.isfinite(scores)))
             raise trec.TrecFormatError(f"{what}: query {query_ids[qcode[i]]!r} unit {units[i]!r} has a "
-                                       f"non-finite score {scores[i]!r}")
+                                       f"non-finite score {float(scores[i])!r}")
+        # Units coded in sorted (strcmp) order: the tie-break of the canonical ranking and the
+        # join with judgements both use these codes.
         ucode, vocab = _factorize_sorted(units)
-        order = _canonical_order(qcode, scores, ucode)
+        if duplicates_possible and len(scores):
+            dup = pd.Index(qcode * np.int64(max(len(vocab), 1)) + ucode).duplicated()
+            if dup.any():
+                i = int(np.argmax(dup))
+                raise trec.TrecFormatError(f"{what}: row {i} lists unit {units[i]!r} twice for query "
+                                           f"{query_ids[qcode[i]]!r}")
+        order = _canonical_order(qcode, scores, units, ucode)
         self.query_ids = query_ids
         self.offsets = np.concatenate([[0], np.cumsum(np.bincount(qcode, minlength=len(query_ids)))]).astype(np.int64)
         self.unit_codes = ucode[order]
         self.scores = scores[order]
         self.vocab = vocab
         self._qcode = qcode[order]
-        self._key_index: pd.Index | None = None
         self._vocab_index: pd.Index | None = None
-        if duplicates_possible and len(self.scores) and not self.key_index.is_unique:
-            i = int(np.argmax(self.key_index.duplicated()))
-            raise trec.TrecFormatError(f"{what}: unit {vocab[self.unit_codes[i]]!r} listed twice for query "
-                                       f"{query_ids[self._qcode[i]]!r}")
 
     @classmethod
     def read(cls, path, name: str | None = None) -> "Run":
         frame, tag = trec.read_run(path)
         return cls(frame, name=name or tag or str(path), what=str(path))
 
-    def _keys(self) -> np.ndarray:
-        return self._qcode * np.int64(max(len(self.vocab), 1)) + self.unit_codes
-
     @property
-    def key_index(self) -> pd.Index:
-        """Hash index over (query, unit) keys in canonical order: position -> rank."""
-        if self._key_index is None:
-            self._key_index = pd.Index(self._keys())
-        return self._key_index
+    def unit_ids(self) -> np.ndarray:
+        return self.vocab[self.unit_codes]
 
     @property
     def vocab_index(self) -> pd.Index:
         if self._vocab_index is None:
-            self._vocab_index = pd.Index(self.vocab)
+            self._vocab_index = pd.Index(self.vocab, dtype=object)
         return self._vocab_index
 
     def __len__(self) -> int:
@@ -195,7 +195,7 @@ class Run:
         """Long frame in canonical order with 1-based rank: query_id, unit_id, score, rank."""
         lengths = np.diff(self.offsets)
         ranks = np.arange(len(self.scores), dtype=np.int64) - np.repeat(self.offsets[:-1], lengths) + 1
-        return pd.DataFrame({"query_id": self.query_ids[self._qcode], "unit_id": self.vocab[self.unit_codes],
+        return pd.DataFrame({"query_id": self.query_ids[self._qcode], "unit_id": self.unit_ids,
                              "score": self.scores, "rank": ranks})
 
 
@@ -204,20 +204,36 @@ def _is_clean_run_frame(run) -> bool:
             and run["score"].dtype == np.float64 and run["query_id"].dtype == object and run["unit_id"].dtype == object)
 
 
-def _canonical_order(qcode: np.ndarray, scores: np.ndarray, ucode: np.ndarray) -> np.ndarray:
-    """Permutation putting entries in (query asc, score desc, unit id desc) order — trec_eval's rule."""
+def _canonical_order(qcode: np.ndarray, scores: np.ndarray, units: np.ndarray,
+                     ucode: np.ndarray | None = None) -> np.ndarray:
+    """Permutation putting entries in (query asc, score desc, unit id desc) order — trec_eval's rule.
+
+    ucode: codes of units in sorted (strcmp) order, when the caller has them; otherwise only the
+    units of queries that hold a score tie are ranked by string, which is all the tie-break needs.
+    """
     n = len(scores)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
     counts = np.bincount(qcode)
     grouped = bool(np.all(qcode[1:] >= qcode[:-1]))
     if grouped and counts.min() == counts.max() and counts[0] > 1:
-        # Every query has the same number of units, stored contiguously: sort each row on its own,
-        # which is several times faster than one global three-key sort.
+        # Every query has the same number of units, stored contiguously: sort each row on its own
+        # by score, then re-sort with the unit-id tie-break only the rows that hold a tie — several
+        # times faster than one global three-key sort, and the same order.
         width = int(counts[0])
-        s2, u2 = scores.reshape(-1, width), ucode.reshape(-1, width)
-        within = np.lexsort((-u2, -s2), axis=1)
+        s2 = scores.reshape(-1, width)
+        within = np.argsort(-s2, axis=1)
+        ranked = np.take_along_axis(s2, within, axis=1)
+        tied = np.flatnonzero((ranked[:, 1:] == ranked[:, :-1]).any(axis=1))
+        if len(tied):
+            if ucode is None:
+                u2 = _factorize_sorted(units.reshape(-1, width)[tied].ravel())[0].reshape(-1, width)
+            else:
+                u2 = ucode.reshape(-1, width)[tied]
+            within[tied] = np.lexsort((-u2, -s2[tied]), axis=1)
         return (within + (np.arange(len(counts), dtype=np.int64) * width)[:, None]).ravel()
+    if ucode is None:
+        ucode = _factorize_sorted(units)[0]
     return np.lexsort((-ucode, -scores, qcode))
 
 
@@ -236,7 +252,7 @@ class Qrels:
             rel = np.fromiter(chain.from_iterable(qrels[q].values() for q in qids), dtype=np.float64, count=n)
             if not np.all(rel == np.round(rel)):
                 i = int(np.argmax(rel != np.round(rel)))
-                raise trec.TrecFormatError(f"{what}: relevance {rel[i]!r} of unit {self.unit_ids[i]!r} is not an integer")
+                raise trec.TrecFormatError(f"{what}: relevance {float(rel[i])!r} of unit {self.unit_ids[i]!r} is not an integer")
             self.relevance = rel.astype(np.int64)
             self.query_ids = np.asarray(qids, dtype=object)
             self.offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
@@ -342,8 +358,8 @@ def evaluate(qrels, run, measures: Sequence[str] | None = None, *, level: int = 
     R = run if isinstance(run, Run) else Run(run)
     grades = dict(trec.LABEL_GRADES if grades is None else grades)
 
-    in_run = pd.Index(R.query_ids)
-    qrels_q = pd.Index(Q.query_ids)
+    in_run = pd.Index(R.query_ids, dtype=object)
+    qrels_q = pd.Index(Q.query_ids, dtype=object)
     run_only = sorted(set(R.query_ids) - set(Q.query_ids))
     missing = sorted(set(Q.query_ids) - set(R.query_ids))
     eval_q = Q.query_ids if complete else np.asarray(sorted(set(Q.query_ids) & set(R.query_ids)), dtype=object)
@@ -363,15 +379,17 @@ def evaluate(qrels, run, measures: Sequence[str] | None = None, *, level: int = 
     num_ret = run_lengths if max_docs is None else np.minimum(run_lengths, max_docs)
     rank_of = np.zeros(len(idx), dtype=np.int64)
     if len(idx) and len(R):
-        ucode = R.vocab_index.get_indexer(Q.unit_ids[idx])
+        # Match judgements to run entries on (query, unit) keys in the run's code space: the
+        # judgements (usually far fewer than run entries) are hashed, the run's keys probe them.
+        ucode = R.vocab_index.get_indexer(pd.Index(Q.unit_ids[idx], dtype=object))
         rq = q_in_run[qi]
         ok = (ucode >= 0) & (rq >= 0)
-        keys = rq[ok] * np.int64(max(len(R.vocab), 1)) + ucode[ok]
-        # R's key space uses R's own query codes; rq is an index into R.query_ids, the same codes.
-        pos = R.key_index.get_indexer(keys)
-        found = pos >= 0
-        r = np.zeros(ok.sum(), dtype=np.int64)
-        r[found] = pos[found] - R.offsets[rq[ok][found]] + 1
+        width = np.int64(max(len(R.vocab), 1))
+        judged_keys = pd.Index(rq[ok] * width + ucode[ok])
+        hit = judged_keys.get_indexer(R._qcode * width + R.unit_codes)
+        pos = np.flatnonzero(hit >= 0)
+        r = np.zeros(int(ok.sum()), dtype=np.int64)
+        r[hit[pos]] = pos - R.offsets[R._qcode[pos]] + 1
         rank_of[np.flatnonzero(ok)] = r
     retrieved = (rank_of > 0) & (rank_of <= num_ret[qi])
     rank_of = np.where(retrieved, rank_of, 0)
@@ -385,7 +403,7 @@ def evaluate(qrels, run, measures: Sequence[str] | None = None, *, level: int = 
                    num_rel=num_rel, num_ret=num_ret.astype(np.float64), num_rel_ret=num_rel_ret, level=level,
                    grades=grades)
     columns = {m: ctx.measure("map" if m == "gm_map" else m) for m in measures}
-    per_query = pd.DataFrame(columns, index=pd.Index(eval_q, name="query_id"), dtype="float64")
+    per_query = pd.DataFrame(columns, index=pd.Index(eval_q, name="query_id", dtype=object), dtype="float64")
     no_rel = [str(q) for q, n in zip(eval_q, num_rel) if n == 0]
     return Evaluation(per_query=per_query, measures=measures, run_name=R.name, complete=complete,
                       run_only_queries=run_only, missing_from_run=missing, no_relevant_queries=no_rel)

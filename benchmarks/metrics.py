@@ -1,0 +1,148 @@
+"""Benchmark: lookalike.metrics against pytrec_eval, ranx and ir_measures on one synthetic run.
+
+    python benchmarks/metrics.py [--queries 100000] [--depth 100] [--peers pytrec_eval,ranx,ir_measures]
+
+Every library starts from the same in-memory input (qrels[qid][uid] -> int, run[qid][uid] -> float,
+the form all four accept) and computes P_10, recall_100, recip_rank, map and ndcg_cut_10 for every
+query. Times are wall seconds in this process: 'prepare' is the library's own conversion of the
+input (lookalike: Qrels/Run, which includes the canonical ranking; pytrec_eval: RelevanceEvaluator
+on the qrels; ranx: Qrels/Run), 'evaluate' the computation, 'total' both. ranx is timed after a
+JIT warm-up on a small input (numba compiles on first use). Peak memory is the growth of the
+process' resident set during the library's turn (Linux VmHWM, reset before each turn). Scores are
+distinct within a query, so tie-breaking conventions cannot make the libraries disagree; the
+script asserts that every library's means agree with lookalike's to 1e-9, then prints the ratio
+of each peer's total (and evaluate) time to lookalike's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
+from lookalike import metrics as M  # noqa: E402
+
+MEASURES = ["P_10", "recall_100", "recip_rank", "map", "ndcg_cut_10"]
+
+
+def synthetic(n_queries: int, depth: int, seed: int = 0):
+    """A run of depth units per query (distinct scores) and 10 graded judgements per query."""
+    rng = np.random.default_rng(seed)
+    corpus = 50 * depth
+    qrels, run = {}, {}
+    for q in range(n_queries):
+        qid = f"q{q:06d}"
+        docs = rng.choice(corpus, size=depth + 5, replace=False)
+        scores = rng.permutation(depth) / depth + rng.random() * 1e-3
+        run[qid] = {f"d{d}": float(s) for d, s in zip(docs[:depth], scores)}
+        judged = np.r_[rng.choice(docs[:depth], size=5, replace=False), docs[depth:]]
+        grades = rng.integers(0, 4, size=10)
+        grades[0] = max(grades[0], 1)                 # every query has a relevant unit
+        qrels[qid] = {f"d{d}": int(g) for d, g in zip(judged, grades)}
+    return qrels, run
+
+
+def _rss_kb(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field):
+            return int(line.split()[1])
+    return 0
+
+
+def _reset_peak() -> None:
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass
+
+
+def measure(fn):
+    gc.collect()
+    _reset_peak()
+    base = _rss_kb("VmRSS")
+    t0 = time.perf_counter()
+    result = fn()
+    elapsed = time.perf_counter() - t0
+    peak = max(0, _rss_kb("VmHWM") - base)
+    return result, elapsed, peak / 1024.0
+
+
+def run_lookalike(qrels, run):
+    (Q, R), t_prep, m_prep = measure(lambda: (M.Qrels(qrels), M.Run(run)))
+    ev, t_eval, m_eval = measure(lambda: M.evaluate(Q, R, MEASURES))
+    return ev.mean().to_dict(), t_prep, t_eval, max(m_prep, m_eval)
+
+
+def run_pytrec(qrels, run):
+    import pytrec_eval
+
+    names = {"P.10", "recall.100", "recip_rank", "map", "ndcg_cut.10"}
+    ev, t_prep, m_prep = measure(lambda: pytrec_eval.RelevanceEvaluator(qrels, names))
+    res, t_eval, m_eval = measure(lambda: ev.evaluate(run))
+    means = {m: float(np.mean([v[m] for v in res.values()])) for m in MEASURES}
+    return means, t_prep, t_eval, max(m_prep, m_eval)
+
+
+def run_ranx(qrels, run):
+    import ranx
+
+    metrics = ["precision@10", "recall@100", "mrr", "map", "ndcg@10"]
+    small_q = {k: qrels[k] for k in list(qrels)[:50]}
+    small_r = {k: run[k] for k in list(run)[:50]}
+    ranx.evaluate(ranx.Qrels(small_q), ranx.Run(small_r), metrics)          # JIT warm-up
+    (Q, R), t_prep, m_prep = measure(lambda: (ranx.Qrels(qrels), ranx.Run(run)))
+    res, t_eval, m_eval = measure(lambda: ranx.evaluate(Q, R, metrics, make_comparable=True))
+    means = dict(zip(MEASURES, (float(res[m]) for m in metrics)))
+    return means, t_prep, t_eval, max(m_prep, m_eval)
+
+
+def run_ir_measures(qrels, run):
+    import ir_measures
+    from ir_measures import AP, RR, P, R, nDCG
+
+    ms = [P @ 10, R @ 100, RR, AP, nDCG @ 10]
+    res, t_total, mem = measure(lambda: ir_measures.calc_aggregate(ms, qrels, run))
+    means = dict(zip(MEASURES, (float(res[m]) for m in ms)))
+    return means, 0.0, t_total, mem
+
+
+PEERS = {"pytrec_eval": run_pytrec, "ranx": run_ranx, "ir_measures": run_ir_measures}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--queries", type=int, default=100_000)
+    ap.add_argument("--depth", type=int, default=100)
+    ap.add_argument("--peers", default="pytrec_eval,ranx,ir_measures")
+    args = ap.parse_args(argv)
+    os.environ.setdefault("NUMBA_NUM_THREADS", str(os.cpu_count() or 1))
+    t0 = time.perf_counter()
+    qrels, run = synthetic(args.queries, args.depth)
+    print(f"input: {args.queries:,} queries x {args.depth} units ({args.queries * args.depth:,} run entries, "
+          f"{sum(map(len, qrels.values())):,} judgements); built in {time.perf_counter() - t0:.1f} s; "
+          f"{os.cpu_count()} CPUs")
+    results = {"lookalike": run_lookalike(qrels, run)}
+    for name in [p for p in args.peers.split(",") if p]:
+        results[name] = PEERS[name](qrels, run)
+    ref = results["lookalike"][0]
+    for name, (means, *_rest) in results.items():
+        for m in MEASURES:
+            assert abs(means[m] - ref[m]) < 1e-9, f"{name} {m}: {means[m]!r} vs lookalike {ref[m]!r}"
+    print("all libraries agree on every mean to 1e-9: " + ", ".join(f"{m}={ref[m]:.4f}" for m in MEASURES))
+    _, lp, le, _ = results["lookalike"]
+    print(f"{'library':<12} {'prepare s':>10} {'evaluate s':>11} {'total s':>9} {'peak MiB':>9} "
+          f"{'total / lookalike':>18} {'evaluate / lookalike':>21}")
+    for name, (_, tp, te, mem) in results.items():
+        print(f"{name:<12} {tp:>10.2f} {te:>11.2f} {tp + te:>9.2f} {mem:>9.0f} {(tp + te) / (lp + le):>18.1f} "
+              f"{te / le:>21.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

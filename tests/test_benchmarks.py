@@ -1,0 +1,21 @@
+"""The benchmark scripts run (at toy scale) and their agreement checks hold; timings are not asserted."""
+
+import importlib.util
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", REPO / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_metrics_benchmark_agrees_with_peers_at_toy_scale(capsys):
+    bench = _load("metrics")
+    assert bench.main(["--queries", "300", "--depth", "30", "--peers", "pytrec_eval,ir_measures"]) == 0
+    out = capsys.readouterr().out
+    assert "all libraries agree on every mean to 1e-9" in out
+    assert "pytrec_eval" in out and "ir_measures" in out

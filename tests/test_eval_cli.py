@@ -1,0 +1,85 @@
+import subprocess
+import sys
+
+import pytest
+
+from lookalike.evaluate import main
+
+QRELS = "q1 0 a 2\nq1 0 b 0\nq1 0 c 1\nq2 0 x 1\nq3 0 z 0\n"
+RUN = ("q1 Q0 a 1 3.0 mine\nq1 Q0 b 2 2.0 mine\nq1 Q0 c 3 1.0 mine\n"
+       "q2 Q0 y 1 2.0 mine\nq2 Q0 x 2 1.0 mine\nq9 Q0 x 1 1.0 mine\n")
+
+
+@pytest.fixture
+def files(tmp_path):
+    (tmp_path / "qrels").write_text(QRELS)
+    (tmp_path / "run").write_text(RUN)
+    return tmp_path
+
+
+@pytest.mark.shared_data
+def test_default_output_is_trec_evals(shared_data, capsys):
+    d = shared_data / "trec_eval"
+    assert main([str(d / "qrels.test"), str(d / "results.test")]) == 0
+    assert capsys.readouterr().out == (d / "out.test").read_text()
+
+
+@pytest.mark.shared_data
+def test_per_query_complete_and_cutoff_options(shared_data, capsys):
+    d = shared_data / "trec_eval"
+    assert main(["-q", "-c", "-M100", "-m", "official", str(d / "qrels.test"), str(d / "results.trunc")]) == 0
+    ours = capsys.readouterr().out.splitlines()
+    expected = {tuple(l.split("\t")[:2]): l for l in (d / "out.test.aqcM").read_text().splitlines()}
+    for line in ours:
+        key = tuple(line.split("\t")[:2])
+        if key[0].strip() != "runid":
+            assert expected[key] == line
+
+
+def test_trec_eval_measure_forms_and_notes(files, capsys):
+    assert main(["-q", "-m", "P.1,2", "-mrecip_rank", str(files / "qrels"), str(files / "run")]) == 0
+    out, err = capsys.readouterr()
+    lines = out.splitlines()
+    assert lines[0] == f"{'P_1':<22}\tq1\t1.0000"
+    assert f"{'recip_rank':<22}\tall\t0.7500" in lines
+    assert "1 run queries are not in the qrels and were not scored: q9" in err
+    assert "1 qrels queries are missing from the run" in err and "q3" in err
+
+
+def test_level_option(files, capsys):
+    assert main(["-l2", "-m", "num_rel", str(files / "qrels"), str(files / "run")]) == 0
+    assert capsys.readouterr().out.strip() == f"{'num_rel':<22}\tall\t1"
+
+
+def test_group_by_and_ci(files, capsys):
+    (files / "groups.csv").write_text("query_id,structure\nq1,page-single\nq2,cross-doc\nq3,cross-doc\n")
+    assert main(["-m", "P.1", "--group-by", f"{files / 'groups.csv'}:structure", "--ci",
+                 str(files / "qrels"), str(files / "run")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("P_1") and out[0].split("\t")[1:3] == ["all", "0.5000"] and len(out[0].split("\t")) == 5
+    assert f"{'num_q':<22}\tcross-doc\t1" in out and f"{'num_q':<22}\tpage-single\t1" in out
+    assert f"{'num_groups':<22}\tmacro\t2" in out
+    assert f"{'P_1':<22}\tmacro\t0.5000" in out
+
+
+@pytest.mark.parametrize("run, message", [
+    ("q1 Q0 a 1 1.0 r\nq1 Q0 a 2 0.5 r\n", "run:2: unit 'a' listed twice for query 'q1'"),
+    ("q1 Q0 a 1 NaN r\n", "run:1: score 'NaN' is not finite"),
+    ("q1 Q0 a 1\n", "run:1: expected 6 fields"),
+    ("", "run: empty file"),
+])
+def test_bad_input_exits_2_naming_file_and_line(files, capsys, run, message):
+    (files / "run").write_text(run)
+    assert main([str(files / "qrels"), str(files / "run")]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_unknown_measure_exits_2(files, capsys):
+    assert main(["-m", "nDCG@10", str(files / "qrels"), str(files / "run")]) == 2
+    assert "unknown measure 'nDCG@10'" in capsys.readouterr().err
+
+
+def test_runs_as_a_module(files):
+    res = subprocess.run([sys.executable, "-m", "lookalike", "eval", "-m", "map", str(files / "qrels"),
+                          str(files / "run")], capture_output=True, text=True, check=True)
+    assert res.stdout.startswith("map")

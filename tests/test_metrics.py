@@ -1,0 +1,265 @@
+"""Hand-checkable fixtures, properties and bad input for lookalike.metrics / trec / stats."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from lookalike import metrics as M, stats, trec
+
+# A query with 3 relevant units (grades 2, 1, 1), one judged non-relevant, and a ranking of 5.
+QRELS = {"q1": {"a": 2, "b": 1, "c": 1, "d": 0}, "q2": {"x": 1}}
+RUN = {"q1": {"a": 0.9, "d": 0.8, "b": 0.7, "e": 0.6, "f": 0.5}, "q2": {"y": 1.0, "x": 0.5}}
+
+
+def test_hand_computed_values():
+    ev = M.evaluate(QRELS, RUN, ["P_2", "recall_5", "recip_rank", "map", "success_1", "top1", "Rprec",
+                                 "recall_all_3", "recall_all_5", "num_rel", "num_ret"])
+    q1 = ev.per_query.loc["q1"]
+    assert q1["P_2"] == 0.5                          # a relevant, d not
+    assert q1["recall_5"] == pytest.approx(2 / 3)    # c never retrieved
+    assert q1["recip_rank"] == 1.0
+    assert q1["map"] == pytest.approx((1 / 1 + 2 / 3) / 3)
+    assert q1["success_1"] == q1["top1"] == 1.0
+    assert q1["Rprec"] == pytest.approx(2 / 3)
+    assert q1["recall_all_5"] == 0.0                 # evidence incomplete: c is missing
+    assert (q1["num_rel"], q1["num_ret"]) == (3, 5)
+    q2 = ev.per_query.loc["q2"]
+    assert q2["recip_rank"] == 0.5 and q2["top1"] == 0.0
+    assert q2["recall_all_3"] == 1.0
+
+
+def test_ndcg_by_hand():
+    ev = M.evaluate(QRELS, RUN, ["ndcg_cut_3", "ndcg_exp_cut_3", "ndcg_all_3"])
+    dcg = 2 / math.log2(2) + 0 + 1 / math.log2(4)
+    idcg = 2 / math.log2(2) + 1 / math.log2(3) + 1 / math.log2(4)
+    assert ev.per_query.loc["q1", "ndcg_cut_3"] == pytest.approx(dcg / idcg)
+    dcg_e = 3 / math.log2(2) + 1 / math.log2(4)
+    idcg_e = 3 / math.log2(2) + 1 / math.log2(3) + 1 / math.log2(4)
+    assert ev.per_query.loc["q1", "ndcg_exp_cut_3"] == pytest.approx(dcg_e / idcg_e)
+    assert ev.per_query.loc["q1", "ndcg_all_3"] == 0.0     # c is not in the top 3
+
+
+def test_ties_break_by_unit_id_descending_and_rank_column_is_ignored():
+    frame = pd.DataFrame({"query_id": ["q"] * 4, "unit_id": ["b", "a", "c", "B"], "score": [1.0, 1.0, 1.0, 2.0]})
+    ranked = M.rank(frame)
+    assert list(ranked["unit_id"]) == ["B", "c", "b", "a"]   # 'B' < 'a' in strcmp order, but it scores higher
+    assert list(ranked["rank"]) == [1, 2, 3, 4]
+    ev = M.evaluate({"q": {"a": 1}}, frame, ["recip_rank"])
+    assert ev.per_query.loc["q", "recip_rank"] == 0.25
+
+
+def test_uniform_and_ragged_runs_rank_the_same():
+    rng = np.random.default_rng(1)
+    rows = [(f"q{q}", f"u{rng.integers(0, 30)}_{i}", float(rng.integers(0, 3))) for q in range(20) for i in range(6)]
+    uniform = pd.DataFrame(rows, columns=["query_id", "unit_id", "score"])
+    shuffled = uniform.sample(frac=1.0, random_state=3).reset_index(drop=True)
+    a, b = M.rank(uniform), M.rank(shuffled)
+    pd.testing.assert_frame_equal(a, b)
+
+
+def test_three_way_labels_and_sufficiency():
+    labels = pd.DataFrame({"query_id": ["q1", "q1", "q1", "q2", "q2", "q3"],
+                           "unit_id": ["s", "p", "i", "p2", "i2", "i3"],
+                           "label": ["sufficient", "supporting", "irrelevant", "supporting", "irrelevant", "irrelevant"]})
+    run = {"q1": {"p": 3.0, "i": 2.0, "s": 1.0}, "q2": {"i2": 2.0, "p2": 1.0}, "q3": {"x": 1.0, "i3": 0.5}}
+    names = ["sufficient_1", "supporting_only_1", "neither_1", "sufficient_3", "supporting_only_3", "neither_3",
+             "judged_1", "judged_2"]
+    ev = M.evaluate(labels, run, names)
+    pq = ev.per_query
+    assert list(pq.loc["q1", names[:6]]) == [0, 1, 0, 1, 0, 0]
+    assert list(pq.loc["q2", names[:6]]) == [0, 0, 1, 0, 1, 0]
+    assert list(pq.loc["q3", names[:6]]) == [0, 0, 1, 0, 0, 1]
+    assert pq.loc["q3", "judged_1"] == 0.0 and pq.loc["q3", "judged_2"] == 0.5
+    # a custom mapping is honoured
+    grades = {"sufficient": 3, "supporting": 2, "irrelevant": 0}
+    ev2 = M.evaluate(M.Qrels(labels, grades=grades), run, ["sufficient_3"], grades=grades)
+    assert ev2.per_query["sufficient_3"].tolist() == [1.0, 0.0, 0.0]
+
+
+def test_queries_outside_the_intersection_are_reported():
+    ev = M.evaluate({"q1": {"a": 1}, "q2": {"a": 1}, "q3": {"a": 0}},
+                    {"q1": {"a": 1.0}, "q9": {"a": 1.0}, "q3": {"a": 1.0}}, ["map"])
+    assert list(ev.per_query.index) == ["q1", "q3"]
+    assert ev.run_only_queries == ["q9"] and ev.missing_from_run == ["q2"] and ev.no_relevant_queries == ["q3"]
+    assert ev.mean()["map"] == 0.5
+    complete = M.evaluate({"q1": {"a": 1}, "q2": {"a": 1}, "q3": {"a": 0}}, {"q1": {"a": 1.0}}, ["map"], complete=True)
+    assert list(complete.per_query.index) == ["q1", "q2", "q3"]
+    assert complete.mean()["map"] == pytest.approx(1 / 3)
+
+
+def test_query_with_only_negative_judgements_scores_zero():
+    # trec_eval loops forever on this input; we score it as a query with no relevant unit.
+    ev = M.evaluate({"q": {"a": -1, "b": -1}}, {"q": {"a": 1.0, "b": 0.5}}, ["map", "ndcg", "ndcg_cut_5", "bpref"])
+    assert ev.per_query.loc["q"].tolist() == [0.0, 0.0, 0.0, 0.0]
+    assert ev.no_relevant_queries == ["q"]
+
+
+def test_macro_and_micro_aggregation():
+    pq = pd.DataFrame({"m": [1.0, 0.0, 0.0, 0.0]}, index=pd.Index(["a", "b", "c", "d"], name="query_id"))
+    table = M.aggregate(pq, {"a": "x", "b": "y", "c": "y", "d": "y"}, ["m"], name="structure")
+    micro = table[table["aggregate"] == "micro"].iloc[0]
+    macro = table[table["aggregate"] == "macro"].iloc[0]
+    assert micro["value"] == 0.25 and micro["n"] == 4
+    assert macro["value"] == 0.5 and macro["n"] == 2
+    sizes = table[table["aggregate"] == "group"].set_index("structure")["n"].to_dict()
+    assert sizes == {"x": 1, "y": 3}
+    with pytest.raises(ValueError, match="no group for queries"):
+        M.aggregate(pq, {"a": "x"}, ["m"])
+
+
+def test_parse_measures_accepts_trec_eval_forms():
+    assert M.parse_measures(["P.5,10", "ndcg_cut.10", "map", "P_5"]) == ["P_5", "P_10", "ndcg_cut_10", "map"]
+    assert M.parse_measures(["ndcg_cut.23.4"]) == ["ndcg_cut_23"]
+    assert M.parse_measures(["iprec_at_recall.0,.5"]) == ["iprec_at_recall_0.00", "iprec_at_recall_0.50"]
+    with pytest.raises(M.MeasureError, match="unknown measure 'ndgc_cut_10'"):
+        M.parse_measures(["ndgc_cut_10"])
+
+
+# ----------------------------------------------------------------------------- properties
+
+def _random_labelled(seed, n_queries=6):
+    rng = np.random.default_rng(seed)
+    units = [f"u{i}" for i in range(10)]
+    qrels, run = {}, {}
+    for q in range(n_queries):
+        judged = rng.choice(10, size=rng.integers(1, 7), replace=False)
+        qrels[f"q{q}"] = {units[j]: int(rng.integers(0, 3)) for j in judged}
+        ret = rng.choice(10, size=rng.integers(1, 10), replace=False)
+        run[f"q{q}"] = {units[j]: float(rng.integers(0, 4)) for j in ret}
+    return qrels, run
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.sampled_from([1, 3, 5, 10]))
+def test_properties(seed, k):
+    qrels, run = _random_labelled(seed)
+    names = [f"sufficient_{k}", f"supporting_only_{k}", f"neither_{k}", f"recall_all_{k}", f"recall_{k}",
+             f"ndcg_all_{k}", f"ndcg_cut_{k}", f"judged_{k}", f"P_{k}"]
+    pq = M.evaluate(qrels, run, names).per_query
+    total = pq[f"sufficient_{k}"] + pq[f"supporting_only_{k}"] + pq[f"neither_{k}"]
+    assert np.allclose(total, 1.0)
+    assert (pq[f"recall_all_{k}"] <= pq[f"recall_{k}"] + 1e-12).all()
+    assert (pq[f"ndcg_all_{k}"] <= pq[f"ndcg_cut_{k}"] + 1e-12).all()
+    for col in names:
+        assert ((pq[col] >= 0) & (pq[col] <= 1 + 1e-12)).all()
+    # macro equals micro when every group has the same size
+    groups = {q: f"g{i % 2}" for i, q in enumerate(sorted(pq.index))}
+    table = M.aggregate(pq, groups, [f"P_{k}"])
+    values = table.set_index("aggregate")["value"]
+    assert values["macro"] == pytest.approx(values["micro"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**31 - 1))
+def test_input_forms_are_interchangeable(seed):
+    qrels, run = _random_labelled(seed)
+    a = M.evaluate(qrels, run, ["map", "ndcg_cut_5", "P_3"]).per_query
+    qf = pd.DataFrame([(q, u, r) for q, d in qrels.items() for u, r in d.items()],
+                      columns=["query_id", "unit_id", "relevance"])
+    rf = pd.DataFrame([(q, u, s) for q, d in run.items() for u, s in d.items()],
+                      columns=["query_id", "unit_id", "score"])
+    b = M.evaluate(qf, rf.iloc[::-1], ["map", "ndcg_cut_5", "P_3"]).per_query
+    pd.testing.assert_frame_equal(a, b)
+    assert trec.qrels_dict(qf) == qrels and trec.run_dict(rf) == run
+
+
+# ----------------------------------------------------------------------------- I/O and bad input
+
+def test_trec_files_round_trip(tmp_path):
+    trec.write_qrels(QRELS, tmp_path / "q.txt")
+    trec.write_run(RUN, tmp_path / "r.txt", tag="sys")
+    assert trec.qrels_dict(trec.read_qrels(tmp_path / "q.txt")) == QRELS
+    frame, tag = trec.read_run(tmp_path / "r.txt")
+    assert tag == "sys" and trec.run_dict(frame) == RUN
+    lines = (tmp_path / "r.txt").read_text().splitlines()
+    assert lines[0] == "q1 Q0 a 1 0.9 sys"
+
+
+@pytest.mark.parametrize("content, message", [
+    ("q1 Q0 a 1 0.5 run\nq1 Q0 a 2 0.4 run\n", r"r.txt:2: unit 'a' listed twice for query 'q1' \(first on line 1\)"),
+    ("q1 Q0 a 1 nan run\n", r"r.txt:1: score 'nan' is not finite"),
+    ("q1 Q0 a 1 inf run\n", r"r.txt:1: score 'inf' is not finite"),
+    ("q1 Q0 a 1 high run\n", r"r.txt:1: score 'high' is not a number"),
+    ("q1 Q0 a 1\n", r"r.txt:1: expected 6 fields"),
+    ("# only a comment\n\n", r"r.txt: empty file"),
+])
+def test_bad_run_files(tmp_path, content, message):
+    (tmp_path / "r.txt").write_text(content)
+    with pytest.raises(trec.TrecFormatError, match=message):
+        trec.read_run(tmp_path / "r.txt")
+
+
+@pytest.mark.parametrize("content, message", [
+    ("q1 0 a 1.5\n", r"q.txt:1: relevance '1.5' is not an integer"),
+    ("q1 0 a 1\nq1 0 a 0\n", r"q.txt:2: unit 'a' judged twice for query 'q1'"),
+    ("q1 0 a\n", r"q.txt:1: expected 4 fields"),
+    ("", r"q.txt: empty file"),
+])
+def test_bad_qrels_files(tmp_path, content, message):
+    (tmp_path / "q.txt").write_text(content)
+    with pytest.raises(trec.TrecFormatError, match=message):
+        trec.read_qrels(tmp_path / "q.txt")
+
+
+def test_bad_frames():
+    with pytest.raises(trec.TrecFormatError, match="row 1 lists unit 'a' twice"):
+        M.Run(pd.DataFrame({"query_id": ["q", "q"], "unit_id": ["a", "a"], "score": [1.0, 2.0]}))
+    with pytest.raises(trec.TrecFormatError, match="non-finite score"):
+        M.Run({"q": {"a": float("nan")}})
+    with pytest.raises(trec.TrecFormatError, match="label 'maybe' is not one of"):
+        M.Qrels(pd.DataFrame({"query_id": ["q"], "unit_id": ["a"], "label": ["maybe"]}))
+    with pytest.raises(trec.TrecFormatError, match="relevance 0.5 of unit 'a' is not an integer"):
+        M.Qrels({"q": {"a": 0.5}})
+
+
+def test_comments_and_hash_inside_ids(tmp_path):
+    (tmp_path / "q.txt").write_text("# header comment\nq1 0 doc#1 1\n  # indented comment\nq1 0 doc2 0\n")
+    frame = trec.read_qrels(tmp_path / "q.txt")
+    assert list(frame["unit_id"]) == ["doc#1", "doc2"]
+
+
+# ----------------------------------------------------------------------------- statistics
+
+def test_bootstrap_is_seeded_and_covers_the_mean():
+    values = np.r_[np.ones(30), np.zeros(70)]
+    a = stats.bootstrap_ci(values, 1000, rng=5)
+    b = stats.bootstrap_ci(values, 1000, rng=5)
+    assert a == b and a.lo < 0.3 < a.hi and a.n == 100
+    se = stats.proportion_se(0.3, 100)
+    assert se == pytest.approx(math.sqrt(0.21 / 100))
+    wald = stats.proportion_ci(30, 100)
+    assert wald.lo == pytest.approx(0.3 - 1.959963984540054 * se)
+    assert (a.hi - a.lo) == pytest.approx(wald.hi - wald.lo, rel=0.2)   # bootstrap and analytic agree roughly
+
+
+def test_cluster_bootstrap_is_wider_for_correlated_queries():
+    rng = np.random.default_rng(0)
+    clusters = np.repeat(np.arange(20), 10)
+    values = np.repeat(rng.integers(0, 2, 20), 10).astype(float)     # every cluster all 0 or all 1
+    plain = stats.bootstrap_ci(values, 2000, rng=1)
+    clustered = stats.bootstrap_ci(values, 2000, rng=1, clusters=clusters)
+    assert (clustered.hi - clustered.lo) > 2 * (plain.hi - plain.lo)
+
+
+def test_paired_tests_detect_a_real_difference_and_not_a_null():
+    rng = np.random.default_rng(7)
+    a = rng.random(200)
+    better = a + 0.1
+    c = stats.compare(better, a, n_boot=1000, n_perm=2000, rng=3)
+    assert c.delta == pytest.approx(0.1) and c.lo > 0 and c.p_randomisation < 0.01 and c.p_bootstrap < 0.01
+    same = stats.compare(a, a[::-1].copy(), n_boot=1000, n_perm=2000, rng=3)
+    assert same.p_randomisation > 0.05
+
+
+def test_comparison_table_and_holm():
+    idx = pd.Index([f"q{i}" for i in range(50)])
+    base = pd.Series(np.linspace(0, 1, 50), index=idx)
+    table = stats.comparison_table({"base": base, "plus": base + 0.2, "same": base.copy()}, baseline="base",
+                                   n_boot=500, n_perm=1000)
+    assert list(table["system"]) == ["base", "plus", "same"]
+    assert table.loc[table["system"] == "plus", "delta"].iloc[0] == pytest.approx(0.2)
+    assert math.isnan(table.loc[table["system"] == "base", "p_holm"].iloc[0])
+    assert list(stats.holm([0.01, 0.04, 0.03])) == pytest.approx([0.03, 0.06, 0.06])
