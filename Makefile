@@ -8,8 +8,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 RUN ?= demo
 PARAMS ?= params/$(RUN).yaml
-# Debian packages the default configuration needs (none yet; OCR via tesseract or browser tests add theirs).
-APT_PACKAGES ?=
+# Debian packages the default configuration needs: tesseract for the default OCR engine.
+APT_PACKAGES ?= tesseract-ocr tesseract-ocr-eng
 STAMP := $(VENV)/.setup-done
 
 .PHONY: setup report test clean-outputs

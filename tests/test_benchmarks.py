@@ -19,3 +19,15 @@ def test_metrics_benchmark_agrees_with_peers_at_toy_scale(capsys):
     out = capsys.readouterr().out
     assert "all libraries agree on every mean to 1e-9" in out
     assert "pytrec_eval" in out and "ir_measures" in out
+
+
+def test_maxsim_benchmark_agrees_with_colpali_engine_at_toy_scale(capsys):
+    bench = _load("maxsim")
+    assert bench.main(["--queries", "4", "--pages", "12", "--page-tokens", "50", "--dim", "16"]) == 0
+    assert "max abs difference" in capsys.readouterr().out
+
+
+def test_encode_benchmark_runs_at_toy_scale(capsys):
+    bench = _load("encode")
+    assert bench.main(["--pages", "3", "--engines", "tesseract"]) == 0
+    assert "MiniLM" in capsys.readouterr().out

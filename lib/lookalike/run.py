@@ -20,6 +20,7 @@ from lookalike import corpus, params as P, report
 NOTEBOOK_DIR = P.REPO_ROOT / "notebooks"
 STAGES = [
     "01_stratify_corpus",
+    "02_encode",
 ]
 # Every notebook declares run_dir; the runner executes a stage with its working directory in
 # outputs/<run>/notebooks/, so ".." is the run folder (nbval re-executes the stored notebook from

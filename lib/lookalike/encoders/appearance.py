@@ -1,0 +1,59 @@
+"""A pixel-only appearance vector, for "nearest by appearance" and for clustering.
+
+What it captures (each block standardised, weighted, the whole L2-normalised):
+  layout   a 32 x 18 grey thumbnail (where ink and large shapes sit: bands, bars, tables);
+  profile  the share of non-background pixels in 16 horizontal and 16 vertical bands;
+  edges    edge density on a 6 x 4 grid (text-heavy vs chart vs empty regions);
+  colour   an 8-bin histogram per RGB channel (a house style's palette).
+It ignores what the text says, so two pages of one template differ mostly in their colours and
+the exact bar heights — the "look alike" that hard negatives need. It reads pixels only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from PIL import Image, ImageFilter, ImageOps
+
+VERSION = "1"
+THUMB = (32, 18)
+WEIGHTS = {"layout": 1.0, "profile": 0.7, "edges": 0.7, "colour": 0.5}
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    v = v.astype(np.float64)
+    v = v - v.mean()
+    n = np.linalg.norm(v)
+    return v / n if n > 0 else v
+
+
+def appearance_vector(img: Image.Image) -> np.ndarray:
+    rgb = img.convert("RGB")
+    grey = ImageOps.grayscale(rgb)
+    layout = np.asarray(grey.resize(THUMB, Image.BILINEAR), dtype=np.float64).ravel() / 255.0
+    a = np.asarray(grey.resize((256, 144), Image.BILINEAR), dtype=np.float64) / 255.0
+    background = np.median(a)
+    ink = np.abs(a - background) > 0.15
+    profile = np.r_[[b.mean() for b in np.array_split(ink, 16, axis=0)],
+                    [b.mean() for b in np.array_split(ink, 16, axis=1)]]
+    edges_img = np.asarray(grey.resize((256, 144)).filter(ImageFilter.FIND_EDGES), dtype=np.float64) / 255.0
+    edges = np.array([cell.mean() for row in np.array_split(edges_img, 4, axis=0)
+                      for cell in np.array_split(row, 6, axis=1)])
+    c = np.asarray(rgb.resize((128, 72)), dtype=np.int64)
+    colour = np.concatenate([np.bincount(c[..., k].ravel() // 32, minlength=8) for k in range(3)]) / (128 * 72)
+    parts = [WEIGHTS["layout"] * _unit(layout), WEIGHTS["profile"] * _unit(profile),
+             WEIGHTS["edges"] * _unit(edges), WEIGHTS["colour"] * _unit(colour)]
+    v = np.concatenate(parts)
+    return (v / np.linalg.norm(v)).astype(np.float32)
+
+
+def same_template_neighbour_rate(vectors: np.ndarray, templates) -> tuple[float, float]:
+    """Share of units whose nearest other unit (cosine) has the same template, and that share by chance."""
+    templates = np.asarray(templates)
+    sims = vectors @ vectors.T
+    np.fill_diagonal(sims, -np.inf)
+    nearest = sims.argmax(axis=1)
+    observed = float(np.mean(templates[nearest] == templates))
+    _, counts = np.unique(templates, return_counts=True)
+    n = len(templates)
+    chance = float(np.sum(counts * (counts - 1)) / (n * (n - 1))) if n > 1 else 0.0
+    return observed, chance

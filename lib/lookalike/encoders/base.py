@@ -1,0 +1,130 @@
+"""The encoder interface and the vectors it produces.
+
+An encoder turns units (page images, or their caption fields) and query texts into vectors:
+one per item (single-vector) or a matrix per item (multi-vector), plus, for BM25, plain text.
+Each encoder states the provenance of what it reads — ``pixels``, ``caption-text`` or
+``metadata`` — and every Vectors object carries it, so an index can refuse what it must not see
+(lookalike.retrieve). Its id (name, model revision, settings) keys the cache: change any of them
+and nothing stale comes back.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+PROVENANCES = ("pixels", "caption-text", "metadata")
+
+
+class EncodeError(RuntimeError):
+    """An encoder could not read a unit or load its model; the message says which and how to fix it."""
+
+
+@dataclass
+class Vectors:
+    """Encoder output for a list of items (units or queries).
+
+    data: float32 array (n, dim) when single-vector; list of (tokens_i, dim) arrays when
+    multi-vector; list of str when kind == "text" (BM25).
+    """
+
+    encoder_id: str
+    provenance: str
+    ids: list[str]
+    data: object
+    kind: str = "single"            # single | multi | text
+    stats: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def dim(self) -> int:
+        if self.kind == "single":
+            return int(self.data.shape[1])
+        if self.kind == "multi":
+            return int(self.data[0].shape[1]) if self.data else 0
+        return 0
+
+    def describe(self) -> str:
+        if self.kind == "single":
+            return f"{len(self)} x {self.dim} float32"
+        if self.kind == "multi":
+            lengths = [len(m) for m in self.data]
+            return f"{len(self)} x (≤{max(lengths) if lengths else 0} tokens) x {self.dim}"
+        return f"{len(self)} texts"
+
+    def save(self, folder: Path | str, name: str) -> Path:
+        """Write vectors to folder/name.npz (ids, provenance and encoder id included)."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        meta = json.dumps({"encoder_id": self.encoder_id, "provenance": self.provenance, "kind": self.kind})
+        arrays = {"ids": np.asarray(self.ids, dtype=str), "meta": np.asarray(meta)}
+        if self.kind == "single":
+            arrays["data"] = self.data
+        elif self.kind == "multi":
+            arrays["lengths"] = np.asarray([len(m) for m in self.data])
+            arrays["data"] = np.concatenate(self.data) if self.data else np.zeros((0, 0), np.float32)
+        else:
+            arrays["data"] = np.asarray(self.data, dtype=str)
+        path = folder / f"{name}.npz"
+        np.savez(path, **arrays)
+        return path
+
+    @classmethod
+    def load(cls, path: Path | str) -> "Vectors":
+        with np.load(path, allow_pickle=False) as z:
+            meta = json.loads(str(z["meta"]))
+            ids = [str(x) for x in z["ids"]]
+            if meta["kind"] == "multi":
+                data = np.split(z["data"], np.cumsum(z["lengths"])[:-1]) if len(ids) else []
+            elif meta["kind"] == "text":
+                data = [str(x) for x in z["data"]]
+            else:
+                data = z["data"]
+        return cls(meta["encoder_id"], meta["provenance"], ids, data, meta["kind"])
+
+
+def resolve_device(device: str = "auto") -> tuple[str, str]:
+    """(device, dtype): auto -> ('cuda', 'bfloat16') when a GPU is present, else ('cpu', 'float32')."""
+    import torch
+
+    if device == "auto":
+        return ("cuda", "bfloat16") if torch.cuda.is_available() else ("cpu", "float32")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise EncodeError(f"device {device!r} requested but no CUDA device is available; use device: auto or cpu")
+    return device, ("bfloat16" if device.startswith("cuda") else "float32")
+
+
+class Encoder:
+    """Base class. Subclasses set name, provenance, kind and implement _encode_units / encode_queries."""
+
+    name = "encoder"
+    provenance = "pixels"
+    kind = "single"
+    revision = "1"
+
+    def __init__(self, device: str = "auto", batch_size: int = 32, progress: bool = True, **settings):
+        self.device, self.dtype = resolve_device(device)
+        self.batch_size = batch_size
+        self.progress = progress
+        self.settings = settings
+
+    @property
+    def id(self) -> str:
+        """Name, model revision and every setting that changes the output (not device or batch size)."""
+        return f"{self.name}@{self.revision}:{json.dumps(self.settings, sort_keys=True)}"
+
+    def encode_units(self, units: pd.DataFrame, base_dir: Path, cache=None) -> Vectors:
+        raise NotImplementedError
+
+    def encode_queries(self, texts: Sequence[str], ids: Sequence[str]) -> Vectors:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.id} device={self.device}>"

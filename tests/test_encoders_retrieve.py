@@ -1,0 +1,214 @@
+"""Encoders, cache, indexes, MaxSim, fusion and document-context scoring."""
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from lookalike import encoders as E, retrieve
+from lookalike.cache import Cache, image_sha256
+from lookalike.encoders import ocr
+from lookalike.encoders.base import Vectors
+
+
+@pytest.fixture(scope="module")
+def demo_units(tmp_path_factory):
+    from lookalike import demo
+
+    out = tmp_path_factory.mktemp("run")
+    corpus = demo.generate("ci", 7, out / "corpus")
+    return corpus.units, out
+
+
+@pytest.mark.skipif(not ocr.tesseract_available(), reason="tesseract-ocr not installed (make setup installs it)")
+def test_ocr_reads_the_title_of_a_demo_page(demo_units, tmp_path):
+    units, base = demo_units
+    picks = units[units["template_id"].isin(["segment_bar", "kpi_table", "risk_factors"])].groupby("template_id").head(1)
+    texts, stats = ocr.ocr_many([str(base / p) for p in picks["image_path"]], "tesseract", Cache(tmp_path), 1, False)
+    by_template = dict(zip(picks["template_id"], texts))
+    assert "by segment" in by_template["segment_bar"]          # e.g. "Revenue by segment"
+    assert "Key figures" in by_template["kpi_table"]            # white text on a coloured title band
+    assert "Risk factors" in by_template["risk_factors"]
+    assert stats["computed"] == 3
+
+
+def test_cache_hit_miss_and_corruption(tmp_path, demo_units):
+    units, base = demo_units
+    cache = Cache(tmp_path / "cache")
+    enc = E.make_encoder("appearance", progress=False)
+    sub = units.head(3)
+    first = enc.encode_units(sub, base, cache)
+    assert first.stats["computed"] == 3
+    again = enc.encode_units(sub, base, cache)
+    assert again.stats == {**again.stats, "computed": 0, "cached": 3}
+    np.testing.assert_array_equal(first.data, again.data)
+    # truncate one entry and flip a byte in another: both are detected and recomputed
+    files = sorted((tmp_path / "cache").rglob("*.npy"))
+    files[0].write_bytes(files[0].read_bytes()[:20])
+    blob = bytearray(files[1].read_bytes())
+    blob[40] ^= 0xFF
+    files[1].write_bytes(bytes(blob))
+    third = enc.encode_units(sub, base, cache)
+    assert third.stats["computed"] == 2 and cache.corrupt == 2
+    np.testing.assert_array_equal(first.data, third.data)
+
+
+def test_cache_keys_change_with_encoder_settings(tmp_path):
+    cache = Cache(tmp_path)
+    cache.put_text("ab" * 32, "ocr:engine-a", "old text")
+    assert cache.get_text("ab" * 32, "ocr:engine-a") == "old text"
+    assert cache.get_text("ab" * 32, "ocr:engine-b") is None
+    a = E.make_encoder("ocr-minilm", ocr_engine="rapidocr", progress=False)
+    b = E.make_encoder("ocr-minilm", ocr_engine="tesseract", progress=False)
+    assert a.id != b.id
+
+
+def test_provenance_guard_refuses_caption_vectors_in_a_pixels_index():
+    caption = Vectors("caption-minilm", "caption-text", ["u1"], np.ones((1, 4), np.float32))
+    with pytest.raises(retrieve.ProvenanceError, match="accepts \\['pixels'\\] vectors only; got 'caption-text'"):
+        retrieve.DenseIndex(accepts=("pixels",), name="image").add(caption)
+    with pytest.raises(retrieve.ProvenanceError):
+        retrieve.BM25Index(accepts=("pixels",)).add(Vectors("c", "caption-text", ["u1"], ["text"], "text"))
+    with pytest.raises(retrieve.ProvenanceError):
+        retrieve.MultiVectorIndex(accepts=("pixels",)).add(
+            Vectors("c", "metadata", ["u1"], [np.ones((2, 4), np.float32)], "multi"))
+    # only an explicit override lets it through, and the index records it
+    index = retrieve.DenseIndex(accepts=("pixels",), allow_foreign_provenance=True).add(caption)
+    assert index.allow_foreign_provenance and index.unit_ids == ["u1"]
+
+
+def test_dense_search_is_exact_and_ties_are_canonical():
+    units = Vectors("e", "pixels", ["a", "b", "c", "d"],
+                    np.array([[1, 0], [0, 1], [1, 0], [0.6, 0.8]], dtype=np.float32))
+    queries = Vectors("e", "query-text", ["q"], np.array([[1, 0]], dtype=np.float32))
+    run = retrieve.DenseIndex().add(units).search(queries, k=3)
+    assert list(run["unit_id"]) == ["c", "a", "d"]          # a and c tie: unit id descending first
+    assert run["score"].tolist() == pytest.approx([1.0, 1.0, 0.6])
+
+
+def _random_multi(rng, n, lo, hi, dim):
+    return [rng.standard_normal((int(rng.integers(lo, hi)), dim)).astype(np.float32) for _ in range(n)]
+
+
+def _colpali_scores(qs, ps, batch_size=4):
+    from colpali_engine.utils.processing_utils import BaseVisualRetrieverProcessor
+
+    return BaseVisualRetrieverProcessor.score_multi_vector([torch.from_numpy(q) for q in qs],
+                                                           [torch.from_numpy(p) for p in ps],
+                                                           batch_size=batch_size).float().numpy()
+
+
+def test_maxsim_equals_colpali_engine_scorer():
+    rng = np.random.default_rng(0)
+    qs = _random_multi(rng, 7, 3, 12, 32)
+    ps = [rng.standard_normal((30, 32)).astype(np.float32) for _ in range(23)]
+    ours = retrieve.maxsim(qs, ps, memory_budget_mb=0.01)          # tiny budget: many blocks
+    assert np.abs(ours - _colpali_scores(qs, ps)).max() < 1e-4
+
+
+def test_maxsim_masks_page_padding_where_colpali_engine_does_not():
+    # colpali-engine pads shorter pages with zero vectors and takes the max over the padding too, so
+    # a query token whose every similarity with a short page is negative scores 0 there instead of
+    # its true (negative) maximum. Real ColPali embeddings are normalised and such tokens are rare;
+    # lookalike masks the padding. With non-negative vectors the two agree on ragged pages exactly.
+    rng = np.random.default_rng(1)
+    qs = [np.abs(q) for q in _random_multi(rng, 5, 3, 12, 16)]
+    ps = [np.abs(p) for p in _random_multi(rng, 17, 2, 40, 16)]
+    assert np.abs(retrieve.maxsim(qs, ps, 0.01) - _colpali_scores(qs, ps)).max() < 1e-4
+    signed_q = _random_multi(rng, 5, 3, 12, 16)
+    signed_p = _random_multi(rng, 17, 2, 40, 16)
+    ours = retrieve.maxsim(signed_q, signed_p)
+    theirs = _colpali_scores(signed_q, signed_p)
+    assert (theirs >= ours - 1e-4).all()               # padding can only raise colpali-engine's score
+    exact = np.array([[sum(max(float(t @ v) for v in p) for t in q) for p in signed_p] for q in signed_q])
+    assert np.abs(ours - exact).max() < 1e-4
+
+
+def _run(pairs):
+    return pd.DataFrame(pairs, columns=["query_id", "unit_id", "score"])
+
+
+def test_rrf_of_one_list_keeps_its_order():
+    run = _run([("q", "a", 0.2), ("q", "b", 0.9), ("q", "c", 0.5), ("r", "x", 1.0)])
+    fused = retrieve.rrf([run])
+    assert list(fused[fused["query_id"] == "q"]["unit_id"]) == ["b", "c", "a"]
+
+
+def test_rrf_sums_reciprocal_ranks():
+    a = _run([("q", "u1", 3.0), ("q", "u2", 2.0)])
+    b = _run([("q", "u2", 5.0), ("q", "u3", 1.0)])
+    fused = retrieve.rrf([a, b], k=60).set_index("unit_id")["score"]
+    assert fused["u2"] == pytest.approx(1 / 62 + 1 / 61)
+    assert fused["u1"] == pytest.approx(1 / 61) and fused["u3"] == pytest.approx(1 / 62)
+
+
+def test_round_robin_interleaves_without_duplicates():
+    a = _run([("q", "u1", 3.0), ("q", "u2", 2.0), ("q", "u3", 1.0)])
+    b = _run([("q", "u2", 3.0), ("q", "u4", 2.0), ("q", "u1", 1.0)])
+    fused = retrieve.round_robin([a, b])
+    order = list(fused.sort_values("score", ascending=False)["unit_id"])
+    assert order == ["u1", "u2", "u4", "u3"]
+    assert len(order) == len(set(order))
+
+
+def test_score_sum_normalisation():
+    a = _run([("q", "u1", 10.0), ("q", "u2", 0.0)])
+    b = _run([("q", "u2", 1.0), ("q", "u1", 0.5), ("q", "u3", 0.0)])
+    mm = retrieve.score_sum([a, b], "minmax").set_index("unit_id")["score"]
+    assert mm["u1"] == pytest.approx(1.5) and mm["u2"] == pytest.approx(1.0) and mm["u3"] == 0.0
+    z = retrieve.normalise_scores(b, "zscore")
+    assert z["score"].mean() == pytest.approx(0.0) and z["score"].std(ddof=0) == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="unknown normalisation"):
+        retrieve.normalise_scores(a, "rank")
+
+
+def test_document_context_lifts_pages_of_the_right_document():
+    # Two documents; the query's tokens match doc A's context, and pages p2 (doc A) and p3 (doc B)
+    # are equally good on their own. Document context must put p2 first.
+    e = np.eye(4, dtype=np.float32)
+    pages = [np.stack([e[0], e[1]]), np.stack([e[2]]), np.stack([e[2], e[3]])]   # p1, p2 in A; p3 in B
+    docs = ["A", "A", "B"]
+    query = [np.stack([e[0], e[2]])]
+    plain = retrieve.maxsim(query, pages)
+    assert plain[0, 1] == plain[0, 2]
+    ctx = retrieve.document_context_scores(query, pages, docs, n_context=2, seed=0)
+    assert ctx[0, 1] > ctx[0, 2]
+    added = ctx - plain                                   # the document term: same for pages of one document
+    assert added[0, 0] == pytest.approx(added[0, 1]) and added[0, 1] > added[0, 2]
+
+
+def test_spherical_kmeans_returns_unit_centroids():
+    rng = np.random.default_rng(1)
+    x = np.r_[rng.normal([5, 0], 0.1, (20, 2)), rng.normal([0, 5], 0.1, (20, 2))]
+    c = retrieve.spherical_kmeans(x, 2, np.random.default_rng(0))
+    assert np.allclose(np.linalg.norm(c, axis=1), 1.0)
+    assert sorted(np.round(np.abs(c).max(axis=1), 2)) == [1.0, 1.0]
+
+
+def test_vectors_save_and_load_round_trip(tmp_path):
+    single = Vectors("e", "pixels", ["a", "b"], np.arange(6, dtype=np.float32).reshape(2, 3))
+    multi = Vectors("m", "pixels", ["a", "b"], [np.ones((2, 3), np.float32), np.zeros((4, 3), np.float32)], "multi")
+    text = Vectors("t", "pixels", ["a"], ["some text"], "text")
+    for v in (single, multi, text):
+        back = Vectors.load(v.save(tmp_path, v.encoder_id))
+        assert (back.ids, back.provenance, back.kind, back.encoder_id) == (v.ids, v.provenance, v.kind, v.encoder_id)
+    np.testing.assert_array_equal(Vectors.load(tmp_path / "m.npz").data[1], multi.data[1])
+
+
+def test_appearance_encoder_has_no_text_side():
+    with pytest.raises(E.EncodeError, match="pages only"):
+        E.make_encoder("appearance").encode_queries(["x"], ["q"])
+
+
+def test_missing_colpali_model_says_how_to_provide_one(tmp_path):
+    with pytest.raises(E.EncodeError, match="set encode.colpali_model to a local folder"):
+        E.make_encoder("colpali", model="")
+    with pytest.raises(E.EncodeError, match="no config.json"):
+        E.make_encoder("colpali", model=str(tmp_path))
+
+
+def test_caption_text_joins_the_caption_fields():
+    row = {"filename": "hg_2024q2_deck_p03.png", "alt_text": "bar chart", "caption": ""}
+    assert E.caption_text(row) == "hg 2024q2 deck p03 bar chart"
