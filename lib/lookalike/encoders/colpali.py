@@ -85,7 +85,7 @@ class ColPaliEncoder(Encoder):
             dtype = torch.bfloat16 if self.dtype == "bfloat16" else torch.float32
             try:
                 self._model = getattr(cm, model_cls).from_pretrained(
-                    path, torch_dtype=dtype, local_files_only=local).to(self.device).eval()
+                    path, dtype=dtype, local_files_only=local, device_map=self.device).eval()
                 self._processor = getattr(cm, proc_cls).from_pretrained(path, local_files_only=local)
             except OSError as exc:
                 raise EncodeError(f"cannot load {self.family} model from {path!r} ({exc}); {HOW_TO}") from exc
