@@ -129,6 +129,20 @@ def read_manifest(path: Path | str, root: Path | str | None = None, strict: bool
     return Corpus(units=units, skipped=pd.DataFrame(skipped, columns=["source", "row", "unit_id", "problem"]))
 
 
+def load(source: str, seed: int, out_dir: Path | str, demo_size: str = "ci", manifest: str = "",
+         root: str = "", strict: bool = False) -> Corpus:
+    """The run's corpus: the built-in demo rendered into out_dir, or a manifest (see the module docstring)."""
+    if source == "demo":
+        from lookalike import demo
+
+        return demo.generate(demo_size, seed, out_dir)
+    if source == "manifest":
+        if not manifest:
+            raise CorpusError("corpus.source is manifest but corpus.manifest is empty; give the manifest's path")
+        return read_manifest(Path(manifest), Path(root) if root else None, strict=strict)
+    raise CorpusError(f"corpus.source must be 'demo' or 'manifest', got {source!r}")
+
+
 def strata_counts(units: pd.DataFrame, columns: list[str] | None = None) -> pd.DataFrame:
     """Units per stratum (one row per combination of the stratum columns), sorted by the columns."""
     columns = columns or ["content_type", "template_id"]

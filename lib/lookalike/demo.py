@@ -462,15 +462,21 @@ def _captions(page: dict, ent: Entity, rng: np.random.Generator) -> dict:
         alt = kind
     else:
         alt = f"{kind} of {label} for {ent.name}" if label else f"{ent.name} {kind}"
-    if u[2] < 0.3:
+    subject = {"segment_bar": f"{label} by segment", "trend_line": f"{label} over six quarters",
+               "region_table": f"{label} by region", "kpi_table": "key figures", "cash_flow": "cash flow",
+               "risk_factors": "risk factors", "audit_opinion": "auditor's review", "signature": "sign-off page",
+               "org_chart": "group structure", "cover": "results presentation"}[tpl]
+    if u[2] < 0.25:
         caption = ""
-    elif u[2] < 0.55 and label:
-        caption = f"{ent.name} {label}, {period}"
-    elif u[2] < 0.8:
+    elif u[2] < 0.5:
+        caption = f"{ent.name} {subject}, {period}"
+    elif u[2] < 0.7:
         # names things the page does not show
         caption = f"{ent.name} delivers a record quarter" if label else f"{ent.name} investor update"
+    elif u[2] < 0.85:
+        caption = f"{subject.capitalize()} at {ent.name}, {period.split()[1]}"
     else:
-        caption = f"{label.capitalize() or 'Highlights'} at a glance"
+        caption = f"{subject.capitalize()} at a glance"
     return dict(filename=filename, alt_text=alt, caption=caption)
 
 

@@ -21,6 +21,7 @@ NOTEBOOK_DIR = P.REPO_ROOT / "notebooks"
 STAGES = [
     "01_stratify_corpus",
     "02_encode",
+    "03_leak_ablation",
 ]
 # Every notebook declares run_dir; the runner executes a stage with its working directory in
 # outputs/<run>/notebooks/, so ".." is the run folder (nbval re-executes the stored notebook from

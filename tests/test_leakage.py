@@ -1,0 +1,146 @@
+"""Leak ablation: matched query sets, the provenance guard, the gate and its fault injection, pooling."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from lookalike import leakage as L, retrieve
+from lookalike.encoders.base import Vectors
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def ci_units(tmp_path_factory):
+    from lookalike import demo
+
+    out = tmp_path_factory.mktemp("leak")
+    return demo.generate("ci", 7, out / "corpus").units, out
+
+
+def test_paraphrase_is_deterministic_and_rewords():
+    text = "Halvorsen Energy revenue by segment, Q2 FY2024"
+    assert L.paraphrase(text) == L.paraphrase(text) == "Q2 FY2024, Halvorsen Energy sales by segment"
+
+
+def test_query_sets_are_matched_in_register_and_specificity(ci_units):
+    units, _ = ci_units
+    q = L.build_query_sets(units, seed=7)
+    blind, derived = q[q["query_set"] == "blind"], q[q["query_set"] == "caption-derived"]
+    assert len(blind) == len(derived) > 20
+    assert list(blind["unit_id"]) == list(derived["unit_id"])
+    assert list(blind["register"]) == list(derived["register"])
+    assert list(blind["qualifiers"]) == list(derived["qualifiers"])
+    shares = L.matched(q).drop(columns=["query_set"])
+    assert (shares.iloc[0] == shares.iloc[1]).all()
+    # blind queries never quote a caption; targets' caption text is their own
+    caps = set(units["caption"].str.lower()) - {""}
+    assert not any(c in t.lower() for t in blind["text"] for c in caps if len(c) > 25)
+    source = units.set_index("unit_id")["caption"]
+    targets = source[blind["unit_id"]].str.lower()
+    assert targets[targets != ""].is_unique
+
+
+def test_clean_indexes_refuse_caption_vectors_in_the_image_path():
+    caption = Vectors("caption-minilm", "caption-text", ["a", "b"], np.eye(2, dtype=np.float32))
+    pixels = Vectors("ocr-minilm", "pixels", ["a", "b"], np.eye(2, dtype=np.float32))
+    with pytest.raises(retrieve.ProvenanceError):
+        L.build_indexes(caption, caption, inject_caption_leak=False)
+    clean = L.build_indexes(pixels, caption)
+    assert not clean.injected and not clean.image.allow_foreign_provenance
+    injected = L.build_indexes(pixels, caption, inject_caption_leak=True)
+    assert injected.injected and injected.image.allow_foreign_provenance     # bypass is explicit and recorded
+
+
+def _leak_check(*extra):
+    return subprocess.run([sys.executable, "-m", "lookalike", "leak-check", str(REPO / "params" / "ci.yaml"), *extra],
+                          capture_output=True, text=True, cwd=REPO, timeout=900)
+
+
+def test_gate_passes_on_the_ci_configuration():
+    res = _leak_check()
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "PASS" in res.stdout and "image index recall@10: blind" in res.stdout
+
+
+def test_gate_fails_when_a_caption_leak_is_injected():
+    res = _leak_check("--inject-caption-leak")
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "FAIL" in res.stdout and "caption leak injected" in res.stdout
+
+
+def test_gate_decision():
+    table = pd.DataFrame({"index": ["image", "image"], "query_set": ["blind", "caption-derived"],
+                          "recall_10": [0.60, 0.66]})
+    assert L.gate(table, 0.05)[0] is False
+    assert L.gate(table, 0.10)[0] is True
+
+
+def _runs():
+    a = pd.DataFrame({"query_id": ["q1"] * 3 + ["q2"] * 3, "unit_id": ["u1", "u2", "u3", "u4", "u5", "u1"],
+                      "score": [3.0, 2.0, 1.0, 3.0, 2.0, 1.0]})
+    b = pd.DataFrame({"query_id": ["q1"] * 2 + ["q2"] * 2, "unit_id": ["u2", "u9", "u5", "u8"], "score": [2.0, 1.0, 2.0, 1.0]})
+    return {"a": a, "b": b}
+
+
+def test_pool_is_deduplicated_shuffled_and_blind():
+    queries = pd.DataFrame({"query_id": ["q1", "q2"], "text": ["first", "second"], "unit_id": ["u1", "u5"]})
+    sheet = L.pool(_runs(), queries, k=2, seed=1)
+    assert len(sheet) == len(set(zip(sheet["query_id"], sheet["unit_id"]))) == 6
+    assert list(sheet.columns) == ["item", "query_id", "text", "unit_id"]
+    view = L.judge_view(sheet)
+    assert list(view.columns) == ["item", "query", "grade"]            # no unit id, system, rank or caption
+    judged = sheet.iloc[:4][["query_id", "unit_id"]]
+    again = L.pool(_runs(), queries, k=2, seed=1, judged=judged)
+    assert len(again) == 2 and not set(zip(again["query_id"], again["unit_id"])) & set(zip(judged["query_id"], judged["unit_id"]))
+
+
+def test_import_judgements_round_trip_and_errors(tmp_path):
+    queries = pd.DataFrame({"query_id": ["q1", "q2"], "text": ["first", "second"], "unit_id": ["u1", "u5"]})
+    sheet = L.pool(_runs(), queries, k=2, seed=1)
+    filled = L.judge_view(sheet)
+    filled.loc[0, "grade"] = "2"
+    filled.loc[1, "grade"] = "0"
+    filled.to_csv(tmp_path / "filled.csv", index=False)
+    got = L.import_judgements(tmp_path / "filled.csv", sheet)
+    assert list(got["grade"]) == [2, 0] and set(got["judge"]) == {"human"}
+    assert (got["unit_id"].iloc[0], got["query_id"].iloc[0]) == (sheet["unit_id"].iloc[0], sheet["query_id"].iloc[0])
+    filled.loc[2, "grade"] = "3"
+    filled.to_csv(tmp_path / "bad.csv", index=False)
+    with pytest.raises(ValueError, match="bad.csv: row 3: grade '3' is not 0, 1 or 2"):
+        L.import_judgements(tmp_path / "bad.csv", sheet)
+
+
+def test_judged_at_k_shows_unfair_pools():
+    judgements = pd.DataFrame({"query_id": ["q1", "q1"], "unit_id": ["u1", "u2"], "grade": [2, 0]})
+    table = L.judged_at_k(_runs(), judgements, k=2).set_index("system")["judged_2"]
+    assert table["a"] == pytest.approx(0.5)       # q1: u1,u2 judged (1.0); q2: none (0.0)
+    assert table["b"] == pytest.approx(0.25)
+
+
+def test_reference_grades(ci_units):
+    units, _ = ci_units
+    q = L.build_query_sets(units, seed=7).head(2)
+    target = q["unit_id"].iloc[0]
+    same = units[(units["template_id"] == units.set_index("unit_id").loc[target, "template_id"])
+                 & (units["metric"] == units.set_index("unit_id").loc[target, "metric"])
+                 & (units["entity"] == units.set_index("unit_id").loc[target, "entity"])
+                 & (units["unit_id"] != target)]["unit_id"].iloc[0]
+    sheet = pd.DataFrame({"item": ["j0", "j1"], "query_id": [q["query_id"].iloc[0]] * 2, "unit_id": [target, same]})
+    grades = L.reference_grades(sheet, q, units)
+    assert list(grades["grade"]) == [2, 1 if units.set_index("unit_id").loc[target, "metric"] else 0]
+    assert set(grades["judge"]) == {"reference"}
+
+
+def test_judging_sheet_html_hides_ids_and_escapes(tmp_path, ci_units):
+    units, base = ci_units
+    sheet = pd.DataFrame({"item": ["j0"], "query_id": ["q"], "text": ["<script>x</script> revenue"],
+                          "unit_id": [units["unit_id"].iloc[1]]})
+    page = L.judging_sheet_html(sheet, units, tmp_path / "sheet.html", base).read_text()
+    assert "&lt;script&gt;x" in page and "<script>x" not in page
+    assert units["unit_id"].iloc[1] not in page and Path(units["image_path"].iloc[1]).stem not in page
+    assert len(list((tmp_path / "sheet_images").iterdir())) == 1
