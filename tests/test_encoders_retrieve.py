@@ -212,3 +212,9 @@ def test_missing_colpali_model_says_how_to_provide_one(tmp_path):
 def test_caption_text_joins_the_caption_fields():
     row = {"filename": "hg_2024q2_deck_p03.png", "alt_text": "bar chart", "caption": ""}
     assert E.caption_text(row) == "hg 2024q2 deck p03 bar chart"
+
+
+def test_bm25_over_units_without_any_text_scores_zero():
+    index = retrieve.BM25Index().add(Vectors("ocr-bm25", "pixels", ["a", "b"], ["", "   "], "text"))
+    run = index.search(Vectors("q", "query-text", ["q"], ["revenue"], "text"), k=2)
+    assert run["score"].tolist() == [0.0, 0.0]

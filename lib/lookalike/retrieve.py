@@ -193,6 +193,9 @@ class BM25Index:
             raise ValueError(f"{self.name}: BM25Index is built once; create a new one to add units")
         self.unit_ids = list(vectors.ids)
         tokens = bm25s.tokenize(list(vectors.data), stopwords="en", show_progress=False)
+        if not tokens.vocab:
+            self._retriever = None          # no unit has any text (e.g. OCR found none): every score is 0
+            return self
         self._retriever = bm25s.BM25(k1=self.k1, b=self.b)
         self._retriever.index(tokens, show_progress=False)
         return self
@@ -201,6 +204,8 @@ class BM25Index:
         import bm25s
 
         out = np.zeros((len(queries), len(self.unit_ids)), dtype=np.float32)
+        if self._retriever is None:
+            return out
         for i, text in enumerate(queries.data):
             toks = bm25s.tokenize([text], stopwords="en", show_progress=False, return_ids=False)[0]
             if toks:
