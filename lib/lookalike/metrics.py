@@ -137,13 +137,8 @@ class Run:
             self.__dict__.update(run.__dict__)
             return
         if isinstance(run, Mapping):
-            qids = sorted(run)
-            lengths = np.fromiter((len(run[q]) for q in qids), dtype=np.int64, count=len(qids))
-            n = int(lengths.sum())
-            units = np.fromiter(chain.from_iterable(run[q].keys() for q in qids), dtype=object, count=n)
-            scores = np.fromiter(chain.from_iterable(run[q].values() for q in qids), dtype=np.float64, count=n)
-            qcode = np.repeat(np.arange(len(qids), dtype=np.int64), lengths)
-            query_ids = np.asarray(qids, dtype=object)
+            query_ids, lengths, units, scores = _flatten_nested(run)
+            qcode = np.repeat(np.arange(len(query_ids), dtype=np.int64), lengths)
             duplicates_possible = False
         else:
             frame = trec.run_frame(run, what) if not _is_clean_run_frame(run) else run
@@ -199,6 +194,16 @@ class Run:
                              "score": self.scores, "rank": ranks})
 
 
+def _flatten_nested(nested: Mapping) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """{qid: {uid: value}} -> (sorted query ids, per-query lengths, unit ids, float64 values), grouped by query."""
+    qids = sorted(nested)
+    lengths = np.fromiter((len(nested[q]) for q in qids), dtype=np.int64, count=len(qids))
+    n = int(lengths.sum())
+    units = np.fromiter(chain.from_iterable(nested[q].keys() for q in qids), dtype=object, count=n)
+    values = np.fromiter(chain.from_iterable(nested[q].values() for q in qids), dtype=np.float64, count=n)
+    return np.asarray(qids, dtype=object), lengths, units, values
+
+
 def _is_clean_run_frame(run) -> bool:
     return (isinstance(run, pd.DataFrame) and list(run.columns[:3]) == ["query_id", "unit_id", "score"]
             and run["score"].dtype == np.float64 and run["query_id"].dtype == object and run["unit_id"].dtype == object)
@@ -245,16 +250,12 @@ class Qrels:
             self.__dict__.update(qrels.__dict__)
             return
         if isinstance(qrels, Mapping):
-            qids = sorted(qrels)
-            lengths = np.fromiter((len(qrels[q]) for q in qids), dtype=np.int64, count=len(qids))
-            n = int(lengths.sum())
-            self.unit_ids = np.fromiter(chain.from_iterable(qrels[q].keys() for q in qids), dtype=object, count=n)
-            rel = np.fromiter(chain.from_iterable(qrels[q].values() for q in qids), dtype=np.float64, count=n)
+            qids, lengths, self.unit_ids, rel = _flatten_nested(qrels)
             if not np.all(rel == np.round(rel)):
                 i = int(np.argmax(rel != np.round(rel)))
                 raise trec.TrecFormatError(f"{what}: relevance {float(rel[i])!r} of unit {self.unit_ids[i]!r} is not an integer")
             self.relevance = rel.astype(np.int64)
-            self.query_ids = np.asarray(qids, dtype=object)
+            self.query_ids = qids
             self.offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
         else:
             frame = trec.qrels_frame(qrels, what, grades)

@@ -199,20 +199,19 @@ def run_frame(run, what: str = "run") -> pd.DataFrame:
     return out
 
 
-def qrels_dict(qrels) -> dict[str, dict[str, int]]:
-    df = qrels_frame(qrels)
-    out: dict[str, dict[str, int]] = {}
-    for q, u, r in zip(df["query_id"], df["unit_id"], df["relevance"]):
-        out.setdefault(q, {})[u] = int(r)
+def _nest(df: pd.DataFrame, column: str, cast) -> dict:
+    out: dict = {}
+    for q, u, v in zip(df["query_id"], df["unit_id"], df[column]):
+        out.setdefault(q, {})[u] = cast(v)
     return out
+
+
+def qrels_dict(qrels) -> dict[str, dict[str, int]]:
+    return _nest(qrels_frame(qrels), "relevance", int)
 
 
 def run_dict(run) -> dict[str, dict[str, float]]:
-    df = run_frame(run)
-    out: dict[str, dict[str, float]] = {}
-    for q, u, s in zip(df["query_id"], df["unit_id"], df["score"]):
-        out.setdefault(q, {})[u] = float(s)
-    return out
+    return _nest(run_frame(run), "score", float)
 
 
 def labels_to_relevance(labels: pd.Series, grades: Mapping[str, int] | None = None, what: str = "labels") -> pd.Series:
