@@ -12,8 +12,9 @@ judge who sees the file name). The ablation closes or opens each on purpose:
             caption-derived  deterministic paraphrases of the unit's caption (synonyms, reordering)
   Both query sets are built for the same target units, and for each unit the blind query states
   exactly the qualifiers (entity / metric / period) that its caption-derived twin happens to state,
-  in the same register — so the two sets match in register mix and specificity and the comparison
-  measures the leak, not query difficulty.
+  in the same register, and goes through the same paraphrase — so the two sets match in register
+  mix, specificity and wording distance from the page, and the comparison measures the leak, not
+  query difficulty.
 
 Reading it: the image row should be flat across the two query sets (within its CI); the caption
 row jumps on caption-derived queries. If the image row jumps too, something text-shaped got into
@@ -127,7 +128,10 @@ def build_query_sets(units: pd.DataFrame, seed: int, max_units: int | None = Non
         quals = qualifiers_in(cap, unit)
         base = dict(unit_id=unit["unit_id"], register=register, qualifiers=";".join(quals),
                     content_type=unit.get("content_type", ""))
-        rows.append(dict(query_id=f"leak{i:04d}-b", query_set="blind", text=_wrap(register, blind_text(unit, quals)), **base))
+        # The blind description goes through the same paraphrase (synonyms, reordering) as the caption,
+        # so neither set is worded closer to the page than the other.
+        blind = paraphrase(blind_text(unit, quals))
+        rows.append(dict(query_id=f"leak{i:04d}-b", query_set="blind", text=_wrap(register, blind), **base))
         rows.append(dict(query_id=f"leak{i:04d}-c", query_set="caption-derived", text=_wrap(register, cap), **base))
     return pd.DataFrame(rows, columns=["query_id", "query_set", "unit_id", "text", "register", "qualifiers",
                                        "content_type"])
