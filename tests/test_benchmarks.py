@@ -31,3 +31,9 @@ def test_encode_benchmark_runs_at_toy_scale(capsys):
     bench = _load("encode")
     assert bench.main(["--pages", "3", "--engines", "tesseract"]) == 0
     assert "MiniLM" in capsys.readouterr().out
+
+
+def test_negatives_benchmark_runs_at_toy_scale(capsys):
+    bench = _load("negatives")
+    assert bench.main(["--units", "8000", "--dim", "16"]) == 0
+    assert "goal <= 60 s" in capsys.readouterr().out

@@ -22,6 +22,7 @@ STAGES = [
     "01_stratify_corpus",
     "02_encode",
     "03_leak_ablation",
+    "04_hard_negatives",
 ]
 # Every notebook declares run_dir; the runner executes a stage with its working directory in
 # outputs/<run>/notebooks/, so ".." is the run folder (nbval re-executes the stored notebook from

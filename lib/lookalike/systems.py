@@ -113,3 +113,13 @@ def first_look(runs: dict[str, pd.DataFrame], qrels: pd.DataFrame, provenance: d
             row.update({m: ci.estimate, f"{m}_lo": ci.lo, f"{m}_hi": ci.hi})
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def score_matrix(unit_vectors, query_vectors) -> np.ndarray:
+    """Every query's score for every unit: (n_queries, n_units), float32 — dot products for single
+    vectors, BM25 for texts, MaxSim for multi-vectors."""
+    if unit_vectors.kind == "text":
+        return retrieve.BM25Index(accepts=(unit_vectors.provenance,)).add(unit_vectors).scores(query_vectors)
+    if unit_vectors.kind == "multi":
+        return retrieve.maxsim(query_vectors.data, unit_vectors.data)
+    return np.asarray(query_vectors.data, dtype=np.float32) @ np.asarray(unit_vectors.data, dtype=np.float32).T

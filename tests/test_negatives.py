@@ -1,0 +1,93 @@
+"""Hard negatives: same template, exactly one axis apart; restatements; clustering fallback; random."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from lookalike import negatives as N
+from lookalike.encoders.appearance import appearance_vector
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    from PIL import Image
+
+    from lookalike import demo
+
+    out = tmp_path_factory.mktemp("neg")
+    c = demo.generate("ci", 7, out / "corpus")
+    vecs = np.stack([appearance_vector(Image.open(out / p)) for p in c.units["image_path"]])
+    return c, vecs
+
+
+AXIS_FIELDS = ("entity", "metric", "period", "revision")
+
+
+def test_every_distractor_shares_the_template_and_differs_on_exactly_its_axis(corpus):
+    c, vecs = corpus
+    golds = c.units[c.units["template_id"].isin(["segment_bar", "trend_line", "kpi_table", "region_table"])]["unit_id"]
+    hard, sizes = N.hard_negatives(c.units, vecs, golds, k=3)
+    assert len(hard) > 100
+    meta = c.units.set_index("unit_id")
+    for rec in hard.itertuples():
+        g, d = meta.loc[rec.gold_unit_id], meta.loc[rec.unit_id]
+        assert g["template_id"] == d["template_id"]
+        differs = [f for f in AXIS_FIELDS if str(g[f]) != str(d[f])]
+        assert differs == [rec.axis], (rec.gold_unit_id, rec.unit_id, rec.axis, differs)
+    # at most k per (gold, axis), nearest first
+    assert hard.groupby(["gold_unit_id", "axis"]).size().max() <= 3
+    for _, part in hard.groupby(["gold_unit_id", "axis"]):
+        assert part["similarity"].is_monotonic_decreasing
+    # every gold has a row per axis in the pool sizes, empty pools included
+    assert len(sizes) == len(set(golds)) * 4 and (sizes["pool"] == 0).any()
+
+
+def test_restatements_get_revision_distractors(corpus):
+    c, vecs = corpus
+    restated = c.units[(c.units["revision"] == 2) & (c.units["template_id"] == "segment_bar")]["unit_id"]
+    hard, _ = N.hard_negatives(c.units, vecs, restated, k=3)
+    rev = hard[hard["axis"] == "revision"]
+    assert set(rev["gold_unit_id"]) == set(restated)
+    meta = c.units.set_index("unit_id")
+    assert (meta.loc[rev["unit_id"], "revision"].to_numpy() == 1).all()
+
+
+def test_clustering_fallback_without_metadata(corpus):
+    c, vecs = corpus
+    bare = c.units.assign(template_id="", entity="", metric="", period="")
+    hard, _ = N.hard_negatives(bare, vecs, bare["unit_id"].head(5), k=3)
+    assert hard.empty                                        # nothing to group by
+    clustered, sizes = N.cluster_negatives(bare, vecs, list(bare["unit_id"].head(20)), n_clusters=8, k=3, seed=1)
+    assert set(clustered["axis"]) == {"cluster"} and len(clustered) > 0
+    assert (clustered["gold_unit_id"] != clustered["unit_id"]).all()
+    # on the demo, the appearance clusters mostly keep a template together
+    meta = c.units.set_index("unit_id")["template_id"]
+    same = (meta[clustered["gold_unit_id"]].to_numpy() == meta[clustered["unit_id"]].to_numpy()).mean()
+    assert same > 0.8
+
+
+def test_random_negatives_are_seeded_and_never_the_gold(corpus):
+    c, _ = corpus
+    golds = list(c.units["unit_id"].head(10))
+    a = N.random_negatives(c.units, golds, 5, seed=3)
+    b = N.random_negatives(c.units, golds, 5, seed=3)
+    assert a.equals(b) and len(a) == 50
+    assert (a["gold_unit_id"] != a["unit_id"]).all()
+
+
+def test_top1_within_breaks_ties_by_unit_id_descending():
+    scores = np.array([[0.5, 0.5, 0.1]], dtype=np.float32)
+    ids = ["a", "b", "c"]
+    assert N.top1_within(scores, ids, ["q"], {"q": "b"}, {"q": ["a"]})["q"] == 1.0   # tie: 'b' > 'a'
+    assert N.top1_within(scores, ids, ["q"], {"q": "a"}, {"q": ["b"]})["q"] == 0.0
+    assert N.top1_within(scores, ids, ["q"], {"q": "a"}, {"q": ["c"]})["q"] == 1.0
+    assert N.top1_within(scores, ids, ["q"], {"q": "a"}, {"q": None})["q"] == 0.0    # whole corpus
+
+
+def test_for_questions_expands_evidence_units():
+    q = pd.DataFrame({"query_id": ["q1"], "evidence_unit_ids": ["a;b"]})
+    d = pd.DataFrame({"gold_unit_id": ["a", "b"], "unit_id": ["x", "y"], "axis": ["period", "entity"],
+                      "similarity": [0.9, 0.8]})
+    out = N.for_questions(q, d)
+    assert list(out.columns) == ["query_id", "gold_unit_id", "unit_id", "axis", "similarity"]
+    assert list(out["unit_id"]) == ["x", "y"]          # sorted by gold, then axis
