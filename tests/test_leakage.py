@@ -144,3 +144,19 @@ def test_judging_sheet_html_hides_ids_and_escapes(tmp_path, ci_units):
     assert "&lt;script&gt;x" in page and "<script>x" not in page
     assert units["unit_id"].iloc[1] not in page and Path(units["image_path"].iloc[1]).stem not in page
     assert len(list((tmp_path / "sheet_images").iterdir())) == 1
+
+
+def test_users_own_blind_queries_get_caption_derived_twins(tmp_path, ci_units):
+    units, _ = ci_units
+    with_caption = units[units["caption"] != ""].head(3)
+    no_caption = units[(units["caption"] == "") & (units["alt_text"] == "")].head(1)
+    rows = [{"query_id": f"u{i}", "unit_id": uid, "text": f"page {i} as I saw it", "register": "question"}
+            for i, uid in enumerate(list(with_caption["unit_id"]) + list(no_caption["unit_id"]))]
+    pd.DataFrame(rows).to_csv(tmp_path / "blind.csv", index=False)
+    q = L.read_blind_queries(tmp_path / "blind.csv", units)
+    assert list(q["query_set"].value_counts().sort_index()) == [3, 3]         # the caption-less unit is dropped
+    assert set(q["register"]) == {"question"}
+    assert set(q[q["query_set"] == "blind"]["text"]) == {"page 0 as I saw it", "page 1 as I saw it", "page 2 as I saw it"}
+    pd.DataFrame([{"query_id": "x", "unit_id": "nope:1", "text": "t"}]).to_csv(tmp_path / "bad.csv", index=False)
+    with pytest.raises(ValueError, match="bad.csv: row 1 \\(query 'x'\\): unknown unit_id 'nope:1'"):
+        L.read_blind_queries(tmp_path / "bad.csv", units)

@@ -137,6 +137,44 @@ def build_query_sets(units: pd.DataFrame, seed: int, max_units: int | None = Non
                                        "content_type"])
 
 
+def read_blind_queries(path: Path | str, units: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
+    """A user's own blind queries (CSV: query_id, unit_id, text[, register]) and their caption-derived twins.
+
+    On a user's corpus the blind set is theirs — written from the pixels by someone who never saw
+    the captions. Each row's unit gets a caption-derived twin in the same register. Qualifiers are
+    read off both texts with the same rule, so ``matched`` shows whether the two sets agree in
+    specificity; a unit without caption text has no twin and its blind query is dropped (listed).
+    Errors name the file and row: a missing column, an unknown unit, an unknown register.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"{path}: blind query file not found")
+    df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    for col in ("query_id", "unit_id", "text"):
+        if col not in df.columns:
+            raise ValueError(f"{path}: column {col!r} is missing (columns: {', '.join(df.columns)})")
+    meta = units.set_index("unit_id")
+    rows = []
+    for i, rec in enumerate(df.to_dict("records"), start=1):
+        if rec["unit_id"] not in meta.index:
+            raise ValueError(f"{path}: row {i} (query {rec['query_id']!r}): unknown unit_id {rec['unit_id']!r}")
+        register = rec.get("register", "") or "shown"
+        if register not in REGISTERS:
+            raise ValueError(f"{path}: row {i}: register {register!r} is not one of {', '.join(REGISTERS)}")
+        unit = {"unit_id": rec["unit_id"], **meta.loc[rec["unit_id"]].to_dict()}
+        source = str(unit.get("caption", "")).strip() or str(unit.get("alt_text", "")).strip()
+        if not source:
+            continue
+        cap = paraphrase(source)
+        common = dict(unit_id=rec["unit_id"], register=register, content_type=unit.get("content_type", ""))
+        rows.append(dict(query_id=f"{rec['query_id']}-b", query_set="blind", text=rec["text"],
+                         qualifiers=";".join(qualifiers_in(rec["text"], unit)), **common))
+        rows.append(dict(query_id=f"{rec['query_id']}-c", query_set="caption-derived", text=_wrap(register, cap),
+                         qualifiers=";".join(qualifiers_in(cap, unit)), **common))
+    return pd.DataFrame(rows, columns=["query_id", "query_set", "unit_id", "text", "register", "qualifiers",
+                                       "content_type"])
+
+
 def matched(queries: pd.DataFrame) -> pd.DataFrame:
     """Register and qualifier shares of each query set, side by side (they should be equal)."""
     rows = []
@@ -331,7 +369,7 @@ class Ablation:
 
 def run_ablation(units: pd.DataFrame, base_dir: Path, seed: int, cache: Cache | None = None, max_units: int | None = None,
                  inject_caption_leak: bool = False, ocr_engine: str = "", workers: int = 0, device: str = "auto",
-                 depth: int = 100, n_boot: int = 2000) -> Ablation:
+                 depth: int = 100, n_boot: int = 2000, blind_queries: str = "") -> Ablation:
     """Encode, index, query and score the ablation on units (all of them, or a seeded subset)."""
     cache = cache or Cache()
     if max_units is not None and len(units) > max_units:
@@ -342,7 +380,9 @@ def run_ablation(units: pd.DataFrame, base_dir: Path, seed: int, cache: Cache | 
     caption_enc = E.make_encoder("caption-minilm", device=device, progress=False)
     image_vectors = image_enc.encode_units(units, base_dir, cache)
     caption_vectors = caption_enc.encode_units(units, base_dir, cache)
-    queries = build_query_sets(units, seed)
+    queries = read_blind_queries(blind_queries, units, seed) if blind_queries else build_query_sets(units, seed)
+    if blind_queries:
+        queries = queries[queries["unit_id"].isin(set(units["unit_id"]))].reset_index(drop=True)
     indexes = build_indexes(image_vectors, caption_vectors, inject_caption_leak)
     query_vectors = caption_enc.encode_queries(list(queries["text"]), list(queries["query_id"]))
     runs = search_all(indexes, query_vectors, depth)
@@ -435,7 +475,7 @@ def leak_check_main(argv: list[str] | None = None) -> int:
         ab = run_ablation(corpus.units, Path(tmp), flat["seed"], Cache(flat["encode_cache_dir"] or None),
                           max_units=flat["leak_gate_units"], inject_caption_leak=inject,
                           ocr_engine=flat["encode_ocr_engine"], workers=flat["encode_workers"],
-                          device=flat["encode_device"], n_boot=1000)
+                          device=flat["encode_device"], n_boot=1000, blind_queries=_abs(flat["leak_blind_queries"]))
     ok, blind, derived = gate(ab.table, threshold)
     n = int(ab.table["n"].iloc[0])
     print(f"leak-check: {min(len(corpus.units), flat['leak_gate_units'])} units, {n} query pairs"

@@ -30,7 +30,7 @@ STAGES = [
 RUN_DIR_PARAM = "run_dir"
 # Path parameters are written relative to the repository root (where `make` runs); the runner
 # makes them absolute, since a stage executes from its output folder.
-PATH_PARAMS = ("corpus_manifest", "corpus_root")
+PATH_PARAMS = ("corpus_manifest", "corpus_root", "leak_blind_queries")
 
 
 class StageFailed(RuntimeError):
