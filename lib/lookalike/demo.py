@@ -509,7 +509,7 @@ def _questions(units: pd.DataFrame, entities: dict, ents: list[Entity], book: Bo
         rt = by_key.get((entity_name, "region_table", "revenue", period))
         seg_rev = {m: book.get(e.slug, "revenue", period, m) for m in members}
         top = max(seg_rev, key=seg_rev.get)
-        top_ans = f"{top} ({_money(seg_rev[top])})"
+        top_ans = f"{top}, {_money(seg_rev[top])}"
         # page-single, three registers, qualified and under-specified forms
         q("page-single", "question", f"Which segment contributed the most revenue for {entity_name} in {period}?",
           top_ans, [sb.unit_id], QUALIFIER_AXES)

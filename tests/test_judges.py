@@ -1,0 +1,147 @@
+"""Judges: answer-string number normalisation, human labels, the OpenAI-compatible client against a
+local server that speaks the protocol (success, malformed reply, timeout then retry), kappa."""
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from PIL import Image
+
+from lookalike import judges as J
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Revenue $1,234M", [1.234e9]),
+    ("$-59M and (12.5)", [-59e6, -12.5]),
+    ("+9.1% growth, 9,620 staff", [9.1, 9620.0]),
+    ("1.5bn", [1.5e9]),
+])
+def test_number_normalisation(text, expected):
+    assert J.normalise_numbers(text) == pytest.approx(expected)
+
+
+def test_answer_string_judge():
+    judge = J.AnswerStringJudge()
+    q = {"text": "What was Corvane Systems' operating income in Q1 FY2024?", "answer": "$183M"}
+    page = {"text": "Key figures Operating income $183M $167M Corvane Systems"}
+    assert judge.judge(q, page).label == "sufficient"
+    other = {"text": "Key figures Operating income $190M Corvane Systems Q1 FY2024"}
+    assert judge.judge(q, other).label == "supporting"
+    assert judge.judge(q, {"text": "Risk factors Demand may decline"}).label == "irrelevant"
+    assert J.answer_in_text("183 million", "operating income $183M")          # scale words agree
+    assert J.answer_in_text("Devices, $437M", "Cloud $216M Devices $437M")
+    assert not J.answer_in_text("$-59M", "Capital expenditure $59M")             # signs matter
+
+
+def test_human_labels(tmp_path):
+    (tmp_path / "labels.csv").write_text("query_id,unit_id,label,note\nq1,u1,supporting,partial table\n")
+    judge = J.HumanJudge(tmp_path / "labels.csv")
+    got = judge.judge({"query_id": "q1"}, {"unit_id": "u1"})
+    assert (got.label, got.rationale, got.judge) == ("supporting", "partial table", "human")
+    with pytest.raises(J.JudgeError, match="no human label"):
+        judge.judge({"query_id": "q2"}, {"unit_id": "u1"})
+    (tmp_path / "bad.csv").write_text("query_id,unit_id,label\nq1,u1,maybe\n")
+    with pytest.raises(J.JudgeError, match="bad.csv: row 1 label 'maybe'"):
+        J.HumanJudge(tmp_path / "bad.csv")
+
+
+class _Server:
+    """A local chat-completions server whose replies the test scripts, one per request."""
+
+    def __init__(self, replies):
+        self.replies, self.requests = list(replies), []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                outer.requests.append({"body": body, "auth": self.headers.get("Authorization")})
+                kind, content = outer.replies.pop(0) if outer.replies else ("ok", "{}")
+                if kind == "sleep":
+                    time.sleep(content)
+                    content = '{"label": "irrelevant", "rationale": "late"}'
+                data = json.dumps({"choices": [{"message": {"role": "assistant", "content": content}}]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+
+
+@pytest.fixture
+def page(tmp_path):
+    path = tmp_path / "page.png"
+    Image.new("RGB", (40, 20), (10, 120, 200)).save(path)
+    return {"unit_id": "u1", "image_path": str(path)}
+
+
+def test_openai_compatible_success_with_cache_and_key_from_env(tmp_path, page, monkeypatch):
+    monkeypatch.setenv("MY_JUDGE_KEY", "sk-test-secret")
+    srv = _Server([("ok", '```json\n{"label": "sufficient", "rationale": "the table shows it"}\n```')])
+    with srv as url:
+        judge = J.OpenAICompatibleJudge(url, "tiny-vlm", api_key_env="MY_JUDGE_KEY", cache_dir=tmp_path / "cache",
+                                        retries=0)
+        got = judge.judge({"text": "What was revenue?"}, page)
+        again = judge.judge({"text": "What was revenue?"}, page)
+    assert (got.label, got.rationale) == ("sufficient", "the table shows it") and again == got
+    assert len(srv.requests) == 1 and srv.requests[0]["auth"] == "Bearer sk-test-secret"   # second came from cache
+    cached = list((tmp_path / "cache").iterdir())
+    assert len(cached) == 1 and "sk-test-secret" not in cached[0].read_text()
+
+
+def test_openai_compatible_request_shape(page):
+    srv = _Server([("ok", '{"label": "irrelevant", "rationale": "no"}')])
+    with srv as url:
+        J.OpenAICompatibleJudge(url, "tiny-vlm", retries=0).judge({"text": "Q?"}, page)
+    body = srv.requests[0]["body"]
+    assert body["model"] == "tiny-vlm" and body["messages"][0]["content"] == J.RUBRIC
+    image_part = body["messages"][1]["content"][1]
+    assert image_part["image_url"]["url"].startswith("data:image/png;base64,")
+    assert srv.requests[0]["auth"] is None          # no key in the environment, none sent
+
+
+def test_openai_compatible_malformed_reply_is_retried_then_fails(page):
+    srv = _Server([("ok", "Sure! It is sufficient."), ("ok", '{"label": "relevant"}'), ("ok", "not json")])
+    with srv as url:
+        judge = J.OpenAICompatibleJudge(url, "tiny-vlm", retries=2, backoff=0.01)
+        with pytest.raises(J.JudgeError, match="no valid judgement after 3 attempts"):
+            judge.judge({"text": "Q?"}, page)
+    assert len(srv.requests) == 3
+
+
+def test_openai_compatible_timeout_then_retry_succeeds(page):
+    srv = _Server([("sleep", 1.0), ("ok", '{"label": "supporting", "rationale": "part"}')])
+    with srv as url:
+        judge = J.OpenAICompatibleJudge(url, "tiny-vlm", timeout=0.3, retries=1, backoff=0.01)
+        got = judge.judge({"text": "Q?"}, page)
+    assert got.label == "supporting" and len(srv.requests) == 2
+
+
+def test_kappa_and_confusion():
+    a = ["sufficient", "supporting", "irrelevant", "irrelevant", "sufficient", "supporting"]
+    assert J.cohen_kappa(a, a) == pytest.approx(1.0)
+    b = ["sufficient", "sufficient", "irrelevant", "supporting", "sufficient", "supporting"]
+    cm = J.confusion(a, b)
+    assert cm.loc["supporting", "sufficient"] == 1 and cm.to_numpy().sum() == 6
+    po = 4 / 6
+    pe = (2 * 3 + 2 * 2 + 2 * 1) / 36
+    assert J.cohen_kappa(a, b) == pytest.approx((po - pe) / (1 - pe))
+    # boundary: only items both call relevant — (suff,suff), (supp,suff), (suff,suff), (supp,supp)
+    assert J.boundary_kappa(a, b) == pytest.approx(J.cohen_kappa(
+        ["sufficient", "supporting", "sufficient", "supporting"], ["sufficient", "sufficient", "sufficient", "supporting"],
+        labels=("sufficient", "supporting")))
