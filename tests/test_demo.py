@@ -1,6 +1,5 @@
 import hashlib
 
-import pandas as pd
 import pytest
 
 from lookalike import corpus as C, demo

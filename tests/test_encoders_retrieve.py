@@ -1,6 +1,5 @@
 """Encoders, cache, indexes, MaxSim, fusion and document-context scoring."""
 
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -8,7 +7,7 @@ import pytest
 import torch
 
 from lookalike import encoders as E, retrieve
-from lookalike.cache import Cache, image_sha256
+from lookalike.cache import Cache
 from lookalike.encoders import ocr
 from lookalike.encoders.base import Vectors
 

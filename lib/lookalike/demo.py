@@ -490,7 +490,6 @@ def _questions(units: pd.DataFrame, entities: dict, ents: list[Entity], book: Bo
     r1 = units[units["revision"] == 1]
     by_key = {(r.entity, r.template_id, r.metric, r.period): r for r in r1.itertuples()}
     decks = sorted({(r.entity, r.period) for r in r1.itertuples()})
-    name = {e.slug: e.name for e in ents}
     slug = {e.name: e.slug for e in ents}
     cands: dict[str, list[dict]] = {k: [] for k in counts}
 

@@ -11,8 +11,7 @@ fault injection uses on purpose and which is recorded on the index.
 
 from __future__ import annotations
 
-import math
-from typing import Iterable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd

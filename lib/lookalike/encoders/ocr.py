@@ -19,7 +19,6 @@ import os
 import shutil
 from concurrent.futures import ProcessPoolExecutor
 from functools import lru_cache
-from pathlib import Path
 from typing import Sequence
 
 import numpy as np
