@@ -34,6 +34,11 @@ CONTENT_TYPES = ("chart", "table", "text", "graphic", "photo", "other")
 FACT_COLUMNS = ["unit_id", "entity", "metric", "period", "member", "value", "unit", "revision"]
 QUESTION_COLUMNS = ["query_id", "text", "answer", "evidence_structure", "register", "qualified", "qualifiers",
                     "evidence_unit_ids"]
+# The demo's answer key: one row per fact a question needs. op: how the facts make the answer
+# (argmax_value, argmax, value, diff, sum, ratio, greater, higher_of); member: a member name,
+# "total", or "*segment" / "*region" (all members of that kind); template_id: the page kind the
+# question names ("" when it names none).
+ANSWER_KEY_COLUMNS = ["query_id", "op", "need", "template_id", "entity", "metric", "period", "member", "revision"]
 EVIDENCE_STRUCTURES = ("page-single", "page-multi", "doc-adjacent", "doc-near", "doc-far", "cross-doc")
 REGISTERS = ("shown", "style", "question")
 
@@ -48,6 +53,7 @@ class Corpus:
     questions: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=QUESTION_COLUMNS))
     facts: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=FACT_COLUMNS))
     skipped: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["source", "row", "unit_id", "problem"]))
+    answer_key: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=ANSWER_KEY_COLUMNS))
 
 
 def _read_table(path: Path) -> pd.DataFrame:

@@ -10,7 +10,8 @@ What a unit carries (see ``lookalike.corpus.UNIT_COLUMNS``): ids, the image, tem
 a content_type stratum, and caption fields as an asset database holds them (filename, alt text,
 marketing caption) — partial, sometimes naming what is not visible, sometimes omitting what is.
 The ground-truth facts a reader can read off each page go to a separate facts table; the
-questions are generated from those facts, with answers and evidence units.
+questions are generated from those facts, with answers and evidence units, and an answer key
+saying which facts each question asks for (the `reference` judge reads facts and key).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image, ImageDraw, ImageFont
 
-from lookalike.corpus import Corpus, QUESTION_COLUMNS, FACT_COLUMNS, UNIT_COLUMNS
+from lookalike.corpus import ANSWER_KEY_COLUMNS, Corpus, FACT_COLUMNS, QUESTION_COLUMNS, UNIT_COLUMNS
 
 WIDTH, HEIGHT = 960, 540
 
@@ -493,11 +494,14 @@ def _questions(units: pd.DataFrame, entities: dict, ents: list[Entity], book: Bo
     slug = {e.name: e.slug for e in ents}
     cands: dict[str, list[dict]] = {k: [] for k in counts}
 
-    def q(structure, register, text, answer, evidence, quals):
-        cands[structure].append(dict(text=text, answer=answer, evidence_structure=structure,
-                                     register=register, qualifiers=";".join(quals),
-                                     qualified=len(quals) == 3,
-                                     evidence_unit_ids=";".join(evidence)))
+    def q(structure, register, text, answer, evidence, quals, op, needs, template=""):
+        # the answer key: what the question asks for, as facts (see lookalike.judges.ReferenceJudge)
+        key = [dict(op=op, need=i + 1, template_id=template, entity=ne, metric=nm, period=np_, member=mem,
+                    revision=1) for i, (ne, nm, np_, mem) in enumerate(needs)]
+        cands[structure].append((dict(text=text, answer=answer, evidence_structure=structure,
+                                      register=register, qualifiers=";".join(quals),
+                                      qualified=len(quals) == 3,
+                                      evidence_unit_ids=";".join(evidence)), key))
 
     for entity_name, period in decks:
         e = entities[slug[entity_name]]
@@ -509,51 +513,60 @@ def _questions(units: pd.DataFrame, entities: dict, ents: list[Entity], book: Bo
         seg_rev = {m: book.get(e.slug, "revenue", period, m) for m in members}
         top = max(seg_rev, key=seg_rev.get)
         top_ans = f"{top}, {_money(seg_rev[top])}"
+        top_key = ("argmax_value", [(entity_name, "revenue", period, "*segment")])
         # page-single, three registers, qualified and under-specified forms
         q("page-single", "question", f"Which segment contributed the most revenue for {entity_name} in {period}?",
-          top_ans, [sb.unit_id], QUALIFIER_AXES)
-        q("page-single", "question", "Which segment contributed the most revenue?", top_ans, [sb.unit_id], ("metric",))
+          top_ans, [sb.unit_id], QUALIFIER_AXES, *top_key)
+        q("page-single", "question", "Which segment contributed the most revenue?", top_ans, [sb.unit_id], ("metric",),
+          *top_key)
         q("page-single", "question", f"Which segment of {entity_name} brought in the most revenue?", top_ans,
-          [sb.unit_id], ("entity", "metric"))
+          [sb.unit_id], ("entity", "metric"), *top_key)
         q("page-single", "shown", f"Bar chart of revenue by segment for {entity_name}, {period}", top_ans,
-          [sb.unit_id], QUALIFIER_AXES)
+          [sb.unit_id], QUALIFIER_AXES, *top_key, "segment_bar")
         q("page-single", "shown", f"Bar chart of revenue by segment, {period}", top_ans, [sb.unit_id],
-          ("metric", "period"))
+          ("metric", "period"), *top_key, "segment_bar")
         q("page-single", "style",
           f"{e.style.name.capitalize()}-coloured bar chart slide under a {e.style.name} title band: {entity_name} "
-          f"revenue by segment, {period}", top_ans, [sb.unit_id], QUALIFIER_AXES)
+          f"revenue by segment, {period}", top_ans, [sb.unit_id], QUALIFIER_AXES, *top_key, "segment_bar")
         total_inc = book.get(e.slug, "operating_income", period)
         q("page-single", "question", f"What was {entity_name}'s operating income in {period}?", _money(total_inc),
-          [kpi.unit_id], QUALIFIER_AXES)
+          [kpi.unit_id], QUALIFIER_AXES, "value", [(entity_name, "operating_income", period, "total")])
         q("page-single", "shown", f"Table of key figures for {entity_name} comparing {period} with a year earlier",
-          _money(book.get(e.slug, "revenue", period)), [kpi.unit_id], ("entity", "period"))
+          _money(book.get(e.slug, "revenue", period)), [kpi.unit_id], ("entity", "period"),
+          "value", [(entity_name, "revenue", period, "total")], "kpi_table")
         q("page-single", "style", f"Striped {e.style.name} table of {entity_name} revenue by region, "
           f"{period}", REGIONS[int(np.argmax([book.get(e.slug, 'revenue', period, r) for r in REGIONS]))],
-          [rt.unit_id], QUALIFIER_AXES)
+          [rt.unit_id], QUALIFIER_AXES, "argmax", [(entity_name, "revenue", period, "*region")], "region_table")
         # page-multi: two facts of one page
         a, b = members[0], members[1]
         diff = seg_rev[a] - seg_rev[b]
         q("page-multi", "question", f"How much more revenue did {a} bring in than {b} at {entity_name} in {period}?",
-          _money(diff), [sb.unit_id], QUALIFIER_AXES)
+          _money(diff), [sb.unit_id], QUALIFIER_AXES, "diff",
+          [(entity_name, "revenue", period, a), (entity_name, "revenue", period, b)])
         reg = {r: book.get(e.slug, "revenue", period, r) for r in REGIONS}
         q("page-multi", "question", f"What was the combined revenue of Europe and Asia Pacific for {entity_name} "
-          f"in {period}?", _money(reg["Europe"] + reg["Asia Pacific"]), [rt.unit_id], QUALIFIER_AXES)
+          f"in {period}?", _money(reg["Europe"] + reg["Asia Pacific"]), [rt.unit_id], QUALIFIER_AXES, "sum",
+          [(entity_name, "revenue", period, "Europe"), (entity_name, "revenue", period, "Asia Pacific")])
         # doc-adjacent / near / far: pairs of pages of one deck, structure from their distance
         seg_inc = book.get(e.slug, "operating_income", period, top)
+        rev_top, inc_top = (entity_name, "revenue", period, top), (entity_name, "operating_income", period, top)
         pairs = [
             ((sb, sbi), f"What was the operating margin of {entity_name}'s {top} segment in {period}?",
-             f"{seg_inc / seg_rev[top] * 100:.1f}%"),
+             f"{seg_inc / seg_rev[top] * 100:.1f}%", "ratio", [inc_top, rev_top]),
             ((sb, kpi), f"What share of {entity_name}'s total revenue in {period} came from the {top} segment?",
-             f"{seg_rev[top] / book.get(e.slug, 'revenue', period) * 100:.1f}%"),
+             f"{seg_rev[top] / book.get(e.slug, 'revenue', period) * 100:.1f}%", "ratio",
+             [rev_top, (entity_name, "revenue", period, "total")]),
             ((sb, rt), f"At {entity_name} in {period}, was {top} segment revenue larger than North America revenue?",
-             "yes" if seg_rev[top] > reg["North America"] else "no"),
+             "yes" if seg_rev[top] > reg["North America"] else "no", "greater",
+             [rev_top, (entity_name, "revenue", period, "North America")]),
             ((sbi, rt), f"At {entity_name} in {period}, what was the {top} segment's operating income as a share of "
-             f"Europe revenue?", f"{seg_inc / reg['Europe'] * 100:.1f}%"),
+             f"Europe revenue?", f"{seg_inc / reg['Europe'] * 100:.1f}%", "ratio",
+             [inc_top, (entity_name, "revenue", period, "Europe")]),
         ]
-        for (u1, u2), text, answer in pairs:
+        for (u1, u2), text, answer, op, needs in pairs:
             gap = abs(int(u1.page) - int(u2.page))
             structure = "doc-adjacent" if gap == 1 else "doc-near" if gap <= 3 else "doc-far"
-            q(structure, "question", text, answer, [u1.unit_id, u2.unit_id], QUALIFIER_AXES)
+            q(structure, "question", text, answer, [u1.unit_id, u2.unit_id], QUALIFIER_AXES, op, needs)
     # cross-doc: the same metric and period for two entities
     periods = sorted({p for _, p in decks}, key=book.periods.index)
     for period in periods:
@@ -564,15 +577,20 @@ def _questions(units: pd.DataFrame, entities: dict, ents: list[Entity], book: Bo
                 ka, kb = by_key[(a, "kpi_table", "kpi_summary", period)], by_key[(b, "kpi_table", "kpi_summary", period)]
                 va, vb = book.get(slug[a], "operating_income", period), book.get(slug[b], "operating_income", period)
                 q("cross-doc", "question", f"Which had the higher operating income in {period}: {a} or {b}?",
-                  a if va > vb else b, [ka.unit_id, kb.unit_id], QUALIFIER_AXES)
-    rows = []
+                  a if va > vb else b, [ka.unit_id, kb.unit_id], QUALIFIER_AXES, "higher_of",
+                  [(a, "operating_income", period, "total"), (b, "operating_income", period, "total")])
+    rows, keys = [], []
     for structure, n in counts.items():
         pool = cands[structure]
         take = rng.choice(len(pool), size=min(n, len(pool)), replace=False)
-        rows.extend(pool[k] for k in sorted(take))
+        for k in sorted(take):
+            rows.append(pool[k][0])
+            keys.append(pool[k][1])
     out = pd.DataFrame(rows)
     out.insert(0, "query_id", [f"q{i + 1:04d}" for i in range(len(out))])
-    return out[QUESTION_COLUMNS]
+    key = pd.DataFrame([dict(query_id=qid, **need) for qid, needs in zip(out["query_id"], keys) for need in needs],
+                       columns=ANSWER_KEY_COLUMNS)
+    return out[QUESTION_COLUMNS], key
 
 
 # ----------------------------------------------------------------------------- corpus
@@ -635,5 +653,5 @@ def generate(size: str, seed: int, out_dir: Path | str) -> Corpus:
         fact_rows.extend(_page_facts(page, ent, ents, book))
     units = pd.DataFrame(unit_rows)[UNIT_COLUMNS]
     facts = pd.DataFrame(fact_rows, columns=FACT_COLUMNS)
-    questions = _questions(units, by_slug, ents, book, spec["questions"], rng)
-    return Corpus(units=units, facts=facts, questions=questions)
+    questions, answer_key = _questions(units, by_slug, ents, book, spec["questions"], rng)
+    return Corpus(units=units, facts=facts, questions=questions, answer_key=answer_key)

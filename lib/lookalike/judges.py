@@ -2,6 +2,8 @@
 
 A judge sees the question and the unit's page (its image, or text read off its pixels) — never the
 unit's file name or caption. Implementations here:
+  reference          the demo generator's ground-truth facts and answer key (the demo's answer key:
+                     exact for the demo corpus, unavailable for yours; labelled as such wherever used)
   answer-string      from the unit's OCR text only: sufficient when the normalised answer appears,
                      supporting when the question's subject terms appear without it, else irrelevant
   human              labels people wrote, read from a file (never overwritten by a model)
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -42,6 +45,131 @@ class Judgement:
     label: str
     rationale: str
     judge: str
+    answer: str = ""        # the answer the unit gives, when the judge can tell (reference, answer-string)
+
+
+def unit_view(units: pd.DataFrame, unit_ids: Sequence[str], texts: Mapping[str, str] | None = None,
+              base_dir: Path | str | None = None) -> dict:
+    """What a judge may see of one unit or of an evidence set judged together: ids, image path(s)
+    and OCR text — never file names or captions. Several ids: texts are joined, ``unit_ids`` lists them."""
+    from lookalike.corpus import resolve_image
+
+    ids = list(unit_ids)
+    paths = units.set_index("unit_id")["image_path"]
+    view = {"unit_id": ";".join(ids), "unit_ids": ids,
+            "text": "\n".join((texts or {}).get(u, "") for u in ids)}
+    if len(ids) == 1:
+        view["image_path"] = str(resolve_image(paths[ids[0]], base_dir)) if base_dir is not None else paths[ids[0]]
+    return view
+
+
+# ----------------------------------------------------------------------------- reference
+
+def _money(value: float) -> str:
+    return f"${value:,.0f}M"
+
+
+class ReferenceJudge:
+    """The demo generator's answer key: exact for the demo corpus, and only there.
+
+    facts: tables/facts.csv (what each page prints); answer_key: tables/answer_key.csv (which facts
+    each question asks for); units: tables/units.csv (template and revision of each unit).
+
+    A unit (or an evidence set judged together) is *sufficient* when its facts hold every fact the
+    question needs, *supporting* when they hold some, else *irrelevant*. Axes the question does
+    not state (its ``qualifiers``) are free: "Which segment contributed the most revenue?" is
+    answered by any revenue-by-segment page, whatever its entity or period — which is exactly what
+    question validation must find. A free axis takes one value across all needs of the question.
+    Revision is free unless "revision" is among the qualifiers. The answer the unit gives is
+    computed from its facts in the generator's format, so a distractor that answers with another
+    number is told apart from one that agrees.
+    """
+
+    name = "reference"
+    FREE_AXES = ("entity", "metric", "period")
+
+    def __init__(self, facts: pd.DataFrame, answer_key: pd.DataFrame, units: pd.DataFrame):
+        from lookalike.demo import REGIONS
+
+        self.regions = set(REGIONS)
+        if answer_key.empty:
+            raise JudgeError("the reference judge needs the demo's answer key (tables/answer_key.csv); this run has "
+                             "none — use the answer-string, human or openai-compatible judge")
+        meta = units.set_index("unit_id")[["template_id", "revision"]].astype(str)
+        self.facts: dict[str, list[tuple]] = {}
+        for r in facts.itertuples(index=False):
+            self.facts.setdefault(r.unit_id, []).append(
+                (r.entity, r.metric, r.period, r.member, float(r.value), str(r.revision),
+                 meta["template_id"].get(r.unit_id, "")))
+        self.key = {q: list(g.sort_values("need").itertuples(index=False))
+                    for q, g in answer_key.groupby("query_id", sort=False)}
+
+    def _values(self, pool: list[tuple], entity: str, metric: str, period: str, member: str):
+        rows = [(m, v) for e, mt, p, m, v, *_ in pool if e == entity and mt == metric and p == period]
+        if member == "*segment":
+            return dict((m, v) for m, v in rows if m != "total" and m not in self.regions) or None
+        if member == "*region":
+            return dict((m, v) for m, v in rows if m in self.regions) or None
+        hit = [v for m, v in rows if m == member]
+        return (hit[0], entity) if hit else None
+
+    @staticmethod
+    def _answer(op: str, vals: list) -> str:
+        if op in ("argmax_value", "argmax"):
+            best = max(sorted(vals[0].items()), key=lambda kv: kv[1])
+            return f"{best[0]}, {_money(best[1])}" if op == "argmax_value" else best[0]
+        (a, ea), (b, eb) = vals[0], vals[-1]
+        if op == "value":
+            return _money(a)
+        if op == "diff":
+            return _money(a - b)
+        if op == "sum":
+            return _money(sum(v for v, _ in vals))
+        if op == "ratio":
+            return f"{a / b * 100:.1f}%" if b else "undefined"
+        if op == "greater":
+            return "yes" if a > b else "no"
+        if op == "higher_of":
+            return ea if a > b else eb
+        raise JudgeError(f"answer key: unknown op {op!r}")
+
+    def judge(self, question: Mapping, unit: Mapping) -> Judgement:
+        qid = question["query_id"]
+        if qid not in self.key:
+            raise JudgeError(f"question {qid!r} is not in the answer key")
+        needs = self.key[qid]
+        ids = unit.get("unit_ids") or [unit["unit_id"]]
+        pool = [f for u in ids for f in self.facts.get(u, [])]
+        stated = set(filter(None, str(question.get("qualifiers", "")).split(";")))
+        template = needs[0].template_id
+        if template:
+            pool = [f for f in pool if f[6] == template]
+        if "revision" in stated:
+            pool = [f for f in pool if f[5] == str(needs[0].revision)]
+        if not pool:
+            return Judgement("irrelevant", "the page prints none of the facts the question needs", self.name)
+        free = [a for a in self.FREE_AXES if a not in stated]
+        col = {"entity": 0, "metric": 1, "period": 2}
+        choices = [sorted({f[col[a]] for f in pool}) for a in free]
+        best_partial, answers = 0, []
+        for combo in itertools.product(*choices):
+            bind = dict(zip(free, combo))
+            vals = [self._values(pool, bind.get("entity", n.entity), bind.get("metric", n.metric),
+                                 bind.get("period", n.period), n.member) for n in needs]
+            got = sum(v is not None for v in vals)
+            if got == len(vals):
+                answers.append((self._answer(needs[0].op, vals), bind))
+            best_partial = max(best_partial, got)
+        expected = str(question.get("answer", ""))
+        if answers:
+            answer, bind = next(((a, b) for a, b in answers if a == expected), answers[0])
+            where = ", ".join(f"{k} {v}" for k, v in bind.items())
+            return Judgement("sufficient", f"the page gives {answer!r}" + (f" (reading {where})" if where else ""),
+                             self.name, answer)
+        if best_partial:
+            return Judgement("supporting", f"the page holds {best_partial} of the {len(needs)} facts the question needs",
+                             self.name)
+        return Judgement("irrelevant", "the page prints none of the facts the question needs", self.name)
 
 
 # ----------------------------------------------------------------------------- answer-string
@@ -93,7 +221,7 @@ class AnswerStringJudge:
         text = str(unit.get("text", ""))
         answer = str(question.get("answer", ""))
         if answer and answer_in_text(answer, text):
-            return Judgement("sufficient", f"the answer {answer!r} appears on the page", self.name)
+            return Judgement("sufficient", f"the answer {answer!r} appears on the page", self.name, answer)
         subject = _words(str(question.get("text", ""))) - _words(answer)
         found = subject & _words(text)
         if subject and len(found) >= max(1, len(subject) // 2):
@@ -256,3 +384,38 @@ def confusion(a: Sequence[str], b: Sequence[str], labels: Sequence[str] = LABELS
     for x, y in zip(a, b):
         cm[idx[x], idx[y]] += 1
     return pd.DataFrame(cm, index=pd.Index(labels, name="first"), columns=pd.Index(labels, name="second"))
+
+
+# ----------------------------------------------------------------------------- factory
+
+JUDGES = ("reference", "answer-string", "human", "openai-compatible")
+
+
+def make_judge(name: str, *, facts: pd.DataFrame | None = None, answer_key: pd.DataFrame | None = None,
+               units: pd.DataFrame | None = None, labels: str = "", url: str = "", model: str = "",
+               cache_dir: str | Path | None = None):
+    """A judge by name (validate.judge in params). 'auto' is the reference judge when the run has
+    the demo's answer key, else answer-string."""
+    if name == "auto":
+        name = "reference" if answer_key is not None and len(answer_key) else "answer-string"
+    if name == "reference":
+        return ReferenceJudge(facts, answer_key if answer_key is not None else pd.DataFrame(), units)
+    if name == "answer-string":
+        return AnswerStringJudge()
+    if name == "human":
+        if not labels:
+            raise JudgeError("the human judge needs validate.labels: a CSV of query_id, unit_id, label")
+        return HumanJudge(labels)
+    if name == "openai-compatible":
+        if not url or not model:
+            raise JudgeError("the openai-compatible judge needs validate.judge_url and validate.judge_model")
+        return OpenAICompatibleJudge(url, model, cache_dir=cache_dir)
+    raise JudgeError(f"unknown judge {name!r}; expected auto or one of {', '.join(JUDGES)}")
+
+
+def agreement(first: Sequence[str], second: Sequence[str]) -> dict:
+    """n, raw agreement, Cohen's kappa overall and on the sufficient/supporting boundary."""
+    a, b = list(first), list(second)
+    boundary = [(x, y) for x, y in zip(a, b) if x != "irrelevant" and y != "irrelevant"]
+    return {"n": len(a), "agreement": float(np.mean([x == y for x, y in zip(a, b)])) if a else float("nan"),
+            "kappa": cohen_kappa(a, b), "n_boundary": len(boundary), "kappa_boundary": boundary_kappa(a, b)}

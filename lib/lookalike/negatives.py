@@ -165,20 +165,60 @@ def pool_summary(pool_sizes: pd.DataFrame) -> pd.DataFrame:
 
 
 def top1_within(scores: np.ndarray, unit_ids, query_ids, gold: dict, candidates: dict) -> pd.Series:
-    """1 when the gold outranks every candidate for the query (score desc, ties by unit id desc).
+    """1 when a gold unit outranks every candidate for the query (score desc, ties by unit id desc).
 
-    scores: (n_queries, n_units) system scores; candidates[qid]: unit ids competing with the gold
-    (None: the whole corpus). Returns a 0/1 Series indexed by query id.
+    scores: (n_queries, n_units) system scores; gold[qid]: the gold unit id, or a set of acceptable
+    unit ids (any of them counts); candidates[qid]: unit ids competing with the gold (None: the
+    whole corpus). Returns a 0/1 Series indexed by query id.
     """
     col = {u: i for i, u in enumerate(unit_ids)}
     out = {}
     for qi, q in enumerate(query_ids):
-        g = gold[q]
-        pool = list(unit_ids) if candidates.get(q) is None else sorted(set(candidates[q]) | {g})
+        golds = {gold[q]} if isinstance(gold[q], str) else set(gold[q])
+        pool = list(unit_ids) if candidates.get(q) is None else sorted(set(candidates[q]) | golds)
         s = scores[qi, [col[u] for u in pool]]
         best = max(zip(s, pool))                          # score, then unit id, both descending
-        out[q] = float(best[1] == g)
+        out[q] = float(best[1] in golds)
     return pd.Series(out, dtype="float64")
+
+
+TOP1_COLUMNS = ["system", "negatives", "n", "top1", "top1_lo", "top1_hi"]
+
+
+def top1_table(scores: dict, unit_ids, query_ids, gold: dict, sets: dict, seed: int, n_boot: int = 2000) -> pd.DataFrame:
+    """Top-1 per system and set of negatives, each with its own n and bootstrap 95% CI.
+
+    scores[system]: (len(query_ids), n_units); sets[name][qid]: competing unit ids, or None for
+    the whole corpus. A question whose candidate list is empty has no negatives of that kind and
+    is left out of that row's n (never counted as a win).
+    """
+    from lookalike import stats
+
+    qpos = {q: i for i, q in enumerate(query_ids)}
+    rows = []
+    for s, (name, matrix) in enumerate(scores.items()):
+        for c, (negs, cands) in enumerate(sets.items()):
+            keep = [q for q in query_ids if cands.get(q) is None or len(cands[q])]
+            top1 = top1_within(matrix[[qpos[q] for q in keep]], unit_ids, keep, gold, cands)
+            ci = stats.bootstrap_ci(top1.to_numpy(), n_boot, rng=np.random.default_rng([seed, s, c]))
+            rows.append({"system": name, "negatives": negs, "n": ci.n, "top1": ci.estimate, "top1_lo": ci.lo,
+                         "top1_hi": ci.hi})
+    return pd.DataFrame(rows, columns=TOP1_COLUMNS)
+
+
+def top1_chart(table: pd.DataFrame, title: str):
+    """Bars of top-1 per set of negatives with CI rules, one panel per system (Altair)."""
+    import altair as alt
+
+    order = [n for n in ("random", "hard", "corpus") if n in set(table["negatives"])] + sorted(
+        set(table["negatives"]) - {"random", "hard", "corpus"})
+    bars = alt.Chart(table).mark_bar().encode(
+        x=alt.X("negatives:N", sort=order, title=None),
+        y=alt.Y("top1:Q", scale=alt.Scale(domain=[0, 1]), title="top-1"),
+        color=alt.Color("negatives:N", sort=order), tooltip=["system", "negatives", "n", "top1", "top1_lo", "top1_hi"])
+    rules = alt.Chart(table).mark_rule().encode(x=alt.X("negatives:N", sort=order), y="top1_lo:Q", y2="top1_hi:Q")
+    return (bars + rules).properties(width=160, height=220).facet(
+        column=alt.Column("system:N", title=None)).properties(title=title)
 
 
 def montage(gold_id: str, distractors: pd.DataFrame, units: pd.DataFrame, base_dir, thumb_width: int = 220):

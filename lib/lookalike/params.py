@@ -98,3 +98,12 @@ def params_hash(params: dict[str, Any]) -> str:
     """sha256 of the canonical JSON of the merged parameters (key order does not matter)."""
     blob = json.dumps(params, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(blob.encode("ascii")).hexdigest()
+
+
+def repo_path(value: str) -> Path | None:
+    """A path parameter as a Path: absolute paths as given, relative ones from the repository root
+    (where `make` runs); None for an empty value."""
+    if not value:
+        return None
+    p = Path(value)
+    return p if p.is_absolute() else REPO_ROOT / p

@@ -23,6 +23,7 @@ STAGES = [
     "02_encode",
     "03_leak_ablation",
     "04_hard_negatives",
+    "05_validate_questions",
 ]
 # Every notebook declares run_dir; the runner executes a stage with its working directory in
 # outputs/<run>/notebooks/, so ".." is the run folder (nbval re-executes the stored notebook from
@@ -30,6 +31,9 @@ STAGES = [
 RUN_DIR_PARAM = "run_dir"
 # Path parameters are written relative to the repository root (where `make` runs); the runner
 # makes them absolute, since a stage executes from its output folder.
+# Later path parameters (validate_labels, validate_regressions) stay as written and the stage resolves
+# them with lookalike.params.repo_path, so a stored notebook that nbval re-executes carries no
+# machine-specific absolute path.
 PATH_PARAMS = ("corpus_manifest", "corpus_root", "leak_blind_queries")
 
 

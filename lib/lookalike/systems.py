@@ -53,6 +53,16 @@ def encode_units(units: pd.DataFrame, base_dir: Path, names: Sequence[str], cach
     return out, pd.DataFrame(rows)
 
 
+def ocr_texts(units: pd.DataFrame, base_dir: Path, cache: Cache, engine: str = "", workers: int = 0) -> dict[str, str]:
+    """OCR text per unit id (from the cache when stage 02 already read the page) — what text judges see."""
+    from lookalike.corpus import resolve_image
+    from lookalike.encoders import ocr
+
+    paths = [str(resolve_image(p, base_dir)) for p in units["image_path"]]
+    texts, _ = ocr.ocr_many(paths, engine or None, cache, workers, progress=False)
+    return dict(zip(units["unit_id"], texts))
+
+
 def encode_queries(questions: pd.DataFrame, names: Sequence[str], **kw) -> dict:
     """Query vectors for each encoder that has a text side (appearance has none)."""
     out = {}
