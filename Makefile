@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 RUN ?= demo
 PARAMS ?= params/$(RUN).yaml
 # Debian packages the default configuration needs: tesseract for the default OCR engine.
-APT_PACKAGES ?= tesseract-ocr tesseract-ocr-eng
+APT_PACKAGES ?= tesseract-ocr tesseract-ocr-eng chromium chromium-driver
 STAMP := $(VENV)/.setup-done
 
 .PHONY: setup report test clean-outputs

@@ -16,6 +16,10 @@ def main(argv: list[str] | None = None) -> int:
         from lookalike.leakage import leak_check_main
 
         return leak_check_main(argv[1:])
+    if argv and argv[0] == "labels":
+        from lookalike.labels import labels_main
+
+        return labels_main(argv[1:])
     parser = argparse.ArgumentParser(prog="lookalike", description="An honest evaluation workbench for visual retrievers.")
     sub = parser.add_subparsers(dest="command", required=True)
     p_run = sub.add_parser("run", help="run the stage notebooks for a parameter file and build the report site")
@@ -24,6 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     p_run.add_argument("--stage", action="append", dest="stages", help="run only this stage (repeatable)")
     sub.add_parser("eval", help="trec_eval-style evaluation of a run against qrels (see lookalike eval -h)")
     sub.add_parser("leak-check", help="the leak ablation's CI gate (see lookalike leak-check -h)")
+    sub.add_parser("labels", help="the label store: import a labelling-page export (see lookalike labels -h)")
     args = parser.parse_args(argv)
     if args.command == "run":
         from lookalike.run import main as run_main
