@@ -193,3 +193,14 @@ def test_labelling_page_end_to_end_in_headless_chromium(page_setup, tmp_path):
     shutil.copy(root / "labelling" / "key.csv", run_dir / "labelling" / "key.csv")
     assert main(["labels", "import", str(json_file), "--run-dir", str(run_dir)]) == 0
     assert len(L.LabelStore(run_dir / "labels" / "store.jsonl").current()) == 4
+
+
+def test_labels_for_another_wording_do_not_count(tmp_path):
+    store = L.LabelStore(tmp_path / "s.jsonl")
+    old, new = L.question_sha("Which segment sold most?"), L.question_sha("Which segment sold most in Q2 FY2024?")
+    store.append([{**lab("q", "a", "sufficient", "human", "ana"), "question_sha": old}])
+    store.append([{**lab("q", "a", "irrelevant", "model"), "question_sha": new}])
+    assert store.current({"q": old}).loc[0, "label"] == "sufficient"
+    cur = store.current({"q": new})
+    assert cur.loc[0, "label"] == "irrelevant" and not cur.loc[0, "adjudicated"]
+    assert len(store.frame()) == 2                                     # nothing was dropped from the store

@@ -44,6 +44,25 @@ def test_ci_run_writes_the_site(ci_run):
     assert f"{len(units)} units" in index and "01_strata.svg" in index
 
 
+def test_ci_run_validates_labels_and_tabulates(ci_run):
+    t = lambda name: pd.read_csv(ci_run / "tables" / f"{name}.csv", keep_default_na=False)  # noqa: E731
+    validation = t("question_validation")
+    assert list(validation.columns[:5]) == ["query_id", "status", "axis", "repaired", "final_text"]
+    assert (validation["status"] == "answerable_from_distractor").any()
+    assert set(t("questions_validated")["query_id"]) == set(validation.loc[validation["slice"] != "dropped", "query_id"])
+    assert list(t("sufficiency").columns[:6]) == ["system", "negatives", "k", "n", "sufficient", "sufficient_lo"]
+    assert list(t("evidence_complete").columns) == ["system", "aggregate", "evidence_structure", "measure", "k",
+                                                     "value", "n"]
+    systems = set(t("sufficiency")["system"])
+    assert {"ocr-minilm", "ocr-bm25", "caption-minilm", "hybrid-rrf"} <= systems
+    current = t("labels_current")
+    assert len(current) == len(t("pool")) and current["adjudicated"].all()
+    assert (ci_run / "labelling" / "label.html").is_file() and (ci_run / "labels" / "store.jsonl").is_file()
+    summary = (ci_run / "summary.html").read_text()
+    assert "do not share a denominator" in summary and "<svg" in summary and "input_area" not in summary
+    assert 'href="summary.html"' in (ci_run / "index.html").read_text()
+
+
 def test_stakeholder_html_has_no_code(ci_run):
     report_html = (ci_run / "html" / "01_stratify_corpus.report.html").read_text()
     full_html = (ci_run / "html" / "01_stratify_corpus.html").read_text()

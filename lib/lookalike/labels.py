@@ -4,7 +4,9 @@ Pool: the union of every system's top k per validated question (plus, when given
 question's hard-negative candidates), pooled once and reused across experiments.
 
 Store (JSON Lines, one label per line): query_id, unit_id, label (sufficient | supporting |
-irrelevant), judge, source (model | human | reference), time (UTC, ISO 8601), note. It is
+irrelevant), question_sha (the first 12 hex digits of the sha256 of the question text the label
+was given for — a repaired question is another question), judge, source (model | human |
+reference), time (UTC, ISO 8601), note. It is
 append-only: nothing is ever rewritten or deleted, and appending a label identical to one already
 held (same query, unit, label, judge, source and note) adds nothing, so re-running a stage is a
 no-op. The *current* label of a pair is the latest adjudicated one (source human or reference, in
@@ -35,7 +37,7 @@ import pandas as pd
 
 from lookalike.judges import LABELS
 
-STORE_COLUMNS = ["query_id", "unit_id", "label", "judge", "source", "time", "note"]
+STORE_COLUMNS = ["query_id", "unit_id", "question_sha", "label", "judge", "source", "time", "note"]
 SOURCES = ("model", "human", "reference")
 ADJUDICATORS = ("human", "reference")
 POOL_COLUMNS = ["query_id", "unit_id", "systems", "best_rank", "hard_candidate"]
@@ -133,10 +135,12 @@ class LabelStore:
     def frame(self) -> pd.DataFrame:
         return pd.DataFrame(self.rows, columns=STORE_COLUMNS)
 
-    def current(self) -> pd.DataFrame:
+    def current(self, question_shas: Mapping[str, str] | None = None) -> pd.DataFrame:
         """One row per (query, unit): the latest adjudicated label, else the latest model label.
-        Columns: query_id, unit_id, label, judge, source, adjudicated, conflict."""
-        df = self.frame()
+        question_shas: query_id -> question_sha of the wording in use; labels given for another
+        wording are ignored (they stay in the store). Columns: query_id, unit_id, label, judge,
+        source, adjudicated, conflict."""
+        df = _for_questions(self.frame(), question_shas)
         cols = ["query_id", "unit_id", "label", "judge", "source", "adjudicated", "conflict"]
         if df.empty:
             return pd.DataFrame(columns=cols)
@@ -150,16 +154,28 @@ class LabelStore:
         latest = latest.assign(conflict=[(q, u) in conflicts for q, u in zip(latest["query_id"], latest["unit_id"])])
         return latest[cols].sort_values(["query_id", "unit_id"], kind="mergesort").reset_index(drop=True)
 
-    def conflicts(self) -> pd.DataFrame:
+    def conflicts(self, question_shas: Mapping[str, str] | None = None) -> pd.DataFrame:
         """Every adjudicated label of the pairs whose adjudications disagree (all kept)."""
-        df = self.frame()
+        df = _for_questions(self.frame(), question_shas)
         adj = df[df["source"].isin(ADJUDICATORS)]
         n = adj.groupby(["query_id", "unit_id"])["label"].transform("nunique")
         return adj[n > 1].sort_values(["query_id", "unit_id"], kind="mergesort").reset_index(drop=True)
 
 
 def _identity(row: Mapping) -> tuple:
-    return tuple(row[c] for c in ("query_id", "unit_id", "label", "judge", "source", "note"))
+    return tuple(row[c] for c in ("query_id", "unit_id", "question_sha", "label", "judge", "source", "note"))
+
+
+def question_sha(text: str) -> str:
+    return hashlib.sha256(str(text).encode("utf-8")).hexdigest()[:12]
+
+
+def _for_questions(df: pd.DataFrame, shas: Mapping[str, str] | None) -> pd.DataFrame:
+    """Rows whose question_sha matches the current wording of their question (or is unrecorded)."""
+    if shas is None or df.empty:
+        return df
+    want = df["query_id"].map(shas).fillna("")
+    return df[(df["question_sha"] == "") | (df["question_sha"] == want)]
 
 
 def _check(row: Mapping, where: str) -> dict:
@@ -173,6 +189,7 @@ def _check(row: Mapping, where: str) -> dict:
         raise LabelError(f"{where}: source {row['source']!r} is not one of {', '.join(SOURCES)}")
     row["note"] = str(row.get("note") or "")
     row["time"] = str(row.get("time") or "")
+    row["question_sha"] = str(row.get("question_sha") or "")
     return {c: str(row[c]) for c in STORE_COLUMNS}
 
 
@@ -186,8 +203,8 @@ def qrels_from(current: pd.DataFrame) -> pd.DataFrame:
 
 # ----------------------------------------------------------------------------- labelling page
 
-def pair_id(query_id: str, unit_id: str) -> str:
-    return hashlib.sha256(f"{query_id}\0{unit_id}".encode("utf-8")).hexdigest()[:12]
+def pair_id(query_id: str, unit_id: str, question: str = "") -> str:
+    return hashlib.sha256(f"{query_id}\0{unit_id}\0{question}".encode("utf-8")).hexdigest()[:12]
 
 
 def _image_uri(path: Path, width: int) -> str:
@@ -219,13 +236,13 @@ def labelling_page(pairs: pd.DataFrame, questions: pd.DataFrame, units: pd.DataF
     items, images, key = [], {}, []
     for i in order:
         q, u = pairs["query_id"].iloc[i], pairs["unit_id"].iloc[i]
-        pid = pair_id(q, u)
+        pid = pair_id(q, u, text[q])
         img = f"i{len(images)}" if u not in images else images[u][0]
         if u not in images:
             images[u] = (img, _image_uri(resolve_image(paths[u], base_dir), width))
         items.append({"id": pid, "q": str(text[q]), "img": img})
-        key.append({"pair_id": pid, "query_id": q, "unit_id": u})
-    pd.DataFrame(key, columns=["pair_id", "query_id", "unit_id"]).sort_values("pair_id").to_csv(
+        key.append({"pair_id": pid, "query_id": q, "unit_id": u, "question_sha": question_sha(text[q])})
+    pd.DataFrame(key, columns=["pair_id", "query_id", "unit_id", "question_sha"]).sort_values("pair_id").to_csv(
         out_dir / "key.csv", index=False, lineterminator="\n")
     data = {"page": hashlib.sha256("".join(it["id"] for it in items).encode()).hexdigest()[:10], "items": items,
             "images": {k: v for k, v in images.values()}}
@@ -316,6 +333,28 @@ show();
 """
 
 
+def pair_sheet(pairs: pd.DataFrame, units: pd.DataFrame, base_dir: Path | str, thumb_width: int = 300):
+    """Thumbnails of (query, unit) pairs in a row, each captioned with its unit id and the two
+    labels (columns label_model, label_adjudicated)."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    from lookalike.corpus import resolve_image
+
+    paths = units.set_index("unit_id")["image_path"]
+    th = int(thumb_width * 9 / 16)
+    sheet = Image.new("RGB", (max(1, len(pairs)) * (thumb_width + 8), th + 44), "white")
+    draw = ImageDraw.Draw(sheet)
+    font = ImageFont.load_default(size=13)
+    for i, r in enumerate(pairs.itertuples()):
+        x = i * (thumb_width + 8)
+        with Image.open(resolve_image(paths[r.unit_id], base_dir)) as im:
+            sheet.paste(im.convert("RGB").resize((thumb_width, th)), (x, 0))
+        draw.text((x + 2, th + 4), f"{r.query_id} · {r.unit_id}"[:44], fill="black", font=font)
+        draw.text((x + 2, th + 22), f"model: {r.label_model}  adjudicated: {r.label_adjudicated}", fill=(160, 30, 30),
+                  font=font)
+    return sheet
+
+
 # ----------------------------------------------------------------------------- import
 
 def read_export(path: Path | str) -> pd.DataFrame:
@@ -353,7 +392,8 @@ def import_export(export: Path | str, key: Path | str, store: LabelStore, judge:
     k = pd.read_csv(key, dtype=str, keep_default_na=False).set_index("pair_id")
     known = df["pair_id"].isin(k.index)
     unknown = sorted(df.loc[~known, "pair_id"])
-    rows = [{"query_id": k.loc[p, "query_id"], "unit_id": k.loc[p, "unit_id"], "label": lab, "judge": judge,
+    rows = [{"query_id": k.loc[p, "query_id"], "unit_id": k.loc[p, "unit_id"],
+             "question_sha": k.loc[p, "question_sha"] if "question_sha" in k.columns else "", "label": lab, "judge": judge,
              "source": "human", "note": note, "time": t}
             for p, lab, note, t in zip(df["pair_id"][known], df["label"][known], df["note"][known], df["time"][known])]
     added = 0

@@ -18,6 +18,7 @@ from __future__ import annotations
 import html
 import json
 import platform
+import re
 import subprocess
 from importlib import metadata
 from pathlib import Path
@@ -137,12 +138,42 @@ def _table_html(df: pd.DataFrame) -> str:
     return df.to_html(index=False, escape=True, border=0)
 
 
+def write_summary(run_dir: Path | str, title: str, blocks: list[dict]) -> Path:
+    """outputs/<run>/summary.html: the stakeholder page — headings, sentences, tables and figures,
+    no code. blocks: dicts with heading, text (plain; escaped), optional table (DataFrame; escaped),
+    figure (a name under figures/, inlined as SVG so the page stands alone) and note."""
+    run_dir = Path(run_dir)
+    esc = html.escape
+    parts = [f"<h1>{esc(title)}</h1>"]
+    for b in blocks:
+        parts.append(f"<h2>{esc(b['heading'])}</h2>")
+        if b.get("text"):
+            parts.append(f"<p>{esc(b['text'])}</p>")
+        if b.get("table") is not None and len(b["table"]):
+            parts.append(_table_html(b["table"]))
+        fig = b.get("figure")
+        if fig and (run_dir / "figures" / f"{fig}.svg").is_file():
+            svg = (run_dir / "figures" / f"{fig}.svg").read_text(encoding="utf-8")
+            svg = re.sub(r"^<\?xml[^>]*>\s*", "", svg)
+            parts.append(f"<figure>{svg}</figure>")
+        if b.get("note"):
+            parts.append(f"<p class=muted>{esc(b['note'])}</p>")
+    parts.append('<p class=muted><a href="index.html">Full report</a> · every number above comes from this run; '
+                 'tables are in tables/ as CSV.</p>')
+    out = run_dir / "summary.html"
+    out.write_text(_page(title, "\n".join(parts)), encoding="utf-8")
+    return out
+
+
 def build_index(run_dir: Path | str, params: dict[str, Any], stages: list[str]) -> Path:
     """Write outputs/<run>/index.html from the run's headlines, tables and manifest."""
     run_dir = Path(run_dir)
     esc = html.escape
     parts = [f"<h1>{esc(str(params.get('title', 'lookalike report')))}</h1>",
              f"<p class=muted>run <b>{esc(str(params.get('run', run_dir.name)))}</b></p>"]
+    if (run_dir / "summary.html").is_file():
+        parts.append('<p><a href="summary.html"><b>Summary for stakeholders</b></a>: the headline tables, '
+                     'without code.</p>')
     units_csv = run_dir / "tables" / "units.csv"
     corpus = params.get("corpus", {})
     if units_csv.is_file():

@@ -24,6 +24,8 @@ STAGES = [
     "03_leak_ablation",
     "04_hard_negatives",
     "05_validate_questions",
+    "06_judge_pool",
+    "07_metric_tables",
 ]
 # Every notebook declares run_dir; the runner executes a stage with its working directory in
 # outputs/<run>/notebooks/, so ".." is the run folder (nbval re-executes the stored notebook from

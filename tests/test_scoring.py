@@ -1,0 +1,72 @@
+"""Stage 07's tables on hand-built runs whose right answers are known."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from lookalike import scoring as S
+
+
+def run(rows):
+    return pd.DataFrame(rows, columns=["query_id", "unit_id", "score"])
+
+
+QRELS = pd.DataFrame({"query_id": ["q1", "q1", "q2", "q2", "q3"], "unit_id": ["a", "b", "c", "d", "e"],
+                      "relevance": [2, 1, 1, 0, 2]})
+
+
+def test_sufficiency_shares_add_up_and_match_by_hand():
+    r = run([("q1", "b", 3), ("q1", "a", 2), ("q2", "c", 5), ("q2", "d", 4), ("q3", "x", 9), ("q3", "y", 8)])
+    table, frames = S.sufficiency(QRELS, {"sys": r}, ["q1", "q2", "q3"], "hard", ks=(1, 2), n_boot=200)
+    t = table.set_index("k")
+    # k=1: q1 supporting only (b), q2 supporting only (c), q3 neither
+    assert t.loc[1, "sufficient"] == 0 and t.loc[1, "supporting_only"] == pytest.approx(2 / 3)
+    # k=2: q1 has a (sufficient); q2 still supporting only; q3 neither
+    assert t.loc[2, "sufficient"] == pytest.approx(1 / 3) and t.loc[2, "neither"] == pytest.approx(1 / 3)
+    assert np.allclose(table[["sufficient", "supporting_only", "neither"]].sum(axis=1), 1.0)
+    assert (table["n"] == 3).all()
+    g = S.slot_gain(frames["sys"], "sufficient_1", "sufficient_2", n_boot=200)
+    assert g["gain"] == pytest.approx(1 / 3) and g["n"] == 3
+
+
+def test_a_question_missing_from_the_run_counts_as_neither():
+    table, _ = S.sufficiency(QRELS, {"sys": run([("q1", "a", 1.0)])}, ["q1", "q3"], "corpus", ks=(1,), n_boot=50)
+    assert table.loc[0, "n"] == 2 and table.loc[0, "sufficient"] == 0.5 and table.loc[0, "neither"] == 0.5
+
+
+def test_restricted_run_keeps_only_candidates_with_their_scores():
+    scores = np.array([[0.1, 0.9, 0.5], [0.3, 0.2, 0.7]])
+    r = S.restricted_run(scores, ["q1", "q2"], ["a", "b", "c"], {"q1": ["c", "a"], "q2": ["b"]})
+    assert list(zip(r["query_id"], r["unit_id"], r["score"])) == [("q1", "a", 0.1), ("q1", "c", 0.5), ("q2", "b", 0.2)]
+
+
+def test_evidence_complete_macro_and_micro():
+    qrels = pd.DataFrame({"query_id": ["s1", "s2", "m1", "m1"], "unit_id": ["a", "b", "c", "d"], "relevance": [1] * 4})
+    questions = pd.DataFrame({"query_id": ["s1", "s2", "m1"],
+                              "evidence_structure": ["page-single", "page-single", "doc-far"]})
+    r = run([("s1", "a", 2), ("s2", "x", 2), ("s2", "b", 1), ("m1", "c", 3), ("m1", "x", 2), ("m1", "y", 1),
+             ("m1", "d", 0.5)])
+    table, _ = S.evidence_complete(qrels, {"sys": r}, questions, ks=(3,))
+    t = table.set_index(["aggregate", "evidence_structure", "measure"])["value"]
+    # RecallAll@3: s1 1, s2 1, m1 0 (d is at rank 4); Recall@3: m1 0.5
+    assert t[("structure", "page-single", "RecallAll")] == 1.0 and t[("structure", "doc-far", "RecallAll")] == 0.0
+    assert t[("micro", "all", "RecallAll")] == pytest.approx(2 / 3)
+    assert t[("macro", "all", "RecallAll")] == pytest.approx(0.5)          # structures count once each
+    assert t[("structure", "doc-far", "Recall")] == 0.5
+    assert t[("micro", "all", "nDCGAll")] <= t[("micro", "all", "nDCG")]
+
+
+def test_fusion_trace_counts_what_the_fused_top_k_dropped():
+    a = run([("q1", "good", 1.0)] + [("q1", f"a{i}", 2.0 + i) for i in range(3)])     # good at rank 4 of a
+    b = run([("q1", f"b{i}", 2.0 + i) for i in range(3)] + [("q1", "z", 0.1)])
+    fused = {"rrf": S.fuse("rrf", [a, b]), "round-robin": S.fuse("round-robin", [a, b])}
+    per_q, counts = S.fusion_trace({"a": a, "b": b}, fused, {"q1": {"good"}}, k=3)
+    c = counts.set_index(["method", "component"])["questions_lost"]
+    assert c[("rrf", "a")] == 1 and c[("rrf", "b")] == 0 and c[("rrf", "any")] == 1
+    per = per_q.set_index("method")
+    assert per.loc["rrf", "in_some_pool"] and not per.loc["rrf", "in_fused_top_k"]
+    # with k large enough nothing is lost
+    _, counts = S.fusion_trace({"a": a, "b": b}, fused, {"q1": {"good"}}, k=10)
+    assert (counts["questions_lost"] == 0).all()
+    with pytest.raises(ValueError, match="unknown fusion method"):
+        S.fuse("max", [a, b])
