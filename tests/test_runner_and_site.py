@@ -59,7 +59,7 @@ def test_ci_run_validates_labels_and_tabulates(ci_run):
     assert len(current) == len(t("pool")) and current["adjudicated"].all()
     assert (ci_run / "labelling" / "label.html").is_file() and (ci_run / "labels" / "store.jsonl").is_file()
     summary = (ci_run / "summary.html").read_text()
-    assert "do not share a denominator" in summary and "<svg" in summary and "input_area" not in summary
+    assert "do not share a denominator" in summary and "<svg" in summary and 'class="input_area"' not in summary
     assert 'href="summary.html"' in (ci_run / "index.html").read_text()
 
 

@@ -143,7 +143,7 @@ class LabelStore:
         df = _for_questions(self.frame(), question_shas)
         cols = ["query_id", "unit_id", "label", "judge", "source", "adjudicated", "conflict"]
         if df.empty:
-            return pd.DataFrame(columns=cols)
+            return pd.DataFrame({c: pd.Series(dtype=bool if c in ("adjudicated", "conflict") else object) for c in cols})
         df["order"] = np.arange(len(df))
         df["adjudicated"] = df["source"].isin(ADJUDICATORS)
         latest = (df.sort_values(["adjudicated", "order"], kind="mergesort")

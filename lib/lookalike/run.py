@@ -26,6 +26,7 @@ STAGES = [
     "05_validate_questions",
     "06_judge_pool",
     "07_metric_tables",
+    "08_mined_candidates",
 ]
 # Every notebook declares run_dir; the runner executes a stage with its working directory in
 # outputs/<run>/notebooks/, so ".." is the run folder (nbval re-executes the stored notebook from
