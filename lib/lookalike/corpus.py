@@ -136,8 +136,10 @@ def read_manifest(path: Path | str, root: Path | str | None = None, strict: bool
 
 
 def load(source: str, seed: int, out_dir: Path | str, demo_size: str = "ci", manifest: str = "",
-         root: str = "", strict: bool = False) -> Corpus:
-    """The run's corpus: the built-in demo rendered into out_dir, or a manifest (see the module docstring)."""
+         root: str = "", strict: bool = False, dpi: int = 110, pages: str = "", max_pages: int = 0,
+         name_pattern: str = "", max_pixels: int = 40_000_000) -> Corpus:
+    """The run's corpus: the built-in demo rendered into out_dir, a manifest (see the module
+    docstring), a folder of PDFs rendered into out_dir, or a folder of images (lookalike.ingest)."""
     if source == "demo":
         from lookalike import demo
 
@@ -146,7 +148,15 @@ def load(source: str, seed: int, out_dir: Path | str, demo_size: str = "ci", man
         if not manifest:
             raise CorpusError("corpus.source is manifest but corpus.manifest is empty; give the manifest's path")
         return read_manifest(Path(manifest), Path(root) if root else None, strict=strict)
-    raise CorpusError(f"corpus.source must be 'demo' or 'manifest', got {source!r}")
+    if source in ("pdf", "images"):
+        from lookalike import ingest
+
+        if not root:
+            raise CorpusError(f"corpus.source is {source} but corpus.root is empty; give the folder")
+        if source == "pdf":
+            return ingest.pdf_folder(root, out_dir, dpi=dpi, pages=pages, max_pages=max_pages, name_pattern=name_pattern)
+        return ingest.image_folder(root, name_pattern=name_pattern, max_pixels=max_pixels)
+    raise CorpusError(f"corpus.source must be 'demo', 'manifest', 'pdf' or 'images', got {source!r}")
 
 
 def strata_counts(units: pd.DataFrame, columns: list[str] | None = None) -> pd.DataFrame:

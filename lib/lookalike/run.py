@@ -7,6 +7,7 @@ notebook to notebooks/ and its name to STAGES.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from datetime import datetime, timezone
@@ -89,6 +90,10 @@ def execute(params_file: Path | str, out_root: Path | str = P.REPO_ROOT / "outpu
 
     merged = P.load_params(params_file)
     flat = P.flatten(merged)
+    # Kernels inherit this environment: no progress bars with rates and timings in the stored
+    # notebooks, so a re-run changes no byte of them that the data did not change.
+    for key, value in (("TQDM_DISABLE", "1"), ("HF_HUB_DISABLE_PROGRESS_BARS", "1"), ("TRANSFORMERS_VERBOSITY", "error")):
+        os.environ.setdefault(key, value)
     run_dir = Path(out_root) / merged["run"]
     nb_dir = run_dir / "notebooks"
     nb_dir.mkdir(parents=True, exist_ok=True)

@@ -11,6 +11,7 @@ and nothing stale comes back.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -109,10 +110,11 @@ class Encoder:
     kind = "single"
     revision = "1"
 
-    def __init__(self, device: str = "auto", batch_size: int = 32, progress: bool = True, **settings):
+    def __init__(self, device: str = "auto", batch_size: int = 32, progress: bool | None = None, **settings):
         self.device, self.dtype = resolve_device(device)
         self.batch_size = batch_size
-        self.progress = progress
+        # progress bars unless the environment turns them off (the runner does, for stored notebooks)
+        self.progress = (os.environ.get("TQDM_DISABLE", "") not in ("1", "true", "True")) if progress is None else progress
         self.settings = settings
 
     @property

@@ -1,0 +1,94 @@
+"""Bring your own documents: PDF and image folders, page selection, metadata from names, bad input."""
+
+import pandas as pd
+import pytest
+
+from conftest import make_png
+from lookalike import corpus as C, ingest
+
+
+def make_pdf(path, pages=3, size=(300, 200)):
+    import pypdfium2 as pdfium
+
+    pdf = pdfium.PdfDocument.new()
+    for _ in range(pages):
+        pdf.new_page(*size)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pdf.save(str(path))
+    pdf.close()
+    return path
+
+
+ENCRYPTED = (b"%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n"
+             b"2 0 obj<</Type/Pages/Kids[3 0 R]/Count 1>>endobj\n"
+             b"3 0 obj<</Type/Page/Parent 2 0 R/MediaBox[0 0 200 200]>>endobj\n"
+             b"4 0 obj<</Filter/Standard/V 1/R 2/O(0123456789abcdef0123456789abcdef)"
+             b"/U(fedcba9876543210fedcba9876543210)/P -4>>endobj\n"
+             b"trailer<</Root 1 0 R/Size 5/Encrypt 4 0 R/ID[<00112233445566778899aabbccddeeff><00112233445566778899aabbccddeeff>]>>\n%%EOF\n")
+
+
+@pytest.fixture
+def pdfs(tmp_path):
+    folder = tmp_path / "pdfs"
+    make_pdf(folder / "2023 Q1 AAPL.pdf", pages=3)
+    make_pdf(folder / "2023 Q2 AAPL.pdf", pages=2)
+    (folder / "empty.pdf").write_bytes(b"%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n"
+                                       b"2 0 obj<</Type/Pages/Kids[]/Count 0>>endobj\n"
+                                       b"trailer<</Root 1 0 R/Size 3>>\n%%EOF\n")
+    (folder / "broken.pdf").write_bytes(b"%PDF-1.4 this is not a pdf at all")
+    (folder / "locked.pdf").write_bytes(ENCRYPTED)
+    return folder
+
+
+def test_pdf_folder_renders_pages_and_reports_every_bad_file(pdfs, tmp_path):
+    c = ingest.pdf_folder(pdfs, tmp_path / "run" / "corpus", dpi=36)
+    assert list(c.units["unit_id"]) == ["2023_Q1_AAPL:1", "2023_Q1_AAPL:2", "2023_Q1_AAPL:3",
+                                        "2023_Q2_AAPL:1", "2023_Q2_AAPL:2"]
+    assert (tmp_path / "run" / c.units["image_path"].iloc[0]).is_file()
+    problems = dict(zip(c.skipped["source"], c.skipped["problem"]))
+    assert "zero pages" in problems["empty.pdf"]
+    assert "unreadable or corrupt" in problems["broken.pdf"]
+    assert "encrypted" in problems["locked.pdf"]
+    assert set(c.skipped["unit_id"]) == {"empty:*", "broken:*", "locked:*"}
+
+
+def test_page_selection_and_cap(pdfs, tmp_path):
+    c = ingest.pdf_folder(pdfs, tmp_path / "c", dpi=36, pages="2-3")
+    assert list(c.units["unit_id"]) == ["2023_Q1_AAPL:2", "2023_Q1_AAPL:3", "2023_Q2_AAPL:2"]
+    c = ingest.pdf_folder(pdfs, tmp_path / "d", dpi=36, max_pages=1)
+    assert list(c.units["page"]) == [1, 1]
+    for bad in ("0-2", "3-1", "x"):
+        with pytest.raises(C.CorpusError, match="corpus.pages"):
+            ingest.parse_pages(bad)
+
+
+def test_metadata_from_file_names(pdfs, tmp_path):
+    c = ingest.pdf_folder(pdfs, tmp_path / "c", dpi=36, name_pattern=r"(?P<period>\d{4} Q\d) (?P<entity>[A-Z]+)")
+    u = c.units.set_index("unit_id")
+    assert u.loc["2023_Q2_AAPL:1", "entity"] == "AAPL" and u.loc["2023_Q2_AAPL:1", "period"] == "2023 Q2"
+    assert any("does not match corpus.name_pattern" in p for p in c.skipped["problem"])
+    with pytest.raises(C.CorpusError, match="allowed"):
+        ingest.pdf_folder(pdfs, tmp_path / "e", name_pattern=r"(?P<colour>\w+)")
+
+
+def test_image_folder_skips_unreadable_oversized_and_duplicate(tmp_path):
+    folder = tmp_path / "imgs"
+    make_png(folder / "a.png")
+    make_png(folder / "big.png", size=(400, 300))
+    make_png(folder / "sub" / "a.png")
+    (folder / "bad.jpg").write_bytes(b"not an image")
+    c = ingest.image_folder(folder, max_pixels=100_000)
+    assert list(c.units["unit_id"]) == ["a:1"] and c.units["image_path"].iloc[0].endswith("a.png")
+    problems = dict(zip(c.skipped["source"], c.skipped["problem"]))
+    assert "unreadable image" in problems["bad.jpg"]
+    assert "over the limit" in problems["big.png"] and "400x300" in problems["big.png"]
+    assert "duplicate doc id 'a'" in problems["sub/a.png"]
+
+
+def test_load_dispatches_and_names_what_is_missing(pdfs, tmp_path):
+    c = C.load("pdf", 0, tmp_path / "run" / "corpus", root=str(pdfs), dpi=36, max_pages=1)
+    assert len(c.units) == 2 and len(c.skipped) == 3
+    with pytest.raises(C.CorpusError, match="corpus.root is empty"):
+        C.load("images", 0, tmp_path / "x")
+    with pytest.raises(C.CorpusError, match="no .pdf files"):
+        C.load("pdf", 0, tmp_path / "x", root=str(tmp_path / "run"))
