@@ -61,6 +61,18 @@ def _metadata(stem: str, pattern: re.Pattern | None) -> dict | None:
     return {k: v for k, v in m.groupdict().items() if k in META_GROUPS and v is not None}
 
 
+def _admit(path: Path, folder: Path, seen: dict, rx: re.Pattern | None) -> tuple[str, str, dict, str]:
+    """(relative path, doc id, metadata from the name, problem or "") for one input file."""
+    rel = path.relative_to(folder).as_posix()
+    doc_id = doc_id_from(path)
+    if doc_id in seen:
+        return rel, doc_id, {}, f"duplicate doc id {doc_id!r} (also {seen[doc_id]})"
+    meta = _metadata(path.stem, rx)
+    if meta is None:
+        return rel, doc_id, {}, f"file name does not match corpus.name_pattern {rx.pattern!r}"
+    return rel, doc_id, meta, ""
+
+
 def _unit(doc_id: str, page: int, image_path: str, meta: dict, filename: str) -> dict:
     row = dict.fromkeys(UNIT_COLUMNS, "")
     row.update(unit_id=f"{doc_id}:{page}", doc_id=doc_id, page=page, image_path=image_path, revision=1,
@@ -99,14 +111,9 @@ def pdf_folder(folder: Path | str, out_dir: Path | str, dpi: int = 110, pages: s
     if not files:
         raise CorpusError(f"{folder}: no .pdf files")
     for path in files:
-        rel = path.relative_to(folder).as_posix()
-        doc_id = doc_id_from(path)
-        if doc_id in seen:
-            skipped.append(_skip(rel, "", f"{doc_id}:*", f"duplicate doc id {doc_id!r} (also {seen[doc_id]})"))
-            continue
-        meta = _metadata(path.stem, rx)
-        if meta is None:
-            skipped.append(_skip(rel, "", f"{doc_id}:*", f"file name does not match corpus.name_pattern {name_pattern!r}"))
+        rel, doc_id, meta, problem = _admit(path, folder, seen, rx)
+        if problem:
+            skipped.append(_skip(rel, "", f"{doc_id}:*", problem))
             continue
         try:
             pdf = pdfium.PdfDocument(str(path))
@@ -158,14 +165,9 @@ def image_folder(folder: Path | str, name_pattern: str = "", max_pixels: int = 4
         raise CorpusError(f"{folder}: no image files ({', '.join(IMAGE_SUFFIXES)})")
     units, skipped, seen = [], [], {}
     for path in files:
-        rel = path.relative_to(folder).as_posix()
-        doc_id = doc_id_from(path)
-        if doc_id in seen:
-            skipped.append(_skip(rel, "", f"{doc_id}:1", f"duplicate doc id {doc_id!r} (also {seen[doc_id]})"))
-            continue
-        meta = _metadata(path.stem, rx)
-        if meta is None:
-            skipped.append(_skip(rel, "", f"{doc_id}:1", f"file name does not match corpus.name_pattern {name_pattern!r}"))
+        rel, doc_id, meta, problem = _admit(path, folder, seen, rx)
+        if problem:
+            skipped.append(_skip(rel, "", f"{doc_id}:1", problem))
             continue
         try:
             with Image.open(path) as im:

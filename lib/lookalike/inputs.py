@@ -143,10 +143,7 @@ def read_judgements(path: Path | str, unit_ids: Iterable[str], query_ids: Iterab
         rows = [(i + 2, a, b, c) for i, (a, b, c) in enumerate(zip(df[q], df[u], df[r]))]
     else:
         rows = []
-        for n, line in enumerate(text.splitlines(), start=1):
-            f = line.split()
-            if not f or f[0].startswith("#"):
-                continue
+        for n, f in trec._lines(path):
             if len(f) < 4:
                 raise CorpusError(f"{path}: line {n} has {len(f)} fields; a TREC qrels line is 'query 0 unit relevance'")
             rows.append((n, f[0], f[2], f[3]))
