@@ -91,3 +91,18 @@ def test_for_questions_expands_evidence_units():
     out = N.for_questions(q, d)
     assert list(out.columns) == ["query_id", "gold_unit_id", "unit_id", "axis", "similarity"]
     assert list(out["unit_id"]) == ["x", "y"]          # sorted by gold, then axis
+
+
+def test_document_scores_take_each_documents_best_page():
+    s = np.array([[0.1, 0.9, 0.3, 0.2], [0.5, 0.0, 0.1, 0.7]])
+    out, docs = N.document_scores(s, ["b", "a", "b", "a"])
+    assert docs == ["a", "b"] and out.tolist() == [[0.9, 0.3], [0.7, 0.5]]
+
+
+def test_document_negatives_same_entity_other_period_against_random():
+    docs = pd.DataFrame({"doc_id": ["A1", "A2", "A3", "B1", "B2", "C1"], "entity": ["A", "A", "A", "B", "B", "C"],
+                         "period": ["1", "2", "3", "1", "2", "1"]})
+    hard, rand = N.document_negatives(docs, {"q": "A2", "r": "C1"}, seed=1)
+    assert hard["q"] == ["A1", "A3"] and hard["r"] == []
+    assert len(rand["q"]) == 2 and "A2" not in rand["q"] and len(rand["r"]) == 3
+    assert (hard, rand) == N.document_negatives(docs, {"q": "A2", "r": "C1"}, seed=1)

@@ -213,3 +213,13 @@ def test_top1_with_a_set_of_acceptable_units():
     assert N.top1_within(scores, ids, ["q"], {"q": {"a", "c"}}, {"q": None}).iloc[0] == 1.0
     assert N.top1_within(scores, ids, ["q"], {"q": {"b", "c"}}, {"q": None}).iloc[0] == 0.0
     assert N.top1_within(scores, ids, ["q"], {"q": {"b", "c"}}, {"q": ["c"]}).iloc[0] == 1.0
+
+
+def test_questions_without_evidence_pages_are_not_validated():
+    q = pd.DataFrame([{**QUESTION, "evidence_unit_ids": "", "evidence_structure": "", "register": "question",
+                       "qualified": False}])
+    judge = Recording({})
+    validation, validated, _ = Q.validate(q, pd.DataFrame(columns=["query_id", "gold_unit_id", "unit_id", "axis",
+                                                                   "similarity"]), judge, _view(UNITS), UNITS)
+    assert validation.loc[0, "status"] == "no_page_evidence" and validated.empty and judge.calls == []
+    assert Q.tallies(validation).loc[0, "questions"] == 0

@@ -70,3 +70,11 @@ def test_fusion_trace_counts_what_the_fused_top_k_dropped():
     assert (counts["questions_lost"] == 0).all()
     with pytest.raises(ValueError, match="unknown fusion method"):
         S.fuse("max", [a, b])
+
+
+def test_restrict_ranking_puts_unranked_candidates_last():
+    r = run([("q", "a", 0.5), ("q", "b", 0.9), ("q", "x", 0.7)])
+    out = S.restrict_ranking(r, {"q": ["a", "b", "c"], "z": ["a"]})
+    got = dict(zip(zip(out["query_id"], out["unit_id"]), out["score"]))
+    assert got[("q", "b")] == 0.9 and got[("q", "a")] == 0.5 and got[("q", "c")] < 0.5
+    assert ("q", "x") not in got and got[("z", "a")] == -1.0

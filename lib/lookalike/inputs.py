@@ -214,3 +214,37 @@ def read_external_run(path: Path | str, unit_ids: Iterable[str], query_ids: Iter
                               "from 0 — set this run's page_base to 0")
     keep = frame[~(bad_q | bad_u)][["query_id", "unit_id", "score"]].reset_index(drop=True)
     return keep, pd.DataFrame(skipped, columns=SKIP_COLUMNS)
+
+
+def infer_structure(unit_ids: list[str], pages: Mapping[str, int], docs: Mapping[str, str]) -> str:
+    """Evidence structure from the evidence units: page-single, doc-adjacent / doc-near / doc-far
+    (two or more pages of one document, by the largest gap: 1, up to 3, more), cross-doc."""
+    if len(unit_ids) == 1:
+        return "page-single"
+    if not unit_ids:
+        return ""
+    if len({docs[u] for u in unit_ids}) > 1:
+        return "cross-doc"
+    p = sorted(pages[u] for u in unit_ids)
+    gap = max(b - a for a, b in zip(p, p[1:]))
+    return "doc-adjacent" if gap <= 1 else "doc-near" if gap <= 3 else "doc-far"
+
+
+def as_questions(questions: pd.DataFrame, qrels: pd.DataFrame, units: pd.DataFrame, level: str = "page") -> pd.DataFrame:
+    """Your questions in the run's questions table (lookalike.corpus.QUESTION_COLUMNS): page-level
+    qrels give each question its evidence units (relevance > 0) and, unless the file gave one, its
+    evidence structure; document-level qrels leave evidence_unit_ids empty (see tables/qrels.csv)."""
+    from lookalike.corpus import QUESTION_COLUMNS
+
+    pages = dict(zip(units["unit_id"], units["page"].astype(int)))
+    docs = dict(zip(units["unit_id"], units["doc_id"]))
+    rel = qrels[qrels["relevance"] > 0] if level == "page" else qrels.head(0)
+    evidence = rel.groupby("query_id")["unit_id"].apply(lambda s: sorted(s, key=lambda u: (docs[u], pages[u]))).to_dict()
+    rows = []
+    for r in questions.itertuples(index=False):
+        ev = evidence.get(r.query_id, [])
+        structure = r.evidence_structure or infer_structure(ev, pages, docs)
+        rows.append({"query_id": r.query_id, "text": r.text, "answer": r.answer, "evidence_structure": structure,
+                     "register": r.register or "question", "qualified": False, "qualifiers": "",
+                     "evidence_unit_ids": ";".join(ev)})
+    return pd.DataFrame(rows, columns=QUESTION_COLUMNS)

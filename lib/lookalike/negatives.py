@@ -251,3 +251,34 @@ def montage(gold_id: str, distractors: pd.DataFrame, units: pd.DataFrame, base_d
             if c == 0:
                 draw.rectangle([x, y, x + thumb_width - 1, y + th - 1], outline=(220, 40, 40), width=3)
     return sheet
+
+
+# ----------------------------------------------------------------------------- document level
+
+def document_scores(scores: np.ndarray, unit_doc_ids) -> tuple[np.ndarray, list]:
+    """Page scores (n_queries, n_units) -> document scores (n_queries, n_docs), each document
+    taking its best page; documents in sorted order."""
+    docs = np.asarray(unit_doc_ids, dtype=object)
+    order = np.argsort(docs, kind="stable")
+    sorted_docs = docs[order]
+    starts = np.flatnonzero(np.r_[True, sorted_docs[1:] != sorted_docs[:-1]])
+    out = np.maximum.reduceat(np.asarray(scores)[:, order], starts, axis=1) if len(order) else np.zeros((len(scores), 0))
+    return out, list(sorted_docs[starts])
+
+
+def document_negatives(docs: pd.DataFrame, gold: dict, seed: int) -> tuple[dict, dict]:
+    """For document-level questions (gold[qid]: its one relevant document), hard negatives: the
+    documents of the same entity in another period; random negatives: as many documents drawn
+    from all the others (seeded). docs: doc_id, entity, period. Returns (hard, random), each
+    qid -> list of doc ids; a question whose document has no entity/period gets no hard negatives."""
+    meta = docs.set_index("doc_id")
+    all_docs = sorted(meta.index)
+    hard, rand = {}, {}
+    for j, (q, d) in enumerate(sorted(gold.items())):
+        e, p = meta.loc[d, "entity"], meta.loc[d, "period"]
+        hard[q] = sorted(meta.index[(meta["entity"] == e) & (meta["period"] != p)]) if e and p else []
+        others = [x for x in all_docs if x != d]
+        n = len(hard[q]) or min(3, len(others))
+        pick = np.random.default_rng([seed, 12, j]).choice(len(others), size=min(n, len(others)), replace=False)
+        rand[q] = sorted(others[i] for i in pick)
+    return hard, rand

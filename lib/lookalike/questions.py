@@ -15,6 +15,8 @@ FY2024", "at Corvane Systems", "(revenue)", "as originally reported"), and valid
                   on several pages): kept in its own slice, where any acceptable unit counts,
                   never mixed into the single-gold set
   dropped         gold fails, or distractors give other answers and no qualifier is left to add
+  not validated   the question has no evidence pages (document-level judgements): status
+                  ``no_page_evidence``; it is not in the validated set
 
 Random negatives are never used here: only hard distractors can expose an under-specified question.
 """
@@ -124,6 +126,13 @@ def validate(questions: pd.DataFrame, distractors: pd.DataFrame, judge, view: Ca
     meta = units.set_index("unit_id")
     rows, kept, logs = [], [], []
     for q in questions.to_dict("records"):
+        if not [u for u in str(q.get("evidence_unit_ids", "")).split(";") if u]:
+            # document-level judgements (or none): nothing page-level to validate against
+            rows.append(dict(query_id=q["query_id"], status="no_page_evidence", axis="", repaired=False,
+                             final_text=q["text"], final_status="no_page_evidence", slice="not validated",
+                             added_qualifiers="", acceptable_unit_ids="", original_text=q["text"],
+                             evidence_structure=q.get("evidence_structure", ""), register=q.get("register", "")))
+            continue
         verdict = is_well_posed(q, by_gold, judge, view)
         first, cur, added = verdict, dict(q), []
         logs.extend(verdict.log)
@@ -164,7 +173,9 @@ def validate(questions: pd.DataFrame, distractors: pd.DataFrame, judge, view: Ca
 
 def tallies(validation: pd.DataFrame) -> pd.DataFrame:
     """Per axis (and 'any'): questions checked, how many a distractor on that axis answered, and
-    the outcome counts. A question failing on two axes counts under both."""
+    the outcome counts. A question failing on two axes counts under both; questions without
+    evidence pages are not counted."""
+    validation = validation[validation["status"] != "no_page_evidence"]
     n = len(validation)
     checked = validation[validation["status"] != "gold_fails"]
     rows = []

@@ -38,7 +38,7 @@ RUN_DIR_PARAM = "run_dir"
 # Later path parameters (validate_labels, validate_regressions) stay as written and the stage resolves
 # them with lookalike.params.repo_path, so a stored notebook that nbval re-executes carries no
 # machine-specific absolute path.
-PATH_PARAMS = ("corpus_manifest", "corpus_root", "leak_blind_queries")
+PATH_PARAMS = ("corpus_manifest", "corpus_root", "leak_blind_queries", "corpus_questions", "corpus_qrels")
 
 
 class StageFailed(RuntimeError):

@@ -137,3 +137,19 @@ def fusion_trace(components: Mapping[str, pd.DataFrame], fused: Mapping[str, pd.
     return (pd.DataFrame(per_q, columns=["query_id", "method", "in_some_pool", "in_fused_top_k", "lost",
                                          "components_holding"]),
             pd.DataFrame(counts, columns=["method", "component", "questions_lost"]))
+
+
+def restrict_ranking(run: pd.DataFrame, candidates: Mapping[str, Sequence[str]]) -> pd.DataFrame:
+    """A run that only has a top-depth ranking (an external run) restricted to each question's
+    candidates: candidates it ranked keep their scores; the ones it did not rank come after all of
+    them (score below its lowest), in canonical order among themselves."""
+    rows_q, rows_u, rows_s = [], [], []
+    by_q = {q: dict(zip(g["unit_id"], g["score"])) for q, g in run.groupby("query_id", sort=False)}
+    for q in sorted(candidates):
+        have = by_q.get(q, {})
+        floor = (min(have.values()) if have else 0.0) - 1.0
+        for u in sorted(set(candidates[q])):
+            rows_q.append(q)
+            rows_u.append(u)
+            rows_s.append(float(have.get(u, floor)))
+    return pd.DataFrame({"query_id": rows_q, "unit_id": rows_u, "score": rows_s})
