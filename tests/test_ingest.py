@@ -92,3 +92,50 @@ def test_load_dispatches_and_names_what_is_missing(pdfs, tmp_path):
         C.load("images", 0, tmp_path / "x")
     with pytest.raises(C.CorpusError, match="no .pdf files"):
         C.load("pdf", 0, tmp_path / "x", root=str(tmp_path / "run"))
+
+
+def _png_bytes(color, size=(60, 40)):
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", size, color).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def test_vidore_parquet_units_questions_and_bad_rows(tmp_path):
+    rows = pd.DataFrame({
+        "query": ["What is shown?", None, "Which page?", "Broken?"],
+        "image": [{"bytes": _png_bytes((200, 0, 0)), "path": None}, {"bytes": _png_bytes((0, 200, 0)), "path": None},
+                  {"bytes": _png_bytes((200, 0, 0)), "path": None}, {"bytes": b"nope", "path": None}],
+        "image_filename": ["docs/report a.png", "b.png", "docs/report a.png", "c.png"],
+        "answer": ["a chart", "", "one", ""],
+    })
+    rows.to_parquet(tmp_path / "test.parquet")
+    c = ingest.vidore_parquet(tmp_path / "test.parquet", tmp_path / "run" / "corpus")
+    assert list(c.units["unit_id"]) == ["report_a:1", "b:1"]
+    assert list(c.questions["query_id"]) == ["v00000", "v00002"]
+    assert set(c.questions["evidence_unit_ids"]) == {"report_a:1"} and len(c.qrels) == 2
+    assert "unreadable embedded image" in c.skipped.loc[0, "problem"] and c.skipped.loc[0, "row"] == 4
+    with pytest.raises(C.CorpusError, match="no 'image' column"):
+        pd.DataFrame({"query": ["x"]}).to_parquet(tmp_path / "bad.parquet")
+        ingest.vidore_parquet(tmp_path / "bad.parquet", tmp_path / "x")
+
+
+def test_beir_folder_with_embedded_images_and_unknown_ids(tmp_path):
+    folder = tmp_path / "beir"
+    folder.mkdir()
+    pd.DataFrame({"corpus-id": ["d1", "d2", "d2"], "image": [{"bytes": _png_bytes((1, 2, 3))},
+                                                            {"bytes": _png_bytes((4, 5, 6))}, {"bytes": _png_bytes((7, 8, 9))}]}
+                 ).to_parquet(folder / "corpus.parquet")
+    pd.DataFrame({"query-id": ["q1", "q2"], "query": ["first?", "second?"]}).to_parquet(folder / "queries.parquet")
+    pd.DataFrame({"query-id": ["q1", "q2", "q9", "q2"], "corpus-id": ["d1", "d2", "d1", "zz"], "score": [1, 2, 1, 1]}
+                 ).to_parquet(folder / "qrels.parquet")
+    c = ingest.beir_folder(folder, tmp_path / "run" / "corpus")
+    assert list(c.units["unit_id"]) == ["d1:1", "d2:1"]
+    assert dict(zip(c.questions["query_id"], c.questions["evidence_unit_ids"])) == {"q1": "d1:1", "q2": "d2:1"}
+    assert list(c.qrels["relevance"]) == [1, 2]
+    problems = list(c.skipped["problem"])
+    assert any("duplicate corpus id" in p for p in problems) and any("unknown query 'q9'" in p for p in problems)
+    assert any("unknown or skipped corpus id 'zz'" in p for p in problems)

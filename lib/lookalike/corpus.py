@@ -54,6 +54,7 @@ class Corpus:
     facts: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=FACT_COLUMNS))
     skipped: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["source", "row", "unit_id", "problem"]))
     answer_key: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=ANSWER_KEY_COLUMNS))
+    qrels: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["query_id", "unit_id", "relevance"]))
 
 
 def _read_table(path: Path) -> pd.DataFrame:
@@ -148,15 +149,19 @@ def load(source: str, seed: int, out_dir: Path | str, demo_size: str = "ci", man
         if not manifest:
             raise CorpusError("corpus.source is manifest but corpus.manifest is empty; give the manifest's path")
         return read_manifest(Path(manifest), Path(root) if root else None, strict=strict)
-    if source in ("pdf", "images"):
+    if source in ("pdf", "images", "beir", "vidore"):
         from lookalike import ingest
 
         if not root:
-            raise CorpusError(f"corpus.source is {source} but corpus.root is empty; give the folder")
+            raise CorpusError(f"corpus.source is {source} but corpus.root is empty; give the folder (or file)")
         if source == "pdf":
             return ingest.pdf_folder(root, out_dir, dpi=dpi, pages=pages, max_pages=max_pages, name_pattern=name_pattern)
+        if source == "beir":
+            return ingest.beir_folder(root, out_dir, max_pixels=max_pixels)
+        if source == "vidore":
+            return ingest.vidore_parquet(root, out_dir, max_pixels=max_pixels)
         return ingest.image_folder(root, name_pattern=name_pattern, max_pixels=max_pixels)
-    raise CorpusError(f"corpus.source must be 'demo', 'manifest', 'pdf' or 'images', got {source!r}")
+    raise CorpusError(f"corpus.source must be 'demo', 'manifest', 'pdf', 'images', 'beir' or 'vidore', got {source!r}")
 
 
 def strata_counts(units: pd.DataFrame, columns: list[str] | None = None) -> pd.DataFrame:

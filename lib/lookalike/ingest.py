@@ -197,3 +197,181 @@ def _empty_page_tree(path: Path) -> bool:
 
 def _skip(source: str, row, unit_id: str, problem: str) -> dict:
     return {"source": source, "row": row, "unit_id": unit_id, "problem": problem}
+
+
+# ----------------------------------------------------------------------------- ViDoRe / BEIR
+
+def _image_bytes(value) -> bytes | None:
+    """The bytes of an embedded image cell: a dict/struct with 'bytes', raw bytes, or None."""
+    if isinstance(value, dict):
+        value = value.get("bytes")
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    return None
+
+
+def _save_image(data: bytes, target: Path, max_pixels: int) -> str:
+    """Write an embedded image as PNG; returns a problem or ''."""
+    import io
+
+    from PIL import Image
+
+    try:
+        with Image.open(io.BytesIO(data)) as im:
+            if im.size[0] * im.size[1] > max_pixels:
+                return f"image is {im.size[0]}x{im.size[1]}, over the limit of {max_pixels} pixels (corpus.max_pixels)"
+            im.convert("RGB").save(target, format="PNG", optimize=False)
+    except Exception as exc:  # noqa: BLE001 - PIL raises many types for broken bytes
+        return f"unreadable embedded image: {exc}"
+    return ""
+
+
+def _cell(value) -> str:
+    """A table cell as text: '' for None and NaN."""
+    if value is None or (isinstance(value, float) and pd.isna(value)):
+        return ""
+    return str(value)
+
+
+def _safe_id(value: str) -> str:
+    return re.sub(r"\s+", "_", str(value).strip())
+
+
+def vidore_parquet(path: Path | str, out_dir: Path | str, max_pixels: int = 40_000_000) -> Corpus:
+    """A ViDoRe (v1) / MTEB-style parquet file of (query, image) rows read from local disk.
+
+    Columns: ``image`` (embedded: a struct with bytes), ``query`` (may be empty: an image without a
+    question), optional ``image_filename`` (the unit's name; else the row), ``page``, ``answer``.
+    Each distinct image becomes a unit ``"{name}:{page or 1}"``; each row with a query a question
+    (``v{row:05d}``) whose evidence is that unit, relevance 1 in ``qrels``.
+    """
+    path, out_dir = Path(path), Path(out_dir)
+    if not path.is_file():
+        raise CorpusError(f"{path}: parquet file not found")
+    try:
+        df = pd.read_parquet(path)
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a bad file
+        raise CorpusError(f"{path}: not a readable parquet file ({exc})") from exc
+    if "image" not in df.columns:
+        raise CorpusError(f"{path}: no 'image' column (columns: {', '.join(map(str, df.columns))})")
+    (out_dir / "images").mkdir(parents=True, exist_ok=True)
+    units, questions, qrels, skipped, by_name = [], [], [], [], {}
+    for i, rec in enumerate(df.to_dict("records")):
+        name = _safe_id(Path(_cell(rec.get("image_filename")) or f"row{i:05d}").stem) or f"row{i:05d}"
+        page = rec.get("page")
+        page = int(page) if isinstance(page, (int, float)) and not pd.isna(page) and int(page) >= 1 else 1
+        uid = f"{name}:{page}"
+        if uid not in by_name:
+            data = _image_bytes(rec.get("image"))
+            target = out_dir / "images" / f"{name}_p{page:04d}.png"
+            problem = "no embedded image bytes" if data is None else _save_image(data, target, max_pixels)
+            if problem:
+                skipped.append(_skip(path.name, i + 1, uid, problem))
+                by_name[uid] = None
+                continue
+            by_name[uid] = uid
+            units.append(_unit(name, page, (Path(out_dir.name) / "images" / target.name).as_posix(), {},
+                               _cell(rec.get("image_filename"))))
+        if by_name[uid] is None:
+            continue
+        query = _cell(rec.get("query")).strip()
+        if query:
+            qid = f"v{i:05d}"
+            questions.append({"query_id": qid, "text": query, "answer": _cell(rec.get("answer")),
+                              "evidence_structure": "page-single", "register": "question", "qualified": False,
+                              "qualifiers": "", "evidence_unit_ids": uid})
+            qrels.append((qid, uid, 1))
+    from lookalike.corpus import QUESTION_COLUMNS
+
+    return Corpus(units=pd.DataFrame(units, columns=UNIT_COLUMNS),
+                  questions=pd.DataFrame(questions, columns=QUESTION_COLUMNS),
+                  skipped=pd.DataFrame(skipped, columns=SKIP_COLUMNS),
+                  qrels=pd.DataFrame(qrels, columns=["query_id", "unit_id", "relevance"]))
+
+
+def beir_folder(folder: Path | str, out_dir: Path | str, split: str = "test", max_pixels: int = 40_000_000) -> Corpus:
+    """A BEIR-style folder read from local disk: corpus, queries and qrels.
+
+    corpus: ``corpus.parquet`` with ``corpus-id`` (or ``_id``) and an embedded ``image`` (ViDoRe v2 /
+    MTEB layout), or ``corpus.jsonl`` with ``_id`` and ``image_path`` (relative to the folder).
+    queries: ``queries.parquet`` / ``queries.jsonl`` with ``query-id``/``_id`` and ``query``/``text``.
+    qrels: ``qrels.parquet`` or ``qrels/<split>.tsv`` with ``query-id``, ``corpus-id``, ``score``.
+    Corpus ids become units ``"{id}:1"`` (an id that already ends in ``:<page>`` keeps it).
+    Unknown ids in qrels are skipped and reported.
+    """
+    from lookalike.corpus import QUESTION_COLUMNS
+
+    folder, out_dir = Path(folder), Path(out_dir)
+    if not folder.is_dir():
+        raise CorpusError(f"{folder}: BEIR folder not found")
+
+    def table(stem: str) -> pd.DataFrame:
+        for suffix in (".parquet", ".jsonl"):
+            p = folder / f"{stem}{suffix}"
+            if p.is_file():
+                return pd.read_parquet(p) if suffix == ".parquet" else pd.read_json(p, lines=True, dtype=False)
+        raise CorpusError(f"{folder}: neither {stem}.parquet nor {stem}.jsonl")
+
+    def col(df: pd.DataFrame, names: tuple, what: str) -> str:
+        for n in names:
+            if n in df.columns:
+                return n
+        raise CorpusError(f"{folder}: {what} needs one of the columns {', '.join(names)} (has {', '.join(map(str, df.columns))})")
+
+    corpus = table("corpus")
+    cid = col(corpus, ("corpus-id", "_id", "id"), "corpus")
+    (out_dir / "images").mkdir(parents=True, exist_ok=True)
+    units, skipped, unit_of = [], [], {}
+    for i, rec in enumerate(corpus.to_dict("records")):
+        raw_id = _safe_id(rec[cid])
+        doc, sep, page = raw_id.rpartition(":")
+        doc, page = (doc, int(page)) if sep and page.isdigit() and int(page) >= 1 else (raw_id, 1)
+        uid = f"{doc}:{page}"
+        if uid in unit_of.values():
+            skipped.append(_skip("corpus", i + 1, uid, f"duplicate corpus id {rec[cid]!r}"))
+            continue
+        if "image" in corpus.columns:
+            data = _image_bytes(rec["image"])
+            target = out_dir / "images" / f"{doc}_p{page:04d}.png"
+            problem = "no embedded image bytes" if data is None else _save_image(data, target, max_pixels)
+            image_path = (Path(out_dir.name) / "images" / target.name).as_posix()
+        elif "image_path" in corpus.columns:
+            img = (folder / str(rec["image_path"])).resolve()
+            problem = ("" if img.is_relative_to(folder.resolve()) and img.is_file()
+                       else f"image_path {rec['image_path']!r} is missing or leaves the folder")
+            image_path = str(img)
+        else:
+            raise CorpusError(f"{folder}: the corpus has no 'image' (embedded) or 'image_path' column")
+        if problem:
+            skipped.append(_skip("corpus", i + 1, uid, problem))
+            continue
+        unit_of[str(rec[cid])] = uid
+        units.append(_unit(doc, page, image_path, {}, str(rec[cid])))
+    queries = table("queries")
+    qid_col, text_col = col(queries, ("query-id", "_id", "id"), "queries"), col(queries, ("query", "text"), "queries")
+    qpath = folder / "qrels.parquet"
+    if qpath.is_file():
+        qr = pd.read_parquet(qpath)
+    elif (folder / "qrels" / f"{split}.tsv").is_file():
+        qr = pd.read_csv(folder / "qrels" / f"{split}.tsv", sep="\t", dtype=str, keep_default_na=False)
+    else:
+        raise CorpusError(f"{folder}: neither qrels.parquet nor qrels/{split}.tsv")
+    q_c, c_c = col(qr, ("query-id", "query_id"), "qrels"), col(qr, ("corpus-id", "corpus_id"), "qrels")
+    s_c = col(qr, ("score", "relevance"), "qrels")
+    known_q = {str(x) for x in queries[qid_col]}
+    rows = []
+    for i, r in enumerate(qr.to_dict("records"), start=1):
+        q, c = str(r[q_c]), str(r[c_c])
+        if q not in known_q:
+            skipped.append(_skip("qrels", i, c, f"unknown query {q!r}"))
+        elif c not in unit_of:
+            skipped.append(_skip("qrels", i, c, f"unknown or skipped corpus id {c!r}"))
+        else:
+            rows.append((_safe_id(q), unit_of[c], int(float(r[s_c]))))
+    qrels = pd.DataFrame(rows, columns=["query_id", "unit_id", "relevance"])
+    evidence = qrels[qrels["relevance"] > 0].groupby("query_id")["unit_id"].apply(lambda s: ";".join(sorted(s)))
+    qs = pd.DataFrame({"query_id": [_safe_id(x) for x in queries[qid_col]], "text": queries[text_col].astype(str)})
+    qs = qs.assign(answer="", evidence_structure="", register="question", qualified=False, qualifiers="",
+                   evidence_unit_ids=qs["query_id"].map(evidence).fillna(""))
+    return Corpus(units=pd.DataFrame(units, columns=UNIT_COLUMNS), questions=qs[QUESTION_COLUMNS],
+                  skipped=pd.DataFrame(skipped, columns=SKIP_COLUMNS), qrels=qrels)
