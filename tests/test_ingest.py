@@ -139,3 +139,20 @@ def test_beir_folder_with_embedded_images_and_unknown_ids(tmp_path):
     problems = list(c.skipped["problem"])
     assert any("duplicate corpus id" in p for p in problems) and any("unknown query 'q9'" in p for p in problems)
     assert any("unknown or skipped corpus id 'zz'" in p for p in problems)
+
+
+def test_a_manifest_adds_metadata_to_a_pdf_folder(pdfs, tmp_path):
+    meta = tmp_path / "meta.csv"
+    meta.write_text("doc_id,unit_id,entity,period,content_type,revision\n"
+                    "2023 Q1 AAPL,,Apple,2023 Q1,table,\n"
+                    ",2023_Q1_AAPL:2,,,chart,\n"
+                    "2024 Q9 NOPE,,X,,,\n"
+                    ",2023_Q2_AAPL:1,,,diagram,\n"
+                    ",2023_Q2_AAPL:2,,,,two\n")
+    c = C.load("pdf", 0, tmp_path / "run" / "corpus", manifest=str(meta), root=str(pdfs), dpi=36)
+    u = c.units.set_index("unit_id")
+    assert u.loc["2023_Q1_AAPL:1", "entity"] == "Apple" and u.loc["2023_Q1_AAPL:3", "period"] == "2023 Q1"
+    assert u.loc["2023_Q1_AAPL:1", "content_type"] == "table" and u.loc["2023_Q1_AAPL:2", "content_type"] == "chart"
+    problems = " | ".join(c.skipped["problem"])
+    assert "doc_id '2024_Q9_NOPE' is not a document" in problems and "unknown content_type 'diagram'" in problems
+    assert "revision 'two'" in problems

@@ -155,12 +155,17 @@ def load(source: str, seed: int, out_dir: Path | str, demo_size: str = "ci", man
         if not root:
             raise CorpusError(f"corpus.source is {source} but corpus.root is empty; give the folder (or file)")
         if source == "pdf":
-            return ingest.pdf_folder(root, out_dir, dpi=dpi, pages=pages, max_pages=max_pages, name_pattern=name_pattern)
-        if source == "beir":
-            return ingest.beir_folder(root, out_dir, max_pixels=max_pixels)
-        if source == "vidore":
-            return ingest.vidore_parquet(root, out_dir, max_pixels=max_pixels)
-        return ingest.image_folder(root, name_pattern=name_pattern, max_pixels=max_pixels)
+            loaded = ingest.pdf_folder(root, out_dir, dpi=dpi, pages=pages, max_pages=max_pages, name_pattern=name_pattern)
+        elif source == "beir":
+            loaded = ingest.beir_folder(root, out_dir, max_pixels=max_pixels)
+        elif source == "vidore":
+            loaded = ingest.vidore_parquet(root, out_dir, max_pixels=max_pixels)
+        else:
+            loaded = ingest.image_folder(root, name_pattern=name_pattern, max_pixels=max_pixels)
+        if manifest:                                     # metadata for the rendered / found units
+            loaded.units, extra = ingest.apply_metadata(loaded.units, manifest)
+            loaded.skipped = pd.concat([loaded.skipped, extra], ignore_index=True)
+        return loaded
     raise CorpusError(f"corpus.source must be 'demo', 'manifest', 'pdf', 'images', 'beir' or 'vidore', got {source!r}")
 
 
@@ -195,9 +200,20 @@ def montage(units: pd.DataFrame, base_dir: Path, per_template: int = 3, thumb_wi
         examples = units[units["template_id"] == tpl].sort_values("unit_id").head(per_template)
         for c, rec in enumerate(examples.itertuples()):
             with Image.open(resolve_image(rec.image_path, base_dir)) as im:
-                thumb = im.convert("RGB").resize((thumb_width, th))
+                thumb = fit(im, thumb_width, th)
             sheet.paste(thumb, (label_w + c * (thumb_width + 8), y))
     return sheet
+
+
+def fit(im: Image.Image, width: int, height: int) -> Image.Image:
+    """The image scaled to fit a width x height box, aspect kept, centred on white (portrait PDF
+    pages and landscape slides side by side without distortion)."""
+    im = im.convert("RGB")
+    scale = min(width / im.width, height / im.height)
+    small = im.resize((max(1, round(im.width * scale)), max(1, round(im.height * scale))))
+    box = Image.new("RGB", (width, height), "white")
+    box.paste(small, ((width - small.width) // 2, (height - small.height) // 2))
+    return box
 
 
 def resolve_image(image_path: str, base_dir: Path) -> Path:

@@ -375,3 +375,53 @@ def beir_folder(folder: Path | str, out_dir: Path | str, split: str = "test", ma
                    evidence_unit_ids=qs["query_id"].map(evidence).fillna(""))
     return Corpus(units=pd.DataFrame(units, columns=UNIT_COLUMNS), questions=qs[QUESTION_COLUMNS],
                   skipped=pd.DataFrame(skipped, columns=SKIP_COLUMNS), qrels=qrels)
+
+
+# ----------------------------------------------------------------------------- metadata manifest
+
+META_COLUMNS = ("template_id", "entity", "metric", "period", "revision", "content_type", "entity_kind",
+                "alt_text", "caption")
+
+
+def apply_metadata(units: pd.DataFrame, path: Path | str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Add metadata to rendered or found units from a manifest (CSV or parquet) keyed by
+    ``unit_id`` (one page) or ``doc_id`` (every page of the document; a page row wins over its
+    document's row). Columns among META_COLUMNS are copied; rows naming no unit or document of the
+    corpus, and bad revisions or content types, are skipped and reported."""
+    from lookalike.corpus import CONTENT_TYPES, _read_table
+
+    path = Path(path)
+    raw = _read_table(path).fillna("")
+    raw.columns = [str(c).strip() for c in raw.columns]
+    if "unit_id" not in raw.columns and "doc_id" not in raw.columns:
+        raise CorpusError(f"{path}: a metadata manifest needs a unit_id or a doc_id column")
+    cols = [c for c in META_COLUMNS if c in raw.columns]
+    if not cols:
+        raise CorpusError(f"{path}: no metadata columns (any of {', '.join(META_COLUMNS)})")
+    out = units.copy()
+    by_unit = {u: i for i, u in enumerate(out["unit_id"])}
+    by_doc: dict[str, list[int]] = {}
+    for i, d in enumerate(out["doc_id"]):
+        by_doc.setdefault(d, []).append(i)
+    skipped, page_rows, doc_rows = [], [], []
+    for n, rec in enumerate(raw.to_dict("records"), start=1):
+        rec = {k: str(v).strip() for k, v in rec.items()}
+        uid, did = rec.get("unit_id", ""), re.sub(r"\s+", "_", rec.get("doc_id", ""))
+        problem = ""
+        if rec.get("revision") and not rec["revision"].isdigit():
+            problem = f"revision {rec['revision']!r} is not a positive integer"
+        elif rec.get("content_type") and rec["content_type"] not in CONTENT_TYPES:
+            problem = f"unknown content_type {rec['content_type']!r} (expected one of {', '.join(CONTENT_TYPES)})"
+        elif uid and uid not in by_unit:
+            problem = f"unit_id {uid!r} is not a unit of this corpus"
+        elif not uid and did not in by_doc:
+            problem = f"doc_id {did!r} is not a document of this corpus"
+        if problem:
+            skipped.append(_skip(path.name, n, uid or did, problem))
+            continue
+        (page_rows if uid else doc_rows).append(([by_unit[uid]] if uid else by_doc[did], rec))
+    for rows, rec in doc_rows + page_rows:              # page rows last: they win
+        for c in cols:
+            if rec.get(c, "") != "":
+                out.loc[out.index[rows], c] = int(rec[c]) if c == "revision" else rec[c]
+    return out, pd.DataFrame(skipped, columns=SKIP_COLUMNS)

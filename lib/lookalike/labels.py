@@ -338,7 +338,7 @@ def pair_sheet(pairs: pd.DataFrame, units: pd.DataFrame, base_dir: Path | str, t
     labels (columns label_model, label_adjudicated)."""
     from PIL import Image, ImageDraw, ImageFont
 
-    from lookalike.corpus import resolve_image
+    from lookalike.corpus import fit, resolve_image
 
     paths = units.set_index("unit_id")["image_path"]
     th = int(thumb_width * 9 / 16)
@@ -348,7 +348,7 @@ def pair_sheet(pairs: pd.DataFrame, units: pd.DataFrame, base_dir: Path | str, t
     for i, r in enumerate(pairs.itertuples()):
         x = i * (thumb_width + 8)
         with Image.open(resolve_image(paths[r.unit_id], base_dir)) as im:
-            sheet.paste(im.convert("RGB").resize((thumb_width, th)), (x, 0))
+            sheet.paste(fit(im, thumb_width, th), (x, 0))
         draw.text((x + 2, th + 4), f"{r.query_id} · {r.unit_id}"[:44], fill="black", font=font)
         draw.text((x + 2, th + 22), f"model: {r.label_model}  adjudicated: {r.label_adjudicated}", fill=(160, 30, 30),
                   font=font)

@@ -225,7 +225,7 @@ def montage(gold_id: str, distractors: pd.DataFrame, units: pd.DataFrame, base_d
     """One row per axis: the gold unit, then its distractors on that axis (labelled by axis)."""
     from PIL import Image, ImageDraw, ImageFont
 
-    from lookalike.corpus import resolve_image
+    from lookalike.corpus import fit, resolve_image
 
     paths = units.set_index("unit_id")["image_path"]
     mine = distractors[distractors["gold_unit_id"] == gold_id]
@@ -239,7 +239,7 @@ def montage(gold_id: str, distractors: pd.DataFrame, units: pd.DataFrame, base_d
 
     def thumb(uid):
         with Image.open(resolve_image(paths[uid], base_dir)) as im:
-            return im.convert("RGB").resize((thumb_width, th))
+            return fit(im, thumb_width, th)
 
     for r, axis in enumerate(axes):
         y = r * (th + 6)
