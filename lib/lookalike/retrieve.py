@@ -307,6 +307,13 @@ def spherical_kmeans(x: np.ndarray, n_clusters: int, rng: np.random.Generator, i
     return c.astype(np.float32)
 
 
+def run_from_scores(scores: np.ndarray, query_ids: Sequence[str], unit_ids: Sequence[str], k: int = 100) -> pd.DataFrame:
+    """A full score matrix (n_queries, n_units) as a run: each query's top k in canonical order."""
+    scores = np.asarray(scores, dtype=np.float64)
+    idx = np.tile(np.arange(scores.shape[1]), (scores.shape[0], 1)) if scores.size else np.zeros((len(query_ids), 0), int)
+    return _run_frame(query_ids, unit_ids, scores, idx, k)
+
+
 def document_context_scores(queries: Sequence[np.ndarray], pages: Sequence[np.ndarray], doc_ids: Sequence[str],
                             n_context: int = 8, seed: int = 0, memory_budget_mb: float = 512.0) -> np.ndarray:
     """VL-DocIR eq. 8: page score = MaxSim(query, page) + MaxSim(query, document context vectors).
