@@ -217,3 +217,11 @@ def test_bm25_over_units_without_any_text_scores_zero():
     index = retrieve.BM25Index().add(Vectors("ocr-bm25", "pixels", ["a", "b"], ["", "   "], "text"))
     run = index.search(Vectors("q", "query-text", ["q"], ["revenue"], "text"), k=2)
     assert run["score"].tolist() == [0.0, 0.0]
+
+
+def test_run_from_scores_keeps_top_k_in_canonical_order():
+    from lookalike import retrieve
+
+    s = np.array([[0.2, 0.9, 0.2], [0.1, 0.3, 0.5]])
+    r = retrieve.run_from_scores(s, ["q1", "q2"], ["a", "b", "c"], k=2)
+    assert list(zip(r["query_id"], r["unit_id"])) == [("q1", "b"), ("q1", "c"), ("q2", "c"), ("q2", "b")]
