@@ -57,6 +57,21 @@ class Corpus:
     qrels: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["query_id", "unit_id", "relevance"]))
 
 
+def read_required_csv(path: Path | str, columns, what: str, error: type[Exception] = CorpusError,
+                      hint: str | None = None) -> pd.DataFrame:
+    """A CSV read as text (empty cells stay ''), with its required columns. Errors name the file:
+    '{what} not found', or the missing column followed by hint (or, when hint is None, nothing)."""
+    path = Path(path)
+    if not path.is_file():
+        raise error(f"{path}: {what} not found")
+    df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    for col in columns:
+        if col not in df.columns:
+            raise error(f"{path}: column {col!r} is missing" + (f" ({hint.format(columns=', '.join(df.columns))})"
+                                                              if hint else ""))
+    return df
+
+
 def _read_table(path: Path) -> pd.DataFrame:
     if not path.is_file():
         raise CorpusError(f"{path}: manifest not found")

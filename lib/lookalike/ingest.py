@@ -61,6 +61,17 @@ def _metadata(stem: str, pattern: re.Pattern | None) -> dict | None:
     return {k: v for k, v in m.groupdict().items() if k in META_GROUPS and v is not None}
 
 
+def _files(folder: Path, suffixes, what: str, none: str) -> list[Path]:
+    """Every file below folder with one of the suffixes (any case), sorted; a missing folder or
+    none found is an error naming the folder."""
+    if not folder.is_dir():
+        raise CorpusError(f"{folder}: {what} not found")
+    files = sorted(p for p in folder.rglob("*") if p.suffix.lower() in suffixes and p.is_file())
+    if not files:
+        raise CorpusError(f"{folder}: {none}")
+    return files
+
+
 def _admit(path: Path, folder: Path, seen: dict, rx: re.Pattern | None) -> tuple[str, str, dict, str]:
     """(relative path, doc id, metadata from the name, problem or "") for one input file."""
     rel = path.relative_to(folder).as_posix()
@@ -101,15 +112,11 @@ def pdf_folder(folder: Path | str, out_dir: Path | str, dpi: int = 110, pages: s
     import pypdfium2 as pdfium
 
     folder, out_dir = Path(folder), Path(out_dir)
-    if not folder.is_dir():
-        raise CorpusError(f"{folder}: PDF folder not found")
     wanted = parse_pages(pages)
     rx = _compile(name_pattern)
     (out_dir / "images").mkdir(parents=True, exist_ok=True)
     units, skipped, seen = [], [], {}
-    files = sorted(p for p in folder.rglob("*") if p.suffix.lower() == ".pdf" and p.is_file())
-    if not files:
-        raise CorpusError(f"{folder}: no .pdf files")
+    files = _files(folder, (".pdf",), "PDF folder", "no .pdf files")
     for path in files:
         rel, doc_id, meta, problem = _admit(path, folder, seen, rx)
         if problem:
@@ -157,12 +164,8 @@ def image_folder(folder: Path | str, name_pattern: str = "", max_pixels: int = 4
     from PIL import Image
 
     folder = Path(folder)
-    if not folder.is_dir():
-        raise CorpusError(f"{folder}: image folder not found")
     rx = _compile(name_pattern)
-    files = sorted(p for p in folder.rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file())
-    if not files:
-        raise CorpusError(f"{folder}: no image files ({', '.join(IMAGE_SUFFIXES)})")
+    files = _files(folder, IMAGE_SUFFIXES, "image folder", f"no image files ({', '.join(IMAGE_SUFFIXES)})")
     units, skipped, seen = [], [], {}
     for path in files:
         rel, doc_id, meta, problem = _admit(path, folder, seen, rx)

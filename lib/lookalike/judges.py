@@ -232,23 +232,25 @@ class AnswerStringJudge:
 
 # ----------------------------------------------------------------------------- human
 
+def check_labels(labels: pd.Series, path: Path, error: type[Exception]) -> None:
+    """Every label one of LABELS; else the error names the file, the 1-based row and the value."""
+    bad = ~labels.isin(LABELS)
+    if bad.any():
+        i = int(np.argmax(bad.to_numpy()))
+        raise error(f"{path}: row {i + 1} label {labels.iloc[i]!r} is not one of {', '.join(LABELS)}")
+
+
 class HumanJudge:
     """Labels people wrote: a CSV with query_id, unit_id, label (and optional note)."""
 
     name = "human"
 
     def __init__(self, path: Path | str):
+        from lookalike.corpus import read_required_csv
+
         path = Path(path)
-        if not path.is_file():
-            raise JudgeError(f"{path}: label file not found")
-        df = pd.read_csv(path, dtype=str, keep_default_na=False)
-        for col in ("query_id", "unit_id", "label"):
-            if col not in df.columns:
-                raise JudgeError(f"{path}: column {col!r} is missing")
-        bad = ~df["label"].isin(LABELS)
-        if bad.any():
-            i = int(np.argmax(bad.to_numpy()))
-            raise JudgeError(f"{path}: row {i + 1} label {df['label'].iloc[i]!r} is not one of {', '.join(LABELS)}")
+        df = read_required_csv(path, ("query_id", "unit_id", "label"), "label file", JudgeError)
+        check_labels(df["label"], path, JudgeError)
         self.labels = {(q, u): (lab, note) for q, u, lab, note in
                        zip(df["query_id"], df["unit_id"], df["label"], df.get("note", pd.Series([""] * len(df))))}
 

@@ -35,7 +35,7 @@ from typing import Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-from lookalike.judges import LABELS
+from lookalike.judges import LABELS, check_labels
 
 STORE_COLUMNS = ["query_id", "unit_id", "question_sha", "label", "judge", "source", "time", "note"]
 SOURCES = ("model", "human", "reference")
@@ -378,10 +378,7 @@ def read_export(path: Path | str) -> pd.DataFrame:
     for col in ("note", "time"):
         if col not in df.columns:
             df[col] = ""
-    bad = ~df["label"].isin(LABELS)
-    if bad.any():
-        i = int(np.argmax(bad.to_numpy()))
-        raise LabelError(f"{path}: row {i + 1} label {df['label'].iloc[i]!r} is not one of {', '.join(LABELS)}")
+    check_labels(df["label"], path, LabelError)
     return df[["pair_id", "label", "note", "time"]].fillna("").astype(str)
 
 

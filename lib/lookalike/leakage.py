@@ -146,13 +146,10 @@ def read_blind_queries(path: Path | str, units: pd.DataFrame, seed: int = 0) -> 
     specificity; a unit without caption text has no twin and its blind query is dropped (listed).
     Errors name the file and row: a missing column, an unknown unit, an unknown register.
     """
+    from lookalike.corpus import read_required_csv
+
     path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"{path}: blind query file not found")
-    df = pd.read_csv(path, dtype=str, keep_default_na=False)
-    for col in ("query_id", "unit_id", "text"):
-        if col not in df.columns:
-            raise ValueError(f"{path}: column {col!r} is missing (columns: {', '.join(df.columns)})")
+    df = read_required_csv(path, ("query_id", "unit_id", "text"), "blind query file", ValueError, "columns: {columns}")
     meta = units.set_index("unit_id")
     rows = []
     for i, rec in enumerate(df.to_dict("records"), start=1):

@@ -35,6 +35,8 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from lookalike import stats
+
 RELEVANT = ("sufficient", "supporting")
 RULE_COLUMNS = ["rule", "n_queries", "n_negatives", "contamination", "contamination_lo", "contamination_hi",
                 "backfill_share", "median_rank", "sufficient_share"]
@@ -68,27 +70,6 @@ def is_relevant(labels: pd.Series) -> pd.Series:
     return labels.isin(RELEVANT)
 
 
-def _boot(values_by_query: np.ndarray, n_boot: int, seed, ratio_of: np.ndarray | None = None):
-    """Bootstrap over questions: the mean of values (or sum(values) / sum(ratio_of))."""
-    rng = np.random.default_rng(seed)
-    n = len(values_by_query)
-    if n == 0:
-        return float("nan"), float("nan"), float("nan")
-    idx = rng.integers(0, n, size=(n_boot, n))
-    if ratio_of is None:
-        est = float(values_by_query.mean())
-        reps = values_by_query[idx].mean(axis=1)
-    else:
-        est = float(values_by_query.sum() / ratio_of.sum()) if ratio_of.sum() else float("nan")
-        den = ratio_of[idx].sum(axis=1)
-        reps = np.where(den > 0, values_by_query[idx].sum(axis=1) / np.maximum(den, 1), np.nan)
-        reps = reps[~np.isnan(reps)]
-    if len(reps) == 0:
-        return est, float("nan"), float("nan")
-    lo, hi = np.quantile(reps, [0.025, 0.975])
-    return est, float(lo), float(hi)
-
-
 def incompleteness(mined: pd.DataFrame, labels: pd.DataFrame, groups: Mapping[str, str] | None = None,
                    top: int = 4, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
     """Relevant among the top `top` mined candidates per question (mean count) and the share of
@@ -107,11 +88,11 @@ def incompleteness(mined: pd.DataFrame, labels: pd.DataFrame, groups: Mapping[st
         g = per_q.index.map(lambda q: groups.get(q, ""))
         sets.update({f"{name}": part for name, part in per_q.groupby(g, sort=True)})
     for k, (name, part) in enumerate(sets.items()):
-        a = _boot(part["relevant_top"].to_numpy(), n_boot, [seed, 90, k])
-        b = _boot(part["top1_relevant"].to_numpy(), n_boot, [seed, 91, k])
-        rows.append({"group": name, "n_queries": len(part), f"relevant_in_top{top}": a[0],
-                     f"relevant_in_top{top}_lo": a[1], f"relevant_in_top{top}_hi": a[2],
-                     "top1_relevant": b[0], "top1_relevant_lo": b[1], "top1_relevant_hi": b[2]})
+        a = stats.bootstrap_ci(part["relevant_top"].to_numpy(), n_boot, rng=[seed, 90, k])
+        b = stats.bootstrap_ci(part["top1_relevant"].to_numpy(), n_boot, rng=[seed, 91, k])
+        rows.append({"group": name, "n_queries": len(part), f"relevant_in_top{top}": a.estimate,
+                     f"relevant_in_top{top}_lo": a.lo, f"relevant_in_top{top}_hi": a.hi,
+                     "top1_relevant": b.estimate, "top1_relevant_lo": b.lo, "top1_relevant_hi": b.hi})
     return pd.DataFrame(rows)
 
 
@@ -165,10 +146,10 @@ def rule_table(chosen: pd.DataFrame, labels: pd.DataFrame, n_boot: int = 2000, s
     c["rel"] = is_relevant(c["label"]).astype(float)
     rows = []
     for i, (rule, g) in enumerate(c.groupby("rule", sort=False)):
-        per_q = g.groupby("query_id").agg(rel=("rel", "sum"), n=("rel", "size"))
-        est, lo, hi = _boot(per_q["rel"].to_numpy(), n_boot, [seed, 95, i], ratio_of=per_q["n"].to_numpy())
-        rows.append({"rule": rule, "n_queries": len(per_q), "n_negatives": len(g), "contamination": est,
-                     "contamination_lo": lo, "contamination_hi": hi, "backfill_share": float(g["backfill"].mean()),
+        # ratio of sums with questions resampled: the cluster bootstrap of the per-negative 0/1 values
+        ci = stats.bootstrap_ci(g["rel"].to_numpy(), n_boot, rng=[seed, 95, i], clusters=g["query_id"].to_numpy())
+        rows.append({"rule": rule, "n_queries": g["query_id"].nunique(), "n_negatives": len(g),
+                     "contamination": ci.estimate, "contamination_lo": ci.lo, "contamination_hi": ci.hi, "backfill_share": float(g["backfill"].mean()),
                      "median_rank": float(g["rank"].median()),
                      "sufficient_share": float((g["label"] == "sufficient").mean())})
     return pd.DataFrame(rows, columns=RULE_COLUMNS)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Mapping
 
 import pandas as pd
@@ -202,18 +203,11 @@ def read_regressions(path, unit_ids) -> tuple[pd.DataFrame, pd.DataFrame]:
     Returns (rows, skipped). A row with empty text or an unknown unit id is skipped with its row
     number and reason — never the whole file. query_id defaults to r001, r002, ... by row.
     """
-    from pathlib import Path
-
-    from lookalike.corpus import CorpusError
+    from lookalike.corpus import read_required_csv
 
     path = Path(path)
-    if not path.is_file():
-        raise CorpusError(f"{path}: regression file not found")
-    df = pd.read_csv(path, dtype=str, keep_default_na=False)
-    for col in ("text", "expected_unit_id"):
-        if col not in df.columns:
-            raise CorpusError(f"{path}: column {col!r} is missing (need text, expected_unit_id; optional "
-                              "query_id, returned_unit_id, system, note)")
+    df = read_required_csv(path, ("text", "expected_unit_id"), "regression file",
+                           hint="need text, expected_unit_id; optional query_id, returned_unit_id, system, note")
     for col in REGRESSION_COLUMNS:
         if col not in df.columns:
             df[col] = ""
