@@ -12,7 +12,7 @@ SHARED_DATA = REPO.parent / "shared" / "data"
 @pytest.fixture(scope="session")
 def ci_run(tmp_path_factory) -> Path:
     """The CI configuration run end to end (runner + report site) into a temporary output root."""
-    from lookalike import run
+    from lookalike.cli import run
 
     out = tmp_path_factory.mktemp("outputs")
     return run.execute(REPO / "params" / "ci.yaml", out_root=out, log=lambda *_: None)

@@ -4,10 +4,11 @@
 import json
 
 import pandas as pd
+from lookalike.cli import run
+from lookalike.eval import trec
 from PIL import Image, ImageDraw, ImageFont
 
 from conftest import write_params
-from lookalike import run, trec
 
 PAGES = {  # doc, page (0-based in the user's files) -> the text printed on it
     ("acme", 0): "ACME quarterly report", ("acme", 1): "ACME revenue 437 million",

@@ -2,14 +2,13 @@
 
 import numpy as np
 import pytest
-import torch
-from PIL import Image
-
-from lookalike import encoders as E, retrieve
-from lookalike.cache import Cache
-from lookalike.encoders.colpali import detect_family
-
 import tiny_colpali
+import torch
+from lookalike.io.cache import Cache
+from lookalike.retrieval import encoders as E
+from lookalike.retrieval import indexes as retrieve
+from lookalike.retrieval.encoders.colpali import detect_family
+from PIL import Image
 
 pytestmark = pytest.mark.slow
 

@@ -1,8 +1,7 @@
 import numpy as np
 import pandas as pd
 import pytest
-
-from lookalike import corpus as C
+from lookalike.data import schema as C
 
 from conftest import make_png
 

@@ -1,8 +1,8 @@
 import hashlib
 
 import pytest
-
-from lookalike import corpus as C, demo
+from lookalike.data import demo
+from lookalike.data import schema as C
 
 
 def _digest_dir(path):

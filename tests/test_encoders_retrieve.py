@@ -5,16 +5,16 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-
-from lookalike import encoders as E, retrieve
-from lookalike.cache import Cache
-from lookalike.encoders import ocr
-from lookalike.encoders.base import Vectors
+from lookalike.io.cache import Cache
+from lookalike.retrieval import encoders as E
+from lookalike.retrieval import indexes as retrieve
+from lookalike.retrieval.encoders import ocr
+from lookalike.retrieval.encoders.base import Vectors
 
 
 @pytest.fixture(scope="module")
 def demo_units(tmp_path_factory):
-    from lookalike import demo
+    from lookalike.data import demo
 
     out = tmp_path_factory.mktemp("run")
     corpus = demo.generate("ci", 7, out / "corpus")
@@ -220,7 +220,7 @@ def test_bm25_over_units_without_any_text_scores_zero():
 
 
 def test_run_from_scores_keeps_top_k_in_canonical_order():
-    from lookalike import retrieve
+    from lookalike.retrieval import indexes as retrieve
 
     s = np.array([[0.2, 0.9, 0.2], [0.1, 0.3, 0.5]])
     r = retrieve.run_from_scores(s, ["q1", "q2"], ["a", "b", "c"], k=2)

@@ -2,8 +2,7 @@ import subprocess
 import sys
 
 import pytest
-
-from lookalike.evaluate import main
+from lookalike.cli.eval import main
 
 QRELS = "q1 0 a 2\nq1 0 b 0\nq1 0 c 1\nq2 0 x 1\nq3 0 z 0\n"
 RUN = ("q1 Q0 a 1 3.0 mine\nq1 Q0 b 2 2.0 mine\nq1 Q0 c 3 1.0 mine\n"

@@ -2,9 +2,10 @@
 
 import pandas as pd
 import pytest
+from lookalike.data import schema as C
+from lookalike.io import ingest
 
 from conftest import make_png
-from lookalike import corpus as C, ingest
 
 
 def make_pdf(path, pages=3, size=(300, 200)):

@@ -3,9 +3,9 @@
 import numpy as np
 import pandas as pd
 import pytest
-
-from lookalike import inputs as I, metrics as M
-from lookalike.corpus import CorpusError
+from lookalike.data.schema import CorpusError
+from lookalike.eval import metrics as M
+from lookalike.io import inputs as I
 
 UNITS = ["d1:1", "d1:2", "d1:3", "d2:1", "d2:2"]
 
@@ -62,7 +62,7 @@ def test_document_level_qrels_score_each_document_by_its_best_page(tmp_path):
 
 
 def test_external_run_scores_identically_to_the_same_run_produced_internally(tmp_path):
-    from lookalike import trec
+    from lookalike.eval import trec
 
     rng = np.random.default_rng(3)
     internal = pd.DataFrame({"query_id": np.repeat(["a", "b"], 5), "unit_id": UNITS * 2, "score": rng.random(10)})

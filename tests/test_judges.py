@@ -7,9 +7,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from lookalike.judging import judges as J
 from PIL import Image
-
-from lookalike import judges as J
 
 
 @pytest.mark.parametrize("text, expected", [

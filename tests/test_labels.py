@@ -3,13 +3,12 @@
 import json
 import shutil
 import time
-from pathlib import Path
 
 import pandas as pd
 import pytest
+from lookalike.judging import store as L
 
 from conftest import make_png
-from lookalike import labels as L
 
 
 def test_pool_is_the_union_of_top_k_plus_candidates():

@@ -7,16 +7,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
-from lookalike import leakage as L, retrieve
-from lookalike.encoders.base import Vectors
+from lookalike.analysis import leakage as L
+from lookalike.retrieval import indexes as retrieve
+from lookalike.retrieval.encoders.base import Vectors
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def ci_units(tmp_path_factory):
-    from lookalike import demo
+    from lookalike.data import demo
 
     out = tmp_path_factory.mktemp("leak")
     return demo.generate("ci", 7, out / "corpus").units, out

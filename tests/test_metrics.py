@@ -5,9 +5,10 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings, strategies as st
-
-from lookalike import metrics as M, stats, trec
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from lookalike.eval import metrics as M
+from lookalike.eval import stats, trec
 
 # A query with 3 relevant units (grades 2, 1, 1), one judged non-relevant, and a ranking of 5.
 QRELS = {"q1": {"a": 2, "b": 1, "c": 1, "d": 0}, "q2": {"x": 1}}

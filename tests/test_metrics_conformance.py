@@ -5,9 +5,9 @@ import shlex
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st, HealthCheck
-
-from lookalike import metrics as M
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from lookalike.eval import metrics as M
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 

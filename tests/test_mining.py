@@ -3,8 +3,7 @@
 import numpy as np
 import pandas as pd
 import pytest
-
-from lookalike import mining as Mi
+from lookalike.analysis import mining as Mi
 
 # One question, eight mined candidates r1..r8 (scores 8..1), the positive scored 10.
 MINED = pd.DataFrame({"query_id": "q1", "unit_id": [f"r{i}" for i in range(1, 9)], "rank": range(1, 9),

@@ -3,16 +3,14 @@
 import numpy as np
 import pandas as pd
 import pytest
-
-from lookalike import negatives as N
-from lookalike.encoders.appearance import appearance_vector
+from lookalike.analysis import negatives as N
+from lookalike.retrieval.encoders.appearance import appearance_vector
 
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
+    from lookalike.data import demo
     from PIL import Image
-
-    from lookalike import demo
 
     out = tmp_path_factory.mktemp("neg")
     c = demo.generate("ci", 7, out / "corpus")

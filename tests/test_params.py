@@ -4,8 +4,8 @@ import json
 import nbformat
 import papermill as pm
 import pytest
-
-from lookalike import params as P, run
+from lookalike import params as P
+from lookalike.cli import run
 
 from conftest import REPO, write_params
 

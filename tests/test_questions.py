@@ -3,9 +3,11 @@
 import numpy as np
 import pandas as pd
 import pytest
-
-from lookalike import demo, judges as J, negatives as N, questions as Q
-from lookalike.corpus import CorpusError
+from lookalike.analysis import negatives as N
+from lookalike.analysis import questions as Q
+from lookalike.data import demo
+from lookalike.data.schema import CorpusError
+from lookalike.judging import judges as J
 
 
 @pytest.fixture(scope="module")
@@ -117,9 +119,8 @@ def test_repair_then_slices(corpus, reference, run_dir):
     units = corpus.units
     q = corpus.questions
     golds = sorted({u for ids in q["evidence_unit_ids"] for u in ids.split(";")})
+    from lookalike.retrieval.encoders.appearance import appearance_vector
     from PIL import Image
-
-    from lookalike.encoders.appearance import appearance_vector
 
     vecs = np.stack([appearance_vector(Image.open(run_dir / p)) for p in units["image_path"]])
     hard, _ = N.hard_negatives(units, vecs, golds, k=3)

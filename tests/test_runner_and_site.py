@@ -7,8 +7,8 @@ from pathlib import Path
 import nbformat
 import pandas as pd
 import pytest
-
-from lookalike import params as P, run
+from lookalike import params as P
+from lookalike.cli import run
 
 from conftest import REPO, make_png, write_params
 

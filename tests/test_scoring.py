@@ -3,8 +3,7 @@
 import numpy as np
 import pandas as pd
 import pytest
-
-from lookalike import scoring as S
+from lookalike.analysis import scoring as S
 
 
 def run(rows):

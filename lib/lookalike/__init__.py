@@ -1,3 +1,24 @@
-"""lookalike: an honest evaluation workbench for visual retrievers."""
+"""lookalike: an honest evaluation workbench for visual retrievers.
+
+The package is layered; a module imports only from its own subpackage and from the layers below
+its own (tests/test_layers.py walks the import graph, function-level imports included, and fails
+on any cycle or any import against this order). Lowest first:
+
+  vocab, params  the project's words (labels and grades, registers) and the run parameters' schema
+  eval           the ranking rule, TREC formats, the measure registry and engine, statistics
+  data           the units schema and the demo generator
+  io             reading what users bring: corpora (manifest, PDF, images, BEIR, ViDoRe), questions,
+                 judgements and runs; the content-hash cache
+  report         writing what people read: tables, charts, images, the HTML site and pages
+                 (templates are package data, rendered with jinja2)
+  retrieval      encoders, indexes, MaxSim, fusion, document context, clustering, the systems' runs
+  judging        judges (one protocol, a registry), the label store, the judge pool, agreement
+  analysis       hard negatives, question validation, the leak ablation, sufficiency scoring, mining
+  stages         one function per stage: run(ctx) -> StageResult; the notebooks call these
+  cli            the runner (papermill) and the command line: run, eval, leak-check, labels
+"""
 
 __version__ = "0.1.0"
+
+LAYERS = (("vocab", "params"), ("eval",), ("data",), ("io",), ("report",), ("retrieval",), ("judging",),
+          ("analysis",), ("stages",), ("cli",), ("__main__",))

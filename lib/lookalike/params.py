@@ -1,14 +1,22 @@
 """Run parameters: params/base.yaml deep-merged with a run file, checked key by key.
 
 papermill only warns about unknown parameters and merges YAML shallowly, so the runner does the
-merge and the checks itself: every key of a run file must exist in base.yaml (which is the schema,
-with defaults) and carry a value of the same type.
+merge and the checks itself. base.yaml is the one schema, readable as it stands: every key with
+its default (which fixes the type) and a comment; a comment that starts with a constraint in
+braces also fixes the allowed values —
+  {one of: a, b, ''}       the value must be one of these ('' is the empty string)
+  {>= 1}  {0..1}           numbers: a lower bound, or a closed range
+  {matches: REGEX}         strings: the whole value matches
+Every key of a run file must exist in base.yaml, carry a value of the same type and satisfy its
+constraint; an error names the key, the file and what is allowed. Defaults live there only: the
+runner injects every parameter into every stage.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -79,7 +87,9 @@ def load_params(run_file: Path | str, base_file: Path | str = BASE_PARAMS) -> di
     """Merged parameters of one run: base.yaml deep-merged with run_file, every key checked."""
     base = read_yaml(Path(base_file))
     override = read_yaml(Path(run_file))
-    return deep_merge(base, override, Path(run_file))
+    merged = deep_merge(base, override, Path(run_file))
+    check_constraints(merged, run_file, base_file)
+    return merged
 
 
 def flatten(params: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -107,3 +117,58 @@ def repo_path(value: str) -> Path | None:
         return None
     p = Path(value)
     return p if p.is_absolute() else REPO_ROOT / p
+
+
+_CONSTRAINT = re.compile(r"^\s*(?P<key>[a-z_]+):[^#]*#\s*\{(?P<spec>[^}]*)\}")
+
+
+def constraints(base_file: Path | str = BASE_PARAMS) -> dict[str, str]:
+    """Dotted key -> the constraint written in braces at the start of its comment in base.yaml."""
+    out, section = {}, ""
+    for line in Path(base_file).read_text(encoding="utf-8").splitlines():
+        if re.match(r"^[a-z_]+:\s*(#.*)?$", line):
+            section = line.split(":")[0]
+        m = _CONSTRAINT.match(line)
+        if m:
+            out[m.group("key") if not line.startswith(" ") else f"{section}.{m.group('key')}"] = m.group("spec").strip()
+    return out
+
+
+def _violation(spec: str, value: Any) -> str | None:
+    """What is wrong with value under spec, or None."""
+    if spec.startswith("one of:"):
+        allowed = [a.strip() for a in spec[len("one of:"):].split(",")]
+        allowed = ["" if a in ("''", '""') else a for a in allowed]
+        if str(value) not in allowed:
+            shown = ", ".join(repr(a) if a == "" else a for a in allowed)
+            return f"must be one of {shown}, got {value!r}"
+        return None
+    if spec.startswith("matches:"):
+        pattern = spec[len("matches:"):].strip()
+        return None if re.fullmatch(pattern, str(value)) else f"must match {pattern}, got {value!r}"
+    m = re.fullmatch(r">=\s*(-?[\d.]+)", spec)
+    if m:
+        return None if value >= float(m.group(1)) else f"must be >= {m.group(1)}, got {value!r}"
+    m = re.fullmatch(r"(-?[\d.]+)\s*\.\.\s*(-?[\d.]+)", spec)
+    if m:
+        lo, hi = float(m.group(1)), float(m.group(2))
+        return None if lo <= value <= hi else f"must be between {m.group(1)} and {m.group(2)}, got {value!r}"
+    raise ParamsError(f"{BASE_PARAMS}: constraint {{{spec}}} is not understood")
+
+
+def check_constraints(params: dict[str, Any], source: Path | str, base_file: Path | str = BASE_PARAMS) -> None:
+    for dotted, spec in constraints(base_file).items():
+        value: Any = params
+        for part in dotted.split("."):
+            value = value[part]
+        problem = _violation(spec, value)
+        if problem:
+            raise ParamsError(f"{source}: key '{dotted}' {problem}")
+
+
+def check(params: dict[str, Any], source: str = "injected parameters") -> dict[str, Any]:
+    """A full or partial parameter mapping merged over base.yaml's defaults and checked (keys,
+    types, constraints): what a stage works with."""
+    merged = deep_merge(read_yaml(BASE_PARAMS), params, Path(source))
+    check_constraints(merged, source)
+    return merged

@@ -1,0 +1,443 @@
+"""The leak ablation: image / caption / both indexes × blind / caption-derived queries.
+
+Metadata leaks into an image-retrieval evaluation through three doors: the index (vectors built
+from text describing the image), the queries (written from the captions) and the judgements (a
+judge who sees the file name). The ablation closes or opens each on purpose:
+
+  indexes   image    the pixels-only encoder (ocr-minilm); accepts provenance ``pixels`` only
+            caption  the caption fields through the same text model (caption-minilm)
+            both     the normalised sum of the two vectors
+  queries   blind            written from what the page shows (template, metric, entity, period as
+                             printed on it), never from caption fields
+            caption-derived  deterministic paraphrases of the unit's caption (synonyms, reordering)
+  Both query sets are built for the same target units, and for each unit the blind query states
+  exactly the qualifiers (entity / metric / period) that its caption-derived twin happens to state,
+  in the same register, and goes through the same paraphrase — so the two sets match in register
+  mix, specificity and wording distance from the page, and the comparison measures the leak, not
+  query difficulty.
+
+Reading it: the image row should be flat across the two query sets (within its CI); the caption
+row jumps on caption-derived queries. If the image row jumps too, something text-shaped got into
+the image path — the CI gate (``leak_check``) fails on that.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from lookalike.data.schema import read_required_csv, resolve_image
+from lookalike.eval import metrics as M
+from lookalike.eval import stats
+from lookalike.io.cache import Cache
+from lookalike.retrieval import encoders as E
+from lookalike.retrieval import indexes as retrieve
+from lookalike.retrieval.encoders.base import Vectors
+from lookalike.vocab import METRIC_LABELS, REGISTERS
+
+INDEXES = ("image", "caption", "both")
+QUERY_SETS = ("blind", "caption-derived")
+# What a page of each template shows, in words a person would use without seeing any caption.
+TEMPLATE_PHRASES = {
+    "segment_bar": "{metric} by segment bar chart", "trend_line": "{metric} trend line chart",
+    "region_table": "{metric} by region table", "kpi_table": "key figures table",
+    "cash_flow": "condensed cash flow statement", "risk_factors": "risk factors page",
+    "audit_opinion": "independent auditor review report", "signature": "signatures page",
+    "org_chart": "organisation chart", "cover": "quarterly results cover slide",
+}
+SYNONYMS = {
+    "revenue": "sales", "operating income": "operating profit", "record": "best-ever", "quarter": "period",
+    "delivers": "reports", "investor update": "shareholder briefing", "at a glance": "overview",
+    "highlights": "key points", "bar chart": "bar graph", "line chart": "trend graph", "table": "grid",
+    "slide": "page", "capital expenditure": "capex", "headcount": "staff numbers",
+}
+_PERIOD_RE = re.compile(r"\bQ([1-4]) FY(\d{4})\b")
+
+
+def _synonyms(text: str) -> str:
+    out = text
+    for word in sorted(SYNONYMS, key=len, reverse=True):
+        out = re.sub(rf"\b{re.escape(word)}\b", SYNONYMS[word], out, flags=re.I)
+    return out
+
+
+def paraphrase(caption: str) -> str:
+    """Deterministic paraphrase: synonym substitution, then comma-separated parts in reverse order."""
+    text = _synonyms(" ".join(caption.split()))
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    return ", ".join(reversed(parts)) if len(parts) > 1 else text
+
+
+def qualifiers_in(text: str, unit: dict) -> tuple[str, ...]:
+    """Which of entity / metric / period the text names for this unit."""
+    low = text.lower()
+    found = []
+    if unit["entity"] and unit["entity"].lower() in low:
+        found.append("entity")
+    label = METRIC_LABELS.get(unit["metric"], "")
+    if label and (label in low or SYNONYMS.get(label, "\0") in low):
+        found.append("metric")
+    if unit["period"] and unit["period"].lower() in low:
+        found.append("period")
+    return tuple(found)
+
+
+def _wrap(register: str, phrase: str) -> str:
+    if register == "question":
+        return f"Which page shows {phrase}?"
+    if register == "style":
+        return f"{phrase}, laid out as a slide"
+    return phrase
+
+
+def blind_text(unit: dict, quals: tuple[str, ...]) -> str:
+    """A description of what the page shows, stating exactly the given qualifiers."""
+    metric = METRIC_LABELS.get(unit["metric"], "") if "metric" in quals else ""
+    phrase = TEMPLATE_PHRASES.get(unit["template_id"], "page").format(metric=metric).strip()
+    phrase = " ".join(phrase.split())
+    if "entity" in quals:
+        phrase += f" for {unit['entity']}"
+    if "period" in quals:
+        phrase += f", {unit['period']}"
+    return phrase
+
+
+def build_query_sets(units: pd.DataFrame, seed: int, max_units: int | None = None) -> pd.DataFrame:
+    """Matched blind and caption-derived queries, one pair per target unit.
+
+    Target units: those whose caption text (caption, else alt text) is non-empty and their own (no
+    other unit has the same text). Returns a long frame:
+    query_id, query_set, unit_id (the relevant unit), text, register, qualifiers, content_type.
+    """
+    rng = np.random.default_rng([seed, 5])
+    rows = []
+    source = units["caption"].str.strip().where(units["caption"].str.strip() != "", units["alt_text"].str.strip())
+    # A caption shared by several units cannot single out its unit in any index, so a query derived
+    # from it is ill-posed (many units satisfy it equally); only units whose caption text is their
+    # own are targets, for both query sets alike.
+    counts = source.str.lower().map(source.str.lower().value_counts())
+    eligible = units[(source != "") & (counts == 1)].sort_values("unit_id", kind="mergesort")
+    if max_units is not None and len(eligible) > max_units:
+        eligible = eligible.iloc[np.sort(rng.choice(len(eligible), size=max_units, replace=False))]
+    for i, unit in enumerate(eligible.to_dict("records")):
+        register = REGISTERS[int(rng.integers(len(REGISTERS)))]
+        source = unit["caption"].strip() or unit["alt_text"].strip()
+        cap = paraphrase(source)
+        quals = qualifiers_in(cap, unit)
+        base = dict(unit_id=unit["unit_id"], register=register, qualifiers=";".join(quals),
+                    content_type=unit.get("content_type", ""))
+        # The blind description goes through the same paraphrase (synonyms, reordering) as the caption,
+        # so neither set is worded closer to the page than the other.
+        blind = paraphrase(blind_text(unit, quals))
+        rows.append(dict(query_id=f"leak{i:04d}-b", query_set="blind", text=_wrap(register, blind), **base))
+        rows.append(dict(query_id=f"leak{i:04d}-c", query_set="caption-derived", text=_wrap(register, cap), **base))
+    return pd.DataFrame(rows, columns=["query_id", "query_set", "unit_id", "text", "register", "qualifiers",
+                                       "content_type"])
+
+
+def read_blind_queries(path: Path | str, units: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
+    """A user's own blind queries (CSV: query_id, unit_id, text[, register]) and their caption-derived twins.
+
+    On a user's corpus the blind set is theirs — written from the pixels by someone who never saw
+    the captions. Each row's unit gets a caption-derived twin in the same register. Qualifiers are
+    read off both texts with the same rule, so ``matched`` shows whether the two sets agree in
+    specificity; a unit without caption text has no twin and its blind query is dropped (listed).
+    Errors name the file and row: a missing column, an unknown unit, an unknown register.
+    """
+    path = Path(path)
+    df = read_required_csv(path, ("query_id", "unit_id", "text"), "blind query file", ValueError, "columns: {columns}")
+    meta = units.set_index("unit_id")
+    rows = []
+    for i, rec in enumerate(df.to_dict("records"), start=1):
+        if rec["unit_id"] not in meta.index:
+            raise ValueError(f"{path}: row {i} (query {rec['query_id']!r}): unknown unit_id {rec['unit_id']!r}")
+        register = rec.get("register", "") or "shown"
+        if register not in REGISTERS:
+            raise ValueError(f"{path}: row {i}: register {register!r} is not one of {', '.join(REGISTERS)}")
+        unit = {"unit_id": rec["unit_id"], **meta.loc[rec["unit_id"]].to_dict()}
+        source = str(unit.get("caption", "")).strip() or str(unit.get("alt_text", "")).strip()
+        if not source:
+            continue
+        cap = paraphrase(source)
+        common = dict(unit_id=rec["unit_id"], register=register, content_type=unit.get("content_type", ""))
+        rows.append(dict(query_id=f"{rec['query_id']}-b", query_set="blind", text=rec["text"],
+                         qualifiers=";".join(qualifiers_in(rec["text"], unit)), **common))
+        rows.append(dict(query_id=f"{rec['query_id']}-c", query_set="caption-derived", text=_wrap(register, cap),
+                         qualifiers=";".join(qualifiers_in(cap, unit)), **common))
+    return pd.DataFrame(rows, columns=["query_id", "query_set", "unit_id", "text", "register", "qualifiers",
+                                       "content_type"])
+
+
+def matched(queries: pd.DataFrame) -> pd.DataFrame:
+    """Register and qualifier shares of each query set, side by side (they should be equal)."""
+    rows = []
+    for qs, part in queries.groupby("query_set", sort=True):
+        row = {"query_set": qs, "n": len(part)}
+        for r in REGISTERS:
+            row[f"register_{r}"] = float((part["register"] == r).mean())
+        for q in ("entity", "metric", "period"):
+            row[f"names_{q}"] = float(part["qualifiers"].str.split(";").map(lambda x, q=q: q in x).mean())
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------- indexes
+
+def _normalise(x: np.ndarray) -> np.ndarray:
+    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+
+
+@dataclass
+class AblationIndexes:
+    image: retrieve.DenseIndex
+    caption: retrieve.DenseIndex
+    both: retrieve.DenseIndex
+    injected: bool
+
+
+def build_indexes(image_vectors: Vectors, caption_vectors: Vectors, inject_caption_leak: bool = False) -> AblationIndexes:
+    """The three indexes over the same units.
+
+    inject_caption_leak reproduces the classic bug on purpose: the "image" path embeds caption text.
+    The pixels-only guard of the image index refuses that, so the injection bypasses it explicitly
+    (allow_foreign_provenance) — never silently.
+    """
+    if inject_caption_leak:
+        image_vectors = caption_vectors
+    image = retrieve.DenseIndex(accepts=("pixels",), name="image", allow_foreign_provenance=inject_caption_leak)
+    image.add(image_vectors)
+    caption = retrieve.DenseIndex(accepts=("caption-text",), name="caption").add(caption_vectors)
+    both_data = _normalise(_normalise(image_vectors.data) + _normalise(caption_vectors.data)).astype(np.float32)
+    both_vecs = Vectors(f"sum({image_vectors.encoder_id},{caption_vectors.encoder_id})", "pixels+caption-text",
+                        list(image_vectors.ids), both_data)
+    both = retrieve.DenseIndex(accepts=("pixels+caption-text",), name="both").add(both_vecs)
+    return AblationIndexes(image, caption, both, inject_caption_leak)
+
+
+def search_all(indexes: AblationIndexes, query_vectors: Vectors, depth: int = 100) -> dict[str, pd.DataFrame]:
+    """index name -> run over every query (both sets); the query encoder is the shared text model."""
+    return {name: getattr(indexes, name).search(query_vectors, k=depth) for name in INDEXES}
+
+
+def qrels_for(queries: pd.DataFrame) -> pd.DataFrame:
+    """The target unit of each query is its relevant unit (grade 2, the 'satisfies the query' grade)."""
+    return pd.DataFrame({"query_id": queries["query_id"], "unit_id": queries["unit_id"], "relevance": 2})
+
+
+def ablation_table(runs: dict[str, pd.DataFrame], queries: pd.DataFrame, qrels: pd.DataFrame, seed: int,
+                   n_boot: int = 2000, level: int = 2) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(table, per_query): recall@10 and nDCG@10 with bootstrap 95% CIs per index × query set."""
+    rows, per_query = [], []
+    for i, index in enumerate(INDEXES):
+        ev = M.evaluate(qrels, runs[index], ["recall_10", "ndcg_cut_10"], level=level, complete=True)
+        pq = ev.per_query.join(queries.set_index("query_id")[["query_set", "unit_id", "register", "content_type"]])
+        pq.insert(0, "index", index)
+        per_query.append(pq.reset_index())
+        for j, qs in enumerate(QUERY_SETS):
+            part = pq[pq["query_set"] == qs]
+            row = {"index": index, "query_set": qs, "n": len(part)}
+            for k, m in enumerate(["recall_10", "ndcg_cut_10"]):
+                ci = stats.bootstrap_ci(part[m].to_numpy(), n_boot, rng=np.random.default_rng([seed, i, j, k]))
+                row.update({m: ci.estimate, f"{m}_lo": ci.lo, f"{m}_hi": ci.hi})
+            rows.append(row)
+    return pd.DataFrame(rows), pd.concat(per_query, ignore_index=True)
+
+
+def ratios(table: pd.DataFrame) -> pd.DataFrame:
+    """Caption-derived / blind recall@10 per index (>1: the index favours caption-shaped queries)."""
+    wide = table.pivot(index="index", columns="query_set", values="recall_10").reindex(list(INDEXES))
+    return pd.DataFrame({"index": wide.index, "blind": wide["blind"].to_numpy(),
+                         "caption_derived": wide["caption-derived"].to_numpy(),
+                         "ratio": (wide["caption-derived"] / wide["blind"].replace(0, np.nan)).to_numpy(),
+                         "difference": (wide["caption-derived"] - wide["blind"]).to_numpy()})
+
+
+def breakdown(per_query: pd.DataFrame, by: str) -> pd.DataFrame:
+    """Mean recall@10 per index × query set × value of `by` (register or content_type), with n."""
+    g = per_query.groupby(["index", "query_set", by], sort=True)["recall_10"]
+    return g.agg(["mean", "size"]).rename(columns={"mean": "recall_10", "size": "n"}).reset_index()
+
+
+def resolution(n: int, p: float = 0.5) -> float:
+    """The analytic SE of a proportion at p and the smallest difference n queries resolve (1.96 · √2 · SE)."""
+    se = stats.proportion_se(p, n)
+    return stats.Z95 * np.sqrt(2) * se
+
+
+# ----------------------------------------------------------------------------- blind pooled judging
+
+def pool(runs: dict[str, pd.DataFrame], queries: pd.DataFrame, k: int = 10, seed: int = 0,
+         judged: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The judging sheet: union of every system's top k per query, de-duplicated, shuffled.
+
+    It carries what a blind judge may see — the query text and the unit's image — and an opaque
+    item id; never the system, the rank, the file name or the caption. With ``judged`` (query_id,
+    unit_id of judgements already made) only the new pairs are returned (re-pooling).
+    """
+    tops = []
+    for run in runs.values():
+        r = M.rank(run)
+        tops.append(r.loc[r["rank"] <= k, ["query_id", "unit_id"]])
+    pairs = pd.concat(tops).drop_duplicates().sort_values(["query_id", "unit_id"], kind="mergesort")
+    if judged is not None and len(judged):
+        done = set(zip(judged["query_id"], judged["unit_id"]))
+        pairs = pairs[[(q, u) not in done for q, u in zip(pairs["query_id"], pairs["unit_id"])]]
+    pairs = pairs.merge(queries[["query_id", "text"]], on="query_id", how="left")
+    order = np.random.default_rng([seed, 55]).permutation(len(pairs))
+    sheet = pairs.iloc[order].reset_index(drop=True)
+    sheet.insert(0, "item", [f"j{i:05d}" for i in range(len(sheet))])
+    return sheet[["item", "query_id", "text", "unit_id"]]
+
+
+def reference_grades(sheet: pd.DataFrame, queries: pd.DataFrame, units: pd.DataFrame) -> pd.DataFrame:
+    """The demo's answer key as a judge: 2 = the query's target unit; 1 = a near miss (same template,
+    metric and entity, another period or revision); 0 otherwise. Labelled judge='reference'."""
+    target = queries.set_index("query_id")["unit_id"]
+    meta = units.set_index("unit_id")[["template_id", "metric", "entity"]]
+    grades = []
+    for q, u in zip(sheet["query_id"], sheet["unit_id"]):
+        t = target[q]
+        if u == t:
+            grades.append(2)
+        elif tuple(meta.loc[u]) == tuple(meta.loc[t]) and meta.loc[u, "metric"]:
+            grades.append(1)
+        else:
+            grades.append(0)
+    return pd.DataFrame({"item": sheet["item"], "query_id": sheet["query_id"], "unit_id": sheet["unit_id"],
+                         "grade": grades, "judge": "reference"})
+
+
+def import_judgements(path: Path | str, sheet: pd.DataFrame) -> pd.DataFrame:
+    """Read a filled judging sheet (CSV with item and grade columns) and map items back to pairs.
+
+    Errors name the file and row: an unknown item, or a grade that is not 0, 1 or 2.
+    """
+    path = Path(path)
+    filled = pd.read_csv(path, dtype=str, keep_default_na=False)
+    for col in ("item", "grade"):
+        if col not in filled.columns:
+            raise ValueError(f"{path}: column {col!r} is missing (columns: {', '.join(filled.columns)})")
+    known = sheet.set_index("item")[["query_id", "unit_id"]]
+    rows = []
+    for i, rec in enumerate(filled.to_dict("records"), start=1):
+        if rec["grade"] == "":
+            continue                                   # not judged yet
+        if rec["item"] not in known.index:
+            raise ValueError(f"{path}: row {i}: unknown item {rec['item']!r}")
+        if rec["grade"] not in ("0", "1", "2"):
+            raise ValueError(f"{path}: row {i}: grade {rec['grade']!r} is not 0, 1 or 2")
+        q, u = known.loc[rec["item"]]
+        rows.append({"item": rec["item"], "query_id": q, "unit_id": u, "grade": int(rec["grade"]),
+                     "judge": rec.get("judge", "") or "human"})
+    return pd.DataFrame(rows, columns=["item", "query_id", "unit_id", "grade", "judge"])
+
+
+def judged_at_k(runs: dict[str, pd.DataFrame], judgements: pd.DataFrame, k: int = 10) -> pd.DataFrame:
+    """judged_k per system over every query it ranked: the share of its top k that carries a judgement.
+
+    A query with no judgement at all counts 0 (it is exactly what an unfair pool looks like).
+    """
+    done = set(zip(judgements["query_id"], judgements["unit_id"]))
+    rows = []
+    for name, run in sorted(runs.items()):
+        r = M.rank(run)
+        top = r[r["rank"] <= k]
+        hit = [(q, u) in done for q, u in zip(top["query_id"], top["unit_id"])]
+        per_query = top.assign(judged=hit).groupby("query_id")["judged"].mean()
+        rows.append({"system": name, f"judged_{k}": float(per_query.mean()) if len(per_query) else 0.0,
+                     "n": int(len(per_query))})
+    return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------- the whole ablation
+
+@dataclass
+class Ablation:
+    queries: pd.DataFrame
+    runs: dict
+    table: pd.DataFrame
+    per_query: pd.DataFrame
+    injected: bool
+
+
+def run_ablation(units: pd.DataFrame, base_dir: Path, seed: int, cache: Cache | None = None, max_units: int | None = None,
+                 inject_caption_leak: bool = False, ocr_engine: str = "", workers: int = 0, device: str = "auto",
+                 depth: int = 100, n_boot: int = 2000, blind_queries: str = "") -> Ablation:
+    """Encode, index, query and score the ablation on units (all of them, or a seeded subset)."""
+    cache = cache or Cache()
+    if max_units is not None and len(units) > max_units:
+        rng = np.random.default_rng([seed, 60])
+        units = units.sort_values("unit_id", kind="mergesort")
+        units = units.iloc[np.sort(rng.choice(len(units), size=max_units, replace=False))].reset_index(drop=True)
+    image_enc = E.make_encoder("ocr-minilm", ocr_engine=ocr_engine, workers=workers, device=device, progress=False)
+    caption_enc = E.make_encoder("caption-minilm", device=device, progress=False)
+    image_vectors = image_enc.encode_units(units, base_dir, cache)
+    caption_vectors = caption_enc.encode_units(units, base_dir, cache)
+    queries = read_blind_queries(blind_queries, units, seed) if blind_queries else build_query_sets(units, seed)
+    if blind_queries:
+        queries = queries[queries["unit_id"].isin(set(units["unit_id"]))].reset_index(drop=True)
+    indexes = build_indexes(image_vectors, caption_vectors, inject_caption_leak)
+    query_vectors = caption_enc.encode_queries(list(queries["text"]), list(queries["query_id"]))
+    runs = search_all(indexes, query_vectors, depth)
+    table, per_query = ablation_table(runs, queries, qrels_for(queries), seed, n_boot)
+    return Ablation(queries, runs, table, per_query, inject_caption_leak)
+
+
+def gate(table: pd.DataFrame, threshold: float = 0.05) -> tuple[bool, float, float]:
+    """(passes, image recall@10 on blind, on caption-derived): fails when caption-derived exceeds blind
+    by more than threshold on the image index."""
+    img = table[table["index"] == "image"].set_index("query_set")["recall_10"]
+    blind, derived = float(img["blind"]), float(img["caption-derived"])
+    return derived - blind <= threshold, blind, derived
+
+
+def judging_sheet_html(sheet: pd.DataFrame, units: pd.DataFrame, out_path: Path, image_root: Path,
+                       salt: str = "") -> Path:
+    """A static, offline HTML judging sheet: per item its id, the query and the page image — nothing else.
+
+    Images are linked (hard links, else copies) into a folder beside the page under opaque names, so
+    not even the page source shows a unit id or file name. Grades go into the CSV sheet by item id.
+    """
+    import hashlib
+    import html
+    import os
+    import shutil
+
+    images = units.set_index("unit_id")["image_path"]
+    out_path = Path(out_path)
+    folder = out_path.parent / (out_path.stem + "_images")
+    folder.mkdir(parents=True, exist_ok=True)
+    tokens = {}
+    for uid in sorted(set(sheet["unit_id"])):
+        token = hashlib.sha256(f"{salt}:{uid}".encode("utf-8")).hexdigest()[:16]
+        src = resolve_image(images[uid], image_root)
+        dst = folder / f"{token}{Path(src).suffix}"
+        if not dst.exists():
+            try:
+                os.link(src, dst)
+            except OSError:
+                shutil.copyfile(src, dst)
+        tokens[uid] = dst.name
+    items = []
+    for rec in sheet.itertuples():
+        src = f"{folder.name}/{tokens[rec.unit_id]}"
+        items.append(f'<div class=item><p><b>{html.escape(rec.item)}</b> · {html.escape(rec.text)}</p>'
+                     f'<img src="{html.escape(src)}" alt="page to judge" loading="lazy"></div>')
+    body = ("<h1>Blind judging sheet</h1><p>For each item: does the page satisfy the query? Grade 2 (satisfies "
+            "it), 1 (a near miss a user would find reasonable) or 0 (otherwise), in the <code>grade</code> column "
+            "of the CSV sheet, by item id. You see the page and the query only, on purpose.</p>" + "".join(items))
+    css = ".item{border-bottom:1px solid #ccd;padding:.6rem 0} .item img{max-width:640px;border:1px solid #ddd}"
+    page = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Blind judging sheet</title>"
+            f"<style>body{{font-family:system-ui,sans-serif;max-width:900px;margin:auto;padding:1rem}}{css}</style>"
+            f"</head><body>{body}</body></html>\n")
+    out_path.write_text(page, encoding="utf-8")
+    return out_path
+
+
+def judge_view(sheet: pd.DataFrame) -> pd.DataFrame:
+    """What goes to a judge as CSV: item id, query text and an empty grade column — no unit id."""
+    return pd.DataFrame({"item": sheet["item"], "query": sheet["text"], "grade": ""})

@@ -1,0 +1,282 @@
+"""Hard negatives: distractors that share the gold unit's template and differ on exactly one axis.
+
+For a gold unit with template T, entity E, metric M, period P and revision R, the pools are
+  period    same T, E, M — another period
+  metric    same T, E, P — another metric
+  entity    same T, M, P — another entity
+  revision  same T, E, M, P — another revision (restatements, which every other pool misses)
+and within each pool the k units nearest the gold by appearance (cosine of appearance vectors;
+ties by unit id, descending, as everywhere) are its distractors. Units whose metadata lacks an
+axis's fields (filler pages have no metric) get an empty pool for that axis, reported as such.
+Pools are formed by joining on the fixed keys — never all pairs — so 400,000 units take seconds
+(benchmarks/negatives.py).
+
+Corpora without template metadata fall back to clustering: spherical k-means of the page vectors,
+then the k nearest units of the gold's own cluster (axis ``cluster``). Random negatives drawn from
+the whole corpus (axis ``random``) are the contrast.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from lookalike.data.schema import fit, resolve_image
+from lookalike.eval import stats
+from lookalike.retrieval.indexes import spherical_kmeans
+
+AXES = ("period", "metric", "entity", "revision")
+FIXED = {
+    "period": ("template_id", "entity", "metric"),
+    "metric": ("template_id", "entity", "period"),
+    "entity": ("template_id", "metric", "period"),
+    "revision": ("template_id", "entity", "metric", "period"),
+}
+COLUMNS = ["gold_unit_id", "unit_id", "axis", "similarity"]
+
+
+def _present(frame: pd.DataFrame, cols) -> pd.Series:
+    ok = pd.Series(True, index=frame.index)
+    for c in cols:
+        ok &= frame[c].astype(str).str.strip() != ""
+    return ok
+
+
+def _top_k(pairs: pd.DataFrame, k: int) -> pd.DataFrame:
+    """Keep the k most similar candidates per (gold, axis): similarity desc, unit id desc."""
+    pairs = pairs.sort_values(["gold_unit_id", "axis", "similarity", "unit_id"],
+                              ascending=[True, True, False, False], kind="mergesort")
+    return pairs.groupby(["gold_unit_id", "axis"], sort=False).head(k)
+
+
+def hard_negatives(units: pd.DataFrame, vectors: np.ndarray, gold_ids, k: int = 3,
+                   axes=AXES) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(distractors, pool_sizes) for the gold units.
+
+    units: the units table (unit_id, template_id, entity, metric, period, revision); vectors:
+    float32 (n_units, dim), row i for units.iloc[i], L2-normalised. distractors: gold_unit_id,
+    unit_id, axis, similarity. pool_sizes: gold_unit_id, axis, pool (candidates before the top k).
+
+    How: per axis, units are grouped by the fixed keys; within a group one small matrix product
+    gives every gold-candidate similarity, candidates that do not differ on the axis (or, for
+    period/metric/entity, differ in revision) are masked, and the top k are kept.
+    """
+    u = units.reset_index(drop=True)
+    ids = u["unit_id"].to_numpy(dtype=object)
+    is_gold = u["unit_id"].isin(set(gold_ids)).to_numpy()
+    revision = u["revision"].astype(str).to_numpy(dtype=object)
+    rows_g, rows_c, rows_axis, rows_sim = [], [], [], []
+    size_g, size_axis, size_pool = [], [], []
+    for axis in axes:
+        fixed = list(FIXED[axis])
+        varied_col = "revision" if axis == "revision" else axis
+        ok = _present(u, fixed + [varied_col]).to_numpy()
+        varied = u[varied_col].astype(str).to_numpy(dtype=object)
+        golds_here = np.flatnonzero(is_gold)
+        pool = dict.fromkeys(golds_here.tolist(), 0)
+        sub = np.flatnonzero(ok)
+        if len(sub):
+            keys = u.iloc[sub][fixed].astype(str)
+            group = keys.groupby(fixed, sort=False).ngroup().to_numpy()
+            # members of a group, unit id descending, so a stable sort on similarity breaks ties by id
+            order = np.lexsort((-_rank_desc(ids[sub]), group))
+            sub, group = sub[order], group[order]
+            bounds = np.flatnonzero(np.r_[True, group[1:] != group[:-1], True])
+            for a, b in zip(bounds[:-1], bounds[1:]):
+                members = sub[a:b]
+                gold_rows = members[is_gold[members]]
+                if len(members) < 2 or not len(gold_rows):
+                    continue
+                sims = vectors[gold_rows] @ vectors[members].T
+                valid = varied[gold_rows][:, None] != varied[members][None, :]
+                if axis != "revision":
+                    valid &= revision[gold_rows][:, None] == revision[members][None, :]
+                for gi, g in enumerate(gold_rows):
+                    cand = np.flatnonzero(valid[gi])
+                    pool[g] = len(cand)
+                    if not len(cand):
+                        continue
+                    best = cand[np.argsort(-sims[gi, cand], kind="stable")[:k]]
+                    rows_g.extend([g] * len(best))
+                    rows_c.extend(members[best])
+                    rows_axis.extend([axis] * len(best))
+                    rows_sim.extend(sims[gi, best])
+        size_g.extend(pool.keys())
+        size_axis.extend([axis] * len(pool))
+        size_pool.extend(pool.values())
+    distractors = pd.DataFrame({"gold_unit_id": ids[np.asarray(rows_g, dtype=np.int64)],
+                                "unit_id": ids[np.asarray(rows_c, dtype=np.int64)],
+                                "axis": rows_axis, "similarity": np.asarray(rows_sim, dtype=np.float64)})
+    pool_sizes = pd.DataFrame({"gold_unit_id": ids[np.asarray(size_g, dtype=np.int64)], "axis": size_axis,
+                               "pool": np.asarray(size_pool, dtype=np.int64)})
+    return distractors, pool_sizes
+
+
+def _rank_desc(values: np.ndarray) -> np.ndarray:
+    """Rank of each string in ascending code point order (so -rank sorts descending)."""
+    codes, _ = pd.factorize(np.asarray(values, dtype=object), sort=True)
+    return codes
+
+
+def cluster_negatives(units: pd.DataFrame, vectors: np.ndarray, gold_ids, n_clusters: int, k: int = 3,
+                      seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Fallback without metadata: within-cluster nearest neighbours (axis 'cluster')."""
+    rng = np.random.default_rng([seed, 4])
+    centres = spherical_kmeans(vectors, n_clusters, rng)
+    assign = np.argmax(vectors @ centres.T, axis=1)
+    ids = units["unit_id"].to_numpy()
+    row_of = {uid: i for i, uid in enumerate(ids)}
+    rows, sizes = [], []
+    for gid in gold_ids:
+        i = row_of[gid]
+        members = np.flatnonzero((assign == assign[i]) & (np.arange(len(ids)) != i))
+        sims = vectors[members] @ vectors[i]
+        sizes.append({"gold_unit_id": gid, "axis": "cluster", "pool": len(members)})
+        rows.extend({"gold_unit_id": gid, "unit_id": ids[m], "axis": "cluster", "similarity": float(s)}
+                    for m, s in zip(members, sims))
+    frame = pd.DataFrame(rows, columns=COLUMNS)
+    return _top_k(frame, k)[COLUMNS].reset_index(drop=True), pd.DataFrame(sizes, columns=["gold_unit_id", "axis", "pool"])
+
+
+def random_negatives(units: pd.DataFrame, gold_ids, n: int, seed: int) -> pd.DataFrame:
+    """n units drawn uniformly from the whole corpus per gold (never the gold itself), axis 'random'."""
+    ids = units["unit_id"].to_numpy()
+    rows = []
+    for j, gid in enumerate(sorted(set(gold_ids))):
+        rng = np.random.default_rng([seed, 7, j])
+        pool = ids[ids != gid]
+        pick = rng.choice(len(pool), size=min(n, len(pool)), replace=False)
+        rows.extend({"gold_unit_id": gid, "unit_id": pool[p], "axis": "random", "similarity": np.nan} for p in np.sort(pick))
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def for_questions(questions: pd.DataFrame, distractors: pd.DataFrame) -> pd.DataFrame:
+    """distractors.csv rows: query_id, gold_unit_id, unit_id, axis, similarity (one block per evidence unit)."""
+    gold = questions[["query_id", "evidence_unit_ids"]].assign(
+        gold_unit_id=lambda d: d["evidence_unit_ids"].str.split(";")).explode("gold_unit_id")
+    out = gold[["query_id", "gold_unit_id"]].merge(distractors, on="gold_unit_id")
+    return out[["query_id", *COLUMNS]].sort_values(["query_id", "gold_unit_id", "axis", "similarity", "unit_id"],
+                                                   ascending=[True, True, True, False, False], kind="mergesort")
+
+
+def pool_summary(pool_sizes: pd.DataFrame) -> pd.DataFrame:
+    """Per axis: golds, mean and median pool size, share of golds with an empty pool."""
+    g = pool_sizes.groupby("axis", sort=True)["pool"]
+    return pd.DataFrame({"golds": g.size(), "mean_pool": g.mean(), "median_pool": g.median(),
+                         "empty_share": g.apply(lambda s: float((s == 0).mean()))}).reset_index()
+
+
+def top1_within(scores: np.ndarray, unit_ids, query_ids, gold: dict, candidates: dict) -> pd.Series:
+    """1 when a gold unit outranks every candidate for the query (score desc, ties by unit id desc).
+
+    scores: (n_queries, n_units) system scores; gold[qid]: the gold unit id, or a set of acceptable
+    unit ids (any of them counts); candidates[qid]: unit ids competing with the gold (None: the
+    whole corpus). Returns a 0/1 Series indexed by query id.
+    """
+    col = {u: i for i, u in enumerate(unit_ids)}
+    out = {}
+    for qi, q in enumerate(query_ids):
+        golds = {gold[q]} if isinstance(gold[q], str) else set(gold[q])
+        pool = list(unit_ids) if candidates.get(q) is None else sorted(set(candidates[q]) | golds)
+        s = scores[qi, [col[u] for u in pool]]
+        best = max(zip(s, pool))                          # score, then unit id, both descending
+        out[q] = float(best[1] in golds)
+    return pd.Series(out, dtype="float64")
+
+
+TOP1_COLUMNS = ["system", "negatives", "n", "top1", "top1_lo", "top1_hi"]
+
+
+def top1_table(scores: dict, unit_ids, query_ids, gold: dict, sets: dict, seed: int, n_boot: int = 2000) -> pd.DataFrame:
+    """Top-1 per system and set of negatives, each with its own n and bootstrap 95% CI.
+
+    scores[system]: (len(query_ids), n_units); sets[name][qid]: competing unit ids, or None for
+    the whole corpus. A question whose candidate list is empty has no negatives of that kind and
+    is left out of that row's n (never counted as a win).
+    """
+    qpos = {q: i for i, q in enumerate(query_ids)}
+    rows = []
+    for s, (name, matrix) in enumerate(scores.items()):
+        for c, (negs, cands) in enumerate(sets.items()):
+            keep = [q for q in query_ids if cands.get(q) is None or len(cands[q])]
+            top1 = top1_within(matrix[[qpos[q] for q in keep]], unit_ids, keep, gold, cands)
+            ci = stats.bootstrap_ci(top1.to_numpy(), n_boot, rng=np.random.default_rng([seed, s, c]))
+            rows.append({"system": name, "negatives": negs, "n": ci.n, "top1": ci.estimate, "top1_lo": ci.lo,
+                         "top1_hi": ci.hi})
+    return pd.DataFrame(rows, columns=TOP1_COLUMNS)
+
+
+def top1_chart(table: pd.DataFrame, title: str):
+    """Bars of top-1 per set of negatives with CI rules, one panel per system (Altair)."""
+    import altair as alt
+
+    order = [n for n in ("random", "hard", "corpus") if n in set(table["negatives"])] + sorted(
+        set(table["negatives"]) - {"random", "hard", "corpus"})
+    bars = alt.Chart(table).mark_bar().encode(
+        x=alt.X("negatives:N", sort=order, title=None),
+        y=alt.Y("top1:Q", scale=alt.Scale(domain=[0, 1]), title="top-1"),
+        color=alt.Color("negatives:N", sort=order), tooltip=["system", "negatives", "n", "top1", "top1_lo", "top1_hi"])
+    rules = alt.Chart(table).mark_rule().encode(x=alt.X("negatives:N", sort=order), y="top1_lo:Q", y2="top1_hi:Q")
+    return (bars + rules).properties(width=160, height=220).facet(
+        column=alt.Column("system:N", title=None)).properties(title=title)
+
+
+def montage(gold_id: str, distractors: pd.DataFrame, units: pd.DataFrame, base_dir, thumb_width: int = 220):
+    """One row per axis: the gold unit, then its distractors on that axis (labelled by axis)."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    paths = units.set_index("unit_id")["image_path"]
+    mine = distractors[distractors["gold_unit_id"] == gold_id]
+    axes = [a for a in list(AXES) + ["cluster", "random"] if a in set(mine["axis"])]
+    per_row = 1 + (mine.groupby("axis").size().max() if len(mine) else 0)
+    th = int(thumb_width * 9 / 16)
+    label_w = 90
+    sheet = Image.new("RGB", (label_w + per_row * (thumb_width + 6), max(1, len(axes)) * (th + 6)), "white")
+    draw = ImageDraw.Draw(sheet)
+    font = ImageFont.load_default(size=14)
+
+    def thumb(uid):
+        with Image.open(resolve_image(paths[uid], base_dir)) as im:
+            return fit(im, thumb_width, th)
+
+    for r, axis in enumerate(axes):
+        y = r * (th + 6)
+        draw.text((4, y + th // 2 - 7), axis, fill="black", font=font)
+        row = [gold_id] + list(mine[mine["axis"] == axis]["unit_id"])
+        for c, uid in enumerate(row):
+            x = label_w + c * (thumb_width + 6)
+            sheet.paste(thumb(uid), (x, y))
+            if c == 0:
+                draw.rectangle([x, y, x + thumb_width - 1, y + th - 1], outline=(220, 40, 40), width=3)
+    return sheet
+
+
+# ----------------------------------------------------------------------------- document level
+
+def document_scores(scores: np.ndarray, unit_doc_ids) -> tuple[np.ndarray, list]:
+    """Page scores (n_queries, n_units) -> document scores (n_queries, n_docs), each document
+    taking its best page; documents in sorted order."""
+    docs = np.asarray(unit_doc_ids, dtype=object)
+    order = np.argsort(docs, kind="stable")
+    sorted_docs = docs[order]
+    starts = np.flatnonzero(np.r_[True, sorted_docs[1:] != sorted_docs[:-1]])
+    out = np.maximum.reduceat(np.asarray(scores)[:, order], starts, axis=1) if len(order) else np.zeros((len(scores), 0))
+    return out, list(sorted_docs[starts])
+
+
+def document_negatives(docs: pd.DataFrame, gold: dict, seed: int) -> tuple[dict, dict]:
+    """For document-level questions (gold[qid]: its one relevant document), hard negatives: the
+    documents of the same entity in another period; random negatives: as many documents drawn
+    from all the others (seeded). docs: doc_id, entity, period. Returns (hard, random), each
+    qid -> list of doc ids; a question whose document has no entity/period gets no hard negatives."""
+    meta = docs.set_index("doc_id")
+    all_docs = sorted(meta.index)
+    hard, rand = {}, {}
+    for j, (q, d) in enumerate(sorted(gold.items())):
+        e, p = meta.loc[d, "entity"], meta.loc[d, "period"]
+        hard[q] = sorted(meta.index[(meta["entity"] == e) & (meta["period"] != p)]) if e and p else []
+        others = [x for x in all_docs if x != d]
+        n = len(hard[q]) or min(3, len(others))
+        pick = np.random.default_rng([seed, 12, j]).choice(len(others), size=min(n, len(others)), replace=False)
+        rand[q] = sorted(others[i] for i in pick)
+    return hard, rand

@@ -1,0 +1,232 @@
+"""Question validation: is a question well posed against its hard distractors — and repair if not.
+
+A question is *well posed* when its gold evidence answers it and no hard distractor does. The
+check runs in that order on purpose: a question its gold cannot answer is broken whatever the
+distractors say (``gold_fails``), and judging distractors for it would only add noise. Otherwise
+every hard distractor of every evidence unit is put in that unit's place and judged; each one
+the judge calls sufficient makes the question ``answerable_from_distractor`` on that
+distractor's axis (period, metric, entity, revision, or cluster for corpora without metadata).
+
+Repair adds the qualifier the failing axis names, taken from the gold unit's metadata ("in Q2
+FY2024", "at Corvane Systems", "(revenue)", "as originally reported"), and validates again, up to
+``max_repairs`` times. Outcome per question (``slice``):
+  single-gold     ok as written, or after repair: scored against its one gold
+  any-acceptable  still answered by distractors that all give the gold's answer (a fact printed
+                  on several pages): kept in its own slice, where any acceptable unit counts,
+                  never mixed into the single-gold set
+  dropped         gold fails, or distractors give other answers and no qualifier is left to add
+  not validated   the question has no evidence pages (document-level judgements): status
+                  ``no_page_evidence``; it is not in the validated set
+
+Random negatives are never used here: only hard distractors can expose an under-specified question.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping
+
+import pandas as pd
+
+from lookalike.data.schema import read_required_csv
+from lookalike.vocab import METRIC_LABELS
+
+AXIS_ORDER = ("entity", "period", "metric", "revision", "cluster")
+REPAIRABLE = ("entity", "period", "metric", "revision")
+VALIDATION_COLUMNS = ["query_id", "status", "axis", "repaired", "final_text", "final_status", "slice",
+                      "added_qualifiers", "acceptable_unit_ids", "original_text", "evidence_structure", "register"]
+JUDGEMENT_COLUMNS = ["query_id", "attempt", "role", "axis", "gold_unit_id", "unit_ids", "label", "answer", "rationale"]
+
+
+@dataclass
+class Verdict:
+    status: str                                     # ok | gold_fails | answerable_from_distractor
+    axes: list = field(default_factory=list)        # failing axes, in AXIS_ORDER
+    answering: list = field(default_factory=list)   # (gold_unit_id, unit_id, axis, answer) per answering distractor
+    log: list = field(default_factory=list)         # one dict per judgement made (JUDGEMENT_COLUMNS)
+
+
+def _stated(question: Mapping) -> list[str]:
+    return [a for a in str(question.get("qualifiers", "")).split(";") if a]
+
+
+def is_well_posed(question: Mapping, distractors: Mapping[str, list], judge, view: Callable, attempt: int = 0) -> Verdict:
+    """Gold first, then every hard distractor.
+
+    distractors[gold_unit_id]: [(unit_id, axis), ...] for each evidence unit; view(unit_ids) -> the
+    dict a judge sees for those units judged together; judge.judge(question, unit) -> Judgement.
+    """
+    golds = [u for u in str(question["evidence_unit_ids"]).split(";") if u]
+    qid = question["query_id"]
+    log = []
+
+    def record(role, axis, gold_id, ids, j):
+        log.append(dict(query_id=qid, attempt=attempt, role=role, axis=axis, gold_unit_id=gold_id,
+                        unit_ids=";".join(ids), label=j.label, answer=j.answer, rationale=j.rationale))
+
+    g = judge.judge(question, view(golds))
+    record("gold", "", "", golds, g)
+    expected = str(question.get("answer", ""))
+    if g.label != "sufficient" or (g.answer and expected and g.answer != expected):
+        return Verdict("gold_fails", log=log)
+    answering = []
+    for gi, gold_id in enumerate(golds):
+        for unit_id, axis in distractors.get(gold_id, []):
+            ids = golds[:gi] + [unit_id] + golds[gi + 1:]
+            j = judge.judge(question, view(ids))
+            record("distractor", axis, gold_id, ids, j)
+            if j.label == "sufficient":
+                answering.append((gold_id, unit_id, axis, j.answer))
+    if not answering:
+        return Verdict("ok", log=log)
+    axes = [a for a in AXIS_ORDER if any(a == x for _, _, x, _ in answering)]
+    return Verdict("answerable_from_distractor", axes, answering, log)
+
+
+def qualifier_phrase(axis: str, gold: Mapping, question_form: bool) -> str:
+    """The words that pin the axis to the gold unit's value."""
+    if axis == "entity":
+        return f"at {gold['entity']}" if question_form else str(gold["entity"])
+    if axis == "period":
+        return f"in {gold['period']}" if question_form else str(gold["period"])
+    if axis == "metric":
+        label = METRIC_LABELS.get(str(gold["metric"]), str(gold["metric"]).replace("_", " "))
+        return f"({label})"
+    if axis == "revision":
+        return "as originally reported" if int(gold.get("revision", 1) or 1) <= 1 else "as restated"
+    raise ValueError(f"axis {axis!r} has no qualifier; repairable axes are {', '.join(REPAIRABLE)}")
+
+
+def add_qualifier(question: Mapping, axis: str, gold: Mapping) -> dict:
+    """A copy of the question with the axis stated: the phrase is added to the text (unless the
+    text already carries it) and the axis to ``qualifiers``."""
+    q = dict(question)
+    text = str(q["text"]).rstrip()
+    is_question = text.endswith("?")
+    phrase = qualifier_phrase(axis, gold, is_question)
+    bare = re.sub(r"^(at|in) |[()]", "", phrase)
+    if bare.lower() not in text.lower():
+        text = f"{text[:-1]} {phrase}?" if is_question else f"{text}, {phrase}"
+    q["text"] = text
+    q["qualifiers"] = ";".join(a for a in AXIS_ORDER if a in set(_stated(question)) | {axis})
+    q["qualified"] = all(a in q["qualifiers"].split(";") for a in ("entity", "metric", "period"))
+    return q
+
+
+def validate(questions: pd.DataFrame, distractors: pd.DataFrame, judge, view: Callable, units: pd.DataFrame,
+             max_repairs: int = 3) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Validate and repair every question.
+
+    distractors: tables/distractors.csv rows (random negatives are ignored). Returns
+    (validation: VALIDATION_COLUMNS, validated questions: the kept questions with their final text
+    and qualifiers plus ``slice`` and ``acceptable_unit_ids``, judgements: JUDGEMENT_COLUMNS).
+    """
+    hard = distractors[distractors["axis"] != "random"]
+    by_gold = {g: list(zip(d["unit_id"], d["axis"])) for g, d in hard.groupby("gold_unit_id", sort=False)}
+    meta = units.set_index("unit_id")
+    rows, kept, logs = [], [], []
+    for q in questions.to_dict("records"):
+        if not [u for u in str(q.get("evidence_unit_ids", "")).split(";") if u]:
+            # document-level judgements (or none): nothing page-level to validate against
+            rows.append(dict(query_id=q["query_id"], status="no_page_evidence", axis="", repaired=False,
+                             final_text=q["text"], final_status="no_page_evidence", slice="not validated",
+                             added_qualifiers="", acceptable_unit_ids="", original_text=q["text"],
+                             evidence_structure=q.get("evidence_structure", ""), register=q.get("register", "")))
+            continue
+        verdict = is_well_posed(q, by_gold, judge, view)
+        first, cur, added = verdict, dict(q), []
+        logs.extend(verdict.log)
+        while verdict.status == "answerable_from_distractor" and len(added) < max_repairs:
+            todo = [a for a in verdict.axes if a in REPAIRABLE and a not in _stated(cur)]
+            if not todo:
+                break
+            axis = todo[0]
+            gold_id = next(g for g, _, x, _ in verdict.answering if x == axis)
+            cur = add_qualifier(cur, axis, meta.loc[gold_id])
+            added.append(axis)
+            verdict = is_well_posed(cur, by_gold, judge, view, attempt=len(added))
+            logs.extend(verdict.log)
+        acceptable = ""
+        if verdict.status == "ok":
+            slice_ = "single-gold"
+        elif verdict.status == "gold_fails":
+            slice_ = "dropped"
+        else:
+            answers = {a for *_, a in verdict.answering}
+            agree = bool(q.get("answer")) and answers == {str(q["answer"])}
+            slice_ = "any-acceptable" if agree else "dropped"
+            if agree:
+                acceptable = ";".join(sorted(set(str(q["evidence_unit_ids"]).split(";"))
+                                             | {u for _, u, _, _ in verdict.answering}))
+        rows.append(dict(query_id=q["query_id"], status=first.status, axis=";".join(first.axes),
+                         repaired=bool(added) and verdict.status == "ok", final_text=cur["text"],
+                         final_status=verdict.status, slice=slice_, added_qualifiers=";".join(added),
+                         acceptable_unit_ids=acceptable, original_text=q["text"],
+                         evidence_structure=q.get("evidence_structure", ""), register=q.get("register", "")))
+        if slice_ != "dropped":
+            kept.append({**cur, "slice": slice_, "acceptable_unit_ids": acceptable})
+    validation = pd.DataFrame(rows, columns=VALIDATION_COLUMNS)
+    validation["repaired"] = validation["repaired"].astype(bool)
+    validated = pd.DataFrame(kept, columns=list(questions.columns) + ["slice", "acceptable_unit_ids"])
+    return validation, validated, pd.DataFrame(logs, columns=JUDGEMENT_COLUMNS)
+
+
+def tallies(validation: pd.DataFrame) -> pd.DataFrame:
+    """Per axis (and 'any'): questions checked, how many a distractor on that axis answered, and
+    the outcome counts. A question failing on two axes counts under both; questions without
+    evidence pages are not counted."""
+    validation = validation[validation["status"] != "no_page_evidence"]
+    n = len(validation)
+    checked = validation[validation["status"] != "gold_fails"]
+    rows = []
+    for axis in ["any", *AXIS_ORDER]:
+        if axis == "any":
+            hit = [s == "answerable_from_distractor" for s in checked["status"]]
+        else:
+            hit = [axis in str(a).split(";") for a in checked["axis"]]
+        sub = checked[pd.Series(hit, index=checked.index, dtype=bool)]
+        rows.append(dict(axis=axis, questions=n, checked=len(checked), answerable=int(sum(hit)),
+                         repaired=int(sub["repaired"].sum()), any_acceptable=int((sub["slice"] == "any-acceptable").sum()),
+                         dropped=int((sub["slice"] == "dropped").sum())))
+    out = pd.DataFrame(rows)
+    return out[(out["axis"] == "any") | (out["answerable"] > 0)].reset_index(drop=True)
+
+
+REGRESSION_COLUMNS = ["query_id", "text", "expected_unit_id", "returned_unit_id", "system", "note"]
+
+
+def read_regressions(path, unit_ids) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Failures users reported: CSV with text and expected_unit_id (the unit that should have come
+    back); optional query_id, returned_unit_id (what did), system, note.
+
+    Returns (rows, skipped). A row with empty text or an unknown unit id is skipped with its row
+    number and reason — never the whole file. query_id defaults to r001, r002, ... by row.
+    """
+    path = Path(path)
+    df = read_required_csv(path, ("text", "expected_unit_id"), "regression file",
+                           hint="need text, expected_unit_id; optional query_id, returned_unit_id, system, note")
+    for col in REGRESSION_COLUMNS:
+        if col not in df.columns:
+            df[col] = ""
+    known = set(unit_ids)
+    keep, skipped, seen = [], [], set()
+    for i, r in enumerate(df.to_dict("records"), start=2):          # row 1 is the header
+        qid = r["query_id"].strip() or f"r{i - 1:03d}"
+        problem = ""
+        if not r["text"].strip():
+            problem = "empty text"
+        elif r["expected_unit_id"] not in known:
+            problem = f"expected_unit_id {r['expected_unit_id']!r} is not a unit of this corpus"
+        elif r["returned_unit_id"] and r["returned_unit_id"] not in known:
+            problem = f"returned_unit_id {r['returned_unit_id']!r} is not a unit of this corpus"
+        elif qid in seen:
+            problem = f"duplicate query_id {qid!r}"
+        if problem:
+            skipped.append(dict(source=str(path), row=i, unit_id=r["expected_unit_id"], problem=problem))
+            continue
+        seen.add(qid)
+        keep.append({**r, "query_id": qid})
+    return (pd.DataFrame(keep, columns=REGRESSION_COLUMNS),
+            pd.DataFrame(skipped, columns=["source", "row", "unit_id", "problem"]))

@@ -1,0 +1,157 @@
+"""Stage 07's tables: sufficiency under hard negatives, evidence-complete metrics, fusion traces.
+
+Every number here is a mean over questions with its own n and bootstrap CI; numbers computed on
+different question sets or candidate sets sit side by side and are never subtracted across sets.
+Within one set, paired differences (slot 1 -> slot 5, system vs system) are fine and reported.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from lookalike.eval import metrics as M
+from lookalike.eval import stats
+from lookalike.retrieval import indexes as retrieve
+
+SUFFICIENCY_COLUMNS = ["system", "negatives", "k", "n", "sufficient", "sufficient_lo", "sufficient_hi",
+                       "supporting_only", "supporting_only_lo", "supporting_only_hi", "neither", "neither_lo",
+                       "neither_hi"]
+EVIDENCE_COLUMNS = ["system", "aggregate", "evidence_structure", "measure", "k", "value", "n"]
+EVIDENCE_MEASURES = {"nDCG": "ndcg_cut", "Recall": "recall", "nDCGAll": "ndcg_all", "RecallAll": "recall_all"}
+
+
+def restricted_run(scores: np.ndarray, query_ids: Sequence[str], unit_ids: Sequence[str],
+                   candidates: Mapping[str, Sequence[str]]) -> pd.DataFrame:
+    """A run holding, per question, only its candidate units with the system's scores."""
+    col = {u: i for i, u in enumerate(unit_ids)}
+    rows_q, rows_u, rows_s = [], [], []
+    for qi, q in enumerate(query_ids):
+        for u in sorted(set(candidates.get(q, []))):
+            rows_q.append(q)
+            rows_u.append(u)
+            rows_s.append(float(scores[qi, col[u]]))
+    return pd.DataFrame({"query_id": rows_q, "unit_id": rows_u, "score": rows_s})
+
+
+def fuse(method: str, runs: Sequence[pd.DataFrame], rrf_k: int = 60, depth: int = 100) -> pd.DataFrame:
+    """RRF, round-robin or normalised score sum of the runs."""
+    if method == "rrf":
+        return retrieve.rrf(list(runs), k=rrf_k, depth=depth)
+    if method == "round-robin":
+        return retrieve.round_robin(list(runs), depth=depth)
+    if method == "score-sum":
+        return retrieve.score_sum(list(runs), depth=depth)
+    raise ValueError(f"unknown fusion method {method!r}; expected rrf, round-robin or score-sum")
+
+
+def per_query(qrels: pd.DataFrame, run: pd.DataFrame, measures: Sequence[str], query_ids: Sequence[str]) -> pd.DataFrame:
+    """Per-query values on exactly these questions (a question missing from the run scores as an
+    empty ranking), indexed by query_id."""
+    q = qrels[qrels["query_id"].isin(set(query_ids))]
+    ev = M.evaluate(q, run[run["query_id"].isin(set(query_ids))], list(measures), complete=True)
+    return ev.per_query[ev.measures]
+
+
+def sufficiency(qrels: pd.DataFrame, runs: Mapping[str, pd.DataFrame], query_ids: Sequence[str], negatives: str,
+                ks: Sequence[int] = (1, 3, 5, 10), seed: int = 0, n_boot: int = 2000) -> tuple[pd.DataFrame, dict]:
+    """sufficient@k, supporting-only@k, neither@k per system with bootstrap CIs. Returns the table
+    and the per-query frames (system -> frame) for paired comparisons."""
+    measures = [f"{m}_{k}" for k in ks for m in ("sufficient", "supporting_only", "neither")]
+    rows, frames = [], {}
+    for s, (name, run) in enumerate(sorted(runs.items())):
+        pq = per_query(qrels, run, measures, query_ids)
+        frames[name] = pq
+        for k in ks:
+            row = {"system": name, "negatives": negatives, "k": k, "n": len(pq)}
+            for j, m in enumerate(("sufficient", "supporting_only", "neither")):
+                ci = stats.bootstrap_ci(pq[f"{m}_{k}"].to_numpy(), n_boot, rng=np.random.default_rng([seed, s, k, j]))
+                row.update({m: ci.estimate, f"{m}_lo": ci.lo, f"{m}_hi": ci.hi})
+            rows.append(row)
+    return pd.DataFrame(rows, columns=SUFFICIENCY_COLUMNS), frames
+
+
+def slot_gain(frame: pd.DataFrame, a: str, b: str, seed: int = 0, n_boot: int = 2000) -> dict:
+    """Paired gain b - a on the same questions (e.g. sufficient_1 -> sufficient_5), with a CI."""
+    diff = frame[b].to_numpy() - frame[a].to_numpy()
+    ci = stats.bootstrap_ci(diff, n_boot, rng=np.random.default_rng([seed, 15]))
+    return {"gain": ci.estimate, "gain_lo": ci.lo, "gain_hi": ci.hi, "n": ci.n}
+
+
+def evidence_complete(qrels: pd.DataFrame, runs: Mapping[str, pd.DataFrame], questions: pd.DataFrame,
+                      ks: Sequence[int] = (3, 5, 10)) -> tuple[pd.DataFrame, dict]:
+    """nDCG@k, Recall@k, nDCGAll@k, RecallAll@k by evidence structure, Macro over structures and
+    Micro over questions. Returns the long table and per-query frames (system -> frame)."""
+    measures = [f"{code}_{k}" for code in EVIDENCE_MEASURES.values() for k in ks]
+    structure = questions.set_index("query_id")["evidence_structure"]
+    rows, frames = [], {}
+    for name, run in sorted(runs.items()):
+        pq = per_query(qrels, run, measures, list(questions["query_id"]))
+        frames[name] = pq
+        groups = structure.reindex(pq.index)
+        for label, code in EVIDENCE_MEASURES.items():
+            for k in ks:
+                col = pq[f"{code}_{k}"]
+                by = col.groupby(groups, sort=True).agg(["mean", "size"])
+                for st, r in by.iterrows():
+                    rows.append({"system": name, "aggregate": "structure", "evidence_structure": st, "measure": label,
+                                 "k": k, "value": float(r["mean"]), "n": int(r["size"])})
+                rows.append({"system": name, "aggregate": "macro", "evidence_structure": "all", "measure": label,
+                             "k": k, "value": float(by["mean"].mean()) if len(by) else float("nan"), "n": len(by)})
+                rows.append({"system": name, "aggregate": "micro", "evidence_structure": "all", "measure": label,
+                             "k": k, "value": float(col.mean()) if len(col) else float("nan"), "n": len(col)})
+    return pd.DataFrame(rows, columns=EVIDENCE_COLUMNS), frames
+
+
+def fusion_trace(components: Mapping[str, pd.DataFrame], fused: Mapping[str, pd.DataFrame],
+                 sufficient: Mapping[str, set], k: int = 10) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Where fusion loses evidence: per question and fusion method, was a sufficient unit in some
+    component's candidate pool (its whole ranking) but missing from the fused top k?
+
+    sufficient[qid]: the question's sufficient units. Returns (per question: query_id, method,
+    in_some_pool, in_fused_top_k, lost, components_holding), (counts: method, component,
+    questions_lost — the lost questions whose sufficient unit that component held; and a row
+    component "any" with all lost questions)."""
+    pools = {name: run.groupby("query_id")["unit_id"].apply(set).to_dict() for name, run in components.items()}
+    per_q, counts = [], []
+    for method, run in sorted(fused.items()):
+        top = M.rank(run)
+        top = top[top["rank"] <= k].groupby("query_id")["unit_id"].apply(set).to_dict()
+        lost_by = {c: 0 for c in components}
+        lost_any = 0
+        for q in sorted(sufficient):
+            good = sufficient[q]
+            if not good:
+                continue
+            holding = [c for c in sorted(components) if pools[c].get(q, set()) & good]
+            in_top = bool(top.get(q, set()) & good)
+            lost = bool(holding) and not in_top
+            per_q.append({"query_id": q, "method": method, "in_some_pool": bool(holding), "in_fused_top_k": in_top,
+                          "lost": lost, "components_holding": ";".join(holding)})
+            if lost:
+                lost_any += 1
+                for c in holding:
+                    lost_by[c] += 1
+        counts.extend({"method": method, "component": c, "questions_lost": n} for c, n in sorted(lost_by.items()))
+        counts.append({"method": method, "component": "any", "questions_lost": lost_any})
+    return (pd.DataFrame(per_q, columns=["query_id", "method", "in_some_pool", "in_fused_top_k", "lost",
+                                         "components_holding"]),
+            pd.DataFrame(counts, columns=["method", "component", "questions_lost"]))
+
+
+def restrict_ranking(run: pd.DataFrame, candidates: Mapping[str, Sequence[str]]) -> pd.DataFrame:
+    """A run that only has a top-depth ranking (an external run) restricted to each question's
+    candidates: candidates it ranked keep their scores; the ones it did not rank come after all of
+    them (score below its lowest), in canonical order among themselves."""
+    rows_q, rows_u, rows_s = [], [], []
+    by_q = {q: dict(zip(g["unit_id"], g["score"])) for q, g in run.groupby("query_id", sort=False)}
+    for q in sorted(candidates):
+        have = by_q.get(q, {})
+        floor = (min(have.values()) if have else 0.0) - 1.0
+        for u in sorted(set(candidates[q])):
+            rows_q.append(q)
+            rows_u.append(u)
+            rows_s.append(float(have.get(u, floor)))
+    return pd.DataFrame({"query_id": rows_q, "unit_id": rows_u, "score": rows_s})

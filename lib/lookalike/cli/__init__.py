@@ -1,0 +1,37 @@
+"""Command line: lookalike run PARAMS.yaml | lookalike eval QRELS RUN ..."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "eval":
+        from lookalike.cli.eval import main as eval_main
+
+        return eval_main(argv[1:])
+    if argv and argv[0] == "leak-check":
+        from lookalike.cli.leak_check import main as leak_check_main
+
+        return leak_check_main(argv[1:])
+    if argv and argv[0] == "labels":
+        from lookalike.judging.store import labels_main
+
+        return labels_main(argv[1:])
+    parser = argparse.ArgumentParser(prog="lookalike", description="An honest evaluation workbench for visual retrievers.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_run = sub.add_parser("run", help="run the stage notebooks for a parameter file and build the report site")
+    p_run.add_argument("params", help="a run file, e.g. params/demo.yaml (deep-merged over params/base.yaml)")
+    p_run.add_argument("--out", default=None, help="output root (default: outputs/ in the repository)")
+    p_run.add_argument("--stage", action="append", dest="stages", help="run only this stage (repeatable)")
+    sub.add_parser("eval", help="trec_eval-style evaluation of a run against qrels (see lookalike eval -h)")
+    sub.add_parser("leak-check", help="the leak ablation's CI gate (see lookalike leak-check -h)")
+    sub.add_parser("labels", help="the label store: import a labelling-page export (see lookalike labels -h)")
+    args = parser.parse_args(argv)
+    if args.command == "run":
+        from lookalike.cli.run import main as run_main
+
+        return run_main(args.params, args.out, args.stages)
+    return 2

@@ -1,0 +1,133 @@
+"""``lookalike eval QRELS RUN``: trec_eval-compatible evaluation from the command line.
+
+Output lines are trec_eval's: ``measure<TAB>query_or_all<TAB>value`` (measure left-justified to 22
+characters, values with 4 decimals, counts as integers). With the default measures and no extra
+options the output is line-for-line trec_eval's default output for the measures it prints.
+
+Extras: ``--group-by FILE:COLUMN`` prints one block per group (the group's name in the second
+column, its num_q first) and a ``macro`` block (equal weight per group) after the ``all`` block;
+``--ci`` appends two columns, the bootstrap 95% CI of the mean (per group too).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from lookalike.eval import measures as measures_mod
+from lookalike.eval import metrics as M
+from lookalike.eval import ranking, stats, trec
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="lookalike eval", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("qrels", help="TREC qrels file: query_id iteration unit_id relevance")
+    p.add_argument("run", help="TREC run file: query_id Q0 unit_id rank score tag")
+    p.add_argument("-m", dest="measures", action="append", metavar="MEASURE",
+                   help="measure, repeatable; trec_eval and ir_measures spellings work (P.5,10  ndcg_cut.10  nDCG@10  P(rel=2)@5  official)")
+    p.add_argument("-q", action="store_true", help="print per-query values too")
+    p.add_argument("-c", action="store_true", help="average over every qrels query (missing ones score 0)")
+    p.add_argument("-l", type=int, default=1, metavar="LEVEL", help="smallest grade counted relevant (default 1)")
+    p.add_argument("-M", type=int, default=None, metavar="N", help="use only the top N units of each ranking")
+    p.add_argument("--group-by", metavar="FILE:COLUMN",
+                   help="table (csv/tsv/parquet) with query_id and COLUMN: per-group and macro blocks")
+    p.add_argument("--ci", action="store_true", help="append the bootstrap 95%% CI of each mean")
+    p.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples for --ci (default 2000)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
+    return p
+
+
+def _read_groups(spec: str) -> tuple[pd.Series, str]:
+    path, sep, column = spec.rpartition(":")
+    if not sep or not path:
+        raise trec.TrecFormatError(f"--group-by {spec!r}: expected FILE:COLUMN")
+    p = Path(path)
+    if not p.is_file():
+        raise trec.TrecFormatError(f"{p}: group file not found")
+    if p.suffix == ".parquet":
+        df = pd.read_parquet(p)
+    else:
+        df = pd.read_csv(p, sep="\t" if p.suffix in (".tsv", ".tab") else ",", dtype=str, keep_default_na=False)
+    for col in ("query_id", column):
+        if col not in df.columns:
+            raise trec.TrecFormatError(f"{p}: column {col!r} is missing (columns: {', '.join(map(str, df.columns))})")
+    dup = df["query_id"].duplicated()
+    if dup.any():
+        raise trec.TrecFormatError(f"{p}: query {df['query_id'][dup].iloc[0]!r} appears twice")
+    return df.set_index("query_id")[column].astype(str), column
+
+
+def _line(measure: str, qid: str, value: float, ci: tuple[float, float] | None = None) -> str:
+    text = f"{measure:<22}\t{qid}\t{M.format_value(measure, value)}"
+    if ci is not None:
+        text += f"\t{ci[0]:.4f}\t{ci[1]:.4f}"
+    return text
+
+
+def _block(per_query: pd.DataFrame, measures: list[str], label: str, args, runid: str | None) -> list[str]:
+    lines = []
+    if runid is not None:
+        lines.append(f"{'runid':<22}\t{label}\t{runid}")
+    means = M.aggregate_values(per_query, measures)
+    for m in measures:
+        ci = None
+        if args.ci and measures_mod.parse_one(m).aggregation == "mean":
+            iv = stats.bootstrap_ci(per_query[m].to_numpy(), args.n_boot, rng=args.seed)
+            ci = (iv.lo, iv.hi)
+        lines.append(_line(m, label, means[m], ci))
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        measures = M.parse_measures(args.measures or M.TREC_DEFAULT)
+        default = not args.measures
+        qrels = ranking.Qrels.read(args.qrels)
+        run = ranking.Run.read(args.run)
+        ev = M.evaluate(qrels, run, measures, level=args.l, complete=args.c, max_docs=args.M)
+        groups = _read_groups(args.group_by) if args.group_by else None
+    except (trec.TrecFormatError, M.MeasureError) as exc:
+        print(f"lookalike eval: {exc}", file=sys.stderr)
+        return 2
+    out = []
+    per_query_measures = [m for m in measures if m not in ("num_q", "gm_map")]
+    if args.q:
+        for qid, row in ev.per_query.iterrows():
+            out.extend(_line(m, str(qid), row[m]) for m in per_query_measures)
+    out.extend(_block(ev.per_query, measures, "all", args, run.name if default else None))
+    if groups is not None:
+        g, column = groups
+        missing = [q for q in ev.per_query.index if q not in g.index]
+        if missing:
+            print(f"lookalike eval: {args.group_by}: no {column} for {len(missing)} evaluated queries, e.g. "
+                  f"{', '.join(missing[:5])}", file=sys.stderr)
+            return 2
+        table = ev.by_group(g, name=column)
+        for key in sorted(table.loc[table["aggregate"] == "group", column].unique()):
+            part = ev.per_query[g.reindex(ev.per_query.index).to_numpy() == key]
+            out.append(_line("num_q", key, len(part)))
+            out.extend(_block(part, [m for m in measures if m != "num_q"], key, args, None))
+        macro = table[table["aggregate"] == "macro"].set_index("measure")
+        out.append(f"{'num_groups':<22}\tmacro\t{int(macro['n'].iloc[0])}")
+        out.extend(_line(m, "macro", macro.loc[m, "value"]) for m in measures if not measures_mod.parse_one(m).integer)
+    print("\n".join(out))
+    notes = []
+    if ev.run_only_queries:
+        notes.append(f"{len(ev.run_only_queries)} run queries are not in the qrels and were not scored: "
+                     f"{', '.join(ev.run_only_queries[:10])}{' ...' if len(ev.run_only_queries) > 10 else ''}")
+    if ev.missing_from_run:
+        how = "scored as empty rankings (-c)" if args.c else "left out of the means (use -c to count them as 0)"
+        notes.append(f"{len(ev.missing_from_run)} qrels queries are missing from the run, {how}: "
+                     f"{', '.join(ev.missing_from_run[:10])}{' ...' if len(ev.missing_from_run) > 10 else ''}")
+    if ev.no_relevant_queries:
+        notes.append(f"{len(ev.no_relevant_queries)} evaluated queries have no relevant unit at level {args.l} "
+                     f"(their recall, map, nDCG are 0, as in trec_eval): "
+                     f"{', '.join(ev.no_relevant_queries[:10])}{' ...' if len(ev.no_relevant_queries) > 10 else ''}")
+    for note in notes:
+        print(f"lookalike eval: note: {note}", file=sys.stderr)
+    return 0

@@ -1,0 +1,124 @@
+"""The runner: python -m lookalike run params/<run>.yaml.
+
+Merges and checks the parameters (lookalike.params), executes each stage notebook in order with
+papermill into outputs/<run>/notebooks/, then builds the report site. Adding a stage is adding a
+notebook to notebooks/ and its function module to lookalike.stages.STAGES.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from lookalike import params as P
+from lookalike import stages as stage_modules
+from lookalike.data import schema as corpus
+from lookalike.report import site as report
+
+NOTEBOOK_DIR = P.REPO_ROOT / "notebooks"
+STAGES = list(stage_modules.STAGES)
+# Every notebook declares run_dir and params. The runner executes a stage with its working
+# directory in outputs/<run>/notebooks/, so ".." is the run folder (nbval re-executes the stored
+# notebook from a copy of that folder, so the path stays right there too), and injects the whole
+# merged parameter set as params: defaults live in params/base.yaml only. Path parameters stay as
+# written (relative to the repository root) and the stages resolve them one way
+# (StageContext.path), so a stored notebook carries no machine-specific absolute path.
+RUN_DIR_PARAM = "run_dir"
+PARAMS_PARAM = "params"
+
+
+class StageFailed(RuntimeError):
+    """A stage notebook raised; the partial executed notebook is kept at .notebook."""
+
+    def __init__(self, stage: str, notebook: Path, reason: str):
+        super().__init__(f"stage {stage} failed: {reason}\n  partial notebook kept at {notebook}")
+        self.stage, self.notebook = stage, notebook
+
+
+def stage_parameters(stage: str, merged: dict[str, Any]) -> dict[str, Any]:
+    """The values to inject into a stage: its run folder and the whole merged parameter set."""
+    import papermill as pm
+
+    declared = set(pm.inspect_notebook(str(NOTEBOOK_DIR / f"{stage}.ipynb")))
+    if declared != {RUN_DIR_PARAM, PARAMS_PARAM}:
+        raise P.ParamsError(f"notebooks/{stage}.ipynb must declare exactly run_dir and params in its parameters "
+                            f"cell (defaults live in params/base.yaml), got {sorted(declared)}")
+    return {RUN_DIR_PARAM: "..", PARAMS_PARAM: merged}
+
+
+def _normalise(nb_path: Path) -> None:
+    """Drop per-execution timestamps and give the injected cell a fixed id, so re-runs diff cleanly.
+
+    Timestamps belong in manifest.json only.
+    """
+    import nbformat
+
+    nb = nbformat.read(nb_path, as_version=4)
+    nb.metadata.pop("papermill", None)
+    for cell in nb.cells:
+        cell.metadata.pop("papermill", None)
+        cell.metadata.pop("execution", None)
+        if "injected-parameters" in cell.metadata.get("tags", []):
+            cell["id"] = "injected-parameters"
+    nbformat.write(nb, nb_path)
+
+
+def execute(params_file: Path | str, out_root: Path | str = P.REPO_ROOT / "outputs", stages: list[str] | None = None,
+            log=print) -> Path:
+    """Run the stages for one parameter file; returns the run folder. Raises StageFailed or ParamsError."""
+    import papermill as pm
+
+    merged = P.load_params(params_file)
+    # Kernels inherit this environment: no progress bars with rates and timings in the stored
+    # notebooks, so a re-run changes no byte of them that the data did not change.
+    for key, value in (("TQDM_DISABLE", "1"), ("HF_HUB_DISABLE_PROGRESS_BARS", "1"), ("TRANSFORMERS_VERBOSITY", "error")):
+        os.environ.setdefault(key, value)
+    run_dir = Path(out_root) / merged["run"]
+    nb_dir = run_dir / "notebooks"
+    nb_dir.mkdir(parents=True, exist_ok=True)
+    report.run_dirs(run_dir)
+    stages = stages or STAGES
+    unknown = [s for s in stages if s not in STAGES]
+    if unknown:
+        raise P.ParamsError(f"unknown stage(s) {unknown}; stages are {STAGES}")
+    plan = {stage: stage_parameters(stage, merged) for stage in stages}   # fail on params before running anything
+    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    timings: dict[str, float] = {}
+    for stage in stages:
+        out_nb = nb_dir / f"{stage}.ipynb"
+        log(f"[lookalike] {merged['run']}: stage {stage} ...")
+        t0 = time.perf_counter()
+        try:
+            pm.execute_notebook(str(NOTEBOOK_DIR / f"{stage}.ipynb"), str(out_nb), parameters=plan[stage],
+                                cwd=str(nb_dir), kernel_name="python3", progress_bar=False, log_output=False)
+        except pm.PapermillExecutionError as exc:
+            raise StageFailed(stage, out_nb, f"{exc.ename}: {exc.evalue}") from None
+        timings[stage] = time.perf_counter() - t0
+        _normalise(out_nb)
+        log(f"[lookalike] {merged['run']}: stage {stage} done in {timings[stage]:.1f} s")
+        report.notebook_to_html(out_nb, run_dir / "html" / f"{stage}.html", with_code=True)
+        report.notebook_to_html(out_nb, run_dir / "html" / f"{stage}.report.html", with_code=False)
+    units_csv = run_dir / "tables" / "units.csv"
+    fp = ""
+    if units_csv.is_file():
+        fp = corpus.fingerprint(pd.read_csv(units_csv, dtype=str, keep_default_na=False), run_dir)
+    report.build_index(run_dir, merged, [s for s in STAGES if (nb_dir / f"{s}.ipynb").is_file()])
+    report.write_manifest(run_dir, merged, P.params_hash(merged), timings, fp, P.REPO_ROOT, started,
+                          datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    log(f"[lookalike] {merged['run']}: report at {run_dir / 'index.html'}")
+    return run_dir
+
+
+def main(params_file: str, out_root: str | None = None, stages: list[str] | None = None) -> int:
+    try:
+        execute(params_file, out_root or P.REPO_ROOT / "outputs", stages)
+    except (P.ParamsError, StageFailed) as exc:
+        print(f"lookalike run: {exc}", file=sys.stderr)
+        return 2 if isinstance(exc, P.ParamsError) else 1
+    return 0

@@ -1,0 +1,226 @@
+"""The measure registry: every measure lookalike computes, as a parseable object.
+
+In the spirit of ir_measures, a measure is an object that knows its name in both spellings, its
+cutoff or parameter, how it aggregates over queries, which labels it needs and how it prints.
+Both spellings parse to the same measure and compare equal:
+
+  trec_eval / ir_measures style      object
+  ndcg_cut_10      nDCG@10           Measure(family="ndcg_cut", k=10)
+  recall_all_10    RecallAll@10      evidence-complete: every relevant unit in the top k
+  ndcg_all_10      nDCGAll@10
+  sufficient_5     Sufficient@5      three-way labels (sufficient 2, supporting 1, irrelevant 0)
+  supporting_only_5 SupportingOnly@5
+  neither_5        Neither@5
+  judged_10        Judged@10         share of the top min(k, num_ret) carrying any judgement
+  P_5              P@5, P(rel=2)@5   a relevance level of its own overrides the run's -l level
+  top1             Top1
+  recip_rank       RR
+
+trec_eval's parameter forms (``P.5,10``, ``ndcg_cut.10``, ``iprec_at_recall.0,.5``) and
+``official`` / ``all_trec`` expand to trec_eval names. A measure keeps the spelling it was asked
+for (``str(m)``), so ``lookalike eval -m nDCG@10`` prints ``nDCG@10`` and ``-m ndcg_cut_10``
+prints ``ndcg_cut_10`` as trec_eval does. The per-query functions live in
+``lookalike.eval.metrics`` (one function per family, registered in ``COMPUTE`` there).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Iterable
+
+# aggregation over queries: mean (trec_eval's 'all' line), sum (counts), gmean (gm_map), count (num_q)
+AGGREGATIONS = ("mean", "sum", "gmean", "count")
+# what a measure reads from the judgements: binary relevance at a level, graded gains, the
+# three-way labels, or only whether a unit carries a judgement
+NEEDS = ("binary", "graded", "three-way", "judged", "none")
+
+
+class MeasureError(ValueError):
+    """An unknown measure name or malformed cutoff."""
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str              # trec-style base: "ndcg_cut"
+    pretty: str            # ir_measures-style base: "nDCG"
+    cutoff: str            # "required" (P@k), "none" (map), or "recall" (iprec_at_recall_x)
+    aggregation: str = "mean"
+    needs: str = "binary"
+    integer: bool = False  # printed as an integer (counts)
+    doc: str = ""
+
+
+FAMILIES: dict[str, Family] = {f.name: f for f in (
+    Family("num_q", "NumQ", "none", "count", "none", True, "queries evaluated"),
+    Family("num_ret", "NumRet", "none", "sum", "none", True, "units retrieved"),
+    Family("num_rel", "NumRel", "none", "sum", "binary", True, "relevant units judged"),
+    Family("num_rel_ret", "NumRelRet", "none", "sum", "binary", True, "relevant units retrieved"),
+    Family("map", "AP", "none", "mean", "binary", doc="mean average precision"),
+    Family("gm_map", "GMAP", "none", "gmean", "binary", doc="geometric mean of AP (floor 1e-5, as trec_eval)"),
+    Family("Rprec", "Rprec", "none", "mean", "binary", doc="precision at R (the query's relevant count)"),
+    Family("bpref", "Bpref", "none", "mean", "binary", doc="trec_eval's bpref"),
+    Family("recip_rank", "RR", "none", "mean", "binary", doc="reciprocal rank of the first relevant unit"),
+    Family("ndcg", "nDCG", "none", "mean", "graded", doc="nDCG over the whole ranking, linear gain"),
+    Family("ndcg_exp", "nDCGExp", "none", "mean", "graded", doc="nDCG, gain 2^rel - 1 (gdeval)"),
+    Family("top1", "Top1", "none", "mean", "binary", doc="1 when the first unit is relevant"),
+    Family("P", "P", "required", doc="precision at k"),
+    Family("recall", "R", "required", doc="recall at k"),
+    Family("success", "Success", "required", doc="1 when a relevant unit is in the top k"),
+    Family("ndcg_cut", "nDCG", "required", needs="graded", doc="nDCG at k, linear gain (trec_eval)"),
+    Family("ndcg_exp_cut", "nDCGExp", "required", needs="graded", doc="nDCG at k, gain 2^rel - 1 (gdeval)"),
+    Family("recall_all", "RecallAll", "required", doc="1 when every relevant unit is in the top k (VL-DocIR)"),
+    Family("ndcg_all", "nDCGAll", "required", needs="graded", doc="nDCG@k when every relevant unit is in the top k"),
+    Family("sufficient", "Sufficient", "required", needs="three-way", doc="the top k holds a sufficient unit"),
+    Family("supporting_only", "SupportingOnly", "required", needs="three-way",
+           doc="the top k holds a supporting unit and no sufficient one"),
+    Family("neither", "Neither", "required", needs="three-way", doc="the top k holds neither"),
+    Family("judged", "Judged", "required", needs="judged", doc="share of the top min(k, num_ret) that is judged"),
+    Family("iprec_at_recall", "IPrec", "recall", doc="interpolated precision at recall x"),
+)}
+_BY_PRETTY = {}
+for _f in FAMILIES.values():
+    # nDCG@k and nDCG name two families (cutoff and none); the cutoff decides which
+    _BY_PRETTY.setdefault((_f.pretty, _f.cutoff != "none"), _f)
+TREC_DEFAULT = ["num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref", "recip_rank",
+                *[f"iprec_at_recall_{x / 10:.2f}" for x in range(11)],
+                "P_5", "P_10", "P_15", "P_20", "P_30", "P_100", "P_200", "P_500", "P_1000"]
+_TREC_RE = re.compile(r"^(?P<base>[A-Za-z_]+?)_(?P<k>\d+)$")
+_IPREC_RE = re.compile(r"^iprec_at_recall_(?P<x>\d*\.?\d+)$")
+_PRETTY_RE = re.compile(r"^(?P<base>[A-Za-z0-9]+?)(?:\(rel=(?P<rel>\d+)\))?(?:@(?P<k>\d*\.?\d+))?$")
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One measure: its family, cutoff k (or recall point x), and an own relevance level (rel).
+
+    Equal measures compare equal whatever their spelling; ``str()`` gives the spelling asked for.
+    """
+
+    family: str
+    k: int | None = None
+    x: float | None = None
+    rel: int | None = None
+    spelled: str = field(default="", compare=False)
+
+    @property
+    def info(self) -> Family:
+        return FAMILIES[self.family]
+
+    @property
+    def aggregation(self) -> str:
+        return self.info.aggregation
+
+    @property
+    def needs(self) -> str:
+        return self.info.needs
+
+    @property
+    def integer(self) -> bool:
+        return self.info.integer
+
+    @property
+    def trec_name(self) -> str:
+        """trec_eval's spelling (P_5, ndcg_cut_10, iprec_at_recall_0.50); a level of its own is
+        written as ir_measures does, since trec_eval has no per-measure level."""
+        if self.rel is not None:
+            return self.pretty_name
+        if self.k is not None:
+            return f"{self.family}_{self.k}"
+        if self.x is not None:
+            return f"{self.family}_{self.x:.2f}"
+        return self.family
+
+    @property
+    def pretty_name(self) -> str:
+        """ir_measures' spelling: nDCG@10, P(rel=2)@5, RecallAll@10, RR."""
+        base = self.info.pretty + (f"(rel={self.rel})" if self.rel is not None else "")
+        if self.k is not None:
+            return f"{base}@{self.k}"
+        if self.x is not None:
+            return f"{base}@{self.x:g}"
+        return base
+
+    def __str__(self) -> str:
+        return self.spelled or self.trec_name
+
+    def format(self, value: float) -> str:
+        """trec_eval's printing: counts as integers, everything else with 4 decimals."""
+        if self.integer:
+            return str(int(round(value)))
+        if value != value:
+            return "nan"
+        return f"{value:.4f}"
+
+
+def _cutoff(spec: str, text: str) -> int:
+    try:
+        k = float(text)
+    except ValueError:
+        raise MeasureError(f"measure {spec!r}: cutoff {text!r} is not a number") from None
+    if k <= 0:
+        raise MeasureError(f"measure {spec!r}: cutoffs must be positive")
+    return int(k)      # trec_eval truncates fractional cutoffs (23.4 -> 23)
+
+
+def _known() -> str:
+    return ", ".join(sorted({f.name + ("_k" if f.cutoff == "required" else "_x" if f.cutoff == "recall" else "")
+                             for f in FAMILIES.values()}) | {"nDCG@10", "P(rel=2)@5", "RecallAll@10", "Judged@10"})
+
+
+def parse_one(name: str) -> Measure:
+    """One measure name in either spelling (no trec_eval parameter lists; see ``parse``)."""
+    name = name.strip()
+    if name in FAMILIES and FAMILIES[name].cutoff == "none":
+        return Measure(name, spelled=name)
+    m = _IPREC_RE.match(name)
+    if m:
+        return Measure("iprec_at_recall", x=float(m.group("x")), spelled=name)
+    m = _TREC_RE.match(name)
+    if m and m.group("base") in FAMILIES and FAMILIES[m.group("base")].cutoff == "required":
+        k = int(m.group("k"))
+        if k <= 0:
+            raise MeasureError(f"measure {name!r}: cutoffs must be positive")
+        return Measure(m.group("base"), k=k, spelled=name)
+    m = _PRETTY_RE.match(name)
+    if m:
+        has_k = m.group("k") is not None
+        fam = _BY_PRETTY.get((m.group("base"), has_k))
+        if fam is not None:
+            rel = int(m.group("rel")) if m.group("rel") is not None else None
+            if rel is not None and fam.needs != "binary":
+                raise MeasureError(f"measure {name!r}: (rel=...) applies to binary measures only")
+            if fam.cutoff == "recall":
+                return Measure(fam.name, x=float(m.group("k")), rel=rel, spelled=name)
+            return Measure(fam.name, k=_cutoff(name, m.group("k")) if has_k else None, rel=rel, spelled=name)
+    raise MeasureError(f"unknown measure {name!r} (known: {_known()})")
+
+
+def _expand(spec: str) -> list[str]:
+    if spec in ("official", "all_trec", "trec"):
+        return list(TREC_DEFAULT)
+    if "." in spec and "@" not in spec and not _IPREC_RE.match(spec):
+        base, _, params = spec.partition(".")
+        names = []
+        for p in params.split(","):
+            p = p.strip()
+            if not p:
+                continue
+            if base == "iprec_at_recall":
+                names.append(f"iprec_at_recall_{float(p):.2f}")
+            else:
+                names.append(f"{base}_{_cutoff(spec, p)}")
+        return names
+    return [spec]
+
+
+def parse(specs: Iterable[str | Measure]) -> list[Measure]:
+    """Measures from names and trec_eval-style specs, in order, without repeats (a measure asked
+    for in both spellings is kept once, in its first spelling)."""
+    out: list[Measure] = []
+    for spec in specs:
+        items = [spec] if isinstance(spec, Measure) else [parse_one(n) for n in _expand(str(spec).strip())]
+        for m in items:
+            if m not in out:
+                out.append(m)
+    return out

@@ -1,0 +1,383 @@
+"""Retrieval metrics, exact to trec_eval, plus evidence-complete and sufficiency measures.
+
+Rankings follow the one canonical rule stated in lookalike.eval.ranking (score descending, ties
+by unit id descending, as trec_eval). Every measure is registered, with both its spellings, in
+lookalike.eval.measures; the per-query function of each family is in COMPUTE below.
+
+Measures (per query; names follow trec_eval / ir_measures, k is a cutoff):
+  trec_eval's:  num_ret, num_rel, num_rel_ret, map, gm_map (aggregate only), Rprec, bpref,
+                recip_rank, P_k, recall_k, success_k, ndcg, ndcg_cut_k, iprec_at_recall_x.
+                ``-l`` (level) decides which graded judgements count as relevant for the binary
+                measures; nDCG uses the grades as gains, as trec_eval does.
+  exponential gain (gdeval): ndcg_exp, ndcg_exp_cut_k — gain 2^rel - 1, discount log2(rank + 1).
+  lookalike's own:
+    recall_all_k   1 when every relevant unit of the query is in the top k, else 0 (VL-DocIR's
+                   RecallAll@k: evidence-complete retrieval); 0 for a query with no relevant unit.
+    ndcg_all_k     ndcg_cut_k when every relevant unit is in the top k, else 0 (NDCGAll@k).
+    top1           1 when the unit ranked first is relevant (the screenshot test's number).
+    sufficient_k, supporting_only_k, neither_k
+                   from three-way labels (grades in lookalike.trec.LABEL_GRADES): 1 when the top k
+                   holds a sufficient unit / a supporting unit and no sufficient one / neither.
+                   The three add up to 1 for every query and k.
+    judged_k       share of the top min(k, num_ret) units that carry any judgement (0 when nothing
+                   was retrieved): how much of a ranking the labels can speak for.
+
+Queries: as trec_eval, a query is evaluated when it is in both the qrels and the run. With
+complete=True (trec_eval -c) every qrels query is evaluated, a query missing from the run
+scoring as an empty ranking, so means are over all qrels queries. Run queries absent from the
+qrels are never scored; they are listed (Evaluation.run_only_queries). Queries whose qrels hold
+no relevant unit are evaluated (most measures 0, as in trec_eval) and listed too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from lookalike.eval import measures
+from lookalike.eval.ranking import Qrels, Run, rank  # noqa: F401 (re-exported)
+from lookalike.vocab import LABEL_GRADES
+
+# Every name a caller used to import from here stays importable.
+TREC_DEFAULT = measures.TREC_DEFAULT
+GM_FLOOR = 0.00001  # trec_eval's MIN_GEO_MEAN for gm_map
+MeasureError = measures.MeasureError
+
+
+def parse_measures(specs: Iterable[str]) -> list[str]:
+    """Measure names from names in either spelling and trec_eval-style specs, in order, without
+    repeats (see lookalike.eval.measures): ``P.5,10`` -> P_5, P_10; ``nDCG@10`` stays nDCG@10."""
+    return [str(m) for m in measures.parse(specs)]
+
+
+# ----------------------------------------------------------------------------- evaluation
+
+@dataclass
+class Evaluation:
+    """Per-query values of one run, with the bookkeeping trec_eval prints or hides.
+
+    per_query: frame indexed by query_id (sorted), one float64 column per measure.
+    """
+
+    per_query: pd.DataFrame
+    measures: list[str]
+    run_name: str = "run"
+    complete: bool = False
+    run_only_queries: list[str] = field(default_factory=list)
+    missing_from_run: list[str] = field(default_factory=list)
+    no_relevant_queries: list[str] = field(default_factory=list)
+
+    def mean(self) -> pd.Series:
+        """Micro aggregate over the evaluated queries (trec_eval's 'all' line); counts are summed."""
+        return aggregate_values(self.per_query, self.measures)
+
+    def by_group(self, groups: Mapping[str, str] | pd.Series, name: str = "group") -> pd.DataFrame:
+        return aggregate(self.per_query, groups, self.measures, name=name)
+
+
+def aggregate_values(per_query: pd.DataFrame, names: Sequence[str]) -> pd.Series:
+    """Each measure's aggregate over the queries of per_query, by the measure's own rule: mean,
+    sum (counts), geometric mean with trec_eval's floor (gm_map), or the number of queries."""
+    out = {}
+    for name in names:
+        how = measures.parse_one(name).aggregation
+        if how == "count":
+            out[name] = float(len(per_query))
+        elif how == "sum":
+            out[name] = float(per_query[name].sum())
+        elif how == "gmean":
+            # per-query gm_map holds the query's AP; the aggregate is trec_eval's geometric mean
+            out[name] = (float(np.exp(np.mean(np.log(np.maximum(per_query[name], GM_FLOOR)))))
+                         if len(per_query) else 0.0)
+        else:
+            out[name] = float(per_query[name].mean()) if len(per_query) else 0.0
+    return pd.Series(out, dtype="float64")
+
+
+def aggregate(per_query: pd.DataFrame, groups: Mapping[str, str] | pd.Series, measures: Sequence[str],
+              name: str = "group") -> pd.DataFrame:
+    """Micro (over queries) and macro (over groups, equal weight per group) aggregates.
+
+    Returns a long frame: aggregate (micro | macro | group), group, measure, value, n (queries in the
+    group; for macro, the number of groups). Queries without a group are an error.
+    """
+    g = pd.Series(groups) if not isinstance(groups, pd.Series) else groups
+    g = g.reindex(per_query.index)
+    if g.isna().any():
+        missing = list(per_query.index[g.isna().to_numpy()][:5])
+        raise ValueError(f"{name}: no group for queries {missing}{' ...' if g.isna().sum() > 5 else ''}")
+    rows = []
+    micro = aggregate_values(per_query, measures)
+    for m in measures:
+        rows.append(("micro", "", m, micro[m], len(per_query)))
+    group_means = {}
+    for key, part in per_query.groupby(g.to_numpy(), sort=True):
+        vals = aggregate_values(part, measures)
+        group_means[key] = vals
+        for m in measures:
+            rows.append(("group", str(key), m, vals[m], len(part)))
+    for m in measures:
+        rows.append(("macro", "", m, float(np.mean([v[m] for v in group_means.values()])), len(group_means)))
+    return pd.DataFrame(rows, columns=["aggregate", name, "measure", "value", "n"])
+
+
+def evaluate(qrels, run, names: Sequence[str] | None = None, *, level: int = 1, complete: bool = False,
+             max_docs: int | None = None, grades: Mapping[str, int] | None = None) -> Evaluation:
+    """Evaluate one run against qrels; returns per-query values (see the module docstring).
+
+    qrels: Qrels, long frame (relevance or three-way label column) or dict. run: Run, long frame or
+    dict. level: the smallest grade that counts as relevant for binary measures (trec_eval -l).
+    complete: evaluate every qrels query (trec_eval -c). max_docs: use only the top max_docs of
+    each ranking (trec_eval -M). grades: label -> grade for the sufficiency measures.
+    """
+    wanted = measures.parse(names or TREC_DEFAULT)
+    Q = qrels if isinstance(qrels, Qrels) else Qrels(qrels, grades=grades)
+    R = run if isinstance(run, Run) else Run(run)
+    grades = dict(LABEL_GRADES if grades is None else grades)
+
+    in_run = pd.Index(R.query_ids, dtype=object)
+    qrels_q = pd.Index(Q.query_ids, dtype=object)
+    run_only = sorted(set(R.query_ids) - set(Q.query_ids))
+    missing = sorted(set(Q.query_ids) - set(R.query_ids))
+    eval_q = Q.query_ids if complete else np.asarray(sorted(set(Q.query_ids) & set(R.query_ids)), dtype=object)
+    nq = len(eval_q)
+    q_in_qrels = qrels_q.get_indexer(eval_q)
+    q_in_run = in_run.get_indexer(eval_q)                    # -1: empty ranking
+
+    # Judgements of the evaluated queries, with each one's rank in the run (0: not retrieved).
+    lengths_q = np.diff(Q.offsets)[q_in_qrels]
+    starts_q = Q.offsets[:-1][q_in_qrels]
+    idx = np.repeat(starts_q - np.concatenate([[0], np.cumsum(lengths_q)[:-1]]), lengths_q) + np.arange(lengths_q.sum())
+    qi = np.repeat(np.arange(nq, dtype=np.int64), lengths_q)
+    rel = Q.relevance[idx]
+    run_lengths = np.zeros(nq, dtype=np.int64)
+    has_run = q_in_run >= 0
+    run_lengths[has_run] = np.diff(R.offsets)[q_in_run[has_run]]
+    num_ret = run_lengths if max_docs is None else np.minimum(run_lengths, max_docs)
+    rank_of = np.zeros(len(idx), dtype=np.int64)
+    if len(idx) and len(R):
+        # Match judgements to run entries on (query, unit) keys in the run's code space: the
+        # judgements (usually far fewer than run entries) are hashed, the run's keys probe them.
+        ucode = R.vocab_index.get_indexer(pd.Index(Q.unit_ids[idx], dtype=object))
+        rq = q_in_run[qi]
+        ok = (ucode >= 0) & (rq >= 0)
+        width = np.int64(max(len(R.vocab), 1))
+        judged_keys = pd.Index(rq[ok] * width + ucode[ok])
+        hit = judged_keys.get_indexer(R._qcode * width + R.unit_codes)
+        pos = np.flatnonzero(hit >= 0)
+        r = np.zeros(int(ok.sum()), dtype=np.int64)
+        r[hit[pos]] = pos - R.offsets[R._qcode[pos]] + 1
+        rank_of[np.flatnonzero(ok)] = r
+    retrieved = (rank_of > 0) & (rank_of <= num_ret[qi])
+    rank_of = np.where(retrieved, rank_of, 0)
+
+    relevant = rel >= level
+    judged = rel >= 0
+    num_rel = np.bincount(qi, weights=relevant, minlength=nq)
+    rel_ret = relevant & retrieved
+    num_rel_ret = np.bincount(qi, weights=rel_ret, minlength=nq)
+    ctx = _Context(qi=qi, rel=rel, rank=rank_of, retrieved=retrieved, relevant=relevant, judged=judged, nq=nq,
+                   num_rel=num_rel, num_ret=num_ret.astype(np.float64), num_rel_ret=num_rel_ret, level=level,
+                   grades=grades)
+    columns = {str(m): ctx.value(m) for m in wanted}
+    per_query = pd.DataFrame(columns, index=pd.Index(eval_q, name="query_id", dtype=object), dtype="float64")
+    no_rel = [str(q) for q, n in zip(eval_q, num_rel) if n == 0]
+    return Evaluation(per_query=per_query, measures=list(columns), run_name=R.name, complete=complete,
+                      run_only_queries=run_only, missing_from_run=missing, no_relevant_queries=no_rel)
+
+
+def _log2_discount(ranks: np.ndarray) -> np.ndarray:
+    return 1.0 / np.log2(ranks.astype(np.float64) + 1.0)
+
+
+@dataclass
+class _Context:
+    qi: np.ndarray
+    rel: np.ndarray
+    rank: np.ndarray
+    retrieved: np.ndarray
+    relevant: np.ndarray
+    judged: np.ndarray
+    nq: int
+    num_rel: np.ndarray
+    num_ret: np.ndarray
+    num_rel_ret: np.ndarray
+    level: int
+    grades: dict
+
+    def _count(self, mask: np.ndarray) -> np.ndarray:
+        return np.bincount(self.qi, weights=mask, minlength=self.nq)
+
+    def _safe_div(self, num: np.ndarray, den: np.ndarray) -> np.ndarray:
+        out = np.zeros(self.nq)
+        np.divide(num, den, out=out, where=den > 0)
+        return out
+
+    def _top(self, k: int) -> np.ndarray:
+        return self.retrieved & (self.rank <= k)
+
+    def value(self, m: measures.Measure) -> np.ndarray:
+        """Per-query values of one measure; a measure with a level of its own (P(rel=2)@5) is
+        computed on the judgements at that level."""
+        ctx = self if m.rel is None or m.rel == self.level else self.at_level(m.rel)
+        return COMPUTE[m.family](ctx, m)
+
+    def at_level(self, level: int) -> "_Context":
+        relevant = self.rel >= level
+        return _Context(qi=self.qi, rel=self.rel, rank=self.rank, retrieved=self.retrieved, relevant=relevant,
+                        judged=self.judged, nq=self.nq, num_rel=np.bincount(self.qi, weights=relevant, minlength=self.nq),
+                        num_ret=self.num_ret, num_rel_ret=np.bincount(self.qi, weights=relevant & self.retrieved,
+                                                                      minlength=self.nq),
+                        level=level, grades=self.grades)
+
+    def _recip_rank(self) -> np.ndarray:
+        best = np.full(self.nq, np.inf)
+        m = self.relevant & self.retrieved
+        np.minimum.at(best, self.qi[m], self.rank[m])
+        return np.where(np.isfinite(best), 1.0 / best, 0.0)
+
+    def _rprec(self) -> np.ndarray:
+        in_r = self.relevant & self.retrieved & (self.rank <= self.num_rel[self.qi])
+        return self._safe_div(self._count(in_r), self.num_rel)
+
+    def _three_way(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        suff_grade, supp_grade = self.grades["sufficient"], self.grades["supporting"]
+        top = self._top(k)
+        has_suff = self._count(top & (self.rel >= suff_grade)) > 0
+        has_supp = self._count(top & (self.rel >= supp_grade) & (self.rel < suff_grade)) > 0
+        return has_suff, has_supp
+
+    def _all_in_top(self, k: int) -> np.ndarray:
+        return (self.num_rel > 0) & (self._count(self.relevant & self._top(k)) == self.num_rel)
+
+    def _sorted_hits(self, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Query index and rank of the masked judgements, ordered by (query, rank)."""
+        q, r = self.qi[mask], self.rank[mask]
+        order = np.lexsort((r, q))
+        return q[order], r[order]
+
+    def _ordinal(self, q: np.ndarray) -> np.ndarray:
+        """1-based position of each entry within its query (entries grouped by query)."""
+        if len(q) == 0:
+            return np.zeros(0, dtype=np.int64)
+        starts = np.flatnonzero(np.concatenate([[True], q[1:] != q[:-1]]))
+        first = np.repeat(starts, np.diff(np.concatenate([starts, [len(q)]])))
+        return np.arange(len(q)) - first + 1
+
+    def _map(self) -> np.ndarray:
+        q, r = self._sorted_hits(self.relevant & self.retrieved)
+        prec = self._ordinal(q) / r
+        return self._safe_div(np.bincount(q, weights=prec, minlength=self.nq), self.num_rel)
+
+    def _bpref(self) -> np.ndarray:
+        # trec_eval m_bpref.c: for each judged relevant retrieved unit, 1 - min(nonrel above, R) /
+        # min(N, R), where N counts the judged non-relevant units of the query; summed, over R.
+        mask = self.judged & self.retrieved
+        q, r = self.qi[mask], self.rank[mask]
+        rel = self.rel[mask]
+        order = np.lexsort((r, q))
+        q, rel = q[order], rel[order]
+        nonrel = (rel < self.level).astype(np.int64)
+        csum = np.cumsum(nonrel)
+        starts = np.flatnonzero(np.concatenate([[True], q[1:] != q[:-1]])) if len(q) else np.zeros(0, dtype=np.int64)
+        base = np.repeat(csum[starts] - nonrel[starts], np.diff(np.concatenate([starts, [len(q)]]))) if len(q) else csum
+        above = csum - base - nonrel
+        is_rel = nonrel == 0
+        num_nonrel = np.bincount(self.qi, weights=self.judged & ~self.relevant, minlength=self.nq)
+        R = self.num_rel[q[is_rel]]
+        N = num_nonrel[q[is_rel]]
+        a = above[is_rel].astype(np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            term = np.where(a > 0, 1.0 - np.minimum(a, R) / np.minimum(N, R), 1.0)
+        return self._safe_div(np.bincount(q[is_rel], weights=term, minlength=self.nq), self.num_rel)
+
+    def _iprec(self, x: float) -> np.ndarray:
+        # trec_eval m_iprec_at_recall.c: the cutoff is round(x * R) relevant units; the value is the
+        # best precision at or after the cutoff-th relevant retrieved unit (0 past num_rel_ret).
+        q, r = self._sorted_hits(self.relevant & self.retrieved)
+        ordinal = self._ordinal(q)
+        prec = ordinal / r
+        # suffix maximum of precision within each query
+        best = pd.Series(prec[::-1]).groupby(q[::-1]).cummax().to_numpy()[::-1] if len(q) else prec
+        cut = np.floor(x * self.num_rel + 0.5).astype(np.int64)
+        out = np.zeros(self.nq)
+        # value for cut >= 1: best at the cut-th relevant retrieved unit, when it exists
+        hit = cut[q] == ordinal
+        out[q[hit]] = best[hit]
+        # cut == 0: best over all relevant retrieved units (the first one's suffix maximum)
+        zero = (cut == 0) & (self.num_rel_ret > 0)
+        first = ordinal == 1
+        firsts = np.zeros(self.nq)
+        firsts[q[first]] = best[first]
+        out[zero] = firsts[zero]
+        return out
+
+    def _ndcg(self, k: int | None, exponential: bool) -> np.ndarray:
+        gain_of = (lambda g: np.exp2(g) - 1.0) if exponential else (lambda g: g.astype(np.float64))
+        hit = self.retrieved & (self.rel > 0)
+        if k is not None:
+            hit &= self.rank <= k
+        dcg = np.bincount(self.qi[hit], weights=gain_of(self.rel[hit]) * _log2_discount(self.rank[hit]),
+                          minlength=self.nq)
+        # ideal: the query's positive grades in descending order, at ranks 1, 2, ...
+        pos = self.rel > 0
+        q, g = self.qi[pos], self.rel[pos]
+        order = np.lexsort((-g, q))
+        q, g = q[order], g[order]
+        ideal_rank = self._ordinal(q)
+        keep = ideal_rank <= k if k is not None else np.ones(len(q), dtype=bool)
+        idcg = np.bincount(q[keep], weights=gain_of(g[keep]) * _log2_discount(ideal_rank[keep]), minlength=self.nq)
+        return self._safe_div(dcg, idcg)
+
+
+# One per-query function per measure family (lookalike.eval.measures names them all).
+COMPUTE = {
+    "num_q": lambda c, m: np.ones(c.nq),
+    "num_ret": lambda c, m: c.num_ret,
+    "num_rel": lambda c, m: c.num_rel,
+    "num_rel_ret": lambda c, m: c.num_rel_ret,
+    "map": lambda c, m: c._map(),
+    "gm_map": lambda c, m: c._map(),          # per query the AP; aggregate_values takes the geometric mean
+    "Rprec": lambda c, m: c._rprec(),
+    "bpref": lambda c, m: c._bpref(),
+    "recip_rank": lambda c, m: c._recip_rank(),
+    "top1": lambda c, m: c._count(c.relevant & c._top(1)),
+    "ndcg": lambda c, m: c._ndcg(None, exponential=False),
+    "ndcg_exp": lambda c, m: c._ndcg(None, exponential=True),
+    "iprec_at_recall": lambda c, m: c._iprec(m.x),
+    "P": lambda c, m: c._count(c.relevant & c._top(m.k)) / m.k,
+    "recall": lambda c, m: c._safe_div(c._count(c.relevant & c._top(m.k)), c.num_rel),
+    "success": lambda c, m: (c._count(c.relevant & c._top(m.k)) > 0).astype(np.float64),
+    "ndcg_cut": lambda c, m: c._ndcg(m.k, exponential=False),
+    "ndcg_exp_cut": lambda c, m: c._ndcg(m.k, exponential=True),
+    "recall_all": lambda c, m: c._all_in_top(m.k).astype(np.float64),
+    "ndcg_all": lambda c, m: np.where(c._all_in_top(m.k), c._ndcg(m.k, exponential=False), 0.0),
+    "sufficient": lambda c, m: c._three_way(m.k)[0].astype(np.float64),
+    "supporting_only": lambda c, m: (lambda s, p: (~s & p).astype(np.float64))(*c._three_way(m.k)),
+    "neither": lambda c, m: (lambda s, p: (~s & ~p).astype(np.float64))(*c._three_way(m.k)),
+    # the one judged@k: judged units in the top min(k, num_ret); 0 when nothing was retrieved
+    "judged": lambda c, m: c._safe_div(c._count(c.judged & c._top(m.k)), np.minimum(c.num_ret, m.k)),
+}
+assert set(COMPUTE) == set(measures.FAMILIES), "every registered measure family needs its function"
+
+
+def evaluate_many(qrels, runs: Mapping[str, object], measures: Sequence[str] | None = None, **kwargs) -> pd.DataFrame:
+    """Per-query values of several runs on the same qrels: long frame system, query_id, measure, value."""
+    Q = qrels if isinstance(qrels, Qrels) else Qrels(qrels, grades=kwargs.get("grades"))
+    frames = []
+    for name, run in runs.items():
+        ev = evaluate(Q, run, measures, **kwargs)
+        long = ev.per_query[ev.measures].reset_index().melt(
+            id_vars="query_id", var_name="measure", value_name="value")
+        long.insert(0, "system", name)
+        frames.append(long)
+    out = pd.concat(frames, ignore_index=True)
+    return out.sort_values(["system", "measure", "query_id"], kind="mergesort").reset_index(drop=True)
+
+
+def format_value(measure: str, value: float) -> str:
+    """trec_eval's printing: counts as integers, everything else with 4 decimals."""
+    return measures.parse_one(measure).format(value)

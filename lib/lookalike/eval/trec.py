@@ -1,0 +1,209 @@
+"""TREC qrels and runs: read, write, and convert between long frames and dicts.
+
+qrels file lines: ``query_id iteration unit_id relevance`` (iteration ignored, relevance an integer)
+run file lines:   ``query_id Q0 unit_id rank score tag`` (rank ignored: rankings are recomputed
+                  canonically from scores, as trec_eval does)
+Lines whose first non-blank character is ``#`` are comments, as in trec_eval; a ``#`` inside an id
+is part of the id. Fields after the 4th (qrels) or 6th (run) are ignored, as trec_eval ignores them. Long frames: qrels ``query_id, unit_id, relevance`` (int64); runs
+``query_id, unit_id, score`` (float64). Dicts: ``qrels[qid][uid] -> int``, ``run[qid][uid] -> float``.
+
+Three-way labels map to graded relevance by LABEL_GRADES (overridable everywhere it is used):
+sufficient -> 2, supporting -> 1, irrelevant -> 0.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Iterable, Mapping
+
+import pandas as pd
+
+from lookalike.vocab import LABEL_GRADES, LABELS  # noqa: F401 (re-exported)
+
+
+class TrecFormatError(ValueError):
+    """A qrels or run file (or frame) breaks the format; the message names the file and line."""
+
+
+def _lines(path: Path) -> Iterable[tuple[int, list[str]]]:
+    path = Path(path)
+    if not path.is_file():
+        raise TrecFormatError(f"{path}: file not found")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise TrecFormatError(f"{path}: not UTF-8 (byte {exc.start}); ids are compared as UTF-8 text") from exc
+    any_line = False
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        any_line = True
+        yield number, stripped.split()
+    if not any_line:
+        raise TrecFormatError(f"{path}: empty file (no qrels or run lines)")
+
+
+def read_qrels(path: Path | str) -> pd.DataFrame:
+    """TREC qrels file -> long frame (query_id, unit_id, relevance), file order kept.
+
+    Errors name the file and line: a line without 4 fields, a non-integer relevance, or a unit
+    judged twice for one query (trec_eval refuses that too).
+    """
+    path = Path(path)
+    qids, uids, rels, seen = [], [], [], {}
+    for number, fields in _lines(path):
+        if len(fields) < 4:
+            raise TrecFormatError(f"{path}:{number}: expected 4 fields 'query_id iteration unit_id relevance', "
+                                  f"got {len(fields)}")
+        qid, _, uid, rel = fields[:4]
+        try:
+            value = int(rel)
+        except ValueError:
+            raise TrecFormatError(f"{path}:{number}: relevance {rel!r} is not an integer") from None
+        key = (qid, uid)
+        if key in seen:
+            raise TrecFormatError(f"{path}:{number}: unit {uid!r} judged twice for query {qid!r} "
+                                  f"(first on line {seen[key]})")
+        seen[key] = number
+        qids.append(qid)
+        uids.append(uid)
+        rels.append(value)
+    return pd.DataFrame({"query_id": pd.array(qids, dtype=object), "unit_id": pd.array(uids, dtype=object),
+                         "relevance": pd.array(rels, dtype="int64")})
+
+
+def read_run(path: Path | str) -> tuple[pd.DataFrame, str]:
+    """TREC run file -> (long frame (query_id, unit_id, score), tag).
+
+    Errors name the file and line: a line without 6 fields, a score that is not a finite number,
+    or a unit listed twice for one query (trec_eval refuses it too).
+    """
+    path = Path(path)
+    qids, uids, scores, seen = [], [], [], {}
+    tag = ""
+    for number, fields in _lines(path):
+        if len(fields) < 6:
+            raise TrecFormatError(f"{path}:{number}: expected 6 fields 'query_id Q0 unit_id rank score tag', "
+                                  f"got {len(fields)}")
+        qid, _, uid, _, score, tag = fields[:6]
+        try:
+            value = float(score)
+        except ValueError:
+            raise TrecFormatError(f"{path}:{number}: score {score!r} is not a number") from None
+        if not math.isfinite(value):
+            raise TrecFormatError(f"{path}:{number}: score {score!r} is not finite")
+        key = (qid, uid)
+        if key in seen:
+            raise TrecFormatError(f"{path}:{number}: unit {uid!r} listed twice for query {qid!r} "
+                                  f"(first on line {seen[key]})")
+        seen[key] = number
+        qids.append(qid)
+        uids.append(uid)
+        scores.append(value)
+    frame = pd.DataFrame({"query_id": pd.array(qids, dtype=object), "unit_id": pd.array(uids, dtype=object),
+                          "score": pd.array(scores, dtype="float64")})
+    return frame, tag
+
+
+def write_qrels(qrels, path: Path | str) -> Path:
+    """Write qrels (frame or dict) as TREC lines, sorted by query_id then unit_id."""
+    df = qrels_frame(qrels).sort_values(["query_id", "unit_id"], kind="mergesort")
+    path = Path(path)
+    with path.open("w", encoding="utf-8", newline="\n") as fh:
+        for q, u, r in zip(df["query_id"], df["unit_id"], df["relevance"]):
+            fh.write(f"{q} 0 {u} {int(r)}\n")
+    return path
+
+
+def _check_ids(df: pd.DataFrame, what: str) -> None:
+    for col in ("query_id", "unit_id"):
+        if col not in df.columns:
+            raise TrecFormatError(f"{what}: column {col!r} is missing (columns: {', '.join(map(str, df.columns))})")
+        bad = df[col].isna() | (df[col].astype(str).str.len() == 0)
+        if bad.any():
+            raise TrecFormatError(f"{what}: row {int(bad.to_numpy().argmax())} has an empty {col}")
+
+
+def qrels_frame(qrels, what: str = "qrels", grades: Mapping[str, int] | None = None) -> pd.DataFrame:
+    """Qrels from a dict, a long frame (relevance, or a three-way label column) -> long frame.
+
+    A frame with a ``label`` column and no ``relevance`` is mapped with grades (default LABEL_GRADES);
+    an unknown label or a non-integer relevance is an error naming the row.
+    """
+    if isinstance(qrels, Mapping):
+        rows = [(q, u, r) for q, units in qrels.items() for u, r in units.items()]
+        df = pd.DataFrame(rows, columns=["query_id", "unit_id", "relevance"])
+    else:
+        df = qrels.copy()
+    if "relevance" not in df.columns and "label" in df.columns:
+        df["relevance"] = labels_to_relevance(df["label"], grades, what)
+    _check_ids(df, what)
+    if "relevance" not in df.columns:
+        raise TrecFormatError(f"{what}: needs a 'relevance' or 'label' column")
+    rel = pd.to_numeric(df["relevance"], errors="coerce")
+    bad = rel.isna() | (rel != rel.round())
+    if bad.any():
+        i = int(bad.to_numpy().argmax())
+        raise TrecFormatError(f"{what}: row {i} relevance {df['relevance'].iloc[i]!r} is not an integer")
+    out = pd.DataFrame({"query_id": df["query_id"].astype(str).astype(object),
+                        "unit_id": df["unit_id"].astype(str).astype(object),
+                        "relevance": rel.astype("int64")})
+    dup = out.duplicated(["query_id", "unit_id"])
+    if dup.any():
+        i = int(dup.to_numpy().argmax())
+        raise TrecFormatError(f"{what}: row {i} judges unit {out['unit_id'].iloc[i]!r} a second time for query "
+                              f"{out['query_id'].iloc[i]!r}")
+    return out.reset_index(drop=True)
+
+
+def run_frame(run, what: str = "run") -> pd.DataFrame:
+    """Run from a dict or a long frame -> long frame (query_id, unit_id, score); checks ids and scores."""
+    if isinstance(run, Mapping):
+        rows = [(q, u, s) for q, units in run.items() for u, s in units.items()]
+        df = pd.DataFrame(rows, columns=["query_id", "unit_id", "score"])
+    else:
+        df = run
+    _check_ids(df, what)
+    if "score" not in df.columns:
+        raise TrecFormatError(f"{what}: column 'score' is missing")
+    score = pd.to_numeric(df["score"], errors="coerce").astype("float64")
+    bad = ~pd.Series(score).map(math.isfinite).astype(bool) if len(score) else pd.Series([], dtype=bool)
+    if bad.any():
+        i = int(bad.to_numpy().argmax())
+        raise TrecFormatError(f"{what}: row {i} score {df['score'].iloc[i]!r} is not a finite number")
+    out = pd.DataFrame({"query_id": df["query_id"].astype(str).astype(object).to_numpy(),
+                        "unit_id": df["unit_id"].astype(str).astype(object).to_numpy(),
+                        "score": score.to_numpy()})
+    dup = out.duplicated(["query_id", "unit_id"])
+    if dup.any():
+        i = int(dup.to_numpy().argmax())
+        raise TrecFormatError(f"{what}: row {i} lists unit {out['unit_id'].iloc[i]!r} twice for query "
+                              f"{out['query_id'].iloc[i]!r}")
+    return out
+
+
+def _nest(df: pd.DataFrame, column: str, cast) -> dict:
+    out: dict = {}
+    for q, u, v in zip(df["query_id"], df["unit_id"], df[column]):
+        out.setdefault(q, {})[u] = cast(v)
+    return out
+
+
+def qrels_dict(qrels) -> dict[str, dict[str, int]]:
+    return _nest(qrels_frame(qrels), "relevance", int)
+
+
+def run_dict(run) -> dict[str, dict[str, float]]:
+    return _nest(run_frame(run), "score", float)
+
+
+def labels_to_relevance(labels: pd.Series, grades: Mapping[str, int] | None = None, what: str = "labels") -> pd.Series:
+    """Map three-way labels to graded relevance (default LABEL_GRADES); unknown labels are an error."""
+    grades = dict(LABEL_GRADES if grades is None else grades)
+    mapped = labels.map(grades)
+    if mapped.isna().any():
+        i = int(mapped.isna().to_numpy().argmax())
+        raise TrecFormatError(f"{what}: row {i} label {labels.iloc[i]!r} is not one of {sorted(grades)}")
+    return mapped.astype("int64")

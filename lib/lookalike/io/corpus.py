@@ -1,0 +1,114 @@
+"""Loading a run's corpus: the built-in demo, a manifest, or a folder of PDFs / images / BEIR / ViDoRe.
+
+Manifest format (bring-your-own corpus, CSV or parquet), one row per unit:
+  required  image_path (relative to the corpus root; may not leave it), and either unit_id or
+            doc_id + page (1-based)
+  optional  template_id, entity, metric, period, revision (integer, default 1),
+            content_type (one of CONTENT_TYPES), entity_kind, filename, alt_text, caption
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+from PIL import Image
+
+from lookalike.data import demo
+from lookalike.data.schema import CONTENT_TYPES, UNIT_COLUMNS, Corpus, CorpusError, read_table
+from lookalike.io import ingest
+
+
+def read_manifest(path: Path | str, root: Path | str | None = None, strict: bool = False) -> Corpus:
+    """Units from a manifest CSV/parquet; bad rows are skipped and listed (or raise when strict).
+
+    Each problem names the manifest, the 1-based data row (header is row 0), the unit id and what
+    was expected. Image paths are resolved against root (default: the manifest's folder) and may
+    not escape it.
+    """
+    path = Path(path)
+    root = Path(root) if root else path.parent
+    raw = read_table(path).fillna("")
+    raw.columns = [str(c).strip() for c in raw.columns]
+    if "image_path" not in raw.columns:
+        raise CorpusError(f"{path}: required column 'image_path' is missing (columns: {', '.join(raw.columns)})")
+    if "unit_id" not in raw.columns and not {"doc_id", "page"} <= set(raw.columns):
+        raise CorpusError(f"{path}: needs a 'unit_id' column or both 'doc_id' and 'page'")
+    root_resolved = root.resolve()
+    rows, skipped, seen = [], [], {}
+    for i, rec in enumerate(raw.to_dict("records"), start=1):
+        rec = {k: (str(v).strip() if v is not None else "") for k, v in rec.items()}
+        uid = rec.get("unit_id", "")
+        doc_id, page = rec.get("doc_id", ""), rec.get("page", "")
+        if not uid and doc_id and page:
+            uid = f"{doc_id}:{page}"
+        if uid and not doc_id:
+            doc_id, _, page = uid.rpartition(":") if ":" in uid else (uid, "", "1")
+        problem = None
+        if not uid:
+            problem = "empty unit_id (expected 'doc_id:page' or doc_id and page columns)"
+        elif not str(page).isdigit() or int(page) < 1:
+            problem = f"page {page!r} is not a 1-based page number"
+        elif uid in seen:
+            problem = f"duplicate unit_id (first seen on row {seen[uid]})"
+        elif rec.get("content_type") and rec["content_type"] not in CONTENT_TYPES:
+            problem = f"unknown content_type {rec['content_type']!r} (expected one of {', '.join(CONTENT_TYPES)})"
+        elif rec.get("revision") and not rec["revision"].isdigit():
+            problem = f"revision {rec['revision']!r} is not a positive integer"
+        else:
+            img = (root / rec["image_path"]).resolve()
+            if not rec["image_path"]:
+                problem = "empty image_path"
+            elif not img.is_relative_to(root_resolved):
+                problem = f"image_path {rec['image_path']!r} leaves the corpus root {root}"
+            elif not img.is_file():
+                problem = f"image {rec['image_path']!r} not found under {root}"
+            else:
+                try:
+                    with Image.open(img) as im:
+                        im.verify()
+                except Exception as exc:
+                    problem = f"image {rec['image_path']!r} is not a readable image ({type(exc).__name__})"
+        if problem:
+            msg = f"{path}: row {i} (unit_id {uid!r}): {problem}"
+            if strict:
+                raise CorpusError(msg)
+            skipped.append(dict(source=str(path), row=i, unit_id=uid, problem=problem))
+            continue
+        seen[uid] = i
+        row = {c: rec.get(c, "") for c in UNIT_COLUMNS}
+        row.update(unit_id=uid, doc_id=doc_id, page=int(page), image_path=str((root / rec["image_path"]).resolve()),
+                   revision=int(rec.get("revision") or 1))
+        rows.append(row)
+    units = pd.DataFrame(rows, columns=UNIT_COLUMNS)
+    units = units.astype({"page": "int64", "revision": "int64"})
+    return Corpus(units=units, skipped=pd.DataFrame(skipped, columns=["source", "row", "unit_id", "problem"]))
+
+
+def load(source: str, seed: int, out_dir: Path | str, demo_size: str = "ci", manifest: str = "",
+         root: str = "", strict: bool = False, dpi: int = 110, pages: str = "", max_pages: int = 0,
+         name_pattern: str = "", max_pixels: int = 40_000_000) -> Corpus:
+    """The run's corpus: the built-in demo rendered into out_dir, a manifest (see the module
+    docstring), a folder of PDFs rendered into out_dir, or a folder of images (lookalike.ingest)."""
+    if source == "demo":
+        return demo.generate(demo_size, seed, out_dir)
+    if source == "manifest":
+        if not manifest:
+            raise CorpusError("corpus.source is manifest but corpus.manifest is empty; give the manifest's path")
+        return read_manifest(Path(manifest), Path(root) if root else None, strict=strict)
+    if source in ("pdf", "images", "beir", "vidore"):
+        if not root:
+            raise CorpusError(f"corpus.source is {source} but corpus.root is empty; give the folder (or file)")
+        if source == "pdf":
+            loaded = ingest.pdf_folder(root, out_dir, dpi=dpi, pages=pages, max_pages=max_pages, name_pattern=name_pattern)
+        elif source == "beir":
+            loaded = ingest.beir_folder(root, out_dir, max_pixels=max_pixels)
+        elif source == "vidore":
+            loaded = ingest.vidore_parquet(root, out_dir, max_pixels=max_pixels)
+        else:
+            loaded = ingest.image_folder(root, name_pattern=name_pattern, max_pixels=max_pixels)
+        if manifest:                                     # metadata for the rendered / found units
+            loaded.units, extra = ingest.apply_metadata(loaded.units, manifest)
+            loaded.skipped = pd.concat([loaded.skipped, extra], ignore_index=True)
+        return loaded
+    raise CorpusError(f"corpus.source must be 'demo', 'manifest', 'pdf', 'images', 'beir' or 'vidore', got {source!r}")

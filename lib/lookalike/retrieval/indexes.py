@@ -1,0 +1,334 @@
+"""Retrieval: exact indexes, MaxSim late interaction, BM25, fusion, document-context scoring.
+
+Every search returns a run as a long frame (query_id, unit_id, score) in the canonical order of
+lookalike.metrics (score descending, ties by unit id descending), cut at k.
+
+The provenance guard: an index is built for a set of accepted provenances (an image index accepts
+``pixels`` only) and refuses vectors of any other, so caption text cannot enter a pixels index by
+accident. The only way past it is ``allow_foreign_provenance=True``, which the leak ablation's
+fault injection uses on purpose and which is recorded on the index.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from lookalike.eval.metrics import rank
+from lookalike.retrieval.encoders.base import Vectors
+
+
+class ProvenanceError(ValueError):
+    """Vectors of a provenance the index does not accept."""
+
+
+def _check(vectors: Vectors, accepts: Sequence[str], allow_foreign: bool, index: str) -> None:
+    if vectors.provenance not in accepts and not allow_foreign:
+        raise ProvenanceError(f"{index} index accepts {list(accepts)} vectors only; got {vectors.provenance!r} "
+                              f"vectors from encoder {vectors.encoder_id!r}")
+
+
+def _run_frame(query_ids, unit_ids, scores, idx, k) -> pd.DataFrame:
+    nq = len(query_ids)
+    if nq == 0 or idx.size == 0:
+        return pd.DataFrame({"query_id": pd.Series([], dtype=object), "unit_id": pd.Series([], dtype=object),
+                             "score": pd.Series([], dtype=np.float64)})
+    frame = pd.DataFrame({"query_id": np.repeat(np.asarray(query_ids, dtype=object), idx.shape[1]),
+                          "unit_id": np.asarray(unit_ids, dtype=object)[idx.ravel()],
+                          "score": scores.ravel().astype(np.float64)})
+    frame = frame[idx.ravel() >= 0] if (idx < 0).any() else frame
+    ranked = rank(frame)
+    keep = ranked["rank"] <= k
+    return ranked.loc[keep, ["query_id", "unit_id", "score"]].reset_index(drop=True)
+
+
+class DenseIndex:
+    """Exact inner-product search over single vectors (faiss IndexFlatIP)."""
+
+    def __init__(self, accepts: Sequence[str] = ("pixels",), name: str = "dense", allow_foreign_provenance: bool = False):
+        self.accepts = tuple(accepts)
+        self.name = name
+        self.allow_foreign_provenance = allow_foreign_provenance
+        self.unit_ids: list[str] = []
+        self.encoder_id = ""
+        self._index = None
+
+    def add(self, vectors: Vectors) -> "DenseIndex":
+        import faiss
+
+        _check(vectors, self.accepts, self.allow_foreign_provenance, self.name)
+        if vectors.kind != "single":
+            raise ValueError(f"{self.name}: DenseIndex takes single vectors; use MultiVectorIndex for {vectors.kind}")
+        data = np.ascontiguousarray(vectors.data, dtype=np.float32)
+        if self._index is None:
+            self._index = faiss.IndexFlatIP(data.shape[1])
+        self._index.add(data)
+        self.unit_ids.extend(vectors.ids)
+        self.encoder_id = vectors.encoder_id
+        return self
+
+    def scores(self, queries: Vectors) -> np.ndarray:
+        """Dense (n_queries, n_units) inner products."""
+        q = np.ascontiguousarray(queries.data, dtype=np.float32)
+        return q @ self._index.reconstruct_n(0, len(self.unit_ids)).T
+
+    def search(self, queries: Vectors, k: int = 100) -> pd.DataFrame:
+        q = np.ascontiguousarray(queries.data, dtype=np.float32)
+        # Ask faiss for a few more than k so ties at the cut are resolved by the canonical rule,
+        # not by faiss' internal order.
+        depth = min(len(self.unit_ids), k + 16)
+        scores, idx = self._index.search(q, depth)
+        return _run_frame(queries.ids, self.unit_ids, scores, idx, k)
+
+
+BLOCK_TARGET_MB = 32.0
+
+
+def maxsim(queries: Sequence[np.ndarray], pages: Sequence[np.ndarray], memory_budget_mb: float = 512.0,
+           device: str = "cpu") -> np.ndarray:
+    """Late-interaction scores: score[q, p] = sum over query tokens of the max inner product with page p.
+
+    queries, pages: lists of (tokens, dim) float arrays; lengths may differ. Exact float32.
+    How: query tokens are stacked into one matrix (padding rows are zero, so they add 0); pages are
+    taken a block at a time, each padded to the block's longest page by repeating one of its own
+    vectors (a repeated vector cannot change a maximum, so no mask pass is needed); one GEMM per
+    block gives every token-by-token similarity, reduced by a max over the page's vectors and a sum
+    over the query's tokens. The similarity block never exceeds memory_budget_mb (queries are split
+    too when one page's block would not fit), so memory stays bounded whatever the corpus size.
+    Unlike colpali-engine's scorer, padding never enters a maximum (see the tests).
+    """
+    import torch
+
+    nq, npages = len(queries), len(pages)
+    if not nq or not npages:
+        return np.zeros((nq, npages), dtype=np.float32)
+    dim = int(np.asarray(queries[0]).shape[1])
+    dev = torch.device(device)
+    qlen = max(len(q) for q in queries)
+    Q = torch.zeros((nq, qlen, dim), dtype=torch.float32)
+    for i, q in enumerate(queries):
+        Q[i, : len(q)] = torch.as_tensor(np.asarray(q, dtype=np.float32))
+    Q = Q.to(dev)
+    page_lengths = np.array([len(p) for p in pages])
+    # float32 elements in one similarity block: the budget caps it, and blocks larger than about
+    # 32 MiB only get slower here (measured: 512 MiB blocks run at half the speed of 32 MiB ones).
+    budget = min(memory_budget_mb, BLOCK_TARGET_MB) * 2**20 / 4
+    q_block = int(max(1, min(nq, budget // (qlen * page_lengths.max()))))
+    out = torch.empty((nq, npages), dtype=torch.float32)
+    with torch.no_grad():
+        start = 0
+        while start < npages:
+            # grow the page block while the padded similarity block fits the budget
+            stop, longest = start, 0
+            while stop < npages:
+                longest_next = max(longest, int(page_lengths[stop]))
+                if stop > start and q_block * qlen * (stop + 1 - start) * longest_next > budget:
+                    break
+                longest, stop = longest_next, stop + 1
+            block = torch.empty((stop - start, longest, dim), dtype=torch.float32)
+            for j, p in enumerate(pages[start:stop]):
+                t = torch.as_tensor(np.asarray(p, dtype=np.float32))
+                if len(t) == 0:                         # a page with no vectors scores 0
+                    block[j] = 0.0
+                    continue
+                block[j, : len(t)] = t
+                block[j, len(t):] = t[0]
+            flat = block.to(dev).reshape(-1, dim).T
+            for qs in range(0, nq, q_block):
+                qb = Q[qs:qs + q_block]
+                sims = qb.reshape(-1, dim) @ flat
+                best = sims.view(len(qb), qlen, stop - start, longest).amax(dim=3)
+                out[qs:qs + len(qb), start:stop] = best.sum(dim=1).float().cpu()
+            start = stop
+    return out.numpy()
+
+
+class MultiVectorIndex:
+    """MaxSim over multi-vector pages (ColPali family), exact, within a memory budget."""
+
+    def __init__(self, accepts: Sequence[str] = ("pixels",), name: str = "multivector", memory_budget_mb: float = 512.0,
+                 device: str = "cpu", allow_foreign_provenance: bool = False):
+        self.accepts, self.name, self.memory_budget_mb, self.device = tuple(accepts), name, memory_budget_mb, device
+        self.allow_foreign_provenance = allow_foreign_provenance
+        self.unit_ids: list[str] = []
+        self.pages: list[np.ndarray] = []
+
+    def add(self, vectors: Vectors) -> "MultiVectorIndex":
+        _check(vectors, self.accepts, self.allow_foreign_provenance, self.name)
+        if vectors.kind != "multi":
+            raise ValueError(f"{self.name}: MultiVectorIndex takes multi-vectors, got {vectors.kind}")
+        self.pages.extend(vectors.data)
+        self.unit_ids.extend(vectors.ids)
+        return self
+
+    def scores(self, queries: Vectors) -> np.ndarray:
+        return maxsim(queries.data, self.pages, self.memory_budget_mb, self.device)
+
+    def search(self, queries: Vectors, k: int = 100) -> pd.DataFrame:
+        s = self.scores(queries)
+        idx = np.tile(np.arange(len(self.unit_ids)), (len(s), 1))
+        return _run_frame(queries.ids, self.unit_ids, s, idx, k)
+
+
+class BM25Index:
+    """BM25 (bm25s, Lucene variant) over unit texts, e.g. the OCR text of page pixels."""
+
+    def __init__(self, accepts: Sequence[str] = ("pixels",), name: str = "bm25", k1: float = 1.5, b: float = 0.75,
+                 allow_foreign_provenance: bool = False):
+        self.accepts, self.name, self.k1, self.b = tuple(accepts), name, k1, b
+        self.allow_foreign_provenance = allow_foreign_provenance
+        self.unit_ids: list[str] = []
+        self._retriever = None
+
+    def add(self, vectors: Vectors) -> "BM25Index":
+        import bm25s
+
+        _check(vectors, self.accepts, self.allow_foreign_provenance, self.name)
+        if vectors.kind != "text":
+            raise ValueError(f"{self.name}: BM25Index takes texts, got {vectors.kind}")
+        if self.unit_ids:
+            raise ValueError(f"{self.name}: BM25Index is built once; create a new one to add units")
+        self.unit_ids = list(vectors.ids)
+        tokens = bm25s.tokenize(list(vectors.data), stopwords="en", show_progress=False)
+        if not tokens.vocab:
+            self._retriever = None          # no unit has any text (e.g. OCR found none): every score is 0
+            return self
+        self._retriever = bm25s.BM25(k1=self.k1, b=self.b)
+        self._retriever.index(tokens, show_progress=False)
+        return self
+
+    def scores(self, queries: Vectors) -> np.ndarray:
+        import bm25s
+
+        out = np.zeros((len(queries), len(self.unit_ids)), dtype=np.float32)
+        if self._retriever is None:
+            return out
+        for i, text in enumerate(queries.data):
+            toks = bm25s.tokenize([text], stopwords="en", show_progress=False, return_ids=False)[0]
+            if toks:
+                out[i] = self._retriever.get_scores(toks)
+        return out
+
+    def search(self, queries: Vectors, k: int = 100) -> pd.DataFrame:
+        s = self.scores(queries)
+        idx = np.tile(np.arange(len(self.unit_ids)), (len(s), 1))
+        return _run_frame(queries.ids, self.unit_ids, s, idx, k)
+
+
+# ----------------------------------------------------------------------------- fusion
+
+def _ranked(run: pd.DataFrame) -> pd.DataFrame:
+    return rank(run)
+
+
+def rrf(runs: Mapping[str, pd.DataFrame] | Sequence[pd.DataFrame], k: int = 60, depth: int = 100) -> pd.DataFrame:
+    """Reciprocal rank fusion: score(u) = sum over runs of 1 / (k + rank(u)) (Cormack et al. 2009)."""
+    runs = list(runs.values()) if isinstance(runs, Mapping) else list(runs)
+    parts = []
+    for run in runs:
+        r = _ranked(run)
+        parts.append(pd.DataFrame({"query_id": r["query_id"], "unit_id": r["unit_id"], "score": 1.0 / (k + r["rank"])}))
+    fused = pd.concat(parts).groupby(["query_id", "unit_id"], as_index=False)["score"].sum()
+    out = rank(fused)
+    return out.loc[out["rank"] <= depth, ["query_id", "unit_id", "score"]].reset_index(drop=True)
+
+
+def round_robin(runs: Mapping[str, pd.DataFrame] | Sequence[pd.DataFrame], depth: int = 100) -> pd.DataFrame:
+    """Interleave the runs' rankings (first of each, then second of each, ...), skipping duplicates.
+
+    The fused score is depth - position, so the canonical ranking reproduces the interleaving.
+    """
+    runs = list(runs.values()) if isinstance(runs, Mapping) else list(runs)
+    ranked = [_ranked(r) for r in runs]
+    queries = sorted(set().union(*(set(r["query_id"]) for r in ranked)))
+    lists = [{q: list(g["unit_id"]) for q, g in r.groupby("query_id", sort=False)} for r in ranked]
+    rows = []
+    for q in queries:
+        seen, order = set(), []
+        columns = [lst.get(q, []) for lst in lists]
+        for i in range(max((len(c) for c in columns), default=0)):
+            for c in columns:
+                if i < len(c) and c[i] not in seen:
+                    seen.add(c[i])
+                    order.append(c[i])
+        order = order[:depth]
+        rows.extend((q, u, float(len(order) - j)) for j, u in enumerate(order))
+    return pd.DataFrame(rows, columns=["query_id", "unit_id", "score"])
+
+
+def normalise_scores(run: pd.DataFrame, method: str = "minmax") -> pd.DataFrame:
+    """Per-query score normalisation: minmax (to [0, 1]) or zscore (mean 0, sd 1); constant scores -> 0."""
+    g = run.groupby("query_id")["score"]
+    if method == "minmax":
+        lo, hi = g.transform("min"), g.transform("max")
+        span = (hi - lo).replace(0.0, np.nan)
+        score = ((run["score"] - lo) / span).fillna(0.0)
+    elif method == "zscore":
+        mu, sd = g.transform("mean"), g.transform("std", ddof=0)
+        score = ((run["score"] - mu) / sd.replace(0.0, np.nan)).fillna(0.0)
+    else:
+        raise ValueError(f"unknown normalisation {method!r}; expected minmax or zscore")
+    return run.assign(score=score.to_numpy())
+
+
+def score_sum(runs: Mapping[str, pd.DataFrame] | Sequence[pd.DataFrame], method: str = "minmax",
+              weights: Sequence[float] | None = None, depth: int = 100) -> pd.DataFrame:
+    """Normalised score sum (CombSUM); a unit missing from a run contributes 0 from it."""
+    runs = list(runs.values()) if isinstance(runs, Mapping) else list(runs)
+    weights = list(weights) if weights is not None else [1.0] * len(runs)
+    parts = [normalise_scores(r, method).assign(score=lambda d, w=w: d["score"] * w) for r, w in zip(runs, weights)]
+    fused = pd.concat(parts).groupby(["query_id", "unit_id"], as_index=False)["score"].sum()
+    out = rank(fused)
+    return out.loc[out["rank"] <= depth, ["query_id", "unit_id", "score"]].reset_index(drop=True)
+
+
+# ----------------------------------------------------------------------------- document context
+
+def spherical_kmeans(x: np.ndarray, n_clusters: int, rng: np.random.Generator, iterations: int = 20) -> np.ndarray:
+    """Unit-norm centroids of x's rows under cosine similarity (k-means++-style seeding from rng)."""
+    x = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+    n = len(x)
+    k = min(n_clusters, n)
+    centres = [x[rng.integers(n)]]
+    for _ in range(1, k):
+        d = 1.0 - np.max(x @ np.stack(centres).T, axis=1)
+        p = np.clip(d, 0, None)
+        centres.append(x[rng.choice(n, p=p / p.sum())] if p.sum() > 0 else x[rng.integers(n)])
+    c = np.stack(centres)
+    for _ in range(iterations):
+        assign = np.argmax(x @ c.T, axis=1)
+        new = np.stack([x[assign == j].sum(axis=0) if np.any(assign == j) else c[j] for j in range(k)])
+        new /= np.maximum(np.linalg.norm(new, axis=1, keepdims=True), 1e-12)
+        if np.allclose(new, c):
+            break
+        c = new
+    return c.astype(np.float32)
+
+
+def run_from_scores(scores: np.ndarray, query_ids: Sequence[str], unit_ids: Sequence[str], k: int = 100) -> pd.DataFrame:
+    """A full score matrix (n_queries, n_units) as a run: each query's top k in canonical order."""
+    scores = np.asarray(scores, dtype=np.float64)
+    idx = np.tile(np.arange(scores.shape[1]), (scores.shape[0], 1)) if scores.size else np.zeros((len(query_ids), 0), int)
+    return _run_frame(query_ids, unit_ids, scores, idx, k)
+
+
+def document_context_scores(queries: Sequence[np.ndarray], pages: Sequence[np.ndarray], doc_ids: Sequence[str],
+                            n_context: int = 8, seed: int = 0, memory_budget_mb: float = 512.0) -> np.ndarray:
+    """VL-DocIR eq. 8: page score = MaxSim(query, page) + MaxSim(query, document context vectors).
+
+    Each document's context vectors are the spherical k-means centroids (n_context) of all its
+    pages' vectors; single-vector pages are treated as one-token pages.
+    """
+    pages = [p if p.ndim == 2 else p[None, :] for p in pages]
+    queries = [q if q.ndim == 2 else q[None, :] for q in queries]
+    page_scores = maxsim(queries, pages, memory_budget_mb)
+    doc_ids = np.asarray(doc_ids, dtype=object)
+    docs = sorted(set(doc_ids))
+    rng = np.random.default_rng(seed)
+    contexts = [spherical_kmeans(np.concatenate([pages[i] for i in np.flatnonzero(doc_ids == d)]), n_context, rng)
+                for d in docs]
+    doc_scores = maxsim(queries, contexts, memory_budget_mb)
+    doc_index = {d: j for j, d in enumerate(docs)}
+    return page_scores + doc_scores[:, [doc_index[d] for d in doc_ids]]

@@ -1,0 +1,135 @@
+"""Stage 02's work: encode the corpus and the questions with the configured encoders, build the
+built-in systems' runs, and summarise them. Notebooks call these; they hold no loops of their own.
+
+Systems (each a TREC run over the questions):
+  ocr-minilm      dense index over OCR-of-pixels MiniLM vectors        (provenance pixels)
+  ocr-bm25        BM25 over the same OCR text                          (pixels)
+  caption-minilm  dense index over caption-field vectors               (caption-text — the contrast
+                  the leak ablation needs, never an "image" system)
+  pixels-rrf      reciprocal rank fusion of ocr-minilm and ocr-bm25    (pixels)
+  colpali         MaxSim over ColPali-family multi-vectors, when a model is configured (pixels)
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from lookalike.data.schema import resolve_image
+from lookalike.eval import metrics as M
+from lookalike.eval import ranking, stats
+from lookalike.io.cache import Cache
+from lookalike.retrieval import encoders as E
+from lookalike.retrieval import indexes as retrieve
+from lookalike.retrieval.encoders import ocr
+
+PIXEL_SYSTEMS = ("ocr-minilm", "ocr-bm25", "pixels-rrf", "colpali")
+
+
+def encoder_settings(name: str, ocr_engine: str, device: str, batch_size: int, workers: int,
+                     colpali_model: str = "", colpali_family: str = "") -> dict:
+    settings: dict = {"device": device, "batch_size": batch_size}
+    if name in ("ocr-minilm", "ocr-bm25"):
+        settings.update(ocr_engine=ocr_engine, workers=workers)
+    if name == "colpali":
+        settings.update(model=colpali_model, family=colpali_family)
+    return settings
+
+
+def encode_units(units: pd.DataFrame, base_dir: Path, names: Sequence[str], cache: Cache, **kw) -> tuple[dict, pd.DataFrame]:
+    """Encode every unit with each named encoder. Returns ({name: Vectors}, a per-encoder summary frame)."""
+    out, rows = {}, []
+    for name in names:
+        enc = E.make_encoder(name, **encoder_settings(name, **kw))
+        before = cache.stats()
+        t0 = time.perf_counter()
+        vecs = enc.encode_units(units, base_dir, cache)
+        seconds = time.perf_counter() - t0
+        after = cache.stats()
+        out[name] = vecs
+        rows.append(dict(encoder=name, encoder_id=vecs.encoder_id, provenance=vecs.provenance, kind=vecs.kind,
+                         device=enc.device, shape=vecs.describe(), units=len(vecs),
+                         cache_hits=after["hits"] - before["hits"], cache_misses=after["misses"] - before["misses"],
+                         seconds=round(seconds, 2), units_per_s=round(len(vecs) / seconds, 1) if seconds > 0 else float("inf")))
+    return out, pd.DataFrame(rows)
+
+
+def ocr_texts(units: pd.DataFrame, base_dir: Path, cache: Cache, engine: str = "", workers: int = 0) -> dict[str, str]:
+    """OCR text per unit id (from the cache when stage 02 already read the page) — what text judges see."""
+    paths = [str(resolve_image(p, base_dir)) for p in units["image_path"]]
+    texts, _ = ocr.ocr_many(paths, engine or None, cache, workers, progress=False)
+    return dict(zip(units["unit_id"], texts))
+
+
+def encode_queries(questions: pd.DataFrame, names: Sequence[str], **kw) -> dict:
+    """Query vectors for each encoder that has a text side (appearance has none)."""
+    out = {}
+    for name in names:
+        if name == "appearance":
+            continue
+        enc = E.make_encoder(name, **encoder_settings(name, **kw))
+        out[name] = enc.encode_queries(list(questions["text"]), list(questions["query_id"]))
+    return out
+
+
+def build_runs(unit_vectors: dict, query_vectors: dict, depth: int = 100, rrf_k: int = 60,
+               memory_budget_mb: float = 512.0) -> dict[str, pd.DataFrame]:
+    """Index each encoder's unit vectors (pixels indexes accept pixels only) and search the queries."""
+    runs: dict[str, pd.DataFrame] = {}
+    for name, vecs in unit_vectors.items():
+        if name not in query_vectors:
+            continue
+        accepts = ("caption-text",) if vecs.provenance == "caption-text" else ("pixels",)
+        if vecs.kind == "text":
+            index = retrieve.BM25Index(accepts=accepts, name=name)
+        elif vecs.kind == "multi":
+            index = retrieve.MultiVectorIndex(accepts=accepts, name=name, memory_budget_mb=memory_budget_mb)
+        else:
+            index = retrieve.DenseIndex(accepts=accepts, name=name)
+        runs[name] = index.add(vecs).search(query_vectors[name], k=depth)
+    if "ocr-minilm" in runs and "ocr-bm25" in runs:
+        runs["pixels-rrf"] = retrieve.rrf([runs["ocr-minilm"], runs["ocr-bm25"]], k=rrf_k, depth=depth)
+    return runs
+
+
+def evidence_qrels(questions: pd.DataFrame) -> pd.DataFrame:
+    """Qrels from the questions' evidence units (relevance 1 each): the generator's gold, nothing more."""
+    rows = [(q, u, 1) for q, ids in zip(questions["query_id"], questions["evidence_unit_ids"])
+            for u in str(ids).split(";") if u]
+    return pd.DataFrame(rows, columns=["query_id", "unit_id", "relevance"])
+
+
+def write_runs(runs: dict[str, pd.DataFrame], run_dir: Path) -> list[Path]:
+    folder = Path(run_dir) / "runs"
+    folder.mkdir(parents=True, exist_ok=True)
+    return [ranking.write_run(run, folder / f"{name}.run", tag=name) for name, run in sorted(runs.items())]
+
+
+def first_look(runs: dict[str, pd.DataFrame], qrels: pd.DataFrame, provenance: dict[str, str],
+               measures=("recall_10", "ndcg_cut_10", "recall_all_10"), seed: int = 0) -> pd.DataFrame:
+    """Per system: each measure's mean over the questions with a bootstrap 95% CI (n = questions)."""
+    if not runs or qrels.empty:
+        return pd.DataFrame(columns=["system", "provenance", "n"])
+    rows = []
+    for i, (name, run) in enumerate(sorted(runs.items())):
+        ev = M.evaluate(qrels, run, list(measures), complete=True)
+        row = {"system": name, "provenance": provenance.get(name, "pixels"), "n": len(ev.per_query)}
+        for j, m in enumerate(measures):
+            ci = stats.bootstrap_ci(ev.per_query[m].to_numpy(), 2000, rng=np.random.default_rng([seed, i, j]))
+            row.update({m: ci.estimate, f"{m}_lo": ci.lo, f"{m}_hi": ci.hi})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def score_matrix(unit_vectors, query_vectors) -> np.ndarray:
+    """Every query's score for every unit: (n_queries, n_units), float32 — dot products for single
+    vectors, BM25 for texts, MaxSim for multi-vectors."""
+    if unit_vectors.kind == "text":
+        return retrieve.BM25Index(accepts=(unit_vectors.provenance,)).add(unit_vectors).scores(query_vectors)
+    if unit_vectors.kind == "multi":
+        return retrieve.maxsim(query_vectors.data, unit_vectors.data)
+    return np.asarray(query_vectors.data, dtype=np.float32) @ np.asarray(unit_vectors.data, dtype=np.float32).T

@@ -1,0 +1,145 @@
+"""What every stage function takes and returns.
+
+``run(ctx) -> StageResult``: ctx carries the run folder and the run's checked parameters; the
+result holds the stage's tables (name -> frame, written to tables/<name>.csv by ``save``), its
+figures (Altair charts and PIL images, written to figures/), frames and text blocks to show, and
+its headline (the sentence and key numbers index.html shows). A notebook calls the function,
+shows what the result holds section by section, then calls ``result.save()``; tests call the
+function directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from lookalike import params as P
+from lookalike.report import site
+
+
+@dataclass
+class StageContext:
+    """The run folder and the run's parameters (merged over params/base.yaml and checked)."""
+
+    run_dir: Path
+    params: dict[str, Any]
+
+    def __post_init__(self):
+        self.run_dir = Path(self.run_dir)
+        self.dirs = site.run_dirs(self.run_dir)
+
+    def get(self, dotted: str) -> Any:
+        """One parameter by its dotted name: ctx.get("encode.ocr_engine")."""
+        value: Any = self.params
+        for part in dotted.split("."):
+            value = value[part]
+        return value
+
+    def path(self, dotted: str) -> Path | None:
+        """A path parameter resolved the one way paths are: relative to the repository root; None if empty."""
+        return P.repo_path(self.get(dotted))
+
+    @property
+    def seed(self) -> int:
+        return int(self.params["seed"])
+
+    def table(self, name: str) -> pd.DataFrame:
+        """An earlier stage's table, every column as written (no NaN for empty cells)."""
+        path = self.run_dir / "tables" / f"{name}.csv"
+        if not path.is_file():
+            raise FileNotFoundError(f"{path} is missing: the stage that writes tables/{name}.csv has not run")
+        return pd.read_csv(path, keep_default_na=False)
+
+    def has_table(self, name: str) -> bool:
+        return (self.run_dir / "tables" / f"{name}.csv").is_file()
+
+    def units(self) -> pd.DataFrame:
+        return pd.read_csv(self.run_dir / "tables" / "units.csv", keep_default_na=False,
+                           dtype={"page": int, "revision": int})
+
+
+def context(run_dir: Path | str, params: dict[str, Any] | None = None) -> StageContext:
+    """A stage's context: params as the runner injects them (the full merged set), or, when none
+    are given, params/base.yaml's defaults (every value checked either way)."""
+    return StageContext(Path(run_dir), P.check(params or {}))
+
+
+@dataclass
+class StageResult:
+    """What a stage computed. ``text`` holds the plain-text blocks the notebook prints (the
+    numbers nbval checks), ``show`` frames and objects to display, ``tables`` what ``save``
+    writes, ``figures`` charts and images, ``headline`` what index.html says for the stage."""
+
+    stage: str
+    title: str
+    run_dir: Path
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    figures: dict[str, Any] = field(default_factory=dict)
+    text: dict[str, str] = field(default_factory=dict)
+    show: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    sentence: str = ""
+    numbers: dict[str, Any] = field(default_factory=dict)
+    headline_figure: str = ""
+    # pages written after the tables and figures they embed (stage 07's summary.html)
+    after_save: list = field(default_factory=list)
+    _section: str = field(default="", repr=False)
+
+    # -- building a result
+    def section(self, name: str) -> "StageResult":
+        """Start a text block; later say() calls append to it."""
+        self._section = name
+        self.text.setdefault(name, "")
+        return self
+
+    def say(self, *parts: Any, sep: str = " ", end: str = "\n") -> None:
+        """print() into the current text block."""
+        self.text[self._section] = self.text.get(self._section, "") + sep.join(str(p) for p in parts) + end
+
+    def table(self, name: str, df: pd.DataFrame, sort_by: list[str] | None = None) -> pd.DataFrame:
+        if sort_by:
+            df = df.sort_values(sort_by, kind="mergesort")
+        self.tables[name] = df.reset_index(drop=True)
+        return self.tables[name]
+
+    def figure(self, name: str, fig) -> None:
+        if fig is not None:
+            self.figures[name] = fig
+
+    def headline(self, sentence: str, figure: str = "", numbers: dict[str, Any] | None = None) -> None:
+        self.sentence, self.headline_figure, self.numbers = sentence, figure, dict(numbers or {})
+
+    # -- reading a result in a notebook
+    def print(self, name: str) -> None:
+        """Print one text block as it was built (no trailing newline of its own)."""
+        print(self.text.get(name, "").rstrip("\n"))
+
+    def display(self, name: str):
+        """A figure for the notebook: charts as SVG (no Vega needed to read the notebook), images as they are."""
+        fig = self.figures.get(name)
+        if fig is None:
+            return None
+        if hasattr(fig, "to_dict"):
+            import vl_convert as vlc
+            from IPython.display import SVG
+
+            return SVG(vlc.vegalite_to_svg(fig.to_dict()))
+        return fig
+
+    # -- writing it
+    def save(self) -> None:
+        """Write every table, figure and the headline into the run folder."""
+        for name, df in self.tables.items():
+            site.write_table(df, self.run_dir, name)
+        for name, fig in self.figures.items():
+            if hasattr(fig, "to_dict"):
+                site.save_chart(fig, self.run_dir, name)
+            else:
+                site.save_image(fig, self.run_dir, name)
+        site.record_headline(self.run_dir, self.stage, self.title, self.sentence, figure=self.headline_figure,
+                             numbers=self.numbers)
+        for write in self.after_save:
+            write()

@@ -1,0 +1,131 @@
+"""Stage 02 · encode the corpus and rank the questions: what each encoder reads, throughput and
+cache, whether look-alikes look alike, the systems' runs (runs/<system>.run) and a first look.
+
+Writes tables/systems.csv and tables/encoders.csv, vectors/<encoder>.npz, runs/<system>.run.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+import torch
+from lookalike.io import inputs as I
+from lookalike import params as P
+from lookalike.retrieval import systems
+from lookalike.eval import ranking
+from lookalike.io.cache import Cache
+from lookalike.retrieval.encoders import appearance as appearance_mod, resolve_device
+
+from lookalike.stages.base import StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
+
+TITLE = 'Encoders and systems'
+
+
+def run(ctx: StageContext) -> StageResult:
+    seed = ctx.get('seed')
+    encode_encoders = ctx.get('encode.encoders')
+    encode_ocr_engine = ctx.get('encode.ocr_engine')
+    encode_device = ctx.get('encode.device')
+    encode_batch_size = ctx.get('encode.batch_size')
+    encode_workers = ctx.get('encode.workers')
+    encode_cache_dir = ctx.get('encode.cache_dir')
+    encode_colpali_model = ctx.get('encode.colpali_model')
+    encode_colpali_family = ctx.get('encode.colpali_family')
+    retrieve_depth = ctx.get('retrieve.depth')
+    retrieve_rrf_k = ctx.get('retrieve.rrf_k')
+    retrieve_memory_budget_mb = ctx.get('retrieve.memory_budget_mb')
+    retrieve_external_runs = ctx.get('retrieve.external_runs')
+    corpus_page_base = ctx.get('corpus.page_base')
+    res = StageResult('02_encode', TITLE, ctx.run_dir)
+
+    RUN = ctx.run_dir
+    units = ctx.units()
+    questions = ctx.table("questions")
+    cache = Cache(encode_cache_dir or None)
+    settings = dict(ocr_engine=encode_ocr_engine, device=encode_device, batch_size=encode_batch_size,
+                    workers=encode_workers, colpali_model=encode_colpali_model, colpali_family=encode_colpali_family)
+
+    res.section("device")
+    device, dtype = resolve_device(encode_device)
+    res.say(f"device: {device} ({dtype}); torch {torch.__version__}; CUDA available: {torch.cuda.is_available()}")
+    if torch.cuda.is_available():
+        res.say("GPU:", torch.cuda.get_device_name(0))
+
+    res.section("encode")
+    unit_vectors, encode_table = systems.encode_units(units, RUN, encode_encoders, cache, **settings)
+    res.show["encode"] = encode_table
+
+    res.section("provenance")
+    res.say(encode_table[["encoder", "provenance", "kind", "shape"]].to_string(index=False))
+
+    res.section("appearance")
+    if "appearance" in unit_vectors:
+        observed, chance = appearance_mod.same_template_neighbour_rate(unit_vectors["appearance"].data, units["template_id"])
+        res.say(f"nearest neighbour shares the template: {observed:.3f} of units (chance: {chance:.3f}; "
+              f"{observed / chance:.1f}x)")
+
+    res.section("runs")
+    query_vectors = systems.encode_queries(questions, encode_encoders, **settings) if len(questions) else {}
+    runs = systems.build_runs(unit_vectors, query_vectors, retrieve_depth, retrieve_rrf_k, retrieve_memory_budget_mb)
+    systems.write_runs(runs, RUN)
+    if not runs:
+        res.say("no questions with this corpus: nothing to rank (supply questions to get runs)")
+    provenance = {name: v.provenance for name, v in unit_vectors.items()}
+    provenance["pixels-rrf"] = "pixels"
+    for spec in retrieve_external_runs:
+        name, sep, path = (x.strip() for x in str(spec).partition("="))
+        if not sep or not name or not path:
+            raise ValueError(f"retrieve.external_runs: {spec!r} is not name=path")
+        if name in runs:
+            raise ValueError(f"retrieve.external_runs: {name!r} is already a built-in system; choose another name")
+        ext, ext_skipped = I.read_external_run(P.repo_path(path), units["unit_id"], questions["query_id"], corpus_page_base)
+        runs[name], provenance[name] = ext, "external"
+        ranking.write_run(ext, RUN / "runs" / f"{name}.run", tag=name)
+        res.say(f"external run {name}: {ext['query_id'].nunique()} questions, {len(ext)} rows kept, {len(ext_skipped)} skipped")
+        if len(ext_skipped):
+            res.say(ext_skipped.head(10).to_string(index=False))
+
+    res.section("first_look")
+    given = pd.read_csv(RUN / "tables" / "qrels.csv", keep_default_na=False) if (RUN / "tables" / "qrels.csv").is_file() else None
+    if given is not None and len(given) and (given["level"] == "document").all():
+        # document-level judgements: each system's ranking becomes a document ranking (best page per document)
+        unit_doc = dict(zip(units["unit_id"], units["doc_id"]))
+        qrels = given[["query_id", "unit_id", "relevance"]]
+        look = systems.first_look({n: I.document_run(r, unit_doc) for n, r in runs.items()}, qrels, provenance, seed=seed)
+        res.say("judgements are per document: each system is scored by its best page per document")
+    else:
+        qrels = given[["query_id", "unit_id", "relevance"]] if given is not None and len(given) else systems.evidence_qrels(questions)
+        look = systems.first_look(runs, qrels, provenance, seed=seed)
+    with pd.option_context("display.float_format", "{:.3f}".format):
+        res.say(look.to_string(index=False) if len(look) else "no runs")
+
+    res.section("first_look_chart")
+    chart = None if look.empty else (alt.Chart(look).mark_bar().encode(
+                x=alt.X("recall_10:Q", title="Recall@10 (evidence units)", scale=alt.Scale(domain=[0, 1])),
+                y=alt.Y("system:N", sort="-x", title=None), color=alt.Color("provenance:N"))
+             + alt.Chart(look).mark_rule().encode(x="recall_10_lo:Q", x2="recall_10_hi:Q", y="system:N")
+             ).properties(title="First look: Recall@10 with 95% CI", width=480)
+    res.figure("02_first_look", chart)
+
+    # save
+    for name, vecs in unit_vectors.items():
+        vecs.save(RUN / "vectors", name)
+    systems_table = look.merge(encode_table.rename(columns={"encoder": "system"})[["system", "encoder_id", "kind"]],
+                               on="system", how="left")
+    res.table("systems", systems_table, sort_by=["system"])
+    res.table("encoders", encode_table.drop(columns=["seconds", "units_per_s", "cache_hits", "cache_misses"]),
+              sort_by=["encoder"])
+    pixel_rows = (look[look["provenance"] == "pixels"].sort_values("recall_10", ascending=False, kind="mergesort")
+                  if len(look) else look)
+    sentence = (f"{len(runs)} systems ranked {len(questions)} questions; the best pixel-only system "
+                f"({pixel_rows.iloc[0]['system']}) has Recall@10 {pixel_rows.iloc[0]['recall_10']:.2f} against the "
+                "generator's evidence units (first look: no hard negatives yet)."
+                if len(pixel_rows) else f"{len(unit_vectors)} encoders ran; no questions, so no runs.")
+    res.headline(
+        sentence,
+        figure="02_first_look" if len(look) else "",
+        numbers={f"recall_10 {r.system}": f"{r.recall_10:.3f} [{r.recall_10_lo:.3f}, {r.recall_10_hi:.3f}]"
+                 for r in look.itertuples()} if len(look) else {},
+    )
+    return res
+

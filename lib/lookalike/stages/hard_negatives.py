@@ -1,0 +1,134 @@
+"""Stage 04 · hard negatives: distractors per axis for every gold unit (same template, one fact apart,
+nearest by appearance), pool sizes, and top-1 under random / hard / whole-corpus negatives, each
+with its own n and CI; document-level negatives when the judgements are per document.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from lookalike.analysis import negatives as N
+from lookalike.retrieval import systems
+from lookalike.retrieval.encoders.base import Vectors
+
+from lookalike.stages.base import StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
+
+TITLE = 'Hard negatives'
+
+
+def run(ctx: StageContext) -> StageResult:
+    seed = ctx.get('seed')
+    negatives_k = ctx.get('negatives.k')
+    negatives_random = ctx.get('negatives.random')
+    negatives_clusters = ctx.get('negatives.clusters')
+    res = StageResult('04_hard_negatives', TITLE, ctx.run_dir)
+
+    RUN = ctx.run_dir
+    units = ctx.units()
+    questions = ctx.table("questions")
+    if not (RUN / "vectors" / "appearance.npz").is_file():
+        raise FileNotFoundError(f"{RUN / 'vectors' / 'appearance.npz'} is missing: stage 04 picks distractors by "
+                                "appearance; keep 'appearance' in encode.encoders")
+    appearance = Vectors.load(RUN / "vectors" / "appearance.npz")
+    assert appearance.ids == list(units["unit_id"]), "vectors/appearance.npz does not match tables/units.csv"
+    has_metadata = bool((units["template_id"] != "").any())
+
+    res.section("distractors")
+    golds = sorted({u for ids in questions["evidence_unit_ids"] for u in ids.split(";") if u})
+    preview = not golds and (RUN / "tables" / "sample.csv").is_file()
+    if preview:
+        # no questions with evidence pages: show what the distractors of the sampled units would be
+        golds = sorted(pd.read_csv(RUN / "tables" / "sample.csv", keep_default_na=False)["unit_id"])
+        res.say(f"no questions with evidence pages: distractors of the {len(golds)} sampled units, as a preview")
+    if not golds:
+        hard, pool_sizes = N.hard_negatives(units.head(0), appearance.data[:0], [], k=negatives_k)
+    elif has_metadata:
+        hard, pool_sizes = N.hard_negatives(units, appearance.data, golds, k=negatives_k)
+    else:
+        hard, pool_sizes = N.cluster_negatives(units, appearance.data, golds, negatives_clusters, k=negatives_k, seed=seed)
+    rand = N.random_negatives(units, golds, negatives_random, seed)
+    distractors = N.for_questions(questions, pd.concat([hard, rand], ignore_index=True))
+    summary = N.pool_summary(pool_sizes)
+    with pd.option_context("display.float_format", "{:.2f}".format):
+        res.say(f"gold units: {len(golds)}; hard distractors: {len(hard)}; random negatives: {len(rand)}")
+        res.say(summary.to_string(index=False))
+
+    res.section("montage")
+    if len(hard):
+        example = hard.groupby("gold_unit_id")["axis"].nunique().sort_values(ascending=False, kind="mergesort").index[0]
+        res.say("gold:", example)
+        res.figure("04_montage", N.montage(example, pd.concat([hard, rand[rand["gold_unit_id"] == example]
+                                                               .head(negatives_k)]), units, RUN))
+    else:
+        res.say("no gold units with distractors (no questions, or no template metadata)")
+
+    res.section("top1")
+    single = questions[questions["evidence_structure"] == "page-single"].reset_index(drop=True)
+    gold = dict(zip(single["query_id"], single["evidence_unit_ids"]))
+    by_gold_hard = hard.groupby("gold_unit_id")["unit_id"].apply(list).to_dict()
+    by_gold_rand = rand.groupby("gold_unit_id")["unit_id"].apply(list).to_dict()
+    settings = dict(ocr_engine="", device="auto", batch_size=32, workers=0)
+    unit_vectors = {name: Vectors.load(RUN / "vectors" / f"{name}.npz") for name in ("ocr-minilm", "ocr-bm25")
+                    if (RUN / "vectors" / f"{name}.npz").is_file()}
+    query_vectors = systems.encode_queries(single, list(unit_vectors), **settings) if len(single) else {}
+    scores = {name: systems.score_matrix(unit_vectors[name], query_vectors[name]) for name in unit_vectors} if len(single) else {}
+    sets = {"random": {q: by_gold_rand.get(g, []) for q, g in gold.items()},
+            "hard": {q: by_gold_hard.get(g, []) for q, g in gold.items()},
+            "corpus": {q: None for q in gold}}
+    top1_table = N.top1_table(scores, list(units["unit_id"]), list(single["query_id"]), gold, sets, seed)
+    with pd.option_context("display.float_format", "{:.3f}".format):
+        res.say(top1_table.to_string(index=False) if len(top1_table) else "no page-single questions to score")
+
+    res.section("top1_chart")
+    chart = None if top1_table.empty else N.top1_chart(
+        top1_table, "Top-1: random negatives, hard negatives, whole corpus (own n and CI each)")
+    res.figure("04_top1", chart)
+
+    res.section("documents")
+    doc_table = pd.DataFrame(columns=N.TOP1_COLUMNS)
+    given = pd.read_csv(RUN / "tables" / "qrels.csv", keep_default_na=False) if (RUN / "tables" / "qrels.csv").is_file() else None
+    if given is not None and len(given) and (given["level"] == "document").all():
+        rel = given[given["relevance"] > 0].groupby("query_id")["unit_id"].apply(list)
+        doc_gold = {q: d[0] for q, d in rel.items() if len(d) == 1}
+        docs = units.groupby("doc_id", sort=True)[["entity", "period"]].first().reset_index()
+        d_hard, d_rand = N.document_negatives(docs, doc_gold, seed)
+        doc_q = questions[questions["query_id"].isin(doc_gold)].reset_index(drop=True)
+        names = [n for n in ("ocr-minilm", "ocr-bm25") if (RUN / "vectors" / f"{n}.npz").is_file()]
+        if len(doc_q) and names:
+            vecs = {n: Vectors.load(RUN / "vectors" / f"{n}.npz") for n in names}
+            qv = systems.encode_queries(doc_q, names, **settings)
+            doc_scores = {}
+            for n in names:
+                matrix, doc_ids = N.document_scores(systems.score_matrix(vecs[n], qv[n]), units["doc_id"])
+                doc_scores[n] = matrix
+            sets = {"random": {q: d_rand[q] for q in doc_q["query_id"]}, "hard": {q: d_hard[q] for q in doc_q["query_id"]},
+                    "corpus": {q: None for q in doc_q["query_id"]}}
+            doc_table = N.top1_table(doc_scores, doc_ids, list(doc_q["query_id"]), doc_gold, sets, seed)
+        res.say(f"document-level questions with one relevant document: {len(doc_gold)} of {len(rel)}; "
+              f"mean hard negatives per question: {np.mean([len(v) for v in d_hard.values()]) if d_hard else 0:.1f}")
+        with pd.option_context("display.float_format", "{:.3f}".format):
+            res.say(doc_table.to_string(index=False) if len(doc_table) else "nothing to score")
+    else:
+        res.say("judgements are not document-level: nothing to do here")
+
+    # save
+    res.table("distractors", distractors)
+    res.table("pool_sizes", pool_sizes, sort_by=["gold_unit_id", "axis"])
+    res.table("pool_summary", summary, sort_by=["axis"])
+    res.table("top1_negatives", top1_table, sort_by=["system", "negatives"])
+    res.table("top1_documents", doc_table, sort_by=["system", "negatives"])
+    r = top1_table.set_index(["system", "negatives"])["top1"]
+    d = doc_table.set_index(["system", "negatives"])["top1"]
+    sentence = ("Top-1 of ocr-bm25: " + ", ".join(f"{neg} {r[('ocr-bm25', neg)]:.2f}" for neg in ("random", "hard", "corpus"))
+                + " — each against its own negatives (questions as generated; stage 05 repeats it on validated ones)."
+                if ("ocr-bm25", "hard") in r.index else
+                "Document top-1 of ocr-bm25: " + ", ".join(f"{neg} {d[('ocr-bm25', neg)]:.2f}" for neg in ("random", "hard", "corpus"))
+                + " — same company, other period as the hard negatives." if ("ocr-bm25", "hard") in d.index
+                else f"{len(hard)} hard distractors; no page-single questions scored.")
+    res.headline(
+        sentence,
+        figure="04_top1" if len(top1_table) else "",
+        numbers={f"{a} pool (mean)": f"{m:.1f}" for a, m in zip(summary["axis"], summary["mean_pool"])},
+    )
+    return res
+

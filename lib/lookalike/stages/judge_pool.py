@@ -1,0 +1,189 @@
+"""Stage 06 · judge pool and labels: every system ranks the validated questions again; the pool;
+model pre-labels and adjudication into the append-only label store; agreement; judged@k; a sample
+of disagreements; the offline labelling page labelling/label.html.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from lookalike.judging import judges as J
+from lookalike.judging import store as L
+from lookalike.eval import metrics as M
+from lookalike.retrieval import indexes as retrieve
+from lookalike.retrieval import systems
+from lookalike.eval import ranking, trec
+from lookalike.io.cache import Cache
+from lookalike.retrieval.encoders.base import Vectors
+
+from lookalike.stages.base import StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
+
+TITLE = 'Judge pool and labels'
+
+
+def run(ctx: StageContext) -> StageResult:
+    seed = ctx.get('seed')
+    encode_ocr_engine = ctx.get('encode.ocr_engine')
+    encode_cache_dir = ctx.get('encode.cache_dir')
+    encode_workers = ctx.get('encode.workers')
+    retrieve_depth = ctx.get('retrieve.depth')
+    retrieve_rrf_k = ctx.get('retrieve.rrf_k')
+    labels_pool_depth = ctx.get('labels.pool_depth')
+    labels_model_judge = ctx.get('labels.model_judge')
+    labels_adjudicator = ctx.get('labels.adjudicator')
+    labels_page_items = ctx.get('labels.page_items')
+    validate_judge_url = ctx.get('validate.judge_url')
+    validate_judge_model = ctx.get('validate.judge_model')
+    res = StageResult('06_judge_pool', TITLE, ctx.run_dir)
+
+    res.section("setup")
+    RUN = ctx.run_dir
+    read = ctx.table
+    units = ctx.units()
+    validated, facts, answer_key, distractors = read("questions_validated"), read("facts"), read("answer_key"), read("distractors")
+    cache = Cache(encode_cache_dir or None)
+    texts = systems.ocr_texts(units, RUN, cache, encode_ocr_engine, encode_workers)
+    view = lambda ids: J.unit_view(units, ids, texts, RUN)  # noqa: E731
+    model = J.make_judge(labels_model_judge, url=validate_judge_url, model=validate_judge_model,
+                         cache_dir=cache.root / "judges")
+    adjudicator_name = labels_adjudicator
+    if adjudicator_name == "auto":
+        adjudicator_name = "reference" if len(answer_key) else "none"
+    adjudicator = None if adjudicator_name == "none" else J.make_judge(adjudicator_name, facts=facts, answer_key=answer_key,
+                                                                         units=units)
+    res.say(f"validated questions: {len(validated)}; model judge: {model.name}; adjudicator: "
+          + ("the demo's answer key (reference)" if adjudicator_name == "reference" else adjudicator_name))
+
+    res.section("systems")
+    names = [n for n in ("ocr-minilm", "ocr-bm25", "caption-minilm") if (RUN / "vectors" / f"{n}.npz").is_file()]
+    unit_vectors = {n: Vectors.load(RUN / "vectors" / f"{n}.npz") for n in names}
+    settings = dict(ocr_engine=encode_ocr_engine, device="auto", batch_size=32, workers=encode_workers)
+    query_vectors = systems.encode_queries(validated, names, **settings) if len(validated) else {}
+    runs = systems.build_runs(unit_vectors, query_vectors, retrieve_depth, retrieve_rrf_k) if len(validated) else {}
+    if len(runs) >= 3 and "caption-minilm" in runs:
+        runs["hybrid-rrf"] = retrieve.rrf([runs[n] for n in names], k=retrieve_rrf_k, depth=retrieve_depth)
+    if "ocr-minilm" in runs:
+        # document-context scoring (VL-DocIR eq. 8): page score + the query's match to its document's context vectors
+        dc = retrieve.document_context_scores(list(query_vectors["ocr-minilm"].data), list(unit_vectors["ocr-minilm"].data),
+                                              units["doc_id"], n_context=4, seed=seed)
+        runs["ocr-minilm+doc-context"] = retrieve.run_from_scores(dc, list(validated["query_id"]), list(units["unit_id"]),
+                                                                  retrieve_depth)
+    systems_csv = RUN / "tables" / "systems.csv"
+    sys_table = pd.read_csv(systems_csv, keep_default_na=False) if systems_csv.is_file() else pd.DataFrame()
+    external = (sorted(sys_table.loc[sys_table["provenance"] == "external", "system"])
+                if "provenance" in sys_table.columns else [])
+    for name in external:           # your runs: they ranked the questions as generated
+        ext = trec.read_run(RUN / "runs" / f"{name}.run")[0]
+        runs[name] = ext[ext["query_id"].isin(set(validated["query_id"]))].reset_index(drop=True)
+    out = RUN / "runs_validated"
+    out.mkdir(exist_ok=True)
+    for name, run in runs.items():
+        ranking.write_run(run, out / f"{name}.run", tag=name)
+    res.say("systems:", ", ".join(runs) if runs else "none (no validated questions)")
+
+    res.section("pool")
+    hard = distractors[distractors["axis"] != "random"]
+    cands = {}
+    for q, ev in zip(validated["query_id"], validated["evidence_unit_ids"]):
+        golds = [u for u in ev.split(";") if u]
+        cands[q] = golds + list(hard[hard["query_id"] == q]["unit_id"])
+    pooled = L.pool(runs, validated["query_id"], labels_pool_depth, cands)
+    by_system = L.pool_by_system(pooled, runs)
+    res.say(f"pairs in the pool: {len(pooled)} ({len(validated)} questions; "
+          f"{int(pooled['hard_candidate'].sum())} hard candidates, {int((pooled['systems'] != '').sum())} from system top-{labels_pool_depth})")
+    res.say(by_system.to_string(index=False))
+
+    res.section("labels")
+    qrec = validated.set_index("query_id")
+    shas = {q: L.question_sha(t) for q, t in zip(validated["query_id"], validated["text"])}
+    store = L.LabelStore(RUN / "labels" / "store.jsonl")
+
+
+    def label_all(judge, source):
+        rows = []
+        for q, u in zip(pooled["query_id"], pooled["unit_id"]):
+            j = judge.judge({**qrec.loc[q].to_dict(), "query_id": q}, view([u]))
+            rows.append({"query_id": q, "unit_id": u, "question_sha": shas[q], "label": j.label, "judge": judge.name,
+                         "source": source, "note": j.rationale})
+        return pd.DataFrame(rows, columns=["query_id", "unit_id", "question_sha", "label", "judge", "source", "note"])
+
+
+    pre = label_all(model, "model")
+    adj = label_all(adjudicator, "reference") if adjudicator is not None else pre.head(0)
+    added = store.append(pre.to_dict("records")) + store.append(adj.to_dict("records"))
+    current = store.current(shas)
+    current = current.merge(pooled[["query_id", "unit_id"]], on=["query_id", "unit_id"])
+    res.say(f"model labels: {len(pre)}; adjudicator labels: {len(adj)}")
+    res.say(f"current labels: {len(current)}, adjudicated: {int(current['adjudicated'].sum())}, "
+          f"conflicting adjudications: {int(current['conflict'].sum())}")
+    res.say(current.groupby(["source", "label"]).size().rename("pairs").reset_index().to_string(index=False))
+
+    res.section("store")
+    res.say(f"store: {store.path.name}, {len(store.rows)} labels held, {added} added by this run")
+
+    res.section("agreement")
+    both = pre.merge(current[current["adjudicated"]][["query_id", "unit_id", "label"]], on=["query_id", "unit_id"],
+                     suffixes=("_model", "_adjudicated"))
+    if len(both):
+        agreement = pd.DataFrame([{"model": model.name, "adjudicator": adjudicator_name,
+                                   **J.agreement(both["label_model"], both["label_adjudicated"])}])
+        with pd.option_context("display.float_format", "{:.3f}".format):
+            res.say(agreement.to_string(index=False))
+            res.say()
+            res.say(J.confusion(both["label_model"], both["label_adjudicated"]).to_string())
+    else:
+        agreement = pd.DataFrame(columns=["model", "adjudicator", "n", "agreement", "kappa", "n_boundary", "kappa_boundary"])
+        res.say("no adjudicated labels yet: export the labelling page, label, and run `lookalike labels import`")
+
+    res.section("judged")
+    qrels = L.qrels_from(current)
+    judged_rows = []
+    for name, run in runs.items():
+        ev = M.evaluate(qrels, run, ["judged_1", "judged_5", "judged_10", "judged_20"])
+        judged_rows.append({"system": name, **ev.mean().to_dict()})
+    judged = pd.DataFrame(judged_rows, columns=["system", "judged_1", "judged_5", "judged_10", "judged_20"])
+    with pd.option_context("display.float_format", "{:.3f}".format):
+        res.say(judged.to_string(index=False) if len(judged) else "no systems")
+
+    res.section("disagreements")
+    diff = both[both["label_model"] != both["label_adjudicated"]] if len(both) else both
+    if len(diff):
+        sample = diff.iloc[np.sort(np.random.default_rng([seed, 66]).choice(len(diff), size=min(4, len(diff)),
+                                                                             replace=False))]
+        for r in sample.itertuples():
+            res.say(f"{r.query_id} · {r.unit_id}: model {r.label_model}, adjudicated {r.label_adjudicated}\n"
+                  f"   question: {qrec.loc[r.query_id, 'text']}")
+        res.figure("06_disagreements", L.pair_sheet(sample, units, RUN))
+    else:
+        res.say("no disagreements to show")
+
+    res.section("page")
+    todo = current[~current["adjudicated"]][["query_id", "unit_id"]]
+    rest = current[current["adjudicated"]][["query_id", "unit_id"]]
+    extra = max(0, labels_page_items - len(todo))
+    pick = np.sort(np.random.default_rng([seed, 61]).choice(len(rest), size=min(extra, len(rest)), replace=False))
+    page_pairs = pd.concat([todo.head(labels_page_items), rest.iloc[pick]], ignore_index=True)
+    if len(page_pairs):
+        page = L.labelling_page(page_pairs, validated, units, RUN, RUN / "labelling", seed, title="lookalike — label pages")
+        res.say(f"labelling/{page.name}: {len(page_pairs)} pairs ({min(len(todo), labels_page_items)} unadjudicated)")
+    else:
+        res.say("nothing to label")
+
+    # save
+    res.table("pool", pooled, sort_by=["query_id", "unit_id"])
+    res.table("pool_by_system", by_system, sort_by=["system"])
+    res.table("labels_current", current, sort_by=["query_id", "unit_id"])
+    (RUN / "qrels").mkdir(exist_ok=True)
+    if len(qrels):
+        trec.write_qrels(qrels, RUN / "qrels" / "labels.qrels")
+    res.table("label_agreement", agreement)
+    res.table("judged", judged, sort_by=["system"])
+    kappa = f"kappa {agreement['kappa'].iloc[0]:.2f} ({model.name} vs {adjudicator_name})" if len(agreement) else "no adjudication yet"
+    res.headline(
+        f"{len(pooled)} pooled pairs for {len(validated)} validated questions; {int(current['adjudicated'].sum())} "
+        f"adjudicated; model pre-labels: {kappa}.",
+        numbers={"pooled pairs": len(pooled), "adjudicated": int(current["adjudicated"].sum()),
+                 **({"kappa (model vs adjudicator)": f"{agreement['kappa'].iloc[0]:.2f}"} if len(agreement) else {})},
+    )
+    return res
+

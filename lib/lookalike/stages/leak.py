@@ -1,0 +1,147 @@
+"""Stage 03 · leak ablation: does anything text-shaped reach the image path? Image / caption / both
+indexes × blind / caption-derived queries, pooled blind judging, the ablation table, resolution,
+breakdowns and the gate. `lookalike leak-check` runs the same functions on a sample.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import numpy as np
+import pandas as pd
+from lookalike.analysis import leakage as L
+from lookalike.io.cache import Cache
+from lookalike.retrieval import encoders as E
+from lookalike.retrieval import indexes as retrieve
+from lookalike.eval import stats
+
+from lookalike.stages.base import StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
+
+TITLE = 'Leak ablation'
+
+
+def ablation(ctx: StageContext, units: pd.DataFrame, cache: Cache, max_units: int | None = None,
+             inject_caption_leak: bool | None = None, n_boot: int = 2000):
+    """The ablation as stage 03 and ``lookalike leak-check`` compute it: encode and index (all units
+    or a seeded subset of max_units), query with both sets, pool every index's top leak.pool_depth
+    for blind judging, grade the pool with the reference grades, and tabulate recall@10 / nDCG@10
+    per index × query set. Returns (ablation, sheet, judgements, table, per_query)."""
+    inject = ctx.get("leak.inject_caption_leak") if inject_caption_leak is None else inject_caption_leak
+    ab = L.run_ablation(units, ctx.run_dir, ctx.seed, cache, max_units=max_units, inject_caption_leak=inject,
+                        ocr_engine=ctx.get("encode.ocr_engine"), workers=ctx.get("encode.workers"),
+                        device=ctx.get("encode.device"), n_boot=n_boot,
+                        blind_queries=str(ctx.path("leak.blind_queries") or ""))
+    sheet = L.pool(ab.runs, ab.queries, k=ctx.get("leak.pool_depth"), seed=ctx.seed)
+    judgements = L.reference_grades(sheet, ab.queries, units)
+    qrels = judgements.rename(columns={"grade": "relevance"})[["query_id", "unit_id", "relevance"]]
+    table, per_query = L.ablation_table(ab.runs, ab.queries, qrels, ctx.seed, n_boot=n_boot)
+    return ab, sheet, judgements, table, per_query
+
+
+def run(ctx: StageContext) -> StageResult:
+    seed = ctx.get('seed')
+    encode_ocr_engine = ctx.get('encode.ocr_engine')
+    encode_workers = ctx.get('encode.workers')
+    encode_cache_dir = ctx.get('encode.cache_dir')
+    leak_threshold = ctx.get('leak.threshold')
+    leak_pool_depth = ctx.get('leak.pool_depth')
+    res = StageResult('03_leak_ablation', TITLE, ctx.run_dir)
+
+    RUN = ctx.run_dir
+    units = ctx.units()
+    cache = Cache(encode_cache_dir or None)
+
+    res.section("injected")
+    ab, sheet, judgements, table, per_query = ablation(ctx, units, cache)
+    res.say("caption leak injected" if ab.injected else "clean run: the image index holds pixels-only vectors")
+
+    res.section("matched")
+    with pd.option_context("display.float_format", "{:.3f}".format):
+        res.say(L.matched(ab.queries).to_string(index=False))
+
+    res.section("queries")
+    res.show["queries"] = ab.queries.head(6)[["query_set", "register", "qualifiers", "text"]]
+
+    res.section("pool")
+    res.say(f"pooled pairs: {len(sheet)} for {ab.queries['query_id'].nunique()} queries; grades "
+          + ", ".join(f"{g}: {n}" for g, n in judgements["grade"].value_counts().sort_index().items())
+          + f" (judge: {', '.join(sorted(judgements['judge'].unique()))})")
+    judged = L.judged_at_k(ab.runs, judgements, leak_pool_depth)
+    res.say(judged.round(3).to_string(index=False))
+
+    res.section("repool")
+
+    bm25_units = E.make_encoder("ocr-bm25", ocr_engine=encode_ocr_engine, workers=encode_workers,
+                                progress=False).encode_units(units, RUN, cache)
+    bm25_run = retrieve.BM25Index().add(bm25_units).search(
+        E.make_encoder("ocr-bm25", progress=False).encode_queries(list(ab.queries["text"]), list(ab.queries["query_id"])),
+        k=100)
+    new_sheet = L.pool({"ocr-bm25": bm25_run}, ab.queries, k=leak_pool_depth, seed=seed, judged=judgements)
+    before = L.judged_at_k({"ocr-bm25": bm25_run}, judgements, leak_pool_depth)
+    res.say(f"re-pooling ocr-bm25: {len(new_sheet)} new pairs to judge; its judged_{leak_pool_depth} before: "
+          f"{before.iloc[0, 1]:.3f}")
+
+    res.section("ablation")
+    with pd.option_context("display.float_format", "{:.3f}".format):
+        res.say(table.to_string(index=False))
+        res.say()
+        res.say(L.ratios(table).to_string(index=False))
+
+    res.section("chart")
+    bars = alt.Chart(table).mark_bar().encode(
+        x=alt.X("query_set:N", title=None, sort=list(L.QUERY_SETS)),
+        y=alt.Y("recall_10:Q", title="Recall@10", scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("query_set:N", sort=list(L.QUERY_SETS), title="query set"))
+    rules = alt.Chart(table).mark_rule().encode(x=alt.X("query_set:N", sort=list(L.QUERY_SETS)),
+                                                 y="recall_10_lo:Q", y2="recall_10_hi:Q")
+    chart = (bars + rules).properties(width=140, height=220).facet(
+        column=alt.Column("index:N", sort=list(L.INDEXES), title="index")).properties(
+        title="Leak ablation: read each index's two columns side by side")
+    res.figure("03_leak_ablation", chart)
+
+    res.section("resolution")
+
+    n = int(table["n"].iloc[0])
+    img = table[table["index"] == "image"].set_index("query_set")["recall_10"]
+    res.say(f"n = {n} queries per set; SE of a recall near 0.5: ±{stats.proportion_se(0.5, n):.3f}; "
+          f"smallest resolvable difference: ±{L.resolution(n):.3f}")
+    res.say(f"image index: SE blind ±{stats.proportion_se(img['blind'], n):.3f}, caption-derived "
+          f"±{stats.proportion_se(img['caption-derived'], n):.3f}")
+
+    res.section("breakdowns")
+    res.show["by_register"] = L.breakdown(per_query, "register").pivot_table(
+        index=["index", "register"], columns="query_set", values="recall_10").round(3)
+    res.show["by_stratum"] = L.breakdown(per_query, "content_type").pivot_table(
+        index=["index", "content_type"], columns="query_set", values="recall_10").round(3)
+
+    res.section("gate")
+    ok, blind, derived = L.gate(table, leak_threshold)
+    if np.isnan(blind) or np.isnan(derived):
+        res.say("NOT EVALUATED: no blind / caption-derived query pairs could be built from this corpus "
+              "(they need caption fields and template metadata, or your own leak_blind_queries file)")
+    else:
+        res.say(f"image index recall@10: blind {blind:.3f}, caption-derived {derived:.3f}, difference "
+              f"{derived - blind:+.3f} against threshold {leak_threshold:+.3f}: {'PASS' if ok else 'FAIL'}")
+
+    # save
+    res.table("leak_ablation", table, sort_by=["index", "query_set"])
+    res.table("leak_queries", ab.queries, sort_by=["query_id"])
+    res.table("leak_per_query", per_query, sort_by=["index", "query_id"])
+    res.table("leak_breakdown_register", L.breakdown(per_query, "register"))
+    res.table("leak_breakdown_stratum", L.breakdown(per_query, "content_type"))
+    res.table("judging_sheet", L.judge_view(sheet))
+    res.table("judging_key", sheet, sort_by=["item"])
+    res.table("judgements", judgements, sort_by=["query_id", "unit_id"])
+    res.table("judged_10", judged, sort_by=["system"])
+    L.judging_sheet_html(sheet, units, RUN / "html" / "03_judging_sheet.html", RUN, salt=str(seed))
+    res.headline(
+        ("Not evaluated: no blind / caption-derived query pairs could be built from this corpus."
+         if np.isnan(blind) or np.isnan(derived) else
+         f"Image index recall@10: blind {blind:.2f}, caption-derived {derived:.2f} ({'no leak' if ok else 'LEAK'} at "
+         f"threshold {leak_threshold:.2f}); caption index {table.iloc[2]['recall_10']:.2f} → {table.iloc[3]['recall_10']:.2f}"
+         f"{' — caption leak injected' if ab.injected else ''}."),
+        figure="03_leak_ablation",
+        numbers={f"{r.index} / {r.query_set}": f"{r.recall_10:.3f} [{r.recall_10_lo:.3f}, {r.recall_10_hi:.3f}]"
+                 for r in table.itertuples()},
+    )
+    return res
+

@@ -1,0 +1,242 @@
+"""Stage 07 · the metric tables: top-1 under random negatives (questions as generated) beside
+sufficient@k / supporting-only@k / neither@k under hard negatives (validated questions), each with
+its own n and CI; evidence-complete metrics; paired significance; breakdowns; the fusion trace;
+summary.html.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import numpy as np
+import pandas as pd
+from lookalike.judging import store as L
+from lookalike.report import site as report
+from lookalike.retrieval import indexes as retrieve
+from lookalike.analysis import scoring as S
+from lookalike.eval import stats
+from lookalike.retrieval import systems
+from lookalike.eval import trec
+from lookalike.retrieval.encoders.base import Vectors
+
+from lookalike.stages.base import StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
+
+TITLE = 'Metric tables'
+
+
+def run(ctx: StageContext) -> StageResult:
+    seed = ctx.get('seed')
+    encode_ocr_engine = ctx.get('encode.ocr_engine')
+    encode_workers = ctx.get('encode.workers')
+    retrieve_depth = ctx.get('retrieve.depth')
+    retrieve_rrf_k = ctx.get('retrieve.rrf_k')
+    res = StageResult('07_metric_tables', TITLE, ctx.run_dir)
+
+    res.section("setup")
+    RUN = ctx.run_dir
+    read = ctx.table
+    units = ctx.units()
+    questions, validated, distractors = read("questions"), read("questions_validated"), read("distractors")
+    current = read("labels_current")
+    qrels_labels = L.qrels_from(current) if len(current) else pd.DataFrame(columns=["query_id", "unit_id", "relevance"])
+    strict = validated[validated["slice"] == "single-gold"].reset_index(drop=True)
+    one_unit = strict[~strict["evidence_unit_ids"].str.contains(";")].reset_index(drop=True)
+    BASE = [n for n in ("ocr-minilm", "ocr-bm25", "caption-minilm") if (RUN / "vectors" / f"{n}.npz").is_file()]
+    FUSIONS = {"pixels-rrf": ["ocr-minilm", "ocr-bm25"], "hybrid-rrf": BASE}
+    FUSIONS = {k: v for k, v in FUSIONS.items() if len(v) >= 2 and set(v) <= set(BASE)}
+    unit_vectors = {n: Vectors.load(RUN / "vectors" / f"{n}.npz") for n in BASE}
+    sys_table = read("systems") if (RUN / "tables" / "systems.csv").is_file() else pd.DataFrame()
+    EXTERNAL = ({n: trec.read_run(RUN / "runs" / f"{n}.run")[0]
+                 for n in sorted(sys_table.loc[sys_table["provenance"] == "external", "system"])}
+                if "provenance" in sys_table.columns else {})
+    settings = dict(ocr_engine=encode_ocr_engine, device="auto", batch_size=32, workers=encode_workers)
+    unit_ids = list(units["unit_id"])
+
+
+    def candidate_runs(qs: pd.DataFrame, candidates: dict) -> dict:
+        """Each system's ranking of each question's candidates only (fusions fuse the restricted rankings)."""
+        if qs.empty:
+            return {}
+        qv = systems.encode_queries(qs, BASE, **settings)
+        out = {n: S.restricted_run(systems.score_matrix(unit_vectors[n], qv[n]), list(qs["query_id"]), unit_ids, candidates)
+               for n in BASE}
+        for name, parts in FUSIONS.items():
+            out[name] = S.fuse("rrf", [out[p] for p in parts], rrf_k=retrieve_rrf_k, depth=retrieve_depth)
+        for name, run in EXTERNAL.items():       # your runs: only their top-depth ranking is known
+            out[name] = S.restrict_ranking(run, candidates)
+        if "ocr-minilm" in BASE and len(qs):     # document-context scoring over the same candidates
+            dc = retrieve.document_context_scores(list(qv["ocr-minilm"].data), list(unit_vectors["ocr-minilm"].data),
+                                                  units["doc_id"], n_context=4, seed=seed)
+            out["ocr-minilm+doc-context"] = S.restricted_run(dc, list(qs["query_id"]), unit_ids, candidates)
+        return out
+
+
+    res.say(f"validated single-gold questions: {len(strict)} ({len(one_unit)} with one evidence unit); "
+          f"labelled pairs: {len(current)}; systems: "
+          f"{', '.join(BASE + list(FUSIONS) + (['ocr-minilm+doc-context'] if 'ocr-minilm' in BASE else []) + list(EXTERNAL))}")
+
+    res.section("top1_random")
+    orig = questions[questions["evidence_structure"] == "page-single"].reset_index(drop=True)
+    rand = distractors[distractors["axis"] == "random"]
+    rand_c = {q: [g] + list(rand[rand["query_id"] == q]["unit_id"]) for q, g in zip(orig["query_id"], orig["evidence_unit_ids"])}
+    orig_qrels = systems.evidence_qrels(orig)
+    random_rows = []
+    for s, (name, run) in enumerate(sorted(candidate_runs(orig, rand_c).items())):
+        pq = S.per_query(orig_qrels, run, ["top1"], list(orig["query_id"]))
+        ci = stats.bootstrap_ci(pq["top1"].to_numpy(), 2000, rng=np.random.default_rng([seed, 70, s]))
+        random_rows.append({"system": name, "n": ci.n, "top1": ci.estimate, "top1_lo": ci.lo, "top1_hi": ci.hi})
+    top1_random = pd.DataFrame(random_rows, columns=["system", "n", "top1", "top1_lo", "top1_hi"])
+    with pd.option_context("display.float_format", "{:.3f}".format):
+        res.say(top1_random.to_string(index=False) if len(top1_random) else "no page-single questions")
+
+    res.section("sufficiency")
+    hard = distractors[distractors["axis"] != "random"]
+    hard_c = {q: [g] + list(hard[hard["query_id"] == q]["unit_id"]) for q, g in zip(one_unit["query_id"], one_unit["evidence_unit_ids"])}
+    hard_runs = candidate_runs(one_unit, hard_c)
+    corpus_runs = {p.stem: trec.read_run(p)[0] for p in sorted((RUN / "runs_validated").glob("*.run"))}
+    suff_hard, frames_hard = S.sufficiency(qrels_labels, hard_runs, list(one_unit["query_id"]), "hard", seed=seed)
+    suff_corpus, frames_corpus = S.sufficiency(qrels_labels, corpus_runs, list(one_unit["query_id"]), "corpus", seed=seed)
+    sufficiency = pd.concat([suff_hard, suff_corpus], ignore_index=True)
+    with pd.option_context("display.float_format", "{:.3f}".format):
+        res.say(sufficiency[sufficiency["k"].isin([1, 5])].drop(
+            columns=["supporting_only_lo", "supporting_only_hi", "neither_lo", "neither_hi"]).to_string(index=False))
+
+    res.section("headline")
+    def fmt(est, lo, hi):
+        return f"{est:.2f} [{lo:.2f}, {hi:.2f}]"
+
+
+    head_rows = []
+    tr = top1_random.set_index("system")
+    sh = suff_hard.set_index(["system", "k"])
+    for name in sorted(hard_runs):
+        row = {"system": name}
+        if name in tr.index:
+            r = tr.loc[name]
+            row["top-1, random negatives (as generated)"] = fmt(r["top1"], r["top1_lo"], r["top1_hi"])
+            row["n (as generated)"] = int(r["n"])
+        for label, m, k in (("sufficient@1", "sufficient", 1), ("sufficient@5", "sufficient", 5),
+                            ("supporting-only@5", "supporting_only", 5), ("neither@5", "neither", 5)):
+            r = sh.loc[(name, k)]
+            row[f"{label}, hard (validated)"] = fmt(r[m], r[f"{m}_lo"], r[f"{m}_hi"])
+        row["n (validated)"] = int(sh.loc[(name, 1), "n"])
+        g = S.slot_gain(frames_hard[name], "sufficient_1", "sufficient_5", seed=seed)
+        row["gain slot 1→5 (paired)"] = fmt(g["gain"], g["gain_lo"], g["gain_hi"])
+        head_rows.append(row)
+    headline = pd.DataFrame(head_rows)
+    res.say(headline.to_string(index=False) if len(headline) else "no validated questions")
+
+    res.section("sufficiency_chart")
+    plot = suff_hard.melt(id_vars=["system", "k", "n"], value_vars=["sufficient", "supporting_only", "neither"],
+                          var_name="outcome", value_name="share")
+    chart = None if plot.empty else alt.Chart(plot).mark_bar().encode(
+        x=alt.X("k:O", title="top k"), y=alt.Y("share:Q", stack="normalize", title="share of questions"),
+        color=alt.Color("outcome:N", sort=["sufficient", "supporting_only", "neither"],
+                        scale=alt.Scale(range=["#2e7d32", "#f9a825", "#c62828"])),
+        order=alt.Order("outcome_order:Q"), tooltip=["system", "k", "outcome", "share", "n"]
+    ).transform_calculate(outcome_order="indexof(['sufficient','supporting_only','neither'], datum.outcome)").properties(
+        width=130, height=200).facet(column=alt.Column("system:N", title=None)).properties(
+        title="Hard negatives, validated questions: what the top k holds")
+    res.figure("07_sufficiency", chart)
+
+    res.section("significance")
+    evidence_qrels = systems.evidence_qrels(strict)
+    evidence, frames_ev = S.evidence_complete(evidence_qrels, corpus_runs, strict)
+    sig = []
+    baseline = "ocr-bm25" if "ocr-bm25" in frames_hard else None
+    for measure, frames, col in (("sufficient@5 (hard)", frames_hard, "sufficient_5"),
+                                 ("nDCG@10 (corpus, evidence)", frames_ev, "ndcg_cut_10")):
+        if frames:
+            t = stats.comparison_table({k: f[col] for k, f in frames.items()}, baseline=baseline, seed=seed)
+            sig.append(t.assign(measure=measure))
+    significance = pd.concat(sig, ignore_index=True) if sig else pd.DataFrame()
+    with pd.option_context("display.float_format", "{:.3f}".format):
+        res.say(significance[["measure", "system", "n", "mean", "ci_lo", "ci_hi", "delta", "delta_lo", "delta_hi",
+                            "p_randomisation", "p_holm"]].to_string(index=False) if len(significance) else "nothing to compare")
+
+    res.section("breakdown")
+    meta = one_unit.set_index("query_id")
+    stratum = meta["evidence_unit_ids"].map(units.set_index("unit_id")["content_type"])
+    parts = []
+    for name, f in sorted(frames_hard.items()):
+        for by, groups in (("register", meta["register"]), ("stratum", stratum)):
+            g = f["sufficient_5"].groupby(groups.reindex(f.index), sort=True).agg(["mean", "size"]).reset_index()
+            g.columns = ["group", "sufficient_5", "n"]
+            parts.append(g.assign(system=name, by=by))
+    breakdown = (pd.concat(parts, ignore_index=True)[["system", "by", "group", "n", "sufficient_5"]] if parts
+                 else pd.DataFrame(columns=["system", "by", "group", "n", "sufficient_5"]))
+    with pd.option_context("display.float_format", "{:.3f}".format):
+        res.say(breakdown.pivot_table(index=["by", "group"], columns="system", values="sufficient_5").to_string()
+              if len(breakdown) else "no validated questions")
+
+    res.section("evidence")
+    with pd.option_context("display.float_format", "{:.3f}".format):
+        agg = evidence[(evidence["aggregate"] != "structure") & (evidence["k"] == 10)]
+        res.say(agg.pivot_table(index=["system", "aggregate"], columns="measure", values="value").to_string()
+              if len(agg) else "no validated questions")
+        res.say()
+        st = evidence[(evidence["aggregate"] == "structure") & (evidence["k"] == 10) & (evidence["measure"] == "RecallAll")]
+        res.say("RecallAll@10 by evidence structure (n per cell in tables/evidence_complete.csv):")
+        res.say(st.pivot_table(index="evidence_structure", columns="system", values="value").to_string() if len(st) else "-")
+
+    res.section("fusion")
+    components = {n: corpus_runs[n] for n in BASE if n in corpus_runs}
+    fused = {m: S.fuse(m, list(components.values()), rrf_k=retrieve_rrf_k, depth=retrieve_depth)
+             for m in ("rrf", "round-robin", "score-sum")} if len(components) >= 2 else {}
+    good = current[current["label"] == "sufficient"].groupby("query_id")["unit_id"].apply(set).to_dict()
+    suff_sets = {q: good.get(q, set()) for q in strict["query_id"]}
+    trace, trace_counts = S.fusion_trace(components, fused, suff_sets, k=10)
+    with pd.option_context("display.float_format", "{:.3f}".format):
+        if len(trace):
+            res.say(trace.groupby("method")[["in_some_pool", "in_fused_top_k", "lost"]].sum().to_string())
+            res.say()
+            res.say(trace_counts.pivot_table(index="component", columns="method", values="questions_lost").to_string())
+        else:
+            res.say("fewer than two component systems: no fusion to trace")
+
+    # save
+    res.table("sufficiency", sufficiency, sort_by=["system", "negatives", "k"])
+    res.table("evidence_complete", evidence, sort_by=["system", "aggregate", "evidence_structure", "measure", "k"])
+    res.table("headline", headline, sort_by=["system"] if len(headline) else None)
+    res.table("top1_random_original", top1_random, sort_by=["system"])
+    res.table("significance", significance, sort_by=["measure", "system"] if len(significance) else None)
+    res.table("breakdown", breakdown, sort_by=["system", "by", "group"])
+    res.table("fusion_trace", trace, sort_by=["method", "query_id"])
+    res.table("fusion_trace_counts", trace_counts, sort_by=["method", "component"])
+    macro = evidence[(evidence["aggregate"] == "macro") & (evidence["k"] == 10)].pivot_table(
+        index="system", columns="measure", values="value").reset_index() if len(evidence) else pd.DataFrame()
+    macro.columns.name = None
+    lost = (trace_counts.pivot_table(index="component", columns="method", values="questions_lost", aggfunc="sum")
+            .astype(int).reset_index() if len(trace_counts) else None)
+    if lost is not None:
+        lost.columns.name = None
+    blocks = [
+        {"heading": "Headline: each system against easy and hard negatives", "table": headline,
+         "text": "Top-1 against random pages (questions as generated) beside what the top k holds when the "
+                 "competitors are pages one fact away from the answer (validated questions). The columns do not "
+                 "share a denominator: each has its own n and 95% CI, and they are not subtracted from one another.",
+         "figure": "07_sufficiency"},
+        {"heading": "Evidence-complete retrieval (Macro over evidence structures, k = 10)", "table": macro.round(3),
+         "text": "nDCG and Recall credit any evidence page found; nDCGAll and RecallAll only when every evidence "
+                 "page of a question is in the top 10."},
+        {"heading": "Where fusion loses evidence", "table": lost,
+         "text": "Questions whose sufficient page a component system found but the fused top 10 dropped, by "
+                 "component and fusion method."},
+    ]
+    labels_note = read("label_agreement")
+    if len(labels_note):
+        a = labels_note.iloc[0]
+        blocks.append({"heading": "How the labels were made", "text":
+                       f"Pre-labels by {a['model']}, adjudicated by {a['adjudicator']}"
+                       + (" (the demo generator's answer key)" if a["adjudicator"] == "reference" else "")
+                       + f"; agreement on {int(a['n'])} pairs: kappa {a['kappa']:.2f}. The tables use the adjudicated labels."})
+    res.after_save.append(lambda: report.write_summary(RUN, "lookalike — summary", blocks))
+    best = suff_hard[suff_hard["k"] == 1].sort_values(["sufficient", "system"], ascending=[False, True]).head(1)
+    sentence = (f"Best sufficient@1 under hard negatives: {best['system'].iloc[0]} {best['sufficient'].iloc[0]:.2f} "
+                f"(n = {int(best['n'].iloc[0])}); see the summary page for every system beside its top-1 under random negatives."
+                if len(best) else "No validated questions to score.")
+    res.headline(
+        sentence, figure="07_sufficiency" if len(best) else "",
+                           numbers={f"sufficient@1 hard, {r.system}": f"{r.sufficient:.2f}"
+                                    for r in suff_hard[suff_hard["k"] == 1].itertuples()})
+    return res
+

@@ -1,0 +1,206 @@
+"""Stage 08 · mined candidates are not negatives until judged: a retriever's top non-gold
+candidates judged; incompleteness with CIs; negative-selection rules at an equal count and their
+contamination; agreement of two judges; score shape; hard-negative training files.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+from lookalike.judging import judges as J
+from lookalike.judging import store as L
+from lookalike.analysis import mining as Mi
+from lookalike.retrieval import systems
+from lookalike.eval import trec
+from lookalike.io.cache import Cache
+
+from lookalike.stages.base import StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
+
+TITLE = 'Mined candidates'
+
+
+def run(ctx: StageContext) -> StageResult:
+    seed = ctx.get('seed')
+    encode_ocr_engine = ctx.get('encode.ocr_engine')
+    encode_cache_dir = ctx.get('encode.cache_dir')
+    encode_workers = ctx.get('encode.workers')
+    validate_judge_url = ctx.get('validate.judge_url')
+    validate_judge_model = ctx.get('validate.judge_model')
+    mining_retriever = ctx.get('mining.retriever')
+    mining_question_set = ctx.get('mining.question_set')
+    mining_depth = ctx.get('mining.depth')
+    mining_judge = ctx.get('mining.judge')
+    mining_compare_judge = ctx.get('mining.compare_judge')
+    mining_judge_top = ctx.get('mining.judge_top')
+    mining_negatives = ctx.get('mining.negatives')
+    mining_alphas = ctx.get('mining.alphas')
+    mining_windows = ctx.get('mining.windows')
+    res = StageResult('08_mined_candidates', TITLE, ctx.run_dir)
+
+    res.section("setup")
+    RUN = ctx.run_dir
+    read = ctx.table
+    units = ctx.units()
+    validated, facts, answer_key = read("questions_validated"), read("facts"), read("answer_key")
+    as_generated = read("questions")
+    as_generated = as_generated[as_generated["evidence_unit_ids"] != ""].reset_index(drop=True)  # page evidence only
+    SETS = {"generated": (as_generated, RUN / "runs"), "validated": (
+        validated[validated["slice"] == "single-gold"].reset_index(drop=True), RUN / "runs_validated")}
+    if mining_question_set not in SETS:
+        raise ValueError(f"mining_question_set must be one of {sorted(SETS)}, got {mining_question_set!r}")
+    runs = {}
+    for name, (qs, folder) in SETS.items():
+        path = folder / f"{mining_retriever}.run"
+        if len(qs) and not path.is_file():
+            raise FileNotFoundError(f"{path} is missing: mining_retriever must be a system stages 02 and 06 ranked "
+                                    f"({', '.join(p.stem for p in sorted(folder.glob('*.run')))})")
+        runs[name] = trec.read_run(path)[0] if len(qs) else pd.DataFrame(columns=["query_id", "unit_id", "score"])
+    cache = Cache(encode_cache_dir or None)
+    texts = systems.ocr_texts(units, RUN, cache, encode_ocr_engine, encode_workers)
+    view = lambda ids: J.unit_view(units, ids, texts, RUN)  # noqa: E731
+    jargs = dict(facts=facts, answer_key=answer_key, units=units, url=validate_judge_url, model=validate_judge_model,
+                 cache_dir=cache.root / "judges")
+    judge = J.make_judge(mining_judge, **jargs)
+    second = J.make_judge(mining_compare_judge, **jargs) if mining_compare_judge else None
+    res.say(f"questions as generated: {len(SETS['generated'][0])}, validated: {len(SETS['validated'][0])}; "
+          f"miner: {mining_retriever}; judge: {judge.name}"
+          + (" (the demo's answer key)" if judge.name == "reference" else "") + f"; second judge: {second.name if second else 'none'}")
+
+    res.section("mined")
+    memo = {}
+
+
+    def label(j, qrec, q, u):
+        key = (j.name, qrec.loc[q, "text"], q, u)
+        if key not in memo:
+            memo[key] = j.judge({**qrec.loc[q].to_dict(), "query_id": q}, view([u])).label
+        return memo[key]
+
+
+    rules = (["top-k"] + [f"window:{w}" for w in mining_windows] + [f"topk-percpos:{a:g}" for a in mining_alphas]
+             + ["judged"])
+    mined_all, chosen_all, judgements_all, golds = [], [], [], {}
+    for set_name, (qs, _) in SETS.items():
+        qrec = qs.set_index("query_id")
+        gold = {q: [u for u in ev.split(";") if u] for q, ev in zip(qs["query_id"], qs["evidence_unit_ids"])}
+        golds[set_name] = gold
+        mined = Mi.mine(runs[set_name], {q: set(g) for q, g in gold.items()}, n=mining_depth)
+        budget = mined[mined["rank"] <= mining_judge_top]
+        budget_labels = budget[["query_id", "unit_id"]].assign(
+            label=[label(judge, qrec, q, u) for q, u in zip(budget["query_id"], budget["unit_id"])])
+        chosen = (pd.concat([Mi.select(mined, r, k=mining_negatives, judged_labels=budget_labels, seed=seed) for r in rules],
+                            ignore_index=True) if len(mined) else pd.DataFrame(columns=Mi.CHOSEN_COLUMNS))
+        need = pd.concat([budget[["query_id", "unit_id"]], chosen[["query_id", "unit_id"]]]).drop_duplicates()
+        for j in [judge] + ([second] if second else []):
+            judgements_all.append(need.assign(judge=j.name, question_set=set_name, in_budget=need.merge(
+                budget[["query_id", "unit_id"]], how="left", indicator=True)["_merge"].eq("both").to_numpy(),
+                label=[label(j, qrec, q, u) for q, u in zip(need["query_id"], need["unit_id"])]))
+        mined_all.append(mined.assign(question_set=set_name))
+        chosen_all.append(chosen.assign(question_set=set_name))
+        res.say(f"{set_name}: {len(mined)} candidates for {mined['query_id'].nunique()} questions; "
+              f"judged pairs per judge: {len(need)}")
+    mined_all = pd.concat(mined_all, ignore_index=True)
+    chosen_all = pd.concat(chosen_all, ignore_index=True)
+    judgements = pd.concat(judgements_all, ignore_index=True)
+    by_window = (judgements[judgements["judge"] == judge.name]
+                 .merge(mined_all[["question_set", "query_id", "unit_id", "rank"]], on=["question_set", "query_id", "unit_id"])
+                 .assign(window=lambda d: pd.cut(d["rank"], [0, 1, 4, 20, 100], labels=["1", "2-4", "5-20", "21-100"])))
+    res.say(f"\nshare judged relevant by mined rank (judge: {judge.name}):")
+    res.say(by_window.groupby(["question_set", "window"], observed=False)["label"].apply(
+        lambda s: f"{Mi.is_relevant(s).mean():.3f} of {len(s)}").unstack(0).to_string() if len(by_window) else "nothing mined")
+
+    res.section("incompleteness")
+    inc = []
+    for set_name, (qs, _) in SETS.items():
+        if qs.empty:
+            continue
+        specific = {q: ("specific" if str(v) == "True" else "broad") for q, v in zip(qs["query_id"], qs["qualified"])}
+        meta = units.set_index("unit_id")
+        stratum = {q: "stratum: " + meta.loc[g[0], "content_type"] for q, g in golds[set_name].items()}
+        mined = mined_all[mined_all["question_set"] == set_name]
+        for name in judgements["judge"].unique():
+            labs = judgements[(judgements["judge"] == name) & (judgements["question_set"] == set_name)]
+            t = pd.concat([Mi.incompleteness(mined, labs, specific, seed=seed),
+                           Mi.incompleteness(mined, labs, stratum, seed=seed).iloc[1:]], ignore_index=True)
+            inc.append(t.assign(judge=name, question_set=set_name))
+    incompleteness = pd.concat(inc, ignore_index=True) if inc else pd.DataFrame()
+    with pd.option_context("display.float_format", "{:.3f}".format):
+        res.say(incompleteness[["question_set", "judge", "group", "n_queries", "relevant_in_top4", "relevant_in_top4_lo",
+                              "relevant_in_top4_hi", "top1_relevant", "top1_relevant_lo", "top1_relevant_hi"]].to_string(index=False)
+              if len(incompleteness) else "no questions to mine")
+
+    res.section("rules")
+    rule_tables = []
+    for (set_name, name), labs in judgements.groupby(["question_set", "judge"], sort=True):
+        t = Mi.rule_table(chosen_all[chosen_all["question_set"] == set_name], labs, seed=seed)
+        rule_tables.append(t.assign(judge=name, question_set=set_name))
+    rules_by_judge = (pd.concat(rule_tables, ignore_index=True) if rule_tables
+                      else pd.DataFrame(columns=Mi.RULE_COLUMNS + ["judge", "question_set"]))
+    negative_rules = rules_by_judge[(rules_by_judge["judge"] == judge.name)
+                                    & (rules_by_judge["question_set"] == mining_question_set)][Mi.RULE_COLUMNS].reset_index(drop=True)
+    with pd.option_context("display.float_format", "{:.3f}".format):
+        res.say(rules_by_judge[["question_set", "judge", "rule", "n_queries", "n_negatives", "contamination", "contamination_lo",
+                              "contamination_hi", "sufficient_share", "backfill_share", "median_rank"]].to_string(index=False))
+
+    res.section("rules_chart")
+    shown = rules_by_judge[rules_by_judge["question_set"] == mining_question_set]
+    chart = None if shown.empty else (
+        alt.Chart(shown).mark_point(filled=True, size=70).encode(
+            y=alt.Y("rule:N", sort=rules, title=None), x=alt.X("contamination:Q", scale=alt.Scale(domain=[0, 1]),
+                                                              title="share of chosen negatives judged relevant"),
+            color="judge:N", tooltip=["rule", "judge", "contamination", "n_negatives", "backfill_share"])
+        + alt.Chart(shown).mark_rule().encode(y=alt.Y("rule:N", sort=rules), x="contamination_lo:Q",
+                                                       x2="contamination_hi:Q", color="judge:N")
+    ).properties(width=420, height=220, title=f"Contamination of negative-selection rules, questions {mining_question_set} (95% CI over questions)")
+    res.figure("08_rules", chart)
+
+    res.section("agreement")
+    if second is not None:
+        a = judgements[judgements["judge"] == judge.name].reset_index(drop=True)
+        b = judgements[judgements["judge"] == second.name].reset_index(drop=True)
+        mined_agreement = pd.DataFrame([{"first": judge.name, "second": second.name, **J.agreement(a["label"], b["label"]),
+                                         "relevant_agreement": float((Mi.is_relevant(a["label"]) == Mi.is_relevant(b["label"])).mean())}])
+        with pd.option_context("display.float_format", "{:.3f}".format):
+            res.say(mined_agreement.to_string(index=False))
+            res.say()
+            res.say(J.confusion(a["label"], b["label"]).to_string())
+    else:
+        mined_agreement = pd.DataFrame()
+        res.say("no second judge configured")
+
+    res.section("score_shape")
+    grade = {"irrelevant": 0.0, "supporting": 50.0, "sufficient": 100.0}
+    shape = pd.DataFrame([{"question_set": s_, "judge": name, **Mi.score_shape(g["label"].map(grade), g["query_id"])}
+                          for (s_, name), g in judgements[judgements["in_budget"].astype(bool)].groupby(["question_set", "judge"], sort=True)])
+    res.say(shape.to_string(index=False))
+
+    # save
+    export_qs = SETS[mining_question_set][0]
+    primary = judgements[(judgements["judge"] == judge.name) & (judgements["question_set"] == mining_question_set)]
+    Mi.export_training(chosen_all[chosen_all["question_set"] == mining_question_set], export_qs,
+                               golds[mining_question_set], primary, units, RUN / "training")
+    (RUN / "qrels").mkdir(exist_ok=True)
+    pool_qrels = L.qrels_from(primary.drop_duplicates(["query_id", "unit_id"]))
+    if len(pool_qrels):
+        trec.write_qrels(pool_qrels, RUN / "qrels" / "mined.qrels")
+    res.table("mined_candidates", mined_all, sort_by=["question_set", "query_id", "rank"])
+    res.table("mined_judgements", judgements, sort_by=["question_set", "judge", "query_id", "unit_id"])
+    res.table("negatives_chosen", chosen_all, sort_by=["question_set", "rule", "query_id", "rank"])
+    res.table("negative_rules", negative_rules, sort_by=["rule"])
+    res.table("negative_rules_by_judge", rules_by_judge, sort_by=["question_set", "judge", "rule"])
+    res.table("incompleteness", incompleteness, sort_by=["question_set", "judge", "group"] if len(incompleteness) else None)
+    res.table("mined_agreement", mined_agreement)
+    res.table("score_shape", shape, sort_by=["question_set", "judge"] if len(shape) else None)
+    row = incompleteness[(incompleteness["judge"] == judge.name) & (incompleteness["group"] == "all")
+                         & (incompleteness["question_set"] == mining_question_set)] if len(incompleteness) else incompleteness
+    top = negative_rules.set_index("rule")["contamination"]
+    sentence = (f"Of the top 4 mined candidates, {row['relevant_in_top4'].iloc[0]:.2f} per question are relevant and the "
+                f"top-1 is relevant for {row['top1_relevant'].iloc[0]:.0%} of questions ({mining_question_set}, judge: {judge.name}); "
+                f"contamination of top-k negatives {top.get('top-k', float('nan')):.2f} vs judged "
+                f"{top.get('judged', float('nan')):.2f}." if len(row) else "No validated questions to mine.")
+    res.headline(
+        sentence,
+                           figure="08_rules" if len(negative_rules) else "",
+                           numbers={f"contamination, {r}": f"{v:.2f}" for r, v in top.items()})
+    return res
+

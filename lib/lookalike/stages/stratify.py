@@ -1,0 +1,112 @@
+"""Stage 01 · stratify the corpus: load and validate it, units per stratum, the stratified sample.
+
+Writes tables/units.csv, questions.csv, qrels.csv (your judgements, normalised), facts.csv and
+answer_key.csv (the demo's answer key), sample.csv, strata.csv, skipped.csv.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from lookalike.data import schema as C
+from lookalike.io import corpus as corpus_io, inputs as I
+from lookalike.report import charts, images
+from lookalike.stages.base import StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
+
+TITLE = "Corpus and strata"
+
+
+def run(ctx: StageContext) -> StageResult:
+    seed = ctx.get('seed')
+    corpus_source = ctx.get('corpus.source')
+    corpus_demo_size = ctx.get('corpus.demo_size')
+    corpus_manifest = str(ctx.path('corpus.manifest') or '')
+    corpus_root = str(ctx.path('corpus.root') or '')
+    corpus_strict = ctx.get('corpus.strict')
+    corpus_dpi = ctx.get('corpus.dpi')
+    corpus_pages = ctx.get('corpus.pages')
+    corpus_max_pages = ctx.get('corpus.max_pages')
+    corpus_name_pattern = ctx.get('corpus.name_pattern')
+    corpus_max_pixels = ctx.get('corpus.max_pixels')
+    corpus_questions = str(ctx.path('corpus.questions') or '')
+    corpus_question_columns = ctx.get('corpus.question_columns')
+    corpus_question_ids = ctx.get('corpus.question_ids')
+    corpus_qrels = str(ctx.path('corpus.qrels') or '')
+    corpus_qrels_level = ctx.get('corpus.qrels_level')
+    corpus_page_base = ctx.get('corpus.page_base')
+    sample_per_stratum = ctx.get('sample.per_stratum')
+    res = StageResult('01_stratify_corpus', TITLE, ctx.run_dir)
+
+    RUN = ctx.run_dir
+    rng = np.random.default_rng([seed, 1])     # stage 01's own stream, derived from the run seed
+
+    res.section("load")
+    loaded = corpus_io.load(corpus_source, seed, ctx.dirs["corpus"], corpus_demo_size, corpus_manifest, corpus_root, corpus_strict,
+                    dpi=corpus_dpi, pages=corpus_pages, max_pages=corpus_max_pages, name_pattern=corpus_name_pattern,
+                    max_pixels=corpus_max_pixels)
+    units, questions, facts, skipped = loaded.units, loaded.questions, loaded.facts, loaded.skipped
+    qrels = loaded.qrels                                      # BEIR / ViDoRe inputs bring their own
+    if corpus_questions:
+        mine, q_skipped = I.read_questions(corpus_questions, corpus_question_columns, corpus_question_ids)
+        if corpus_qrels:
+            qrels, r_skipped = I.read_judgements(corpus_qrels, units["unit_id"], mine["query_id"], corpus_qrels_level,
+                                                 corpus_page_base, doc_ids=units["doc_id"].unique())
+            q_skipped = pd.concat([q_skipped, r_skipped], ignore_index=True)
+        questions = I.as_questions(mine, qrels, units, corpus_qrels_level)
+        skipped = pd.concat([skipped, q_skipped], ignore_index=True)
+    qrels = qrels.assign(level=(corpus_qrels_level if corpus_questions else "page") if len(qrels) else pd.Series(dtype=str))
+    res.say(f"units kept: {len(units)}   documents: {units['doc_id'].nunique()}   "
+          f"templates: {units['template_id'].nunique()}   rows skipped: {len(skipped)}")
+    if corpus_questions:
+        res.say(f"questions kept: {len(questions)}   judgements kept: {len(qrels)} ({corpus_qrels_level} level)")
+    if len(skipped):
+        res.say(skipped.head(40).to_string(index=False))
+        if len(skipped) > 40:
+            res.say(f"... and {len(skipped) - 40} more in tables/skipped.csv")
+
+    res.show["units"] = units.head(8)
+
+    res.section("strata")
+    strata = C.strata_counts(units)
+    res.say(strata.to_string(index=False))
+    res.say()
+    res.say(units.groupby("content_type").size().rename("units").to_string())
+
+    res.figure("01_strata", charts.strata(strata))
+
+    res.figure("01_montage", images.montage(units, RUN))
+
+    res.section("sample")
+    sample = C.stratified_sample(units, sample_per_stratum, rng)
+    res.say(sample.groupby("content_type").size().rename("sampled").to_string())
+    res.say("first ids:", ", ".join(sample["unit_id"].head(6)))
+
+    res.section("questions")
+    if len(questions):
+        res.say(pd.crosstab(questions["evidence_structure"], questions["register"], margins=True).to_string())
+        res.say()
+        res.say(f"questions: {len(questions)}   fully qualified: {questions['qualified'].astype(bool).mean():.3f}")
+    else:
+        res.say("no questions supplied with this corpus")
+
+    # save
+    res.table("units", units, sort_by=["unit_id"])
+    res.table("questions", questions, sort_by=["query_id"])
+    res.table("facts", facts, sort_by=["unit_id", "metric", "period", "member"])
+    res.table("answer_key", loaded.answer_key, sort_by=["query_id", "need"])
+    res.table("sample", sample, sort_by=["unit_id"])
+    res.table("strata", strata)
+    res.table("skipped", skipped.assign(row=pd.to_numeric(skipped["row"], errors="coerce").astype("Int64")),
+                       sort_by=["source", "row", "unit_id"])
+    res.table("qrels", qrels, sort_by=["query_id", "unit_id"])
+    top = strata.sort_values("units", ascending=False, kind="mergesort").iloc[0]
+    res.headline(
+        f"{len(units)} units in {units['doc_id'].nunique()} documents across {len(strata)} templates; "
+        f"the largest template ({top['template_id']}) has {int(top['units'])} units. {len(skipped)} rows skipped.",
+        figure="01_strata",
+        numbers={"units": len(units), "documents": int(units["doc_id"].nunique()), "questions": len(questions),
+                 "sampled": len(sample), "skipped": len(skipped)},
+    )
+    return res
+

@@ -1,0 +1,247 @@
+"""Stage 05 · validate the questions: gold first, then every hard distractor in the gold's place;
+repair by qualifier, the any-acceptable slice, the dropped; agreement of two judges; top-1 on the
+validated set; the regression slice. Writes tables/question_validation.csv, questions_validated.csv.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import numpy as np
+import pandas as pd
+from lookalike.judging import judges as J
+from lookalike.analysis import negatives as N
+from lookalike import params as P
+from lookalike.analysis import questions as Q
+from lookalike.eval import stats
+from lookalike.retrieval import systems
+from lookalike.io.cache import Cache
+from lookalike.retrieval.encoders.base import Vectors
+
+from lookalike.stages.base import StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
+
+TITLE = 'Question validation'
+
+
+def run(ctx: StageContext) -> StageResult:
+    seed = ctx.get('seed')
+    encode_ocr_engine = ctx.get('encode.ocr_engine')
+    encode_cache_dir = ctx.get('encode.cache_dir')
+    encode_workers = ctx.get('encode.workers')
+    negatives_k = ctx.get('negatives.k')
+    negatives_clusters = ctx.get('negatives.clusters')
+    validate_judge = ctx.get('validate.judge')
+    validate_compare_judge = ctx.get('validate.compare_judge')
+    validate_labels = ctx.get('validate.labels')
+    validate_judge_url = ctx.get('validate.judge_url')
+    validate_judge_model = ctx.get('validate.judge_model')
+    validate_max_repairs = ctx.get('validate.max_repairs')
+    validate_regressions = ctx.get('validate.regressions')
+    res = StageResult('05_validate_questions', TITLE, ctx.run_dir)
+
+    res.section("setup")
+    RUN = ctx.run_dir
+    read = ctx.table
+    units = ctx.units()
+    questions, facts, answer_key = read("questions"), read("facts"), read("answer_key")
+    distractors = read("distractors")
+    cache = Cache(encode_cache_dir or None)
+    texts = systems.ocr_texts(units, RUN, cache, encode_ocr_engine, encode_workers)
+    view = lambda ids: J.unit_view(units, ids, texts, RUN)  # noqa: E731
+    judge_args = dict(facts=facts, answer_key=answer_key, units=units, labels=str(P.repo_path(validate_labels) or ""),
+                      url=validate_judge_url, model=validate_judge_model, cache_dir=cache.root / "judges")
+    judge = J.make_judge(validate_judge, **judge_args)
+    second = J.make_judge(validate_compare_judge, **judge_args) if validate_compare_judge else None
+    res.say(f"primary judge: {judge.name}" + (" (the demo's answer key)" if judge.name == "reference" else ""))
+    res.say(f"second judge: {second.name if second else 'none'}")
+
+    res.section("validation")
+    validation, validated, judgements = Q.validate(questions, distractors, judge, view, units, validate_max_repairs)
+    tally = Q.tallies(validation)
+    res.say(f"questions: {len(validation)}; status as generated:")
+    res.say(validation["status"].value_counts().sort_index().to_string())
+    res.say("\noutcome (slice):")
+    res.say(validation["slice"].value_counts().sort_index().to_string())
+    res.say()
+    res.say(tally.to_string(index=False))
+
+    res.section("shares")
+    shares = []
+    for r in tally.itertuples():
+        ci = stats.proportion_ci(r.answerable, r.checked)
+        shares.append({"axis": r.axis, "n": r.checked, "answerable": r.answerable, "share": ci.estimate,
+                       "share_lo": ci.lo, "share_hi": ci.hi, "judge": judge.name})
+    shares = pd.DataFrame(shares, columns=["axis", "n", "answerable", "share", "share_lo", "share_hi", "judge"])
+    by_structure = (validation.assign(answerable=validation["status"] == "answerable_from_distractor")
+                    .groupby(["evidence_structure", "register"], sort=True)["answerable"].agg(["size", "sum", "mean"])
+                    .rename(columns={"size": "n", "sum": "answerable", "mean": "share"}).reset_index())
+    with pd.option_context("display.float_format", "{:.3f}".format):
+        res.say(shares.to_string(index=False))
+        res.say()
+        res.say(by_structure.to_string(index=False))
+
+    res.section("shares_chart")
+    chart = None if shares.empty else (
+        alt.Chart(shares).mark_bar().encode(x=alt.X("axis:N", sort=list(shares["axis"]), title=None),
+                                            y=alt.Y("share:Q", scale=alt.Scale(domain=[0, 1]),
+                                                    title="share answerable from a distractor"),
+                                            tooltip=["axis", "n", "answerable", "share"])
+        + alt.Chart(shares).mark_rule().encode(x=alt.X("axis:N", sort=list(shares["axis"])), y="share_lo:Q", y2="share_hi:Q")
+    ).properties(width=320, height=220, title=f"Questions a hard distractor answers (judge: {judge.name})")
+    res.figure("05_answerable", chart)
+
+    res.section("repairs")
+    fixed = validation[validation["repaired"]]
+    for r in fixed.groupby("added_qualifiers", sort=True).head(2).itertuples():
+        res.say(f"{r.query_id} [{r.added_qualifiers}]\n  before: {r.original_text}\n  after:  {r.final_text}")
+    rest = validation[validation["slice"] != "single-gold"]
+    for r in rest.head(6).itertuples():
+        res.say(f"{r.query_id} -> {r.slice} ({r.final_status}, axis {r.axis or '-'}): {r.final_text}")
+
+    res.section("caught")
+    caught = judgements[(judgements["attempt"] == 0) & (judgements["role"] == "distractor")
+                        & (judgements["label"] == "sufficient")]
+    if len(caught):
+        ex = caught.iloc[0]
+        qtext = questions.set_index("query_id").loc[ex["query_id"], "text"]
+        res.say(f"{ex['query_id']}: {qtext}\n  distractor axis: {ex['axis']}; it gives {ex['answer'] or 'an answer'}")
+        pair = pd.DataFrame({"gold_unit_id": [ex["gold_unit_id"]], "unit_id": [ex["unit_ids"].split(";")[0]],
+                             "axis": [ex["axis"]], "similarity": [np.nan]})
+        res.figure("05_caught", N.montage(ex["gold_unit_id"], pair, units, RUN))
+    else:
+        res.say("no question was answerable from a distractor")
+
+    res.section("agreement")
+    pairs = judgements[judgements["attempt"] == 0].reset_index(drop=True)
+    agreement_table = pd.DataFrame(columns=["subset", "first", "second", "n", "agreement", "kappa", "n_boundary",
+                                            "kappa_boundary"])
+    if second is not None and len(pairs):
+        qrec = questions.set_index("query_id")
+        pairs["second_label"] = [second.judge({**qrec.loc[q].to_dict(), "query_id": q}, view(ids.split(";"))).label
+                                 for q, ids in zip(pairs["query_id"], pairs["unit_ids"])]
+        pairs["evidence_structure"] = pairs["query_id"].map(qrec["evidence_structure"])
+        subsets = {"all pairs": pairs}
+        subsets.update({f"role: {k}": g for k, g in pairs.groupby("role", sort=True)})
+        subsets.update({f"structure: {k}": g for k, g in pairs.groupby("evidence_structure", sort=True)})
+        agreement_table = pd.DataFrame([{"subset": name, "first": judge.name, "second": second.name,
+                                         **J.agreement(g["label"], g["second_label"])} for name, g in subsets.items()],
+                                       columns=agreement_table.columns)
+        with pd.option_context("display.float_format", "{:.3f}".format):
+            res.say(agreement_table.drop(columns=["first", "second"]).to_string(index=False))
+            res.say()
+            res.say(J.confusion(pairs["label"], pairs["second_label"]).to_string())
+    else:
+        res.say("no second judge configured")
+
+    res.section("top1")
+    single = validated[(validated["evidence_structure"] == "page-single")].reset_index(drop=True)
+    settings = dict(ocr_engine=encode_ocr_engine, device="auto", batch_size=32, workers=encode_workers)
+    names = [n for n in ("ocr-minilm", "ocr-bm25") if (RUN / "vectors" / f"{n}.npz").is_file()]
+    unit_vectors = {n: Vectors.load(RUN / "vectors" / f"{n}.npz") for n in names}
+    top1_rows = []
+    if len(single) and names:
+        qv = systems.encode_queries(single, names, **settings)
+        scores = {n: systems.score_matrix(unit_vectors[n], qv[n]) for n in names}
+        strict = single[single["slice"] == "single-gold"]
+        gold = dict(zip(strict["query_id"], strict["evidence_unit_ids"]))
+        by_gold = {axis_set: distractors[distractors["axis"].isin(axis_set)].groupby("gold_unit_id")["unit_id"]
+                   .apply(list).to_dict() for axis_set in (("random",), tuple(Q.AXIS_ORDER))}
+        sets = {"random": {q: by_gold[("random",)].get(g, []) for q, g in gold.items()},
+                "hard": {q: by_gold[tuple(Q.AXIS_ORDER)].get(g, []) for q, g in gold.items()},
+                "corpus": {q: None for q in gold}}
+        pos = [list(single["query_id"]).index(q) for q in strict["query_id"]]
+        t = N.top1_table({n: m[pos] for n, m in scores.items()}, list(units["unit_id"]), list(strict["query_id"]),
+                         gold, sets, seed)
+        top1_rows.append(t.assign(question_set="validated"))
+        loose = single[single["slice"] == "any-acceptable"]
+        if len(loose):
+            pos = [list(single["query_id"]).index(q) for q in loose["query_id"]]
+            acc = {q: set(a.split(";")) for q, a in zip(loose["query_id"], loose["acceptable_unit_ids"])}
+            t = N.top1_table({n: m[pos] for n, m in scores.items()}, list(units["unit_id"]), list(loose["query_id"]),
+                             acc, {"corpus": {q: None for q in acc}}, seed)
+            top1_rows.append(t.assign(question_set="any-acceptable"))
+    as_generated = read("top1_negatives")
+    as_generated = as_generated[as_generated["system"].isin(names)].assign(question_set="as generated")
+    top1_validated = pd.concat([as_generated, *top1_rows], ignore_index=True)[
+        ["question_set", "system", "negatives", "n", "top1", "top1_lo", "top1_hi"]]
+    with pd.option_context("display.float_format", "{:.3f}".format):
+        res.say(top1_validated.to_string(index=False) if len(top1_validated) else "no page-single questions to score")
+
+    res.section("top1_chart")
+    shown = top1_validated[top1_validated["question_set"] == "validated"]
+    chart = None if shown.empty else N.top1_chart(
+        shown, "Top-1 on validated questions: random, hard, whole corpus (own n and CI each)")
+    res.figure("05_top1_validated", chart)
+
+    res.section("regressions")
+    regression_rows = pd.DataFrame(columns=["query_id", "system", "expected_rank", "top1_hard", "top1_corpus",
+                                            "returned_still_above"])
+    regression_summary = pd.DataFrame(columns=N.TOP1_COLUMNS)
+    regression_skipped = pd.DataFrame(columns=["source", "row", "unit_id", "problem"])
+    reg_path = P.repo_path(validate_regressions)
+    if reg_path is None:
+        res.say("no regression file configured (validate_regressions)")
+    else:
+        reports, regression_skipped = Q.read_regressions(reg_path, units["unit_id"])
+        regression_skipped["source"] = reg_path.name
+        res.say(f"{reg_path.name}: {len(reports)} reports kept, {len(regression_skipped)} skipped")
+        if len(regression_skipped):
+            res.say(regression_skipped.to_string(index=False))
+        if len(reports) and names:
+            appearance = Vectors.load(RUN / "vectors" / "appearance.npz")
+            expected = sorted(set(reports["expected_unit_id"]))
+            if (units["template_id"] != "").any():
+                reg_hard, _ = N.hard_negatives(units, appearance.data, expected, k=negatives_k)
+            else:
+                reg_hard, _ = N.cluster_negatives(units, appearance.data, expected, negatives_clusters, k=negatives_k,
+                                                  seed=seed)
+            hard_of = reg_hard.groupby("gold_unit_id")["unit_id"].apply(list).to_dict()
+            rq = reports.assign(evidence_unit_ids=reports["expected_unit_id"])
+            qv = systems.encode_queries(rq, names, **settings)
+            gold = dict(zip(rq["query_id"], rq["expected_unit_id"]))
+            sets = {"hard": {q: hard_of.get(g, []) for q, g in gold.items()}, "corpus": {q: None for q in gold}}
+            scores = {n: systems.score_matrix(unit_vectors[n], qv[n]) for n in names}
+            regression_summary = N.top1_table(scores, list(units["unit_id"]), list(rq["query_id"]), gold, sets, seed)
+            col = {u: i for i, u in enumerate(units["unit_id"])}
+            rows = []
+            for n, m in scores.items():
+                for i, r in enumerate(rq.itertuples()):
+                    s = m[i]
+                    e = s[col[r.expected_unit_id]]
+                    rank = 1 + int(np.sum((s > e) | ((s == e) & (units["unit_id"].to_numpy() > r.expected_unit_id))))
+                    above = "" if not r.returned_unit_id else bool(
+                        (s[col[r.returned_unit_id]], r.returned_unit_id) > (e, r.expected_unit_id))
+                    rows.append({"query_id": r.query_id, "system": n, "expected_rank": rank,
+                                 "top1_hard": float(N.top1_within(m[[i]], list(units["unit_id"]), [r.query_id], gold,
+                                                                  sets["hard"]).iloc[0]),
+                                 "top1_corpus": float(rank == 1), "returned_still_above": above})
+            regression_rows = pd.DataFrame(rows, columns=regression_rows.columns)
+            with pd.option_context("display.float_format", "{:.3f}".format):
+                res.say(regression_summary.to_string(index=False))
+                res.say()
+                res.say(regression_rows.to_string(index=False))
+
+    # save
+    res.table("question_validation", validation, sort_by=["query_id"])
+    res.table("questions_validated", validated, sort_by=["query_id"])
+    res.table("validation_judgements", judgements, sort_by=["query_id", "attempt", "role", "axis", "unit_ids"])
+    res.table("validation_tallies", shares.merge(tally, on="axis", how="left"), sort_by=["axis"])
+    res.table("judge_agreement", agreement_table, sort_by=["subset"])
+    res.table("top1_validated", top1_validated, sort_by=["question_set", "system", "negatives"])
+    res.table("regression_slice", regression_rows, sort_by=["query_id", "system"])
+    res.table("regression_summary", regression_summary, sort_by=["system", "negatives"])
+    res.table("regression_skipped", regression_skipped, sort_by=["row"])
+    anyrow = shares[shares["axis"] == "any"]
+    share_any = float(anyrow["share"].iloc[0]) if len(anyrow) else float("nan")
+    kappa = f"{agreement_table['kappa'].iloc[0]:.2f} over all pairs" if len(agreement_table) else "n/a"
+    sentence = (f"{share_any:.0%} of {len(validation)} questions were answerable from a hard distractor "
+                f"(judge: {judge.name}); {int(validation['repaired'].sum())} repaired, "
+                f"{int((validation['slice'] == 'any-acceptable').sum())} kept as any-acceptable, "
+                f"{int((validation['slice'] == 'dropped').sum())} dropped. Agreement with the second judge: kappa {kappa}.")
+    res.headline(
+        sentence,
+        figure="05_answerable" if len(shares) else "",
+        numbers={**{f"answerable via {a}": f"{s:.2f}" for a, s in zip(shares["axis"], shares["share"])},
+                 "validated questions": len(validated)},
+    )
+    return res
+
