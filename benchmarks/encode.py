@@ -16,9 +16,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
-from lookalike import demo  # noqa: E402
-from lookalike.cache import Cache  # noqa: E402
-from lookalike.encoders import ocr, text  # noqa: E402
+from lookalike.data import demo
+from lookalike.io.cache import Cache  # noqa: E402
+from lookalike.retrieval.encoders import ocr, text  # noqa: E402
 
 
 def main(argv=None) -> int:

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
-from lookalike.retrieve import maxsim  # noqa: E402
+from lookalike.retrieval.indexes import maxsim  # noqa: E402
 
 
 def _kb(field):

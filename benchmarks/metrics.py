@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
-from lookalike import metrics as M  # noqa: E402
+from lookalike.eval import metrics as M
 
 MEASURES = ["P_10", "recall_100", "recip_rank", "map", "ndcg_cut_10"]
 

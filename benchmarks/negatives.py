@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
-from lookalike import negatives  # noqa: E402
+from lookalike.analysis import negatives
 
 
 def synthetic(n: int, dim: int, seed: int = 0):

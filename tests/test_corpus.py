@@ -2,6 +2,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from lookalike.data import schema as C
+from lookalike.io import corpus as corpus_io
 
 from conftest import make_png
 
@@ -19,7 +20,7 @@ def test_good_manifest_reads_all_rows(tmp_path):
         {"unit_id": "deck:1", "image_path": "img/a.png", "content_type": "chart", "caption": "Revenue"},
         {"doc_id": "deck", "page": "2", "image_path": "img/b.png", "content_type": ""},
     ])
-    c = C.read_manifest(m)
+    c = corpus_io.read_manifest(m)
     assert list(c.units["unit_id"]) == ["deck:1", "deck:2"]
     assert list(c.units["page"]) == [1, 2]
     assert list(c.units.columns) == C.UNIT_COLUMNS
@@ -39,7 +40,7 @@ def test_bad_rows_are_skipped_and_named(tmp_path):
         {"unit_id": "d:5", "image_path": "../outside.png", "content_type": "table"},
         {"unit_id": "d:0", "image_path": "a.png", "content_type": "table"},
     ])
-    c = C.read_manifest(m)
+    c = corpus_io.read_manifest(m)
     assert list(c.units["unit_id"]) == ["d:1"]
     problems = dict(zip(c.skipped["row"], c.skipped["problem"]))
     assert "not found" in problems[2]
@@ -54,19 +55,19 @@ def test_bad_rows_are_skipped_and_named(tmp_path):
 def test_strict_mode_raises_naming_file_row_and_id(tmp_path):
     m = _manifest(tmp_path, [{"unit_id": "x:1", "image_path": "nope.png"}])
     with pytest.raises(C.CorpusError, match=r"manifest.csv: row 1 \(unit_id 'x:1'\): image 'nope.png' not found"):
-        C.read_manifest(m, strict=True)
+        corpus_io.read_manifest(m, strict=True)
 
 
 def test_structural_problems_raise(tmp_path):
     with pytest.raises(C.CorpusError, match="absent.csv: manifest not found"):
-        C.read_manifest(tmp_path / "absent.csv")
+        corpus_io.read_manifest(tmp_path / "absent.csv")
     m = _manifest(tmp_path, [{"unit_id": "x:1", "path": "a.png"}])
     with pytest.raises(C.CorpusError, match="required column 'image_path' is missing"):
-        C.read_manifest(m)
+        corpus_io.read_manifest(m)
     bad = tmp_path / "latin1.csv"
     bad.write_bytes("unit_id,image_path,caption\nx:1,a.png,caf\xe9\n".encode("latin-1"))
     with pytest.raises(C.CorpusError, match="latin1.csv: not UTF-8"):
-        C.read_manifest(bad)
+        corpus_io.read_manifest(bad)
 
 
 def test_stratified_sample_takes_up_to_n_per_stratum_deterministically():

@@ -74,8 +74,8 @@ def test_bad_input_exits_2_naming_file_and_line(files, capsys, run, message):
 
 
 def test_unknown_measure_exits_2(files, capsys):
-    assert main(["-m", "nDCG@10", str(files / "qrels"), str(files / "run")]) == 2
-    assert "unknown measure 'nDCG@10'" in capsys.readouterr().err
+    assert main(["-m", "nDGC@10", str(files / "qrels"), str(files / "run")]) == 2
+    assert "unknown measure 'nDGC@10'" in capsys.readouterr().err
 
 
 def test_runs_as_a_module(files):

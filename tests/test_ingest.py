@@ -3,6 +3,7 @@
 import pandas as pd
 import pytest
 from lookalike.data import schema as C
+from lookalike.io import corpus as corpus_io
 from lookalike.io import ingest
 
 from conftest import make_png
@@ -87,12 +88,12 @@ def test_image_folder_skips_unreadable_oversized_and_duplicate(tmp_path):
 
 
 def test_load_dispatches_and_names_what_is_missing(pdfs, tmp_path):
-    c = C.load("pdf", 0, tmp_path / "run" / "corpus", root=str(pdfs), dpi=36, max_pages=1)
+    c = corpus_io.load("pdf", 0, tmp_path / "run" / "corpus", root=str(pdfs), dpi=36, max_pages=1)
     assert len(c.units) == 2 and len(c.skipped) == 3
     with pytest.raises(C.CorpusError, match="corpus.root is empty"):
-        C.load("images", 0, tmp_path / "x")
+        corpus_io.load("images", 0, tmp_path / "x")
     with pytest.raises(C.CorpusError, match="no .pdf files"):
-        C.load("pdf", 0, tmp_path / "x", root=str(tmp_path / "run"))
+        corpus_io.load("pdf", 0, tmp_path / "x", root=str(tmp_path / "run"))
 
 
 def _png_bytes(color, size=(60, 40)):
@@ -150,7 +151,7 @@ def test_a_manifest_adds_metadata_to_a_pdf_folder(pdfs, tmp_path):
                     "2024 Q9 NOPE,,X,,,\n"
                     ",2023_Q2_AAPL:1,,,diagram,\n"
                     ",2023_Q2_AAPL:2,,,,two\n")
-    c = C.load("pdf", 0, tmp_path / "run" / "corpus", manifest=str(meta), root=str(pdfs), dpi=36)
+    c = corpus_io.load("pdf", 0, tmp_path / "run" / "corpus", manifest=str(meta), root=str(pdfs), dpi=36)
     u = c.units.set_index("unit_id")
     assert u.loc["2023_Q1_AAPL:1", "entity"] == "Apple" and u.loc["2023_Q1_AAPL:3", "period"] == "2023 Q1"
     assert u.loc["2023_Q1_AAPL:1", "content_type"] == "table" and u.loc["2023_Q1_AAPL:2", "content_type"] == "chart"

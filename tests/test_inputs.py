@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 from lookalike.data.schema import CorpusError
 from lookalike.eval import metrics as M
+from lookalike.eval import ranking
 from lookalike.io import inputs as I
 
 UNITS = ["d1:1", "d1:2", "d1:3", "d2:1", "d2:2"]
@@ -67,7 +68,7 @@ def test_external_run_scores_identically_to_the_same_run_produced_internally(tmp
     rng = np.random.default_rng(3)
     internal = pd.DataFrame({"query_id": np.repeat(["a", "b"], 5), "unit_id": UNITS * 2, "score": rng.random(10)})
     qrels = pd.DataFrame({"query_id": ["a", "b"], "unit_id": ["d1:2", "d2:1"], "relevance": [1, 2]})
-    trec.write_run(internal, tmp_path / "mine.run", tag="mine")
+    ranking.write_run(internal, tmp_path / "mine.run", tag="mine")
     external, skipped = I.read_external_run(tmp_path / "mine.run", UNITS, ["a", "b"])
     assert skipped.empty
     m = ["ndcg_cut_10", "recall_5", "recip_rank", "map"]

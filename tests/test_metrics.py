@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lookalike.eval import metrics as M
+from lookalike.eval import ranking
 from lookalike.eval import stats, trec
 
 # A query with 3 relevant units (grades 2, 1, 1), one judged non-relevant, and a ranking of 5.
@@ -171,7 +172,7 @@ def test_input_forms_are_interchangeable(seed):
 
 def test_trec_files_round_trip(tmp_path):
     trec.write_qrels(QRELS, tmp_path / "q.txt")
-    trec.write_run(RUN, tmp_path / "r.txt", tag="sys")
+    ranking.write_run(RUN, tmp_path / "r.txt", tag="sys")
     assert trec.qrels_dict(trec.read_qrels(tmp_path / "q.txt")) == QRELS
     frame, tag = trec.read_run(tmp_path / "r.txt")
     assert tag == "sys" and trec.run_dict(frame) == RUN

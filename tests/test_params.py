@@ -1,4 +1,5 @@
 import ast
+import re
 import json
 
 import nbformat
@@ -77,15 +78,50 @@ def test_every_parameters_cell_line_is_seen_by_papermill(stage):
 
 
 @pytest.mark.parametrize("stage", run.STAGES)
-def test_notebook_defaults_are_the_ci_configuration(stage):
-    flat = P.flatten(P.load_params(REPO / "params" / "ci.yaml"))
+def test_notebooks_restate_no_defaults(stage):
+    """Defaults live in params/base.yaml only: a notebook declares its run folder and an empty
+    params mapping, which the runner fills with the whole merged parameter set."""
     declared = pm.inspect_notebook(str(REPO / "notebooks" / f"{stage}.ipynb"))
-    for name, spec in declared.items():
-        if name == run.RUN_DIR_PARAM:
-            assert ast.literal_eval(spec["default"]) == "../outputs/ci"
-            continue
-        assert name in flat, f"{stage} declares {name}, which base.yaml lacks"
-        assert ast.literal_eval(spec["default"]) == flat[name], f"{stage}: default of {name} differs from ci"
+    assert set(declared) == {run.RUN_DIR_PARAM, run.PARAMS_PARAM}
+    assert ast.literal_eval(declared[run.RUN_DIR_PARAM]["default"]) == "../outputs/ci"
+    assert ast.literal_eval(declared[run.PARAMS_PARAM]["default"]) == {}
+
+
+def test_enum_typo_is_an_error_naming_key_file_and_allowed_values(tmp_path):
+    f = write_params(tmp_path / "typo.yaml", "validate:\n  judge: refrence\n")
+    with pytest.raises(P.ParamsError) as e:
+        P.load_params(f)
+    msg = str(e.value)
+    assert "typo.yaml" in msg and "'validate.judge'" in msg and "refrence" in msg
+    assert "reference, answer-string, human, openai-compatible" in msg
+
+
+@pytest.mark.parametrize("text, key", [
+    ("negatives:\n  k: 0\n", "negatives.k"),
+    ("leak:\n  threshold: 1.5\n", "leak.threshold"),
+    ("corpus:\n  page_base: 2\n", "corpus.page_base"),
+    ("encode:\n  device: gpu\n", "encode.device"),
+])
+def test_out_of_range_values_are_errors(tmp_path, text, key):
+    f = write_params(tmp_path / "bad.yaml", text)
+    with pytest.raises(P.ParamsError, match=re.escape(f"'{key}'")):
+        P.load_params(f)
+
+
+def test_cuda_device_index_and_empty_enum_values_are_allowed(tmp_path):
+    f = write_params(tmp_path / "ok.yaml", "encode:\n  device: cuda:1\n  ocr_engine: ''\nvalidate:\n  compare_judge: ''\n")
+    assert P.load_params(f)["encode"]["device"] == "cuda:1"
+
+
+def test_every_constraint_in_base_yaml_is_understood_and_met_by_the_defaults():
+    merged = P.read_yaml(P.BASE_PARAMS)
+    P.check_constraints(merged, P.BASE_PARAMS)
+    assert {"validate.judge", "corpus.source", "negatives.k", "labels.adjudicator"} <= set(P.constraints())
+
+
+def test_injected_parameters_are_checked_too():
+    with pytest.raises(P.ParamsError, match="'mining.question_set'"):
+        P.check({"mining": {"question_set": "validatd"}})
 
 
 @pytest.mark.parametrize("name", ["ci", "demo"])

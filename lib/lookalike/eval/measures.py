@@ -164,8 +164,9 @@ def _cutoff(spec: str, text: str) -> int:
 
 
 def _known() -> str:
-    return ", ".join(sorted({f.name + ("_k" if f.cutoff == "required" else "_x" if f.cutoff == "recall" else "")
-                             for f in FAMILIES.values()}) | {"nDCG@10", "P(rel=2)@5", "RecallAll@10", "Judged@10"})
+    trec = sorted(f.name + ("_k" if f.cutoff == "required" else "_x" if f.cutoff == "recall" else "")
+                  for f in FAMILIES.values())
+    return ", ".join(trec) + "; or ir_measures style: nDCG@10, P(rel=2)@5, RecallAll@10, Judged@10, RR"
 
 
 def parse_one(name: str) -> Measure:

@@ -80,10 +80,14 @@ class Evaluation:
 
 def aggregate_values(per_query: pd.DataFrame, names: Sequence[str]) -> pd.Series:
     """Each measure's aggregate over the queries of per_query, by the measure's own rule: mean,
-    sum (counts), geometric mean with trec_eval's floor (gm_map), or the number of queries."""
+    sum (counts), geometric mean with trec_eval's floor (gm_map), or the number of queries; a
+    column that is no registered measure is averaged."""
     out = {}
     for name in names:
-        how = measures.parse_one(name).aggregation
+        try:
+            how = measures.parse_one(name).aggregation
+        except measures.MeasureError:       # a column of the caller's own: averaged
+            how = "mean"
         if how == "count":
             out[name] = float(len(per_query))
         elif how == "sum":

@@ -1,0 +1,78 @@
+"""The measure registry: both spellings parse to one measure, print as asked, compute the same."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from lookalike.cli.eval import main as eval_main
+from lookalike.eval import measures as ms, metrics as M
+
+QRELS = pd.DataFrame({"query_id": ["q1", "q1", "q1", "q2", "q2"], "unit_id": ["a", "b", "c", "a", "d"],
+                      "relevance": [2, 1, 0, 1, 2]})
+RUN = pd.DataFrame({"query_id": ["q1"] * 4 + ["q2"] * 3, "unit_id": ["b", "a", "x", "c", "d", "y", "a"],
+                    "score": [4.0, 3.0, 2.0, 1.0, 3.0, 2.0, 1.0]})
+
+
+@pytest.mark.parametrize("trec, pretty", [
+    ("ndcg_cut_10", "nDCG@10"), ("recall_all_10", "RecallAll@10"), ("ndcg_all_10", "nDCGAll@10"),
+    ("sufficient_5", "Sufficient@5"), ("supporting_only_5", "SupportingOnly@5"), ("neither_5", "Neither@5"),
+    ("judged_10", "Judged@10"), ("P_5", "P@5"), ("top1", "Top1"), ("recip_rank", "RR"), ("map", "AP"),
+    ("recall_100", "R@100"), ("ndcg", "nDCG"),
+])
+def test_both_spellings_are_one_measure(trec, pretty):
+    a, b = ms.parse_one(trec), ms.parse_one(pretty)
+    assert a == b and str(a) == trec and str(b) == pretty
+    assert a.trec_name == trec and b.pretty_name == pretty
+    ev = M.evaluate(QRELS, RUN, [trec, pretty])
+    # asked for twice, kept once, in the first spelling
+    assert list(ev.per_query.columns) == [trec]
+    both = M.evaluate(QRELS, RUN, [pretty]).per_query[pretty]
+    assert both.tolist() == ev.per_query[trec].tolist()
+
+
+def test_a_relevance_level_of_its_own():
+    p2 = M.evaluate(QRELS, RUN, ["P(rel=2)@2"]).per_query["P(rel=2)@2"]
+    at_level_2 = M.evaluate(QRELS, RUN, ["P_2"], level=2).per_query["P_2"]
+    assert p2.tolist() == at_level_2.tolist() == [0.5, 0.5]
+    assert M.evaluate(QRELS, RUN, ["P_2"]).per_query["P_2"].tolist() == [1.0, 0.5]
+    with pytest.raises(ms.MeasureError, match="binary measures only"):
+        ms.parse_one("nDCG(rel=2)@10")
+
+
+def test_aggregation_needs_and_printing_come_from_the_registry():
+    assert ms.parse_one("num_ret").aggregation == "sum" and ms.parse_one("num_ret").format(7.0) == "7"
+    assert ms.parse_one("gm_map").aggregation == "gmean"
+    assert ms.parse_one("Sufficient@5").needs == "three-way"
+    assert ms.parse_one("Judged@10").needs == "judged"
+    assert ms.parse_one("nDCG@10").format(0.123456) == "0.1235"
+    assert set(ms.FAMILIES) == set(M.COMPUTE)
+
+
+def test_trec_eval_parameter_forms_still_expand():
+    assert [str(m) for m in ms.parse(["P.5,10", "ndcg_cut.10", "iprec_at_recall.0,.5"])] == [
+        "P_5", "P_10", "ndcg_cut_10", "iprec_at_recall_0.00", "iprec_at_recall_0.50"]
+    assert [str(m) for m in ms.parse(["official"])] == ms.TREC_DEFAULT
+
+
+@pytest.mark.parametrize("bad", ["nDGC@10", "P@0", "ndcg_cut_x", "Recall@"])
+def test_unknown_or_malformed_measures_are_errors(bad):
+    with pytest.raises(ms.MeasureError):
+        ms.parse_one(bad)
+
+
+def test_judged_has_one_definition_min_k_num_ret():
+    # q1 retrieves x (unjudged) at rank 3: judged@3 = 2/3; q2 retrieves 3 units, y unjudged: 2/3
+    ev = M.evaluate(QRELS, RUN, ["Judged@3", "judged_10"]).per_query
+    assert ev["Judged@3"].round(6).tolist() == [round(2 / 3, 6), round(2 / 3, 6)]
+    # k beyond the ranking: the denominator is num_ret (4 and 3), not k
+    assert ev["judged_10"].round(6).tolist() == [0.75, round(2 / 3, 6)]
+
+
+def test_eval_cli_takes_both_spellings(tmp_path, capsys):
+    (tmp_path / "qrels").write_text("".join(f"{q} 0 {u} {r}\n" for q, u, r in QRELS.itertuples(index=False)))
+    (tmp_path / "run").write_text("".join(f"{q} Q0 {u} 0 {s} t\n" for q, u, s in RUN.itertuples(index=False)))
+    assert eval_main(["-m", "nDCG@10", "-m", "ndcg_cut_10", "-m", "P(rel=2)@2", str(tmp_path / "qrels"),
+                      str(tmp_path / "run")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split("\t")[0].strip() for line in lines] == ["nDCG@10", "P(rel=2)@2"]
