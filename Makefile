@@ -1,6 +1,7 @@
 # lookalike — two commands on a fresh machine:
 #   make report            full report on the built-in demo corpus  -> outputs/demo/index.html
 #   make test              unit tests + every CI notebook re-executed with nbval
+#   make test-fast         unit tests only (no notebook execution, browser or GPU)
 # Variants: make report RUN=ci | make report PARAMS=path/to/run.yaml
 SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
@@ -12,7 +13,7 @@ PARAMS ?= params/$(RUN).yaml
 APT_PACKAGES ?= tesseract-ocr tesseract-ocr-eng chromium chromium-driver
 STAMP := $(VENV)/.setup-done
 
-.PHONY: setup report test clean-outputs
+.PHONY: setup report test test-fast clean-outputs
 
 setup: $(STAMP)
 
@@ -33,8 +34,18 @@ $(STAMP): requirements.txt constraints-torch.txt pyproject.toml
 report: setup
 	$(PY) -m lookalike run $(PARAMS)
 
+# nbval re-executes copies of the stored CI notebooks in build/nbval/ (ignored by git), so the
+# tests leave the working tree as they found it.
+NBVAL_DIR := build/nbval/ci/notebooks
+
 test: setup
-	$(PY) -m pytest --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg tests outputs/ci/notebooks
+	rm -rf build/nbval && mkdir -p $(NBVAL_DIR) && cp outputs/ci/notebooks/*.ipynb $(NBVAL_DIR)/
+	$(PY) -m pytest --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg tests $(NBVAL_DIR)
+	rm -rf build/nbval
+
+# unit tests only: no notebook execution, no browser, no GPU (a few minutes on 2 cores)
+test-fast: setup
+	$(PY) -m pytest -m "not slow and not browser and not gpu" tests
 
 clean-outputs:
 	rm -rf outputs/demo outputs/ci/{corpus,tables,figures,headlines,html,index.html,manifest.json}

@@ -39,3 +39,10 @@ def shared_data() -> Path:
 
 
 __all__ = ["REPO", "write_params", "make_png", "shutil"]
+
+
+def pytest_collection_modifyitems(config, items):
+    # every test that needs the whole CI run end to end is slow (make test-fast leaves it out)
+    for item in items:
+        if "ci_run" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)

@@ -3,12 +3,16 @@
 
 import json
 
+import pytest
+
 import pandas as pd
 from lookalike.cli import run
 from lookalike.eval import trec
 from PIL import Image, ImageDraw, ImageFont
 
 from conftest import write_params
+
+pytestmark = pytest.mark.slow   # runs the stages end to end
 
 PAGES = {  # doc, page (0-based in the user's files) -> the text printed on it
     ("acme", 0): "ACME quarterly report", ("acme", 1): "ACME revenue 437 million",

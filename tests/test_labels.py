@@ -129,6 +129,8 @@ def _chromium():
     return None
 
 
+@pytest.mark.browser
+@pytest.mark.slow
 @pytest.mark.skipif(_chromium() is None or shutil.which("chromedriver") is None,
                     reason="needs Debian's chromium and chromium-driver (make setup installs them)")
 def test_labelling_page_end_to_end_in_headless_chromium(page_setup, tmp_path):

@@ -94,6 +94,7 @@ def test_same_params_same_tables_byte_for_byte(ci_run, tmp_path):
     assert a["corpus_fingerprint"] == b["corpus_fingerprint"]
 
 
+@pytest.mark.slow
 def test_corpus_text_is_escaped_in_html(tmp_path):
     corpus = tmp_path / "corpus"
     make_png(corpus / "a.png")
@@ -118,6 +119,7 @@ def test_corpus_text_is_escaped_in_html(tmp_path):
     assert seen_escaped, "the caption should be shown, escaped"
 
 
+@pytest.mark.slow
 def test_failing_stage_stops_the_run_and_keeps_the_partial_notebook(tmp_path, capsys):
     from lookalike.cli import main
 
@@ -142,7 +144,7 @@ def test_stored_ci_notebook_runs_the_source_code(stage):
     stored_cells = [c for c in stored.cells if "injected-parameters" not in c.metadata.get("tags", [])]
     assert [(c.cell_type, c.source) for c in stored_cells] == [(c.cell_type, c.source) for c in source.cells]
     injected = next(c for c in stored.cells if "injected-parameters" in c.metadata.get("tags", []))
-    expected = run.stage_parameters(stage, P.flatten(P.load_params(REPO / "params" / "ci.yaml")))
+    expected = run.stage_parameters(stage, P.load_params(REPO / "params" / "ci.yaml"))
     namespace: dict = {}
     exec(injected.source, namespace)
     assert {k: namespace[k] for k in expected} == expected
