@@ -7,6 +7,7 @@ import pytest
 import torch
 from lookalike.io.cache import Cache
 from lookalike.retrieval import encoders as E
+from lookalike.retrieval import clustering
 from lookalike.retrieval import indexes as retrieve
 from lookalike.retrieval.encoders import ocr
 from lookalike.retrieval.encoders.base import Vectors
@@ -181,7 +182,7 @@ def test_document_context_lifts_pages_of_the_right_document():
 def test_spherical_kmeans_returns_unit_centroids():
     rng = np.random.default_rng(1)
     x = np.r_[rng.normal([5, 0], 0.1, (20, 2)), rng.normal([0, 5], 0.1, (20, 2))]
-    c = retrieve.spherical_kmeans(x, 2, np.random.default_rng(0))
+    c = clustering.spherical_kmeans(x, 2, np.random.default_rng(0))
     assert np.allclose(np.linalg.norm(c, axis=1), 1.0)
     assert sorted(np.round(np.abs(c).max(axis=1), 2)) == [1.0, 1.0]
 

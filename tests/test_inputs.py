@@ -63,7 +63,6 @@ def test_document_level_qrels_score_each_document_by_its_best_page(tmp_path):
 
 
 def test_external_run_scores_identically_to_the_same_run_produced_internally(tmp_path):
-    from lookalike.eval import trec
 
     rng = np.random.default_rng(3)
     internal = pd.DataFrame({"query_id": np.repeat(["a", "b"], 5), "unit_id": UNITS * 2, "score": rng.random(10)})
@@ -77,6 +76,6 @@ def test_external_run_scores_identically_to_the_same_run_produced_internally(tmp
     (tmp_path / "zero.run").write_text("a Q0 d1:0 1 3.0 x\na Q0 nope:1 2 2.0 x\nz Q0 d1:1 1 1.0 x\n")
     run, skipped = I.read_external_run(tmp_path / "zero.run", UNITS, ["a"], page_base=0)
     assert list(run["unit_id"]) == ["d1:1"] and len(skipped) == 2
-    with pytest.raises(CorpusError, match="page_base to 0"):
+    with pytest.raises(CorpusError, match="page base is wrong: the file evidently counts pages from 0"):
         (tmp_path / "z2.run").write_text("a Q0 d1:0 1 3.0 x\na Q0 d2:0 2 2.0 x\n")
         I.read_external_run(tmp_path / "z2.run", UNITS, ["a"])

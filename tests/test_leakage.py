@@ -89,40 +89,46 @@ def _runs():
 
 def test_pool_is_deduplicated_shuffled_and_blind():
     queries = pd.DataFrame({"query_id": ["q1", "q2"], "text": ["first", "second"], "unit_id": ["u1", "u5"]})
-    sheet = L.pool(_runs(), queries, k=2, seed=1)
+    sheet = L.sheet(_runs(), queries, k=2, seed=1)
     assert len(sheet) == len(set(zip(sheet["query_id"], sheet["unit_id"]))) == 6
     assert list(sheet.columns) == ["item", "query_id", "text", "unit_id"]
     view = L.judge_view(sheet)
-    assert list(view.columns) == ["item", "query", "grade"]            # no unit id, system, rank or caption
+    assert list(view.columns) == ["item", "query", "label"]            # no unit id, system, rank or caption
     judged = sheet.iloc[:4][["query_id", "unit_id"]]
-    again = L.pool(_runs(), queries, k=2, seed=1, judged=judged)
+    again = L.sheet(_runs(), queries, k=2, seed=1, judged=judged)
     assert len(again) == 2 and not set(zip(again["query_id"], again["unit_id"])) & set(zip(judged["query_id"], judged["unit_id"]))
 
 
 def test_import_judgements_round_trip_and_errors(tmp_path):
     queries = pd.DataFrame({"query_id": ["q1", "q2"], "text": ["first", "second"], "unit_id": ["u1", "u5"]})
-    sheet = L.pool(_runs(), queries, k=2, seed=1)
+    sheet = L.sheet(_runs(), queries, k=2, seed=1)
     filled = L.judge_view(sheet)
-    filled.loc[0, "grade"] = "2"
-    filled.loc[1, "grade"] = "0"
+    filled.loc[0, "label"] = "sufficient"
+    filled.loc[1, "label"] = "irrelevant"
     filled.to_csv(tmp_path / "filled.csv", index=False)
     got = L.import_judgements(tmp_path / "filled.csv", sheet)
-    assert list(got["grade"]) == [2, 0] and set(got["judge"]) == {"human"}
+    assert list(got["label"]) == ["sufficient", "irrelevant"] and list(got["grade"]) == [2, 0]
+    assert set(got["judge"]) == {"human"}
     assert (got["unit_id"].iloc[0], got["query_id"].iloc[0]) == (sheet["unit_id"].iloc[0], sheet["query_id"].iloc[0])
-    filled.loc[2, "grade"] = "3"
+    filled.loc[2, "label"] = "3"
     filled.to_csv(tmp_path / "bad.csv", index=False)
-    with pytest.raises(ValueError, match="bad.csv: row 3: grade '3' is not 0, 1 or 2"):
+    with pytest.raises(ValueError, match="bad.csv: row 3: label '3' is not one of sufficient, supporting, irrelevant"):
         L.import_judgements(tmp_path / "bad.csv", sheet)
+    # a sheet from before the labels (grades 2 / 1 / 0) reads through the same grades
+    old = L.judge_view(sheet).rename(columns={"label": "grade"})
+    old.loc[0, "grade"], old.loc[1, "grade"] = "1", "2"
+    old.to_csv(tmp_path / "old.csv", index=False)
+    assert list(L.import_judgements(tmp_path / "old.csv", sheet)["label"]) == ["supporting", "sufficient"]
 
 
 def test_judged_at_k_shows_unfair_pools():
-    judgements = pd.DataFrame({"query_id": ["q1", "q1"], "unit_id": ["u1", "u2"], "grade": [2, 0]})
+    judgements = pd.DataFrame({"query_id": ["q1", "q1"], "unit_id": ["u1", "u2"], "label": ["sufficient", "irrelevant"]})
     table = L.judged_at_k(_runs(), judgements, k=2).set_index("system")["judged_2"]
     assert table["a"] == pytest.approx(0.5)       # q1: u1,u2 judged (1.0); q2: none (0.0)
     assert table["b"] == pytest.approx(0.25)
 
 
-def test_reference_grades(ci_units):
+def test_reference_labels(ci_units):
     units, _ = ci_units
     q = L.build_query_sets(units, seed=7).head(2)
     target = q["unit_id"].iloc[0]
@@ -131,9 +137,11 @@ def test_reference_grades(ci_units):
                  & (units["entity"] == units.set_index("unit_id").loc[target, "entity"])
                  & (units["unit_id"] != target)]["unit_id"].iloc[0]
     sheet = pd.DataFrame({"item": ["j0", "j1"], "query_id": [q["query_id"].iloc[0]] * 2, "unit_id": [target, same]})
-    grades = L.reference_grades(sheet, q, units)
-    assert list(grades["grade"]) == [2, 1 if units.set_index("unit_id").loc[target, "metric"] else 0]
-    assert set(grades["judge"]) == {"reference"}
+    got = L.reference_labels(sheet, q, units)
+    near = "supporting" if units.set_index("unit_id").loc[target, "metric"] else "irrelevant"
+    assert list(got["label"]) == ["sufficient", near]
+    assert list(got["grade"]) == [2, 1 if near == "supporting" else 0]
+    assert set(got["judge"]) == {"reference"}
 
 
 def test_judging_sheet_html_hides_ids_and_escapes(tmp_path, ci_units):

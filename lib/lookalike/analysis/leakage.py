@@ -23,7 +23,10 @@ the image path — the CI gate (``leak_check``) fails on that.
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,11 +36,14 @@ import pandas as pd
 from lookalike.data.schema import read_required_csv, resolve_image
 from lookalike.eval import metrics as M
 from lookalike.eval import stats
+from lookalike.io import pagebase
 from lookalike.io.cache import Cache
 from lookalike.retrieval import encoders as E
 from lookalike.retrieval import indexes as retrieve
+from lookalike.judging import pool as judge_pool
+from lookalike.report import pages
 from lookalike.retrieval.encoders.base import Vectors
-from lookalike.vocab import METRIC_LABELS, REGISTERS
+from lookalike.vocab import GRADE_LABELS, LABEL_GRADES, LABELS, METRIC_LABELS, REGISTERS
 
 INDEXES = ("image", "caption", "both")
 QUERY_SETS = ("blind", "caption-derived")
@@ -139,17 +145,20 @@ def build_query_sets(units: pd.DataFrame, seed: int, max_units: int | None = Non
                                        "content_type"])
 
 
-def read_blind_queries(path: Path | str, units: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
+def read_blind_queries(path: Path | str, units: pd.DataFrame, seed: int = 0, page_base: int = 1) -> pd.DataFrame:
     """A user's own blind queries (CSV: query_id, unit_id, text[, register]) and their caption-derived twins.
 
     On a user's corpus the blind set is theirs — written from the pixels by someone who never saw
     the captions. Each row's unit gets a caption-derived twin in the same register. Qualifiers are
     read off both texts with the same rule, so ``matched`` shows whether the two sets agree in
     specificity; a unit without caption text has no twin and its blind query is dropped (listed).
-    Errors name the file and row: a missing column, an unknown unit, an unknown register.
+    Errors name the file and row: a missing column, an unknown unit, an unknown register, page
+    numbers that contradict page_base (io.pagebase).
     """
     path = Path(path)
     df = read_required_csv(path, ("query_id", "unit_id", "text"), "blind query file", ValueError, "columns: {columns}")
+    pagebase.check(str(path), list(df["unit_id"]), page_base, units["unit_id"], range(2, len(df) + 2))
+    df["unit_id"] = pagebase.normalise(df["unit_id"], page_base)
     meta = units.set_index("unit_id")
     rows = []
     for i, rec in enumerate(df.to_dict("records"), start=1):
@@ -270,87 +279,96 @@ def resolution(n: int, p: float = 0.5) -> float:
 
 # ----------------------------------------------------------------------------- blind pooled judging
 
-def pool(runs: dict[str, pd.DataFrame], queries: pd.DataFrame, k: int = 10, seed: int = 0,
-         judged: pd.DataFrame | None = None) -> pd.DataFrame:
-    """The judging sheet: union of every system's top k per query, de-duplicated, shuffled.
+def sheet(runs: dict[str, pd.DataFrame], queries: pd.DataFrame, k: int = 10, seed: int = 0,
+          judged: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The judging sheet: the judge pool (every system's top k per query), shuffled into opaque items.
 
     It carries what a blind judge may see — the query text and the unit's image — and an opaque
     item id; never the system, the rank, the file name or the caption. With ``judged`` (query_id,
     unit_id of judgements already made) only the new pairs are returned (re-pooling).
     """
-    tops = []
-    for run in runs.values():
-        r = M.rank(run)
-        tops.append(r.loc[r["rank"] <= k, ["query_id", "unit_id"]])
-    pairs = pd.concat(tops).drop_duplicates().sort_values(["query_id", "unit_id"], kind="mergesort")
-    if judged is not None and len(judged):
-        done = set(zip(judged["query_id"], judged["unit_id"]))
-        pairs = pairs[[(q, u) not in done for q, u in zip(pairs["query_id"], pairs["unit_id"])]]
-    pairs = pairs.merge(queries[["query_id", "text"]], on="query_id", how="left")
-    order = np.random.default_rng([seed, 55]).permutation(len(pairs))
-    sheet = pairs.iloc[order].reset_index(drop=True)
-    sheet.insert(0, "item", [f"j{i:05d}" for i in range(len(sheet))])
-    return sheet[["item", "query_id", "text", "unit_id"]]
+    pooled = judge_pool.unjudged(judge_pool.pool(runs, queries["query_id"], k), judged)
+    return judge_pool.blind_sheet(pooled, queries, seed)
 
 
-def reference_grades(sheet: pd.DataFrame, queries: pd.DataFrame, units: pd.DataFrame) -> pd.DataFrame:
-    """The demo's answer key as a judge: 2 = the query's target unit; 1 = a near miss (same template,
-    metric and entity, another period or revision); 0 otherwise. Labelled judge='reference'."""
+def reference_labels(sheet: pd.DataFrame, queries: pd.DataFrame, units: pd.DataFrame) -> pd.DataFrame:
+    """The demo's answer key as a judge, in the project's labels: sufficient — the query's target
+    unit; supporting — a near miss (same template, metric and entity, another period or revision);
+    irrelevant otherwise. Columns item, query_id, unit_id, label, grade (LABEL_GRADES), judge='reference'."""
     target = queries.set_index("query_id")["unit_id"]
     meta = units.set_index("unit_id")[["template_id", "metric", "entity"]]
-    grades = []
+    labels = []
     for q, u in zip(sheet["query_id"], sheet["unit_id"]):
         t = target[q]
         if u == t:
-            grades.append(2)
+            labels.append("sufficient")
         elif tuple(meta.loc[u]) == tuple(meta.loc[t]) and meta.loc[u, "metric"]:
-            grades.append(1)
+            labels.append("supporting")
         else:
-            grades.append(0)
-    return pd.DataFrame({"item": sheet["item"], "query_id": sheet["query_id"], "unit_id": sheet["unit_id"],
-                         "grade": grades, "judge": "reference"})
+            labels.append("irrelevant")
+    return _judgements(sheet["item"], sheet["query_id"], sheet["unit_id"], labels, ["reference"] * len(sheet))
+
+
+def _judgements(items, query_ids, unit_ids, labels, judges) -> pd.DataFrame:
+    labels = list(labels)
+    return pd.DataFrame({"item": list(items), "query_id": list(query_ids), "unit_id": list(unit_ids), "label": labels,
+                         "grade": [LABEL_GRADES[x] for x in labels], "judge": list(judges)},
+                        columns=JUDGEMENT_COLUMNS)
+
+
+JUDGEMENT_COLUMNS = ["item", "query_id", "unit_id", "label", "grade", "judge"]
+
+
+def qrels_from_judgements(judgements: pd.DataFrame) -> pd.DataFrame:
+    """query_id, unit_id, relevance (the label's grade)."""
+    return pd.DataFrame({"query_id": judgements["query_id"], "unit_id": judgements["unit_id"],
+                         "relevance": judgements["label"].map(LABEL_GRADES).astype(int)})
 
 
 def import_judgements(path: Path | str, sheet: pd.DataFrame) -> pd.DataFrame:
-    """Read a filled judging sheet (CSV with item and grade columns) and map items back to pairs.
+    """Read a filled judging sheet (CSV with item and label columns) and map items back to pairs.
 
-    Errors name the file and row: an unknown item, or a grade that is not 0, 1 or 2.
+    label is one of sufficient, supporting, irrelevant (a sheet from before the labels, with a grade
+    column of 2 / 1 / 0, is read through the same grades). Empty cells are not judged yet. Errors
+    name the file and row: an unknown item, or a label that is not one of the three.
     """
     path = Path(path)
     filled = pd.read_csv(path, dtype=str, keep_default_na=False)
-    for col in ("item", "grade"):
+    column = "label" if "label" in filled.columns or "grade" not in filled.columns else "grade"
+    for col in ("item", column):
         if col not in filled.columns:
             raise ValueError(f"{path}: column {col!r} is missing (columns: {', '.join(filled.columns)})")
+    allowed = dict(zip(LABELS, LABELS)) if column == "label" else {str(g): lab for g, lab in GRADE_LABELS.items()}
     known = sheet.set_index("item")[["query_id", "unit_id"]]
     rows = []
     for i, rec in enumerate(filled.to_dict("records"), start=1):
-        if rec["grade"] == "":
+        value = rec[column].strip()
+        if value == "":
             continue                                   # not judged yet
         if rec["item"] not in known.index:
             raise ValueError(f"{path}: row {i}: unknown item {rec['item']!r}")
-        if rec["grade"] not in ("0", "1", "2"):
-            raise ValueError(f"{path}: row {i}: grade {rec['grade']!r} is not 0, 1 or 2")
+        if value not in allowed:
+            raise ValueError(f"{path}: row {i}: {column} {value!r} is not one of {', '.join(allowed)}")
         q, u = known.loc[rec["item"]]
-        rows.append({"item": rec["item"], "query_id": q, "unit_id": u, "grade": int(rec["grade"]),
-                     "judge": rec.get("judge", "") or "human"})
-    return pd.DataFrame(rows, columns=["item", "query_id", "unit_id", "grade", "judge"])
+        rows.append((rec["item"], q, u, allowed[value], rec.get("judge", "") or "human"))
+    items, qs, us, labels, judges = zip(*rows) if rows else ((), (), (), (), ())
+    return _judgements(items, qs, us, labels, judges)
 
 
 def judged_at_k(runs: dict[str, pd.DataFrame], judgements: pd.DataFrame, k: int = 10) -> pd.DataFrame:
-    """judged_k per system over every query it ranked: the share of its top k that carries a judgement.
-
-    A query with no judgement at all counts 0 (it is exactly what an unfair pool looks like).
-    """
-    done = set(zip(judgements["query_id"], judgements["unit_id"]))
+    """judged_k per system over every query it ranked (the Judged@k measure of eval.measures: the
+    share of the top min(k, retrieved) carrying a judgement). A query the run ranked that holds no
+    judgement at all counts 0 — exactly what an unfair pool looks like — where trec_eval would skip it."""
+    qrels = qrels_from_judgements(judgements)
     rows = []
     for name, run in sorted(runs.items()):
-        r = M.rank(run)
-        top = r[r["rank"] <= k]
-        hit = [(q, u) in done for q, u in zip(top["query_id"], top["unit_id"])]
-        per_query = top.assign(judged=hit).groupby("query_id")["judged"].mean()
+        queries = sorted(set(run["query_id"]))
+        values = (M.evaluate(qrels, run, [f"judged_{k}"]).per_query[f"judged_{k}"] if len(qrels) and queries
+                  else pd.Series(dtype=float))
+        per_query = values.reindex(queries, fill_value=0.0)
         rows.append({"system": name, f"judged_{k}": float(per_query.mean()) if len(per_query) else 0.0,
                      "n": int(len(per_query))})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["system", f"judged_{k}", "n"])
 
 
 # ----------------------------------------------------------------------------- the whole ablation
@@ -366,7 +384,7 @@ class Ablation:
 
 def run_ablation(units: pd.DataFrame, base_dir: Path, seed: int, cache: Cache | None = None, max_units: int | None = None,
                  inject_caption_leak: bool = False, ocr_engine: str = "", workers: int = 0, device: str = "auto",
-                 depth: int = 100, n_boot: int = 2000, blind_queries: str = "") -> Ablation:
+                 depth: int = 100, n_boot: int = 2000, blind_queries: str = "", page_base: int = 1) -> Ablation:
     """Encode, index, query and score the ablation on units (all of them, or a seeded subset)."""
     cache = cache or Cache()
     if max_units is not None and len(units) > max_units:
@@ -377,7 +395,7 @@ def run_ablation(units: pd.DataFrame, base_dir: Path, seed: int, cache: Cache | 
     caption_enc = E.make_encoder("caption-minilm", device=device, progress=False)
     image_vectors = image_enc.encode_units(units, base_dir, cache)
     caption_vectors = caption_enc.encode_units(units, base_dir, cache)
-    queries = read_blind_queries(blind_queries, units, seed) if blind_queries else build_query_sets(units, seed)
+    queries = read_blind_queries(blind_queries, units, seed, page_base) if blind_queries else build_query_sets(units, seed)
     if blind_queries:
         queries = queries[queries["unit_id"].isin(set(units["unit_id"]))].reset_index(drop=True)
     indexes = build_indexes(image_vectors, caption_vectors, inject_caption_leak)
@@ -400,13 +418,8 @@ def judging_sheet_html(sheet: pd.DataFrame, units: pd.DataFrame, out_path: Path,
     """A static, offline HTML judging sheet: per item its id, the query and the page image — nothing else.
 
     Images are linked (hard links, else copies) into a folder beside the page under opaque names, so
-    not even the page source shows a unit id or file name. Grades go into the CSV sheet by item id.
+    not even the page source shows a unit id or file name. Labels go into the CSV sheet by item id.
     """
-    import hashlib
-    import html
-    import os
-    import shutil
-
     images = units.set_index("unit_id")["image_path"]
     out_path = Path(out_path)
     folder = out_path.parent / (out_path.stem + "_images")
@@ -422,22 +435,11 @@ def judging_sheet_html(sheet: pd.DataFrame, units: pd.DataFrame, out_path: Path,
             except OSError:
                 shutil.copyfile(src, dst)
         tokens[uid] = dst.name
-    items = []
-    for rec in sheet.itertuples():
-        src = f"{folder.name}/{tokens[rec.unit_id]}"
-        items.append(f'<div class=item><p><b>{html.escape(rec.item)}</b> · {html.escape(rec.text)}</p>'
-                     f'<img src="{html.escape(src)}" alt="page to judge" loading="lazy"></div>')
-    body = ("<h1>Blind judging sheet</h1><p>For each item: does the page satisfy the query? Grade 2 (satisfies "
-            "it), 1 (a near miss a user would find reasonable) or 0 (otherwise), in the <code>grade</code> column "
-            "of the CSV sheet, by item id. You see the page and the query only, on purpose.</p>" + "".join(items))
-    css = ".item{border-bottom:1px solid #ccd;padding:.6rem 0} .item img{max-width:640px;border:1px solid #ddd}"
-    page = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Blind judging sheet</title>"
-            f"<style>body{{font-family:system-ui,sans-serif;max-width:900px;margin:auto;padding:1rem}}{css}</style>"
-            f"</head><body>{body}</body></html>\n")
-    out_path.write_text(page, encoding="utf-8")
+    items = [(rec.item, rec.text, f"{folder.name}/{tokens[rec.unit_id]}") for rec in sheet.itertuples()]
+    out_path.write_text(pages.judging_sheet(items), encoding="utf-8")
     return out_path
 
 
 def judge_view(sheet: pd.DataFrame) -> pd.DataFrame:
-    """What goes to a judge as CSV: item id, query text and an empty grade column — no unit id."""
-    return pd.DataFrame({"item": sheet["item"], "query": sheet["text"], "grade": ""})
+    """What goes to a judge as CSV: item id, query text and an empty label column — no unit id."""
+    return pd.DataFrame({"item": sheet["item"], "query": sheet["text"], "label": ""})

@@ -21,11 +21,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from lookalike.data.schema import fit, resolve_image
 from lookalike.eval import stats
-from lookalike.retrieval.indexes import spherical_kmeans
+from lookalike.retrieval.clustering import spherical_kmeans
 
 AXES = ("period", "metric", "entity", "revision")
+MONTAGE_AXES = AXES + ("cluster", "random")   # the rows of a gold-and-distractors montage, in order
 FIXED = {
     "period": ("template_id", "entity", "metric"),
     "metric": ("template_id", "entity", "period"),
@@ -204,51 +204,6 @@ def top1_table(scores: dict, unit_ids, query_ids, gold: dict, sets: dict, seed: 
             rows.append({"system": name, "negatives": negs, "n": ci.n, "top1": ci.estimate, "top1_lo": ci.lo,
                          "top1_hi": ci.hi})
     return pd.DataFrame(rows, columns=TOP1_COLUMNS)
-
-
-def top1_chart(table: pd.DataFrame, title: str):
-    """Bars of top-1 per set of negatives with CI rules, one panel per system (Altair)."""
-    import altair as alt
-
-    order = [n for n in ("random", "hard", "corpus") if n in set(table["negatives"])] + sorted(
-        set(table["negatives"]) - {"random", "hard", "corpus"})
-    bars = alt.Chart(table).mark_bar().encode(
-        x=alt.X("negatives:N", sort=order, title=None),
-        y=alt.Y("top1:Q", scale=alt.Scale(domain=[0, 1]), title="top-1"),
-        color=alt.Color("negatives:N", sort=order), tooltip=["system", "negatives", "n", "top1", "top1_lo", "top1_hi"])
-    rules = alt.Chart(table).mark_rule().encode(x=alt.X("negatives:N", sort=order), y="top1_lo:Q", y2="top1_hi:Q")
-    return (bars + rules).properties(width=160, height=220).facet(
-        column=alt.Column("system:N", title=None)).properties(title=title)
-
-
-def montage(gold_id: str, distractors: pd.DataFrame, units: pd.DataFrame, base_dir, thumb_width: int = 220):
-    """One row per axis: the gold unit, then its distractors on that axis (labelled by axis)."""
-    from PIL import Image, ImageDraw, ImageFont
-
-    paths = units.set_index("unit_id")["image_path"]
-    mine = distractors[distractors["gold_unit_id"] == gold_id]
-    axes = [a for a in list(AXES) + ["cluster", "random"] if a in set(mine["axis"])]
-    per_row = 1 + (mine.groupby("axis").size().max() if len(mine) else 0)
-    th = int(thumb_width * 9 / 16)
-    label_w = 90
-    sheet = Image.new("RGB", (label_w + per_row * (thumb_width + 6), max(1, len(axes)) * (th + 6)), "white")
-    draw = ImageDraw.Draw(sheet)
-    font = ImageFont.load_default(size=14)
-
-    def thumb(uid):
-        with Image.open(resolve_image(paths[uid], base_dir)) as im:
-            return fit(im, thumb_width, th)
-
-    for r, axis in enumerate(axes):
-        y = r * (th + 6)
-        draw.text((4, y + th // 2 - 7), axis, fill="black", font=font)
-        row = [gold_id] + list(mine[mine["axis"] == axis]["unit_id"])
-        for c, uid in enumerate(row):
-            x = label_w + c * (thumb_width + 6)
-            sheet.paste(thumb(uid), (x, y))
-            if c == 0:
-                draw.rectangle([x, y, x + thumb_width - 1, y + th - 1], outline=(220, 40, 40), width=3)
-    return sheet
 
 
 # ----------------------------------------------------------------------------- document level

@@ -7,6 +7,7 @@ Within one set, paired differences (slot 1 -> slot 5, system vs system) are fine
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -15,6 +16,7 @@ import pandas as pd
 from lookalike.eval import metrics as M
 from lookalike.eval import stats
 from lookalike.retrieval import indexes as retrieve
+from lookalike.retrieval import systems
 
 SUFFICIENCY_COLUMNS = ["system", "negatives", "k", "n", "sufficient", "sufficient_lo", "sufficient_hi",
                        "supporting_only", "supporting_only_lo", "supporting_only_hi", "neither", "neither_lo",
@@ -155,3 +157,49 @@ def restrict_ranking(run: pd.DataFrame, candidates: Mapping[str, Sequence[str]])
             rows_u.append(u)
             rows_s.append(float(have.get(u, floor)))
     return pd.DataFrame({"query_id": rows_q, "unit_id": rows_u, "score": rows_s})
+
+
+@dataclass
+class CandidateSystems:
+    """Every system of a run, ranking each question's candidate units only (the hard-negative and
+    random-negative views). base: the encoded systems (name -> unit Vectors); fusions: name ->
+    the base systems it fuses with RRF; external: your runs (only their top-depth ranking is known,
+    so they are restricted, not re-scored); doc_context: also score ``ocr-minilm+doc-context``
+    (document-context scoring over the same candidates) when ocr-minilm is a base system."""
+    units: pd.DataFrame
+    base: Mapping[str, object]
+    fusions: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    external: Mapping[str, pd.DataFrame] = field(default_factory=dict)
+    settings: Mapping[str, object] = field(default_factory=dict)
+    rrf_k: int = 60
+    depth: int = 100
+    seed: int = 0
+    doc_context: bool = True
+
+    @property
+    def names(self) -> list[str]:
+        extra = ["ocr-minilm+doc-context"] if self.doc_context and "ocr-minilm" in self.base else []
+        return list(self.base) + list(self.fusions) + extra + list(self.external)
+
+    def runs(self, questions: pd.DataFrame, candidates: Mapping[str, Sequence[str]]) -> dict[str, pd.DataFrame]:
+        """name -> run over the questions, each question's ranking holding its candidates only."""
+        if questions.empty:
+            return {}
+        qids, unit_ids = list(questions["query_id"]), list(self.units["unit_id"])
+        qv = systems.encode_queries(questions, list(self.base), **self.settings)
+        out = {n: restricted_run(systems.score_matrix(v, qv[n]), qids, unit_ids, candidates)
+               for n, v in self.base.items()}
+        for name, parts in self.fusions.items():
+            out[name] = fuse("rrf", [out[p] for p in parts], rrf_k=self.rrf_k, depth=self.depth)
+        for name, run in self.external.items():
+            out[name] = restrict_ranking(run, candidates)
+        if self.doc_context and "ocr-minilm" in self.base:
+            dc = retrieve.document_context_scores(list(qv["ocr-minilm"].data), list(self.base["ocr-minilm"].data),
+                                                  self.units["doc_id"], n_context=4, seed=self.seed)
+            out["ocr-minilm+doc-context"] = restricted_run(dc, qids, unit_ids, candidates)
+        return out
+
+
+def fmt_ci(estimate: float, lo: float, hi: float) -> str:
+    """'0.42 [0.31, 0.55]'."""
+    return f"{estimate:.2f} [{lo:.2f}, {hi:.2f}]"

@@ -17,7 +17,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return leak_check_main(argv[1:])
     if argv and argv[0] == "labels":
-        from lookalike.judging.store import labels_main
+        from lookalike.cli.labels import main as labels_main
 
         return labels_main(argv[1:])
     parser = argparse.ArgumentParser(prog="lookalike", description="An honest evaluation workbench for visual retrievers.")

@@ -11,8 +11,10 @@ Relevance is an integer grade or a three-way label (sufficient 2, supporting 1, 
 ``level``: "page" (ids are units, ``doc:page``) or "document" (ids are documents: a relevant
 document makes the run scored per document, each document taking its best page's score).
 ``page_base``: 0 or 1, what the file's page numbers start at; 0-based pages are shifted to the
-corpus's 1-based ids. A row naming an unknown query or unit is skipped and reported; when most
-page ids miss and shifting them by one would match, the error says the page base looks wrong.
+corpus's 1-based ids. A file whose ids contradict the declared base is refused (``io.pagebase``:
+one page-0 id under base 1, one id naming page N of an N-page document under base 0). A row naming
+an unknown query or unit is skipped and reported; when most page ids miss and shifting them by one
+would match, the error says the page base looks wrong.
 
 Runs: TREC run files, one per system (``runs`` in params: name -> path), checked against the
 corpus and the questions like qrels, page base normalised, then used like built-in systems.
@@ -30,6 +32,7 @@ import pandas as pd
 from lookalike.data.schema import QUESTION_COLUMNS, CorpusError
 from lookalike.eval import trec
 from lookalike.eval.trec import LABEL_GRADES
+from lookalike.io import pagebase
 
 SKIP_COLUMNS = ["source", "row", "unit_id", "problem"]
 QUESTION_FIELDS = ("query_id", "text", "answer", "evidence_structure", "stratum", "register")
@@ -110,9 +113,7 @@ def _grade(value: str) -> int | None:
     return int(v) if re.fullmatch(r"-?\d+", v) else None
 
 
-def _shift_page(unit_id: str, by: int) -> str:
-    doc, sep, page = unit_id.rpartition(":")
-    return f"{doc}:{int(page) + by}" if sep and page.isdigit() else unit_id
+_shift_page = pagebase.shift
 
 
 def read_judgements(path: Path | str, unit_ids: Iterable[str], query_ids: Iterable[str], level: str = "page",
@@ -123,7 +124,7 @@ def read_judgements(path: Path | str, unit_ids: Iterable[str], query_ids: Iterab
     if level not in ("page", "document"):
         raise CorpusError(f"qrels level must be 'page' or 'document', got {level!r}")
     if page_base not in (0, 1):
-        raise CorpusError(f"qrels page_base must be 0 or 1, got {page_base!r}")
+        raise CorpusError(f"{path}: qrels page_base must be 0 or 1, got {page_base!r}")
     if not path.is_file():
         raise CorpusError(f"{path}: qrels file not found")
     try:
@@ -148,6 +149,9 @@ def read_judgements(path: Path | str, unit_ids: Iterable[str], query_ids: Iterab
                 raise CorpusError(f"{path}: line {n} has {len(f)} fields; a TREC qrels line is 'query 0 unit relevance'")
             rows.append((n, f[0], f[2], f[3]))
     known_q = set(query_ids)
+    if level == "page":
+        unit_ids = list(unit_ids)
+        pagebase.check(str(path), [u for _, _, u, _ in rows], page_base, unit_ids, [n for n, *_ in rows], "judged page ids")
     if level == "document":
         known = {re.sub(r"\s+", "_", d) for d in (doc_ids if doc_ids is not None else [])}
         norm = lambda x: re.sub(r"\s+", "_", x.strip())  # noqa: E731 - document names as ingest makes doc ids
@@ -197,7 +201,10 @@ def read_external_run(path: Path | str, unit_ids: Iterable[str], query_ids: Iter
     queries or units are skipped and reported; 0-based pages are shifted to 1-based."""
     path = Path(path)
     frame, _ = trec.read_run(path)
+    unit_ids = list(unit_ids)
     known_u, known_q = set(unit_ids), set(query_ids)
+    if page_base in (0, 1):
+        pagebase.check(str(path), list(frame["unit_id"]), page_base, unit_ids, what="ranked page ids")
     if page_base == 0:
         frame = frame.assign(unit_id=[_shift_page(u, 1) for u in frame["unit_id"]])
     elif page_base != 1:

@@ -11,6 +11,11 @@ unit's file name or caption. Implementations here:
                      (vLLM, Ollama, hosted): page image as base64, a fixed rubric, strict parsing,
                      retries with backoff, responses cached on disk, API key from an environment
                      variable and never written anywhere
+Every judge follows one protocol (``Judge``): a ``name``, its ``capabilities`` (what it reads, whether
+it judges an evidence set as one item, whether it returns the answer, what it needs: the demo's
+answer key, the question's answer, people's label file, an endpoint) and ``judge(question, unit)``.
+Judges are made by name through one registry (``REGISTRY``, ``make_judge``); ``describe`` says in
+words what a judge's labels are worth.
 Agreement between two judges: Cohen's kappa (overall, and on the sufficient/supporting boundary)
 and the confusion matrix.
 """
@@ -28,14 +33,15 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Protocol, Sequence
 
 import numpy as np
 import pandas as pd
 
 from lookalike.data.demo import REGIONS
 from lookalike.data.schema import read_required_csv, resolve_image
-from lookalike.vocab import LABELS, money
+from lookalike.io import pagebase
+from lookalike.vocab import LABEL_MEANINGS, LABELS, money
 
 
 class JudgeError(RuntimeError):
@@ -48,6 +54,55 @@ class Judgement:
     rationale: str
     judge: str
     answer: str = ""        # the answer the unit gives, when the judge can tell (reference, answer-string)
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a judge reads, returns and needs. ``source`` is what its labels are in the label store:
+    people's (human), the demo's answer key (reference) or a model's (model)."""
+    source: str                       # human | reference | model
+    reads_image: bool = False         # looks at the page pixels
+    reads_text: bool = False          # reads OCR text off the page pixels
+    judges_sets: bool = False         # judges an evidence set of several pages as one item
+    returns_answer: bool = False      # says which answer the unit gives (needed to repair questions)
+    needs_answer_key: bool = False    # only the demo has one
+    needs_answer: bool = False        # cannot call a unit sufficient for a question without an answer
+    needs_labels: bool = False        # a file of people's labels
+    needs_endpoint: bool = False      # a served model
+
+    @property
+    def adjudicates(self) -> bool:
+        """Labels that settle a pair (people's, or the demo's answer key); a model's only pre-label."""
+        return self.source in ("human", "reference")
+
+
+class Judge(Protocol):
+    name: str
+    capabilities: Capabilities
+
+    def judge(self, question: Mapping, unit: Mapping) -> Judgement: ...
+
+
+@dataclass(frozen=True)
+class JudgeSpec:
+    name: str
+    capabilities: Capabilities
+    make: Callable[..., Judge]        # make(**resources) -> Judge
+    worth: str                        # one sentence: what its labels are worth
+
+
+REGISTRY: dict[str, JudgeSpec] = {}
+
+
+def register(name: str, worth: str):
+    """Class decorator: the class's ``capabilities`` and ``from_resources`` enter the registry under name."""
+    def add(cls):
+        if name in REGISTRY:
+            raise ValueError(f"judge {name!r} is registered twice")
+        cls.name = name
+        REGISTRY[name] = JudgeSpec(name, cls.capabilities, cls.from_resources, worth)
+        return cls
+    return add
 
 
 def unit_view(units: pd.DataFrame, unit_ids: Sequence[str], texts: Mapping[str, str] | None = None,
@@ -65,6 +120,7 @@ def unit_view(units: pd.DataFrame, unit_ids: Sequence[str], texts: Mapping[str, 
 
 # ----------------------------------------------------------------------------- reference
 
+@register("reference", "the demo generator's answer key: exact on the demo corpus, unavailable on yours")
 class ReferenceJudge:
     """The demo generator's answer key: exact for the demo corpus, and only there.
 
@@ -81,7 +137,7 @@ class ReferenceJudge:
     number is told apart from one that agrees.
     """
 
-    name = "reference"
+    capabilities = Capabilities("reference", judges_sets=True, returns_answer=True, needs_answer_key=True)
     FREE_AXES = ("entity", "metric", "period")
 
     def __init__(self, facts: pd.DataFrame, answer_key: pd.DataFrame, units: pd.DataFrame):
@@ -97,6 +153,11 @@ class ReferenceJudge:
                  meta["template_id"].get(r.unit_id, "")))
         self.key = {q: list(g.sort_values("need").itertuples(index=False))
                     for q, g in answer_key.groupby("query_id", sort=False)}
+
+    @classmethod
+    def from_resources(cls, facts=None, answer_key=None, units=None, **_):
+        return cls(facts if facts is not None else pd.DataFrame(),
+                   answer_key if answer_key is not None else pd.DataFrame(), units)
 
     def _values(self, pool: list[tuple], entity: str, metric: str, period: str, member: str):
         rows = [(m, v) for e, mt, p, m, v, *_ in pool if e == entity and mt == metric and p == period]
@@ -206,10 +267,16 @@ def answer_in_text(answer: str, text: str) -> bool:
     return bool(words) and words <= _words(text)
 
 
+@register("answer-string", "a string match of the question's answer in OCR text: a model-only label; on the demo "
+                           "its agreement with the answer key is low, so read its figures as unverified")
 class AnswerStringJudge:
-    """Reads the unit's OCR text only (pass it as unit['text'])."""
+    """Reads the unit's OCR text only (pass it as unit['text']); an evidence set's texts are joined."""
 
-    name = "answer-string"
+    capabilities = Capabilities("model", reads_text=True, judges_sets=True, returns_answer=True, needs_answer=True)
+
+    @classmethod
+    def from_resources(cls, **_):
+        return cls()
 
     def judge(self, question: Mapping, unit: Mapping) -> Judgement:
         text = str(unit.get("text", ""))
@@ -234,15 +301,29 @@ def check_labels(labels: pd.Series, path: Path, error: type[Exception]) -> None:
         raise error(f"{path}: row {i + 1} label {labels.iloc[i]!r} is not one of {', '.join(LABELS)}")
 
 
+@register("human", "labels people wrote, read from a file: the labels every other judge is measured against")
 class HumanJudge:
     """Labels people wrote: a CSV with query_id, unit_id, label (and optional note)."""
 
-    name = "human"
+    capabilities = Capabilities("human", reads_image=True, needs_labels=True)
 
-    def __init__(self, path: Path | str):
+    @classmethod
+    def from_resources(cls, labels="", units=None, page_base=1, **_):
+        if not labels:
+            raise JudgeError("the human judge needs validate.labels: a CSV of query_id, unit_id, label")
+        return cls(labels, None if units is None else units["unit_id"], page_base)
+
+    def __init__(self, path: Path | str, unit_ids: Sequence[str] | None = None, page_base: int = 1):
+        """unit_ids: the corpus's, to check the file's page numbers against page_base (io.pagebase)."""
         path = Path(path)
         df = read_required_csv(path, ("query_id", "unit_id", "label"), "label file", JudgeError)
         check_labels(df["label"], path, JudgeError)
+        if unit_ids is not None:
+            try:
+                pagebase.check(str(path), list(df["unit_id"]), page_base, unit_ids, range(2, len(df) + 2))
+            except pagebase.PageBaseError as exc:
+                raise JudgeError(str(exc)) from exc
+        df["unit_id"] = pagebase.normalise(df["unit_id"], page_base)
         self.labels = {(q, u): (lab, note) for q, u, lab, note in
                        zip(df["query_id"], df["unit_id"], df["label"], df.get("note", pd.Series([""] * len(df))))}
 
@@ -258,9 +339,8 @@ class HumanJudge:
 
 RUBRIC = (
     "You judge whether a document page answers a question. Look only at the page image.\n"
-    "Reply with one JSON object and nothing else: {\"label\": L, \"rationale\": R}, where L is\n"
-    "\"sufficient\" if the page alone answers the question, \"supporting\" if it holds part of the\n"
-    "evidence but not the whole answer, \"irrelevant\" otherwise, and R is one short sentence."
+    "Reply with one JSON object and nothing else: {\"label\": L, \"rationale\": R}, where R is one short\n"
+    "sentence and L is\n" + ";\n".join(f"\"{lab}\" if {LABEL_MEANINGS[lab]}" for lab in LABELS) + ".\n"
 )
 
 
@@ -279,6 +359,8 @@ def parse_reply(content: str) -> tuple[str, str]:
     return obj["label"], str(obj.get("rationale", ""))[:300]
 
 
+@register("openai-compatible", "a vision-language model's labels: model-only until their agreement with people's "
+                               "labels is measured")
 class OpenAICompatibleJudge:
     """A VLM behind an OpenAI-compatible /chat/completions endpoint.
 
@@ -287,7 +369,13 @@ class OpenAICompatibleJudge:
     cache_dir: replies cached by sha256 of (model, rubric, question, image bytes).
     """
 
-    name = "openai-compatible"
+    capabilities = Capabilities("model", reads_image=True, needs_endpoint=True)
+
+    @classmethod
+    def from_resources(cls, url="", model="", cache_dir=None, **_):
+        if not url or not model:
+            raise JudgeError("the openai-compatible judge needs validate.judge_url and validate.judge_model")
+        return cls(url, model, cache_dir=cache_dir)
 
     def __init__(self, base_url: str, model: str, api_key_env: str = "LOOKALIKE_JUDGE_API_KEY",
                  cache_dir: Path | str | None = None, timeout: float = 60.0, retries: int = 3, backoff: float = 1.0,
@@ -382,29 +470,69 @@ def confusion(a: Sequence[str], b: Sequence[str], labels: Sequence[str] = LABELS
 
 # ----------------------------------------------------------------------------- factory
 
-JUDGES = ("reference", "answer-string", "human", "openai-compatible")
+JUDGES = tuple(REGISTRY)
 
 
-def make_judge(name: str, *, facts: pd.DataFrame | None = None, answer_key: pd.DataFrame | None = None,
-               units: pd.DataFrame | None = None, labels: str = "", url: str = "", model: str = "",
-               cache_dir: str | Path | None = None):
-    """A judge by name (validate.judge in params). 'auto' is the reference judge when the run has
-    the demo's answer key, else answer-string."""
+def resolve_name(name: str, answer_key: pd.DataFrame | None = None) -> str:
+    """'auto' is the reference judge when the run has the demo's answer key, else answer-string."""
     if name == "auto":
-        name = "reference" if answer_key is not None and len(answer_key) else "answer-string"
-    if name == "reference":
-        return ReferenceJudge(facts, answer_key if answer_key is not None else pd.DataFrame(), units)
-    if name == "answer-string":
-        return AnswerStringJudge()
-    if name == "human":
-        if not labels:
-            raise JudgeError("the human judge needs validate.labels: a CSV of query_id, unit_id, label")
-        return HumanJudge(labels)
-    if name == "openai-compatible":
-        if not url or not model:
-            raise JudgeError("the openai-compatible judge needs validate.judge_url and validate.judge_model")
-        return OpenAICompatibleJudge(url, model, cache_dir=cache_dir)
-    raise JudgeError(f"unknown judge {name!r}; expected auto or one of {', '.join(JUDGES)}")
+        return "reference" if answer_key is not None and len(answer_key) else "answer-string"
+    if name not in REGISTRY:
+        raise JudgeError(f"unknown judge {name!r}; expected auto or one of {', '.join(REGISTRY)}")
+    return name
+
+
+def make_judge(name: str, **resources) -> Judge:
+    """A judge by name (validate.judge, labels.model_judge, mining.judge in params). Resources, each
+    used by the judges that need it: facts, answer_key, units (reference), labels (human: the CSV's
+    path), url, model, cache_dir (openai-compatible)."""
+    return REGISTRY[resolve_name(name, resources.get("answer_key"))].make(**resources)
+
+
+def describe(judge: Judge | str) -> str:
+    """'<name> (<source> labels): <what they are worth>'."""
+    spec = REGISTRY[judge if isinstance(judge, str) else judge.name]
+    return f"{spec.name} ({spec.capabilities.source} labels): {spec.worth}"
+
+
+def label_pairs(judge: Judge, pairs: pd.DataFrame, questions: pd.DataFrame, view: Callable[[list], Mapping],
+                shas: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """Label every (query_id, unit_id) of pairs with judge, as rows for the label store: query_id,
+    unit_id, question_sha, label, judge, source (the judge's capability), note (its rationale)."""
+    columns = ["query_id", "unit_id", "question_sha", "label", "judge", "source", "note"]
+    qrec = questions.set_index("query_id")
+    rows = []
+    for q, u in zip(pairs["query_id"], pairs["unit_id"]):
+        j = judge.judge({**qrec.loc[q].to_dict(), "query_id": q}, view([u]))
+        rows.append({"query_id": q, "unit_id": u, "question_sha": (shas or {}).get(q, ""), "label": j.label,
+                     "judge": judge.name, "source": judge.capabilities.source, "note": j.rationale})
+    return pd.DataFrame(rows, columns=columns)
+
+
+class Memo:
+    """Each (judge, question text, query, unit) judged once within a run: the label is remembered.
+    view(unit_ids) gives what the judge may see of the unit(s)."""
+
+    def __init__(self, view: Callable[[list], Mapping]):
+        self.view, self.seen = view, {}
+
+    def label(self, judge: Judge, questions: pd.DataFrame, query_id: str, unit_id: str) -> str:
+        """questions: indexed by query_id."""
+        row = questions.loc[query_id]
+        key = (judge.name, row["text"], query_id, unit_id)
+        if key not in self.seen:
+            self.seen[key] = judge.judge({**row.to_dict(), "query_id": query_id}, self.view([unit_id])).label
+        return self.seen[key]
+
+
+def second_judge(first: Judge, name: str, **resources) -> Judge | None:
+    """The judge to compare the first with, or None when none is set or it is the first judge
+    itself (a judge is never compared with itself)."""
+    if not name or name == "none":
+        return None
+    if resolve_name(name, resources.get("answer_key")) == first.name:
+        return None
+    return make_judge(name, **resources)
 
 
 def agreement(first: Sequence[str], second: Sequence[str]) -> dict:

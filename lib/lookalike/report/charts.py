@@ -14,3 +14,16 @@ def strata(strata: pd.DataFrame) -> alt.Chart:
                     color=alt.Color("content_type:N", title="content type"),
                     tooltip=["content_type", "template_id", "units"])
             .properties(title="Units per template, coloured by content type", width=520, height=22 * len(strata)))
+
+
+def top1(table: pd.DataFrame, title: str) -> alt.FacetChart:
+    """Bars of top-1 per set of negatives with CI rules, one panel per system (stages 04 and 05)."""
+    order = [n for n in ("random", "hard", "corpus") if n in set(table["negatives"])] + sorted(
+        set(table["negatives"]) - {"random", "hard", "corpus"})
+    bars = alt.Chart(table).mark_bar().encode(
+        x=alt.X("negatives:N", sort=order, title=None),
+        y=alt.Y("top1:Q", scale=alt.Scale(domain=[0, 1]), title="top-1"),
+        color=alt.Color("negatives:N", sort=order), tooltip=["system", "negatives", "n", "top1", "top1_lo", "top1_hi"])
+    rules = alt.Chart(table).mark_rule().encode(x=alt.X("negatives:N", sort=order), y="top1_lo:Q", y2="top1_hi:Q")
+    return (bars + rules).properties(width=160, height=220).facet(
+        column=alt.Column("system:N", title=None)).properties(title=title)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import base64
+import io
 from pathlib import Path
+from typing import Sequence
 
 import pandas as pd
 from PIL import Image, ImageDraw, ImageFont
@@ -26,4 +29,59 @@ def montage(units: pd.DataFrame, base_dir: Path, per_template: int = 3, thumb_wi
             with Image.open(resolve_image(rec.image_path, base_dir)) as im:
                 thumb = fit(im, thumb_width, th)
             sheet.paste(thumb, (label_w + c * (thumb_width + 8), y))
+    return sheet
+
+
+def data_uri(path: Path | str, width: int) -> str:
+    """The image at path as a JPEG data URI, at most width pixels wide (for self-contained pages)."""
+    with Image.open(path) as im:
+        im = im.convert("RGB")
+        if im.width > width:
+            im = im.resize((width, round(im.height * width / im.width)))
+        buf = io.BytesIO()
+        im.save(buf, format="JPEG", quality=82, optimize=True)
+    return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def distractor_montage(gold_id: str, distractors: pd.DataFrame, units: pd.DataFrame, base_dir, axes: Sequence[str],
+                       thumb_width: int = 220) -> Image.Image:
+    """One row per axis (in the order given; axes without distractors are left out): the gold unit,
+    framed in red, then its distractors on that axis, the row labelled by its axis."""
+    paths = units.set_index("unit_id")["image_path"]
+    mine = distractors[distractors["gold_unit_id"] == gold_id]
+    axes = [a for a in axes if a in set(mine["axis"])]
+    per_row = 1 + (mine.groupby("axis").size().max() if len(mine) else 0)
+    th = int(thumb_width * 9 / 16)
+    label_w = 90
+    sheet = Image.new("RGB", (label_w + per_row * (thumb_width + 6), max(1, len(axes)) * (th + 6)), "white")
+    draw = ImageDraw.Draw(sheet)
+    font = ImageFont.load_default(size=14)
+    for r, axis in enumerate(axes):
+        y = r * (th + 6)
+        draw.text((4, y + th // 2 - 7), axis, fill="black", font=font)
+        row = [gold_id] + list(mine[mine["axis"] == axis]["unit_id"])
+        for c, uid in enumerate(row):
+            x = label_w + c * (thumb_width + 6)
+            with Image.open(resolve_image(paths[uid], base_dir)) as im:
+                sheet.paste(fit(im, thumb_width, th), (x, y))
+            if c == 0:
+                draw.rectangle([x, y, x + thumb_width - 1, y + th - 1], outline=(220, 40, 40), width=3)
+    return sheet
+
+
+def pair_sheet(pairs: pd.DataFrame, units: pd.DataFrame, base_dir: Path | str, thumb_width: int = 300) -> Image.Image:
+    """Thumbnails of (query, unit) pairs in a row, each captioned with its unit id and the two
+    labels (columns label_model, label_adjudicated)."""
+    paths = units.set_index("unit_id")["image_path"]
+    th = int(thumb_width * 9 / 16)
+    sheet = Image.new("RGB", (max(1, len(pairs)) * (thumb_width + 8), th + 44), "white")
+    draw = ImageDraw.Draw(sheet)
+    font = ImageFont.load_default(size=13)
+    for i, r in enumerate(pairs.itertuples()):
+        x = i * (thumb_width + 8)
+        with Image.open(resolve_image(paths[r.unit_id], base_dir)) as im:
+            sheet.paste(fit(im, thumb_width, th), (x, 0))
+        draw.text((x + 2, th + 4), f"{r.query_id} · {r.unit_id}"[:44], fill="black", font=font)
+        draw.text((x + 2, th + 22), f"model: {r.label_model}  adjudicated: {r.label_adjudicated}", fill=(160, 30, 30),
+                  font=font)
     return sheet

@@ -11,6 +11,7 @@ from lookalike.analysis import negatives as N
 from lookalike.retrieval import systems
 from lookalike.retrieval.encoders.base import Vectors
 
+from lookalike.report import charts, images
 from lookalike.stages.base import StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
 
 TITLE = 'Hard negatives'
@@ -57,8 +58,8 @@ def run(ctx: StageContext) -> StageResult:
     if len(hard):
         example = hard.groupby("gold_unit_id")["axis"].nunique().sort_values(ascending=False, kind="mergesort").index[0]
         res.say("gold:", example)
-        res.figure("04_montage", N.montage(example, pd.concat([hard, rand[rand["gold_unit_id"] == example]
-                                                               .head(negatives_k)]), units, RUN))
+        shown = pd.concat([hard, rand[rand["gold_unit_id"] == example].head(negatives_k)])
+        res.figure("04_montage", images.distractor_montage(example, shown, units, RUN, N.MONTAGE_AXES))
     else:
         res.say("no gold units with distractors (no questions, or no template metadata)")
 
@@ -80,7 +81,7 @@ def run(ctx: StageContext) -> StageResult:
         res.say(top1_table.to_string(index=False) if len(top1_table) else "no page-single questions to score")
 
     res.section("top1_chart")
-    chart = None if top1_table.empty else N.top1_chart(
+    chart = None if top1_table.empty else charts.top1(
         top1_table, "Top-1: random negatives, hard negatives, whole corpus (own n and CI each)")
     res.figure("04_top1", chart)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from lookalike.judging import judges as J
+from lookalike.judging import pool as JP
 from lookalike.judging import store as L
 from lookalike.eval import metrics as M
 from lookalike.retrieval import indexes as retrieve
@@ -16,6 +17,7 @@ from lookalike.eval import ranking, trec
 from lookalike.io.cache import Cache
 from lookalike.retrieval.encoders.base import Vectors
 
+from lookalike.report import images
 from lookalike.stages.base import StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
 
 TITLE = 'Judge pool and labels'
@@ -49,8 +51,9 @@ def run(ctx: StageContext) -> StageResult:
     adjudicator_name = labels_adjudicator
     if adjudicator_name == "auto":
         adjudicator_name = "reference" if len(answer_key) else "none"
-    adjudicator = None if adjudicator_name == "none" else J.make_judge(adjudicator_name, facts=facts, answer_key=answer_key,
-                                                                         units=units)
+    adjudicator = None if adjudicator_name == "none" else J.make_judge(
+        adjudicator_name, facts=facts, answer_key=answer_key, units=units, page_base=ctx.get("corpus.page_base"),
+        labels=str(ctx.path("validate.labels") or ""))
     res.say(f"validated questions: {len(validated)}; model judge: {model.name}; adjudicator: "
           + ("the demo's answer key (reference)" if adjudicator_name == "reference" else adjudicator_name))
 
@@ -87,29 +90,17 @@ def run(ctx: StageContext) -> StageResult:
     for q, ev in zip(validated["query_id"], validated["evidence_unit_ids"]):
         golds = [u for u in ev.split(";") if u]
         cands[q] = golds + list(hard[hard["query_id"] == q]["unit_id"])
-    pooled = L.pool(runs, validated["query_id"], labels_pool_depth, cands)
-    by_system = L.pool_by_system(pooled, runs)
+    pooled = JP.pool(runs, validated["query_id"], labels_pool_depth, cands)
+    by_system = JP.pool_by_system(pooled, runs)
     res.say(f"pairs in the pool: {len(pooled)} ({len(validated)} questions; "
           f"{int(pooled['hard_candidate'].sum())} hard candidates, {int((pooled['systems'] != '').sum())} from system top-{labels_pool_depth})")
     res.say(by_system.to_string(index=False))
 
     res.section("labels")
-    qrec = validated.set_index("query_id")
     shas = {q: L.question_sha(t) for q, t in zip(validated["query_id"], validated["text"])}
     store = L.LabelStore(RUN / "labels" / "store.jsonl")
-
-
-    def label_all(judge, source):
-        rows = []
-        for q, u in zip(pooled["query_id"], pooled["unit_id"]):
-            j = judge.judge({**qrec.loc[q].to_dict(), "query_id": q}, view([u]))
-            rows.append({"query_id": q, "unit_id": u, "question_sha": shas[q], "label": j.label, "judge": judge.name,
-                         "source": source, "note": j.rationale})
-        return pd.DataFrame(rows, columns=["query_id", "unit_id", "question_sha", "label", "judge", "source", "note"])
-
-
-    pre = label_all(model, "model")
-    adj = label_all(adjudicator, "reference") if adjudicator is not None else pre.head(0)
+    pre = J.label_pairs(model, pooled, validated, view, shas)
+    adj = J.label_pairs(adjudicator, pooled, validated, view, shas) if adjudicator is not None else pre.head(0)
     added = store.append(pre.to_dict("records")) + store.append(adj.to_dict("records"))
     current = store.current(shas)
     current = current.merge(pooled[["query_id", "unit_id"]], on=["query_id", "unit_id"])
@@ -152,8 +143,8 @@ def run(ctx: StageContext) -> StageResult:
                                                                              replace=False))]
         for r in sample.itertuples():
             res.say(f"{r.query_id} · {r.unit_id}: model {r.label_model}, adjudicated {r.label_adjudicated}\n"
-                  f"   question: {qrec.loc[r.query_id, 'text']}")
-        res.figure("06_disagreements", L.pair_sheet(sample, units, RUN))
+                  f"   question: {validated.set_index('query_id').loc[r.query_id, 'text']}")
+        res.figure("06_disagreements", images.pair_sheet(sample, units, RUN))
     else:
         res.say("no disagreements to show")
 

@@ -13,6 +13,7 @@ from lookalike.io.cache import Cache
 from lookalike.retrieval import encoders as E
 from lookalike.retrieval import indexes as retrieve
 from lookalike.eval import stats
+from lookalike.vocab import LABELS
 
 from lookalike.stages.base import StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
 
@@ -23,17 +24,16 @@ def ablation(ctx: StageContext, units: pd.DataFrame, cache: Cache, max_units: in
              inject_caption_leak: bool | None = None, n_boot: int = 2000):
     """The ablation as stage 03 and ``lookalike leak-check`` compute it: encode and index (all units
     or a seeded subset of max_units), query with both sets, pool every index's top leak.pool_depth
-    for blind judging, grade the pool with the reference grades, and tabulate recall@10 / nDCG@10
+    for blind judging, label the pool with the reference labels, and tabulate recall@10 / nDCG@10
     per index × query set. Returns (ablation, sheet, judgements, table, per_query)."""
     inject = ctx.get("leak.inject_caption_leak") if inject_caption_leak is None else inject_caption_leak
     ab = L.run_ablation(units, ctx.run_dir, ctx.seed, cache, max_units=max_units, inject_caption_leak=inject,
                         ocr_engine=ctx.get("encode.ocr_engine"), workers=ctx.get("encode.workers"),
                         device=ctx.get("encode.device"), n_boot=n_boot,
-                        blind_queries=str(ctx.path("leak.blind_queries") or ""))
-    sheet = L.pool(ab.runs, ab.queries, k=ctx.get("leak.pool_depth"), seed=ctx.seed)
-    judgements = L.reference_grades(sheet, ab.queries, units)
-    qrels = judgements.rename(columns={"grade": "relevance"})[["query_id", "unit_id", "relevance"]]
-    table, per_query = L.ablation_table(ab.runs, ab.queries, qrels, ctx.seed, n_boot=n_boot)
+                        blind_queries=str(ctx.path("leak.blind_queries") or ""), page_base=ctx.get("corpus.page_base"))
+    sheet = L.sheet(ab.runs, ab.queries, k=ctx.get("leak.pool_depth"), seed=ctx.seed)
+    judgements = L.reference_labels(sheet, ab.queries, units)
+    table, per_query = L.ablation_table(ab.runs, ab.queries, L.qrels_from_judgements(judgements), ctx.seed, n_boot=n_boot)
     return ab, sheet, judgements, table, per_query
 
 
@@ -62,8 +62,8 @@ def run(ctx: StageContext) -> StageResult:
     res.show["queries"] = ab.queries.head(6)[["query_set", "register", "qualifiers", "text"]]
 
     res.section("pool")
-    res.say(f"pooled pairs: {len(sheet)} for {ab.queries['query_id'].nunique()} queries; grades "
-          + ", ".join(f"{g}: {n}" for g, n in judgements["grade"].value_counts().sort_index().items())
+    res.say(f"pooled pairs: {len(sheet)} for {ab.queries['query_id'].nunique()} queries; labels "
+          + ", ".join(f"{lab}: {int((judgements['label'] == lab).sum())}" for lab in LABELS)
           + f" (judge: {', '.join(sorted(judgements['judge'].unique()))})")
     judged = L.judged_at_k(ab.runs, judgements, leak_pool_depth)
     res.say(judged.round(3).to_string(index=False))
@@ -75,7 +75,7 @@ def run(ctx: StageContext) -> StageResult:
     bm25_run = retrieve.BM25Index().add(bm25_units).search(
         E.make_encoder("ocr-bm25", progress=False).encode_queries(list(ab.queries["text"]), list(ab.queries["query_id"])),
         k=100)
-    new_sheet = L.pool({"ocr-bm25": bm25_run}, ab.queries, k=leak_pool_depth, seed=seed, judged=judgements)
+    new_sheet = L.sheet({"ocr-bm25": bm25_run}, ab.queries, k=leak_pool_depth, seed=seed, judged=judgements)
     before = L.judged_at_k({"ocr-bm25": bm25_run}, judgements, leak_pool_depth)
     res.say(f"re-pooling ocr-bm25: {len(new_sheet)} new pairs to judge; its judged_{leak_pool_depth} before: "
           f"{before.iloc[0, 1]:.3f}")

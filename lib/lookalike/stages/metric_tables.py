@@ -11,7 +11,6 @@ import numpy as np
 import pandas as pd
 from lookalike.judging import store as L
 from lookalike.report import site as report
-from lookalike.retrieval import indexes as retrieve
 from lookalike.analysis import scoring as S
 from lookalike.eval import stats
 from lookalike.retrieval import systems
@@ -49,30 +48,12 @@ def run(ctx: StageContext) -> StageResult:
                  for n in sorted(sys_table.loc[sys_table["provenance"] == "external", "system"])}
                 if "provenance" in sys_table.columns else {})
     settings = dict(ocr_engine=encode_ocr_engine, device="auto", batch_size=32, workers=encode_workers)
-    unit_ids = list(units["unit_id"])
 
 
-    def candidate_runs(qs: pd.DataFrame, candidates: dict) -> dict:
-        """Each system's ranking of each question's candidates only (fusions fuse the restricted rankings)."""
-        if qs.empty:
-            return {}
-        qv = systems.encode_queries(qs, BASE, **settings)
-        out = {n: S.restricted_run(systems.score_matrix(unit_vectors[n], qv[n]), list(qs["query_id"]), unit_ids, candidates)
-               for n in BASE}
-        for name, parts in FUSIONS.items():
-            out[name] = S.fuse("rrf", [out[p] for p in parts], rrf_k=retrieve_rrf_k, depth=retrieve_depth)
-        for name, run in EXTERNAL.items():       # your runs: only their top-depth ranking is known
-            out[name] = S.restrict_ranking(run, candidates)
-        if "ocr-minilm" in BASE and len(qs):     # document-context scoring over the same candidates
-            dc = retrieve.document_context_scores(list(qv["ocr-minilm"].data), list(unit_vectors["ocr-minilm"].data),
-                                                  units["doc_id"], n_context=4, seed=seed)
-            out["ocr-minilm+doc-context"] = S.restricted_run(dc, list(qs["query_id"]), unit_ids, candidates)
-        return out
-
-
+    scorer = S.CandidateSystems(units, unit_vectors, FUSIONS, EXTERNAL, settings, retrieve_rrf_k, retrieve_depth, seed)
     res.say(f"validated single-gold questions: {len(strict)} ({len(one_unit)} with one evidence unit); "
           f"labelled pairs: {len(current)}; systems: "
-          f"{', '.join(BASE + list(FUSIONS) + (['ocr-minilm+doc-context'] if 'ocr-minilm' in BASE else []) + list(EXTERNAL))}")
+          f"{', '.join(scorer.names)}")
 
     res.section("top1_random")
     orig = questions[questions["evidence_structure"] == "page-single"].reset_index(drop=True)
@@ -80,7 +61,7 @@ def run(ctx: StageContext) -> StageResult:
     rand_c = {q: [g] + list(rand[rand["query_id"] == q]["unit_id"]) for q, g in zip(orig["query_id"], orig["evidence_unit_ids"])}
     orig_qrels = systems.evidence_qrels(orig)
     random_rows = []
-    for s, (name, run) in enumerate(sorted(candidate_runs(orig, rand_c).items())):
+    for s, (name, run) in enumerate(sorted(scorer.runs(orig, rand_c).items())):
         pq = S.per_query(orig_qrels, run, ["top1"], list(orig["query_id"]))
         ci = stats.bootstrap_ci(pq["top1"].to_numpy(), 2000, rng=np.random.default_rng([seed, 70, s]))
         random_rows.append({"system": name, "n": ci.n, "top1": ci.estimate, "top1_lo": ci.lo, "top1_hi": ci.hi})
@@ -91,7 +72,7 @@ def run(ctx: StageContext) -> StageResult:
     res.section("sufficiency")
     hard = distractors[distractors["axis"] != "random"]
     hard_c = {q: [g] + list(hard[hard["query_id"] == q]["unit_id"]) for q, g in zip(one_unit["query_id"], one_unit["evidence_unit_ids"])}
-    hard_runs = candidate_runs(one_unit, hard_c)
+    hard_runs = scorer.runs(one_unit, hard_c)
     corpus_runs = {p.stem: trec.read_run(p)[0] for p in sorted((RUN / "runs_validated").glob("*.run"))}
     suff_hard, frames_hard = S.sufficiency(qrels_labels, hard_runs, list(one_unit["query_id"]), "hard", seed=seed)
     suff_corpus, frames_corpus = S.sufficiency(qrels_labels, corpus_runs, list(one_unit["query_id"]), "corpus", seed=seed)
@@ -101,10 +82,6 @@ def run(ctx: StageContext) -> StageResult:
             columns=["supporting_only_lo", "supporting_only_hi", "neither_lo", "neither_hi"]).to_string(index=False))
 
     res.section("headline")
-    def fmt(est, lo, hi):
-        return f"{est:.2f} [{lo:.2f}, {hi:.2f}]"
-
-
     head_rows = []
     tr = top1_random.set_index("system")
     sh = suff_hard.set_index(["system", "k"])
@@ -112,15 +89,15 @@ def run(ctx: StageContext) -> StageResult:
         row = {"system": name}
         if name in tr.index:
             r = tr.loc[name]
-            row["top-1, random negatives (as generated)"] = fmt(r["top1"], r["top1_lo"], r["top1_hi"])
+            row["top-1, random negatives (as generated)"] = S.fmt_ci(r["top1"], r["top1_lo"], r["top1_hi"])
             row["n (as generated)"] = int(r["n"])
         for label, m, k in (("sufficient@1", "sufficient", 1), ("sufficient@5", "sufficient", 5),
                             ("supporting-only@5", "supporting_only", 5), ("neither@5", "neither", 5)):
             r = sh.loc[(name, k)]
-            row[f"{label}, hard (validated)"] = fmt(r[m], r[f"{m}_lo"], r[f"{m}_hi"])
+            row[f"{label}, hard (validated)"] = S.fmt_ci(r[m], r[f"{m}_lo"], r[f"{m}_hi"])
         row["n (validated)"] = int(sh.loc[(name, 1), "n"])
         g = S.slot_gain(frames_hard[name], "sufficient_1", "sufficient_5", seed=seed)
-        row["gain slot 1→5 (paired)"] = fmt(g["gain"], g["gain_lo"], g["gain_hi"])
+        row["gain slot 1→5 (paired)"] = S.fmt_ci(g["gain"], g["gain_lo"], g["gain_hi"])
         head_rows.append(row)
     headline = pd.DataFrame(head_rows)
     res.say(headline.to_string(index=False) if len(headline) else "no validated questions")

@@ -61,22 +61,15 @@ def run(ctx: StageContext) -> StageResult:
     jargs = dict(facts=facts, answer_key=answer_key, units=units, url=validate_judge_url, model=validate_judge_model,
                  cache_dir=cache.root / "judges")
     judge = J.make_judge(mining_judge, **jargs)
-    second = J.make_judge(mining_compare_judge, **jargs) if mining_compare_judge else None
+    second = J.second_judge(judge, mining_compare_judge, **jargs)
     res.say(f"questions as generated: {len(SETS['generated'][0])}, validated: {len(SETS['validated'][0])}; "
           f"miner: {mining_retriever}; judge: {judge.name}"
-          + (" (the demo's answer key)" if judge.name == "reference" else "") + f"; second judge: {second.name if second else 'none'}")
+          + (" (the demo's answer key)" if judge.name == "reference" else "") + f"; second judge: {second.name if second else 'none'}"
+          + (" (mining.compare_judge names the primary judge; a judge is never compared with itself)"
+             if second is None and mining_compare_judge not in ("", "none") else ""))
 
     res.section("mined")
-    memo = {}
-
-
-    def label(j, qrec, q, u):
-        key = (j.name, qrec.loc[q, "text"], q, u)
-        if key not in memo:
-            memo[key] = j.judge({**qrec.loc[q].to_dict(), "query_id": q}, view([u])).label
-        return memo[key]
-
-
+    memo = J.Memo(view)
     rules = (["top-k"] + [f"window:{w}" for w in mining_windows] + [f"topk-percpos:{a:g}" for a in mining_alphas]
              + ["judged"])
     mined_all, chosen_all, judgements_all, golds = [], [], [], {}
@@ -87,14 +80,14 @@ def run(ctx: StageContext) -> StageResult:
         mined = Mi.mine(runs[set_name], {q: set(g) for q, g in gold.items()}, n=mining_depth)
         budget = mined[mined["rank"] <= mining_judge_top]
         budget_labels = budget[["query_id", "unit_id"]].assign(
-            label=[label(judge, qrec, q, u) for q, u in zip(budget["query_id"], budget["unit_id"])])
+            label=[memo.label(judge, qrec, q, u) for q, u in zip(budget["query_id"], budget["unit_id"])])
         chosen = (pd.concat([Mi.select(mined, r, k=mining_negatives, judged_labels=budget_labels, seed=seed) for r in rules],
                             ignore_index=True) if len(mined) else pd.DataFrame(columns=Mi.CHOSEN_COLUMNS))
         need = pd.concat([budget[["query_id", "unit_id"]], chosen[["query_id", "unit_id"]]]).drop_duplicates()
         for j in [judge] + ([second] if second else []):
             judgements_all.append(need.assign(judge=j.name, question_set=set_name, in_budget=need.merge(
                 budget[["query_id", "unit_id"]], how="left", indicator=True)["_merge"].eq("both").to_numpy(),
-                label=[label(j, qrec, q, u) for q, u in zip(need["query_id"], need["unit_id"])]))
+                label=[memo.label(j, qrec, q, u) for q, u in zip(need["query_id"], need["unit_id"])]))
         mined_all.append(mined.assign(question_set=set_name))
         chosen_all.append(chosen.assign(question_set=set_name))
         res.say(f"{set_name}: {len(mined)} candidates for {mined['query_id'].nunique()} questions; "

@@ -17,6 +17,7 @@ from lookalike.retrieval import systems
 from lookalike.io.cache import Cache
 from lookalike.retrieval.encoders.base import Vectors
 
+from lookalike.report import charts, images
 from lookalike.stages.base import StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
 
 TITLE = 'Question validation'
@@ -48,11 +49,14 @@ def run(ctx: StageContext) -> StageResult:
     texts = systems.ocr_texts(units, RUN, cache, encode_ocr_engine, encode_workers)
     view = lambda ids: J.unit_view(units, ids, texts, RUN)  # noqa: E731
     judge_args = dict(facts=facts, answer_key=answer_key, units=units, labels=str(P.repo_path(validate_labels) or ""),
+                      page_base=ctx.get("corpus.page_base"),
                       url=validate_judge_url, model=validate_judge_model, cache_dir=cache.root / "judges")
     judge = J.make_judge(validate_judge, **judge_args)
-    second = J.make_judge(validate_compare_judge, **judge_args) if validate_compare_judge else None
+    second = J.second_judge(judge, validate_compare_judge, **judge_args)
     res.say(f"primary judge: {judge.name}" + (" (the demo's answer key)" if judge.name == "reference" else ""))
-    res.say(f"second judge: {second.name if second else 'none'}")
+    res.say(f"second judge: {second.name if second else 'none'}"
+            + (" (validate.compare_judge names the primary judge; a judge is never compared with itself)"
+               if second is None and validate_compare_judge not in ("", "none") else ""))
 
     res.section("validation")
     validation, validated, judgements = Q.validate(questions, distractors, judge, view, units, validate_max_repairs)
@@ -106,7 +110,7 @@ def run(ctx: StageContext) -> StageResult:
         res.say(f"{ex['query_id']}: {qtext}\n  distractor axis: {ex['axis']}; it gives {ex['answer'] or 'an answer'}")
         pair = pd.DataFrame({"gold_unit_id": [ex["gold_unit_id"]], "unit_id": [ex["unit_ids"].split(";")[0]],
                              "axis": [ex["axis"]], "similarity": [np.nan]})
-        res.figure("05_caught", N.montage(ex["gold_unit_id"], pair, units, RUN))
+        res.figure("05_caught", images.distractor_montage(ex["gold_unit_id"], pair, units, RUN, N.MONTAGE_AXES))
     else:
         res.say("no question was answerable from a distractor")
 
@@ -168,7 +172,7 @@ def run(ctx: StageContext) -> StageResult:
 
     res.section("top1_chart")
     shown = top1_validated[top1_validated["question_set"] == "validated"]
-    chart = None if shown.empty else N.top1_chart(
+    chart = None if shown.empty else charts.top1(
         shown, "Top-1 on validated questions: random, hard, whole corpus (own n and CI each)")
     res.figure("05_top1_validated", chart)
 
@@ -181,7 +185,7 @@ def run(ctx: StageContext) -> StageResult:
     if reg_path is None:
         res.say("no regression file configured (validate_regressions)")
     else:
-        reports, regression_skipped = Q.read_regressions(reg_path, units["unit_id"])
+        reports, regression_skipped = Q.read_regressions(reg_path, units["unit_id"], ctx.get("corpus.page_base"))
         regression_skipped["source"] = reg_path.name
         res.say(f"{reg_path.name}: {len(reports)} reports kept, {len(regression_skipped)} skipped")
         if len(regression_skipped):
