@@ -69,3 +69,22 @@ def test_mined_rules_pick_the_same_count(results):
     _, out = results
     rules = out["mined"].tables["negative_rules"]
     assert len(rules) and (rules["n_negatives"] <= rules["n_queries"] * 4).all()
+
+
+def test_what_depends_on_the_machine_stays_out_of_tables_and_notebooks(results):
+    ctx, out = results
+    machine = {"seconds", "units_per_s", "cache_hits", "cache_misses"}
+    for module, res in out.items():
+        for name, df in list(res.tables.items()) + list(res.show.items()):
+            if hasattr(df, "columns"):
+                assert not machine & set(df.columns), (module, name)
+    timings = (ctx.run_dir / "timings" / "02_encode.csv").read_text().splitlines()
+    assert timings[0] == "encoder,units,cache_hits,cache_misses,seconds,units_per_s" and len(timings) > 1
+
+
+def test_stage_03_labels_its_pool_with_the_three_labels(results):
+    _, out = results
+    judgements = out["leak"].tables["judgements"]
+    assert set(judgements["label"]) <= {"sufficient", "supporting", "irrelevant"}
+    assert (judgements["grade"] == judgements["label"].map({"sufficient": 2, "supporting": 1, "irrelevant": 0})).all()
+    assert list(out["leak"].tables["judging_sheet"].columns) == ["item", "query", "label"]

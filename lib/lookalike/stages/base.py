@@ -77,6 +77,9 @@ class StageResult:
     title: str
     run_dir: Path
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    # what depends on the machine and the cache, not the params (seconds, units/s, cache hits): kept
+    # out of tables/ and out of the stored notebooks, so both stay byte-identical run to run
+    timings: dict[str, pd.DataFrame] = field(default_factory=dict)
     figures: dict[str, Any] = field(default_factory=dict)
     text: dict[str, str] = field(default_factory=dict)
     show: dict[str, Any] = field(default_factory=dict)
@@ -134,6 +137,9 @@ class StageResult:
         """Write every table, figure and the headline into the run folder."""
         for name, df in self.tables.items():
             site.write_table(df, self.run_dir, name)
+        for name, df in self.timings.items():
+            (self.run_dir / "timings").mkdir(parents=True, exist_ok=True)
+            df.to_csv(self.run_dir / "timings" / f"{name}.csv", index=False, lineterminator="\n")
         for name, fig in self.figures.items():
             if hasattr(fig, "to_dict"):
                 site.save_chart(fig, self.run_dir, name)

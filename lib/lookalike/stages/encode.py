@@ -53,7 +53,8 @@ def run(ctx: StageContext) -> StageResult:
 
     res.section("encode")
     unit_vectors, encode_table = systems.encode_units(units, RUN, encode_encoders, cache, **settings)
-    res.show["encode"] = encode_table
+    res.show["encode"] = encode_table.drop(columns=["seconds", "units_per_s", "cache_hits", "cache_misses"])
+    res.timings["02_encode"] = encode_table[["encoder", "units", "cache_hits", "cache_misses", "seconds", "units_per_s"]]
 
     res.section("provenance")
     res.say(encode_table[["encoder", "provenance", "kind", "shape"]].to_string(index=False))
