@@ -206,3 +206,28 @@ def test_labels_for_another_wording_do_not_count(tmp_path):
     cur = store.current({"q": new})
     assert cur.loc[0, "label"] == "irrelevant" and not cur.loc[0, "adjudicated"]
     assert len(store.frame()) == 2                                     # nothing was dropped from the store
+
+
+@pytest.mark.parametrize("order", ["human first", "reference first", "model last", "re-run after import"])
+def test_a_persons_label_is_never_overridden_in_any_order(tmp_path, order):
+    human = {"query_id": "q", "unit_id": "u", "label": "supporting", "judge": "human", "source": "human"}
+    reference = {"query_id": "q", "unit_id": "u", "label": "sufficient", "judge": "reference", "source": "reference"}
+    model = {"query_id": "q", "unit_id": "u", "label": "irrelevant", "judge": "answer-string", "source": "model"}
+    writes = {"human first": [human, reference, model], "reference first": [reference, model, human],
+              "model last": [reference, human, model],
+              "re-run after import": [model, reference, human, {**reference, "note": "re-run"}, {**model, "note": "x"}]}
+    store = L.LabelStore(tmp_path / "store.jsonl")
+    for row in writes[order]:
+        store.append([row])
+    for s in (store, L.LabelStore(tmp_path / "store.jsonl")):        # in memory and read back
+        cur = s.current().iloc[0]
+        assert (cur["label"], cur["source"]) == ("supporting", "human")
+        assert cur["conflict"]                                   # the reference disagrees: both kept, flagged
+
+
+def test_the_reference_settles_a_pair_over_a_model_whatever_comes_later(tmp_path):
+    store = L.LabelStore(tmp_path / "store.jsonl")
+    store.append([{"query_id": "q", "unit_id": "u", "label": "sufficient", "judge": "reference", "source": "reference"}])
+    store.append([{"query_id": "q", "unit_id": "u", "label": "irrelevant", "judge": "vlm", "source": "model"}])
+    cur = store.current().iloc[0]
+    assert (cur["label"], cur["source"], cur["adjudicated"], cur["conflict"]) == ("sufficient", "reference", True, False)

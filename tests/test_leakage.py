@@ -168,3 +168,18 @@ def test_users_own_blind_queries_get_caption_derived_twins(tmp_path, ci_units):
     pd.DataFrame([{"query_id": "x", "unit_id": "nope:1", "text": "t"}]).to_csv(tmp_path / "bad.csv", index=False)
     with pytest.raises(ValueError, match="bad.csv: row 1 \\(query 'x'\\): unknown unit_id 'nope:1'"):
         L.read_blind_queries(tmp_path / "bad.csv", units)
+
+
+def test_leak_check_exits_3_when_no_pairs_can_be_built(monkeypatch, capsys):
+    """A corpus without captions (and no blind query file) yields no pairs: the gate did not run —
+    exit 3 and 'NOT EVALUATED', never 0 (a pass) or 1 (a leak)."""
+    from lookalike.cli import leak_check
+    from lookalike.stages import leak, stratify
+
+    nan = float("nan")
+    empty = pd.DataFrame({"index": ["image", "image"], "query_set": ["blind", "caption-derived"], "n": [0, 0],
+                          "recall_10": [nan, nan], "recall_10_lo": [nan, nan], "recall_10_hi": [nan, nan]})
+    monkeypatch.setattr(stratify, "load_corpus", lambda ctx: type("C", (), {"units": pd.DataFrame({"unit_id": []})})())
+    monkeypatch.setattr(leak, "ablation", lambda *a, **k: (None, None, None, empty, None))
+    assert leak_check.main([str(REPO / "params" / "ci.yaml")]) == 3
+    assert "NOT EVALUATED" in capsys.readouterr().out

@@ -232,9 +232,16 @@ def test_bootstrap_is_seeded_and_covers_the_mean():
     assert a == b and a.lo < 0.3 < a.hi and a.n == 100
     se = stats.proportion_se(0.3, 100)
     assert se == pytest.approx(math.sqrt(0.21 / 100))
-    wald = stats.proportion_ci(30, 100)
-    assert wald.lo == pytest.approx(0.3 - 1.959963984540054 * se)
-    assert (a.hi - a.lo) == pytest.approx(wald.hi - wald.lo, rel=0.2)   # bootstrap and analytic agree roughly
+    wilson = stats.proportion_ci(30, 100)
+    assert (wilson.lo, wilson.hi) == pytest.approx((0.2189, 0.3958), abs=1e-4)       # the textbook Wilson values
+    assert (a.hi - a.lo) == pytest.approx(wilson.hi - wilson.lo, rel=0.2)   # bootstrap and analytic agree roughly
+
+
+@pytest.mark.parametrize("k, n", [(0, 12), (12, 12), (0, 1), (1, 1)])
+def test_proportion_intervals_are_never_zero_width_at_0_or_1(k, n):
+    ci = stats.proportion_ci(k, n)
+    assert ci.hi - ci.lo > 0.1 and ci.lo <= ci.estimate <= ci.hi and ci.method == "Wilson"
+    assert (ci.lo == 0.0) if k == 0 else (ci.hi == 1.0)
 
 
 def test_cluster_bootstrap_is_wider_for_correlated_queries():

@@ -1,4 +1,7 @@
-"""``lookalike leak-check PARAMS.yaml``: the leak ablation's CI gate (exit 1 on a leak).
+"""``lookalike leak-check PARAMS.yaml``: the leak ablation's CI gate.
+
+Exit 0: no leak found; 1: a leak; 2: bad parameters; 3: not evaluated (no query pairs could be
+built, so nothing was measured — never reported as a leak or as a pass).
 
 It runs stage 03's own ablation (lookalike.stages.leak.ablation: the same indexes, query sets,
 pooled blind judging and table) on a seeded sample of leak.gate_units units, in a temporary run
@@ -13,9 +16,11 @@ from pathlib import Path
 
 from lookalike import params as P
 from lookalike.analysis import leakage as L
-from lookalike.io import corpus as corpus_io
 from lookalike.io.cache import Cache
-from lookalike.stages import context, leak
+from lookalike.stages import context, leak, stratify
+
+
+PASS, LEAK, BAD_PARAMS, NOT_EVALUATED = 0, 1, 2, 3
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,9 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     gate_units = prm["leak"]["gate_units"]
     with tempfile.TemporaryDirectory() as tmp:
         ctx = context(Path(tmp), prm)
-        c = prm["corpus"]
-        corpus = corpus_io.load(c["source"], ctx.seed, ctx.dirs["corpus"], c["demo_size"],
-                                str(ctx.path("corpus.manifest") or ""), str(ctx.path("corpus.root") or ""), c["strict"])
+        corpus = stratify.load_corpus(ctx)          # what stage 01 reads: dpi, pages, max_pages, name_pattern ...
         _, _, _, table, _ = leak.ablation(ctx, corpus.units, Cache(prm["encode"]["cache_dir"] or None),
                                           max_units=gate_units, inject_caption_leak=inject, n_boot=1000)
     ok, blind, derived = L.gate(table, threshold)
@@ -48,8 +51,9 @@ def main(argv: list[str] | None = None) -> int:
           f"difference {derived - blind:+.3f} (threshold {threshold:+.3f})")
     print(table[["index", "query_set", "n", "recall_10", "recall_10_lo", "recall_10_hi"]].round(3).to_string(index=False))
     if blind != blind or derived != derived:
-        print("NOT EVALUATED: no blind / caption-derived query pairs could be built from this corpus.")
-        return 0
+        print("NOT EVALUATED: no blind / caption-derived query pairs could be built from this corpus "
+              "(they need caption fields, or your own leak.blind_queries file). Exit 3: the gate did not run.")
+        return NOT_EVALUATED
     if not ok:
         print("FAIL: the image index scores materially higher on caption-derived queries than on blind ones — "
               "something text-shaped (captions, file names, alt text) reaches the image path.")

@@ -14,6 +14,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+import scipy.stats
 
 Z95 = 1.959963984540054  # standard normal 0.975 quantile
 
@@ -67,13 +68,16 @@ def proportion_se(p: float, n: int) -> float:
     return math.sqrt(p * (1.0 - p) / n) if n > 0 else math.nan
 
 
-def proportion_ci(successes: float, n: int, z: float = Z95) -> Interval:
-    """Wald interval p ± z·SE, clipped to [0, 1] (use beside the bootstrap; it is what the SE says)."""
+def proportion_ci(successes: int, n: int, level: float = 0.95) -> Interval:
+    """Wilson score interval of a proportion, from scipy (never zero-width at 0 or 1, unlike the
+    Wald interval p ± z·SE, which this replaced)."""
     if n == 0:
-        return Interval(math.nan, math.nan, math.nan, 0, "analytic SE")
-    p = successes / n
-    se = proportion_se(p, n)
-    return Interval(p, max(0.0, p - z * se), min(1.0, p + z * se), n, "analytic SE")
+        return Interval(math.nan, math.nan, math.nan, 0, "Wilson")
+    k = int(round(successes))
+    if k != successes or not 0 <= k <= n:
+        raise ValueError(f"proportion_ci needs a whole count of successes between 0 and n={n}, got {successes!r}")
+    ci = scipy.stats.binomtest(k, n).proportion_ci(confidence_level=level, method="wilson")
+    return Interval(k / n, float(ci.low), float(ci.high), n, "Wilson")
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,9 @@ was given for — a repaired question is another question), judge, source (model
 reference), time (UTC, ISO 8601), note. It is
 append-only: nothing is ever rewritten or deleted, and appending a label identical to one already
 held (same query, unit, label, judge, source and note) adds nothing, so re-running a stage is a
-no-op. The *current* label of a pair is the latest adjudicated one (source human or reference, in
-file order); a model label is current only while no adjudication exists, so nothing a person
-wrote is ever overridden by a model. Two adjudications that disagree are both kept and reported
+no-op. The *current* label of a pair is the latest one of the highest precedence: a person's
+(human) over the demo's answer key (reference) over a model's, in any order of writes and re-runs,
+so nothing a person wrote is ever overridden by a model or by the reference. Two adjudications that disagree are both kept and reported
 as a conflict.
 
 Labelling page: one self-contained offline HTML file — shuffled, blind (no system, rank, file
@@ -39,6 +39,7 @@ from lookalike.report import pages
 STORE_COLUMNS = ["query_id", "unit_id", "question_sha", "label", "judge", "source", "time", "note"]
 SOURCES = ("model", "human", "reference")
 ADJUDICATORS = ("human", "reference")
+PRECEDENCE = {"model": 0, "reference": 1, "human": 2}     # which label of a pair is current: the highest, then the latest
 
 
 class LabelError(ValueError):
@@ -91,17 +92,20 @@ class LabelStore:
         return pd.DataFrame(self.rows, columns=STORE_COLUMNS)
 
     def current(self, question_shas: Mapping[str, str] | None = None) -> pd.DataFrame:
-        """One row per (query, unit): the latest adjudicated label, else the latest model label.
+        """One row per (query, unit): the latest label of the highest precedence — people's (human)
+        over the demo's answer key (reference) over a model's — whatever the order the lines were
+        written in, so neither a model nor the reference ever overrides a person's label.
         question_shas: query_id -> question_sha of the wording in use; labels given for another
         wording are ignored (they stay in the store). Columns: query_id, unit_id, label, judge,
-        source, adjudicated, conflict."""
+        source, adjudicated, conflict (adjudications of the pair disagree; all are kept)."""
         df = _for_questions(self.frame(), question_shas)
         cols = ["query_id", "unit_id", "label", "judge", "source", "adjudicated", "conflict"]
         if df.empty:
             return pd.DataFrame({c: pd.Series(dtype=bool if c in ("adjudicated", "conflict") else object) for c in cols})
         df["order"] = np.arange(len(df))
         df["adjudicated"] = df["source"].isin(ADJUDICATORS)
-        latest = (df.sort_values(["adjudicated", "order"], kind="mergesort")
+        df["precedence"] = df["source"].map(PRECEDENCE)
+        latest = (df.sort_values(["precedence", "order"], kind="mergesort")
                   .groupby(["query_id", "unit_id"], sort=False).tail(1))
         adj = df[df["adjudicated"]]
         conflicts = adj.groupby(["query_id", "unit_id"])["label"].nunique()

@@ -17,18 +17,19 @@ from lookalike.stages.base import StageContext, StageResult, context  # noqa: F4
 TITLE = "Corpus and strata"
 
 
+def load_corpus(ctx: StageContext):
+    """The corpus as every command reads it (stage 01 and ``lookalike leak-check``): every corpus.*
+    setting that decides which pages exist and how they look (source, manifest, root, strict, dpi,
+    pages, max_pages, name_pattern, max_pixels)."""
+    return corpus_io.load(ctx.get("corpus.source"), ctx.seed, ctx.dirs["corpus"], ctx.get("corpus.demo_size"),
+                          str(ctx.path("corpus.manifest") or ""), str(ctx.path("corpus.root") or ""),
+                          ctx.get("corpus.strict"), dpi=ctx.get("corpus.dpi"), pages=ctx.get("corpus.pages"),
+                          max_pages=ctx.get("corpus.max_pages"), name_pattern=ctx.get("corpus.name_pattern"),
+                          max_pixels=ctx.get("corpus.max_pixels"))
+
+
 def run(ctx: StageContext) -> StageResult:
     seed = ctx.get('seed')
-    corpus_source = ctx.get('corpus.source')
-    corpus_demo_size = ctx.get('corpus.demo_size')
-    corpus_manifest = str(ctx.path('corpus.manifest') or '')
-    corpus_root = str(ctx.path('corpus.root') or '')
-    corpus_strict = ctx.get('corpus.strict')
-    corpus_dpi = ctx.get('corpus.dpi')
-    corpus_pages = ctx.get('corpus.pages')
-    corpus_max_pages = ctx.get('corpus.max_pages')
-    corpus_name_pattern = ctx.get('corpus.name_pattern')
-    corpus_max_pixels = ctx.get('corpus.max_pixels')
     corpus_questions = str(ctx.path('corpus.questions') or '')
     corpus_question_columns = ctx.get('corpus.question_columns')
     corpus_question_ids = ctx.get('corpus.question_ids')
@@ -42,9 +43,7 @@ def run(ctx: StageContext) -> StageResult:
     rng = np.random.default_rng([seed, 1])     # stage 01's own stream, derived from the run seed
 
     res.section("load")
-    loaded = corpus_io.load(corpus_source, seed, ctx.dirs["corpus"], corpus_demo_size, corpus_manifest, corpus_root, corpus_strict,
-                    dpi=corpus_dpi, pages=corpus_pages, max_pages=corpus_max_pages, name_pattern=corpus_name_pattern,
-                    max_pixels=corpus_max_pixels)
+    loaded = load_corpus(ctx)
     units, questions, facts, skipped = loaded.units, loaded.questions, loaded.facts, loaded.skipped
     qrels = loaded.qrels                                      # BEIR / ViDoRe inputs bring their own
     if corpus_questions:

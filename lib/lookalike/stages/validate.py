@@ -73,8 +73,9 @@ def run(ctx: StageContext) -> StageResult:
     for r in tally.itertuples():
         ci = stats.proportion_ci(r.answerable, r.checked)
         shares.append({"axis": r.axis, "n": r.checked, "answerable": r.answerable, "share": ci.estimate,
-                       "share_lo": ci.lo, "share_hi": ci.hi, "judge": judge.name})
-    shares = pd.DataFrame(shares, columns=["axis", "n", "answerable", "share", "share_lo", "share_hi", "judge"])
+                       "share_lo": ci.lo, "share_hi": ci.hi, "interval": ci.method, "judge": judge.name})
+    shares = pd.DataFrame(shares, columns=["axis", "n", "answerable", "share", "share_lo", "share_hi", "interval",
+                                           "judge"])
     by_structure = (validation.assign(answerable=validation["status"] == "answerable_from_distractor")
                     .groupby(["evidence_structure", "register"], sort=True)["answerable"].agg(["size", "sum", "mean"])
                     .rename(columns={"size": "n", "sum": "answerable", "mean": "share"}).reset_index())
@@ -228,7 +229,7 @@ def run(ctx: StageContext) -> StageResult:
     res.table("question_validation", validation, sort_by=["query_id"])
     res.table("questions_validated", validated, sort_by=["query_id"])
     res.table("validation_judgements", judgements, sort_by=["query_id", "attempt", "role", "axis", "unit_ids"])
-    res.table("validation_tallies", shares.merge(tally, on="axis", how="left"), sort_by=["axis"])
+    res.table("validation_tallies", shares.merge(tally.drop(columns=["checked", "answerable"]), on="axis", how="left"), sort_by=["axis"])
     res.table("judge_agreement", agreement_table, sort_by=["subset"])
     res.table("top1_validated", top1_validated, sort_by=["question_set", "system", "negatives"])
     res.table("regression_slice", regression_rows, sort_by=["query_id", "system"])
