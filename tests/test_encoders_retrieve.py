@@ -65,6 +65,16 @@ def test_cache_keys_change_with_encoder_settings(tmp_path):
     assert a.id != b.id
 
 
+def test_cache_keys_hold_the_device_class_and_precision():
+    cpu = E.make_encoder("ocr-minilm", progress=False)
+    gpu0 = E.make_encoder("ocr-minilm", progress=False)
+    gpu0.device, gpu0.dtype = "cuda:0", "bfloat16"          # as resolve_device gives them on a GPU machine
+    gpu1 = E.make_encoder("ocr-minilm", progress=False)
+    gpu1.device, gpu1.dtype = "cuda:1", "bfloat16"
+    assert cpu.id.endswith("|cpu/float32") and gpu0.id.endswith("|cuda/bfloat16")
+    assert cpu.id != gpu0.id and gpu0.id == gpu1.id         # another GPU of the same class shares entries
+
+
 def test_provenance_guard_refuses_caption_vectors_in_a_pixels_index():
     caption = Vectors("caption-minilm", "caption-text", ["u1"], np.ones((1, 4), np.float32))
     with pytest.raises(retrieve.ProvenanceError, match="accepts \\['pixels'\\] vectors only; got 'caption-text'"):

@@ -224,3 +224,30 @@ def test_questions_without_evidence_pages_are_not_validated():
                                                                    "similarity"]), judge, _view(UNITS), UNITS)
     assert validation.loc[0, "status"] == "no_page_evidence" and validated.empty and judge.calls == []
     assert Q.tallies(validation).loc[0, "questions"] == 0
+
+
+def test_a_judge_that_needs_an_answer_skips_questions_without_one(corpus):
+    """Questions without an answer field are reported as not validated (status no_answer), never as
+    gold_fails; the tallies leave them out."""
+    qs = corpus.questions.head(6).copy()
+    qs.loc[qs.index[:4], "answer"] = ""
+    none = pd.DataFrame(columns=["query_id", "gold_unit_id", "unit_id", "axis"])
+    validation, validated, _ = Q.validate(qs, none, J.AnswerStringJudge(), lambda ids: {"unit_ids": ids, "text": ""},
+                                          corpus.units)
+    assert list(validation["status"][:4]) == ["no_answer"] * 4
+    assert set(validation["slice"][:4]) == {"not validated"}
+    assert "gold_fails" not in set(validation["status"][:4])
+    assert Q.tallies(validation)["questions"].iloc[0] == 2
+
+
+def test_peoples_gold_is_not_second_guessed_by_the_judge(corpus):
+    """With gold_from_people the judge checks distractors only: a gold page whose OCR text the judge
+    cannot read (here: none at all) is still the gold, so the question is kept."""
+    qs = corpus.questions[corpus.questions["evidence_unit_ids"].str.count(";") == 0].head(3)
+    none = pd.DataFrame(columns=["query_id", "gold_unit_id", "unit_id", "axis"])
+    blind_view = lambda ids: {"unit_ids": ids, "unit_id": ids[0], "text": ""}  # noqa: E731
+    judged, _, _ = Q.validate(qs, none, J.AnswerStringJudge(), blind_view, corpus.units)
+    assert set(judged["status"]) == {"gold_fails"}                         # the old behaviour: all dropped
+    trusted, kept, log = Q.validate(qs, none, J.AnswerStringJudge(), blind_view, corpus.units, gold_from_people=True)
+    assert set(trusted["status"]) == {"ok"} and len(kept) == 3
+    assert set(log.loc[log["role"] == "gold", "rationale"]) == {"people's judgement (the qrels you supplied)"}

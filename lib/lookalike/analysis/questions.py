@@ -53,11 +53,14 @@ def _stated(question: Mapping) -> list[str]:
     return [a for a in str(question.get("qualifiers", "")).split(";") if a]
 
 
-def is_well_posed(question: Mapping, distractors: Mapping[str, list], judge, view: Callable, attempt: int = 0) -> Verdict:
+def is_well_posed(question: Mapping, distractors: Mapping[str, list], judge, view: Callable, attempt: int = 0,
+                  gold_from_people: bool = False) -> Verdict:
     """Gold first, then every hard distractor.
 
     distractors[gold_unit_id]: [(unit_id, axis), ...] for each evidence unit; view(unit_ids) -> the
     dict a judge sees for those units judged together; judge.judge(question, unit) -> Judgement.
+    gold_from_people: the gold comes from judgements people made (your qrels): it is sufficient by
+    their word, and the judge is not asked to confirm it.
     """
     golds = [u for u in str(question["evidence_unit_ids"]).split(";") if u]
     qid = question["query_id"]
@@ -67,7 +70,11 @@ def is_well_posed(question: Mapping, distractors: Mapping[str, list], judge, vie
         log.append(dict(query_id=qid, attempt=attempt, role=role, axis=axis, gold_unit_id=gold_id,
                         unit_ids=";".join(ids), label=j.label, answer=j.answer, rationale=j.rationale))
 
-    g = judge.judge(question, view(golds))
+    if gold_from_people:
+        g = type("PeoplesGold", (), {"label": "sufficient", "answer": "",
+                                     "rationale": "people's judgement (the qrels you supplied)"})()
+    else:
+        g = judge.judge(question, view(golds))
     record("gold", "", "", golds, g)
     expected = str(question.get("answer", ""))
     if g.label != "sufficient" or (g.answer and expected and g.answer != expected):
@@ -117,8 +124,12 @@ def add_qualifier(question: Mapping, axis: str, gold: Mapping) -> dict:
 
 
 def validate(questions: pd.DataFrame, distractors: pd.DataFrame, judge, view: Callable, units: pd.DataFrame,
-             max_repairs: int = 3) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+             max_repairs: int = 3, gold_from_people: bool = False) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Validate and repair every question.
+
+    gold_from_people: the evidence pages come from people's judgements (is_well_posed). A question
+    without an answer cannot be validated by a judge that needs one (its capabilities say so): it is
+    reported with status ``no_answer`` and slice ``not validated`` — skipped, not failed.
 
     distractors: tables/distractors.csv rows (random negatives are ignored). Returns
     (validation: VALIDATION_COLUMNS, validated questions: the kept questions with their final text
@@ -136,7 +147,14 @@ def validate(questions: pd.DataFrame, distractors: pd.DataFrame, judge, view: Ca
                              added_qualifiers="", acceptable_unit_ids="", original_text=q["text"],
                              evidence_structure=q.get("evidence_structure", ""), register=q.get("register", "")))
             continue
-        verdict = is_well_posed(q, by_gold, judge, view)
+        caps = getattr(judge, "capabilities", None)
+        if caps is not None and caps.needs_answer and not str(q.get("answer", "") or "").strip():
+            rows.append(dict(query_id=q["query_id"], status="no_answer", axis="", repaired=False,
+                             final_text=q["text"], final_status="no_answer", slice="not validated",
+                             added_qualifiers="", acceptable_unit_ids="", original_text=q["text"],
+                             evidence_structure=q.get("evidence_structure", ""), register=q.get("register", "")))
+            continue
+        verdict = is_well_posed(q, by_gold, judge, view, gold_from_people=gold_from_people)
         first, cur, added = verdict, dict(q), []
         logs.extend(verdict.log)
         while verdict.status == "answerable_from_distractor" and len(added) < max_repairs:
@@ -147,7 +165,7 @@ def validate(questions: pd.DataFrame, distractors: pd.DataFrame, judge, view: Ca
             gold_id = next(g for g, _, x, _ in verdict.answering if x == axis)
             cur = add_qualifier(cur, axis, meta.loc[gold_id])
             added.append(axis)
-            verdict = is_well_posed(cur, by_gold, judge, view, attempt=len(added))
+            verdict = is_well_posed(cur, by_gold, judge, view, attempt=len(added), gold_from_people=gold_from_people)
             logs.extend(verdict.log)
         acceptable = ""
         if verdict.status == "ok":
@@ -177,8 +195,8 @@ def validate(questions: pd.DataFrame, distractors: pd.DataFrame, judge, view: Ca
 def tallies(validation: pd.DataFrame) -> pd.DataFrame:
     """Per axis (and 'any'): questions checked, how many a distractor on that axis answered, and
     the outcome counts. A question failing on two axes counts under both; questions without
-    evidence pages are not counted."""
-    validation = validation[validation["status"] != "no_page_evidence"]
+    evidence pages, and questions the judge could not validate for want of an answer, are not counted."""
+    validation = validation[~validation["status"].isin(["no_page_evidence", "no_answer"])]
     n = len(validation)
     checked = validation[validation["status"] != "gold_fails"]
     rows = []

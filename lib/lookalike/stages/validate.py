@@ -59,8 +59,17 @@ def run(ctx: StageContext) -> StageResult:
                if second is None and validate_compare_judge not in ("", "none") else ""))
 
     res.section("validation")
-    validation, validated, judgements = Q.validate(questions, distractors, judge, view, units, validate_max_repairs)
+    # off the demo, page-level evidence comes from judgements people made (your qrels, BEIR / ViDoRe's)
+    gold_from_people = ctx.get("corpus.source") != "demo"
+    validation, validated, judgements = Q.validate(questions, distractors, judge, view, units, validate_max_repairs,
+                                                   gold_from_people=gold_from_people)
     tally = Q.tallies(validation)
+    res.say("gold pages: " + ("people's judgements (the qrels supplied); the judge checks the distractors only"
+                              if gold_from_people else "the demo generator's evidence units, checked by the judge first"))
+    no_answer = int((validation["status"] == "no_answer").sum())
+    if no_answer:
+        res.say(f"{no_answer} questions have no answer and the {judge.name} judge needs one: not validated "
+                f"(skipped, not failed)")
     res.say(f"questions: {len(validation)}; status as generated:")
     res.say(validation["status"].value_counts().sort_index().to_string())
     res.say("\noutcome (slice):")

@@ -119,8 +119,11 @@ class Encoder:
 
     @property
     def id(self) -> str:
-        """Name, model revision and every setting that changes the output (not device or batch size)."""
-        return f"{self.name}@{self.revision}:{json.dumps(self.settings, sort_keys=True)}"
+        """Name, model revision, every setting that changes the output, and the device class and
+        numeric precision (bf16 GPU vectors and fp32 CPU vectors never share a cache entry); not the
+        device index or the batch size."""
+        device_class = str(self.device).split(":")[0]
+        return f"{self.name}@{self.revision}:{json.dumps(self.settings, sort_keys=True)}|{device_class}/{self.dtype}"
 
     def encode_units(self, units: pd.DataFrame, base_dir: Path, cache=None) -> Vectors:
         raise NotImplementedError
