@@ -32,6 +32,7 @@ $(STAMP): requirements.txt constraints-torch.txt pyproject.toml
 	touch $(STAMP)
 
 report: setup
+	$(PY) -m lookalike check $(PARAMS)
 	$(PY) -m lookalike run $(PARAMS)
 
 # nbval re-executes copies of the stored CI notebooks in build/nbval/ (ignored by git), so the

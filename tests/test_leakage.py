@@ -49,10 +49,10 @@ def test_clean_indexes_refuse_caption_vectors_in_the_image_path():
     caption = Vectors("caption-minilm", "caption-text", ["a", "b"], np.eye(2, dtype=np.float32))
     pixels = Vectors("ocr-minilm", "pixels", ["a", "b"], np.eye(2, dtype=np.float32))
     with pytest.raises(retrieve.ProvenanceError):
-        L.build_indexes(caption, caption, inject_caption_leak=False)
+        L.build_indexes(caption, caption, injected=False)
     clean = L.build_indexes(pixels, caption)
     assert not clean.injected and not clean.image.allow_foreign_provenance
-    injected = L.build_indexes(pixels, caption, inject_caption_leak=True)
+    injected = L.build_indexes(pixels, caption, injected=True)
     assert injected.injected and injected.image.allow_foreign_provenance     # bypass is explicit and recorded
 
 
@@ -180,6 +180,7 @@ def test_leak_check_exits_3_when_no_pairs_can_be_built(monkeypatch, capsys):
     empty = pd.DataFrame({"index": ["image", "image"], "query_set": ["blind", "caption-derived"], "n": [0, 0],
                           "recall_10": [nan, nan], "recall_10_lo": [nan, nan], "recall_10_hi": [nan, nan]})
     monkeypatch.setattr(stratify, "load_corpus", lambda ctx: type("C", (), {"units": pd.DataFrame({"unit_id": []})})())
-    monkeypatch.setattr(leak, "ablation", lambda *a, **k: (None, None, None, empty, None))
+    no_pairs = pd.DataFrame(columns=["index", "query_id", "unit_id", "query_set", "recall_10"])
+    monkeypatch.setattr(leak, "ablation", lambda *a, **k: (None, None, None, empty, no_pairs))
     assert leak_check.main([str(REPO / "params" / "ci.yaml")]) == 3
     assert "NOT EVALUATED" in capsys.readouterr().out

@@ -29,6 +29,7 @@ import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping
 
 import numpy as np
 import pandas as pd
@@ -40,6 +41,7 @@ from lookalike.io import pagebase
 from lookalike.io.cache import Cache
 from lookalike.retrieval import encoders as E
 from lookalike.retrieval import indexes as retrieve
+from lookalike.retrieval import systems
 from lookalike.judging import pool as judge_pool
 from lookalike.report import pages
 from lookalike.retrieval.encoders.base import Vectors
@@ -208,23 +210,21 @@ class AblationIndexes:
     injected: bool
 
 
-def build_indexes(image_vectors: Vectors, caption_vectors: Vectors, inject_caption_leak: bool = False) -> AblationIndexes:
+def build_indexes(image_vectors: Vectors, caption_vectors: Vectors, injected: bool = False) -> AblationIndexes:
     """The three indexes over the same units.
 
-    inject_caption_leak reproduces the classic bug on purpose: the "image" path embeds caption text.
-    The pixels-only guard of the image index refuses that, so the injection bypasses it explicitly
-    (allow_foreign_provenance) — never silently.
+    injected: the image vectors carry a fault injection on purpose (``inject_leak``: metadata text
+    appended to what the image path reads). The pixels-only guard of the image index refuses such
+    vectors, so the injection bypasses it explicitly (allow_foreign_provenance) — never silently.
     """
-    if inject_caption_leak:
-        image_vectors = caption_vectors
-    image = retrieve.DenseIndex(accepts=("pixels",), name="image", allow_foreign_provenance=inject_caption_leak)
+    image = retrieve.DenseIndex(accepts=("pixels",), name="image", allow_foreign_provenance=injected)
     image.add(image_vectors)
     caption = retrieve.DenseIndex(accepts=("caption-text",), name="caption").add(caption_vectors)
     both_data = _normalise(_normalise(image_vectors.data) + _normalise(caption_vectors.data)).astype(np.float32)
     both_vecs = Vectors(f"sum({image_vectors.encoder_id},{caption_vectors.encoder_id})", "pixels+caption-text",
                         list(image_vectors.ids), both_data)
     both = retrieve.DenseIndex(accepts=("pixels+caption-text",), name="both").add(both_vecs)
-    return AblationIndexes(image, caption, both, inject_caption_leak)
+    return AblationIndexes(image, caption, both, injected)
 
 
 def search_all(indexes: AblationIndexes, query_vectors: Vectors, depth: int = 100) -> dict[str, pd.DataFrame]:
@@ -379,13 +379,46 @@ class Ablation:
     runs: dict
     table: pd.DataFrame
     per_query: pd.DataFrame
-    injected: bool
+    injected: str                     # "" (clean), or the field injected into the image path
+
+
+# Fault injections. caption-index: the classic bug — the image path encodes the caption fields
+# instead of the pixels. The others are partial: the text a leaky pipeline appends to what the
+# image path reads (the descendants of the caption the design warns about), each naming the units
+# column it takes the text from.
+INJECTIONS = {"caption-index": "", "caption": "caption", "filename": "filename", "alt-text": "alt_text"}
+
+
+def injected_text(units: pd.DataFrame, inject: str) -> list[str]:
+    # (caption-index replaces the vectors instead; it has no text to append)
+    """The metadata a leaky image path would read for each unit: its caption, its alt text, or its
+    file name with separators as spaces and without the extension ('cs_2024q1_deck_p01.png' ->
+    'cs 2024q1 deck p01')."""
+    if inject not in INJECTIONS or not INJECTIONS[inject]:
+        raise ValueError(f"unknown leak injection {inject!r}; expected one of {', '.join(INJECTIONS)}")
+    values = units[INJECTIONS[inject]].fillna("").astype(str)
+    if inject == "filename":
+        values = values.map(lambda f: re.sub(r"[_\-.]+", " ", Path(f).stem).strip())
+    return list(values)
+
+
+def inject_leak(image_vectors: Vectors, units: pd.DataFrame, texts: Mapping[str, str], inject: str,
+                device: str = "cpu") -> Vectors:
+    """The image path's vectors as a leaky pipeline makes them: the page's OCR text with the unit's
+    metadata (INJECTIONS) appended, through the same text model. Provenance says what went in."""
+    from lookalike.retrieval.encoders import text as text_model
+
+    extra = dict(zip(units["unit_id"], injected_text(units, inject)))
+    joined = [f"{texts.get(u, '')} {extra.get(u, '')}".strip() for u in image_vectors.ids]
+    data = text_model.embed(joined, device if device != "auto" else "cpu")
+    return Vectors(f"{image_vectors.encoder_id}+{inject}", f"pixels+{inject}", list(image_vectors.ids), data)
 
 
 def run_ablation(units: pd.DataFrame, base_dir: Path, seed: int, cache: Cache | None = None, max_units: int | None = None,
-                 inject_caption_leak: bool = False, ocr_engine: str = "", workers: int = 0, device: str = "auto",
+                 inject: str = "", ocr_engine: str = "", workers: int = 0, device: str = "auto",
                  depth: int = 100, n_boot: int = 2000, blind_queries: str = "", page_base: int = 1) -> Ablation:
-    """Encode, index, query and score the ablation on units (all of them, or a seeded subset)."""
+    """Encode, index, query and score the ablation on units (all of them, or a seeded subset).
+    inject: '' for a clean run, or one of INJECTIONS (the gate must then fail)."""
     cache = cache or Cache()
     if max_units is not None and len(units) > max_units:
         rng = np.random.default_rng([seed, 60])
@@ -395,22 +428,73 @@ def run_ablation(units: pd.DataFrame, base_dir: Path, seed: int, cache: Cache | 
     caption_enc = E.make_encoder("caption-minilm", device=device, progress=False)
     image_vectors = image_enc.encode_units(units, base_dir, cache)
     caption_vectors = caption_enc.encode_units(units, base_dir, cache)
+    if inject == "caption-index":
+        image_vectors = caption_vectors
+    elif inject:
+        texts = systems.ocr_texts(units, base_dir, cache, ocr_engine, workers)
+        image_vectors = inject_leak(image_vectors, units, texts, inject, image_enc.device)
     queries = read_blind_queries(blind_queries, units, seed, page_base) if blind_queries else build_query_sets(units, seed)
     if blind_queries:
         queries = queries[queries["unit_id"].isin(set(units["unit_id"]))].reset_index(drop=True)
-    indexes = build_indexes(image_vectors, caption_vectors, inject_caption_leak)
+    indexes = build_indexes(image_vectors, caption_vectors, bool(inject))
     query_vectors = caption_enc.encode_queries(list(queries["text"]), list(queries["query_id"]))
     runs = search_all(indexes, query_vectors, depth)
     table, per_query = ablation_table(runs, queries, qrels_for(queries), seed, n_boot)
-    return Ablation(queries, runs, table, per_query, inject_caption_leak)
+    return Ablation(queries, runs, table, per_query, inject)
 
 
 def gate(table: pd.DataFrame, threshold: float = 0.05) -> tuple[bool, float, float]:
-    """(passes, image recall@10 on blind, on caption-derived): fails when caption-derived exceeds blind
-    by more than threshold on the image index."""
+    """(passes, image recall@10 on blind, on caption-derived): the point estimates the report prints.
+    The decision is ``paired_gate``'s."""
     img = table[table["index"] == "image"].set_index("query_set")["recall_10"]
     blind, derived = float(img["blind"]), float(img["caption-derived"])
     return derived - blind <= threshold, blind, derived
+
+
+@dataclass(frozen=True)
+class GateResult:
+    index: str
+    n_pairs: int
+    blind: float
+    derived: float
+    difference: float                 # mean over target units of (caption-derived − blind) recall@10
+    lo: float
+    hi: float
+    threshold: float
+    verdict: str                      # PASS | LEAK | NOT EVALUATED
+
+    @property
+    def rule(self) -> str:
+        return (f"LEAK when the paired difference's 95% bootstrap CI lies above 0 and its estimate exceeds "
+                f"{self.threshold:.2f}")
+
+    def sentence(self) -> str:
+        if self.verdict == "NOT EVALUATED":
+            return f"{self.index}: NOT EVALUATED (no blind / caption-derived pairs)"
+        return (f"{self.index}: caption-derived − blind recall@10 {self.difference:+.3f} "
+                f"[{self.lo:+.3f}, {self.hi:+.3f}] over {self.n_pairs} paired units "
+                f"(blind {self.blind:.3f}, caption-derived {self.derived:.3f}): {self.verdict}")
+
+
+def paired_gate(per_query: pd.DataFrame, index: str = "image", threshold: float = 0.05, n_boot: int = 2000,
+                seed: int = 0) -> GateResult:
+    """The gate's decision on one index: the two query sets share their target units, so the test is
+    on the per-unit paired difference (caption-derived − blind recall@10, one value per unit that
+    has both queries), with a paired bootstrap CI over units. Decision rule (GateResult.rule): LEAK
+    when the CI lies entirely above 0 *and* the estimate exceeds threshold — a difference that is
+    both real and material; NOT EVALUATED when no unit has both queries."""
+    part = per_query[per_query["index"] == index]
+    wide = part.pivot_table(index="unit_id", columns="query_set", values="recall_10", aggfunc="mean")
+    if not {"blind", "caption-derived"} <= set(wide.columns):
+        wide = pd.DataFrame(columns=["blind", "caption-derived"])
+    wide = wide.dropna(subset=["blind", "caption-derived"])
+    if wide.empty:
+        nan = float("nan")
+        return GateResult(index, 0, nan, nan, nan, nan, nan, threshold, "NOT EVALUATED")
+    derived, blind = wide["caption-derived"].to_numpy(), wide["blind"].to_numpy()
+    diff, lo, hi, _ = stats.paired_bootstrap(derived, blind, n_boot, rng=np.random.default_rng([seed, 61]))
+    verdict = "LEAK" if lo > 0 and diff > threshold else "PASS"
+    return GateResult(index, len(wide), float(blind.mean()), float(derived.mean()), diff, lo, hi, threshold, verdict)
 
 
 def judging_sheet_html(sheet: pd.DataFrame, units: pd.DataFrame, out_path: Path, image_root: Path,

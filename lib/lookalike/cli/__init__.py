@@ -1,4 +1,4 @@
-"""Command line: lookalike run PARAMS.yaml | lookalike eval QRELS RUN ..."""
+"""Command line: lookalike run PARAMS.yaml | check PARAMS.yaml | eval QRELS RUN | leak-check PARAMS.yaml | labels import ..."""
 
 from __future__ import annotations
 
@@ -16,6 +16,10 @@ def main(argv: list[str] | None = None) -> int:
         from lookalike.cli.leak_check import main as leak_check_main
 
         return leak_check_main(argv[1:])
+    if argv and argv[0] == "check":
+        from lookalike.cli.check import main as check_main
+
+        return check_main(argv[1:])
     if argv and argv[0] == "labels":
         from lookalike.cli.labels import main as labels_main
 
@@ -28,6 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     p_run.add_argument("--stage", action="append", dest="stages", help="run only this stage (repeatable)")
     sub.add_parser("eval", help="trec_eval-style evaluation of a run against qrels (see lookalike eval -h)")
     sub.add_parser("leak-check", help="the leak ablation's CI gate (see lookalike leak-check -h)")
+    sub.add_parser("check", help="read and validate every input a run would read, in seconds (see lookalike check -h)")
     sub.add_parser("labels", help="the label store: import a labelling-page export (see lookalike labels -h)")
     args = parser.parse_args(argv)
     if args.command == "run":

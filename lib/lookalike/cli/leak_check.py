@@ -5,7 +5,8 @@ built, so nothing was measured — never reported as a leak or as a pass).
 
 It runs stage 03's own ablation (lookalike.stages.leak.ablation: the same indexes, query sets,
 pooled blind judging and table) on a seeded sample of leak.gate_units units, in a temporary run
-folder, and applies the same gate (lookalike.analysis.leakage.gate).
+folder, and applies the same gate (lookalike.analysis.leakage.paired_gate: the per-unit paired
+difference of the image index, caption-derived − blind recall@10, with a paired bootstrap CI).
 """
 
 from __future__ import annotations
@@ -23,40 +24,53 @@ from lookalike.stages import context, leak, stratify
 PASS, LEAK, BAD_PARAMS, NOT_EVALUATED = 0, 1, 2, 3
 
 
+def run_gate(prm: dict, inject: str = "", seed: int | None = None, threshold: float | None = None,
+             cache: Cache | None = None, n_boot: int = 1000):
+    """(gate result, ablation table, units read) for checked params: stage 03's ablation on a seeded
+    sample of leak.gate_units units, in a temporary run folder, then ``paired_gate`` on the image
+    index. seed: the gate's own seed (unit sample, query sets, bootstrap); default the run seed."""
+    threshold = prm["leak"]["threshold"] if threshold is None else threshold
+    with tempfile.TemporaryDirectory() as tmp:
+        ctx = context(Path(tmp), prm)
+        corpus = stratify.load_corpus(ctx)          # what stage 01 reads: dpi, pages, max_pages, name_pattern ...
+        cache = cache or Cache(prm["encode"]["cache_dir"] or None)
+        _, _, _, table, per_query = leak.ablation(ctx, corpus.units, cache, max_units=prm["leak"]["gate_units"],
+                                                  inject=inject, n_boot=n_boot, seed=seed)
+    result = L.paired_gate(per_query, "image", threshold, n_boot=n_boot, seed=ctx.seed if seed is None else seed)
+    return result, table, len(corpus.units)
+
+
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="lookalike leak-check", description=__doc__)
+    ap = argparse.ArgumentParser(prog="lookalike leak-check", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("params", help="run parameter file (deep-merged over params/base.yaml)")
+    ap.add_argument("--inject-leak", choices=list(L.INJECTIONS), default=None,
+                    help="fault injection: caption-index (the image path encodes the caption fields instead of the "
+                         "pixels), or caption / filename / alt-text appended to what the image path reads")
     ap.add_argument("--inject-caption-leak", action="store_true",
-                    help="fault injection: embed caption text in the image path (the gate must then fail)")
+                    help="the same as --inject-leak caption-index (its meaning before the partial injections)")
     ap.add_argument("--threshold", type=float, default=None, help="override leak.threshold")
     args = ap.parse_args(argv)
     try:
         prm = P.load_params(args.params)
     except P.ParamsError as exc:
         print(f"lookalike leak-check: {exc}")
-        return 2
-    inject = args.inject_caption_leak or prm["leak"]["inject_caption_leak"]
-    threshold = prm["leak"]["threshold"] if args.threshold is None else args.threshold
-    gate_units = prm["leak"]["gate_units"]
-    with tempfile.TemporaryDirectory() as tmp:
-        ctx = context(Path(tmp), prm)
-        corpus = stratify.load_corpus(ctx)          # what stage 01 reads: dpi, pages, max_pages, name_pattern ...
-        _, _, _, table, _ = leak.ablation(ctx, corpus.units, Cache(prm["encode"]["cache_dir"] or None),
-                                          max_units=gate_units, inject_caption_leak=inject, n_boot=1000)
-    ok, blind, derived = L.gate(table, threshold)
-    n = int(table["n"].iloc[0]) if len(table) else 0
-    print(f"leak-check: {min(len(corpus.units), gate_units)} units, {n} query pairs"
-          f"{' (caption leak injected)' if inject else ''}")
-    print(f"image index recall@10: blind {blind:.3f}, caption-derived {derived:.3f}, "
-          f"difference {derived - blind:+.3f} (threshold {threshold:+.3f})")
+        return BAD_PARAMS
+    inject = args.inject_leak or ("caption-index" if args.inject_caption_leak or prm["leak"]["inject_caption_leak"]
+                                  else "")
+    result, table, n_units = run_gate(prm, inject, threshold=args.threshold)
+    print(f"leak-check: {min(n_units, prm['leak']['gate_units'])} units, {result.n_pairs} paired units"
+          f"{f' ({inject} leak injected)' if inject else ''}")
     print(table[["index", "query_set", "n", "recall_10", "recall_10_lo", "recall_10_hi"]].round(3).to_string(index=False))
-    if blind != blind or derived != derived:
+    print(result.sentence())
+    print(f"decision rule: {result.rule}")
+    if result.verdict == "NOT EVALUATED":
         print("NOT EVALUATED: no blind / caption-derived query pairs could be built from this corpus "
               "(they need caption fields, or your own leak.blind_queries file). Exit 3: the gate did not run.")
         return NOT_EVALUATED
-    if not ok:
+    if result.verdict == "LEAK":
         print("FAIL: the image index scores materially higher on caption-derived queries than on blind ones — "
               "something text-shaped (captions, file names, alt text) reaches the image path.")
-        return 1
+        return LEAK
     print("PASS: the image index does not favour caption-derived queries.")
-    return 0
+    return PASS

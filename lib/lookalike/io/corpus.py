@@ -87,9 +87,10 @@ def read_manifest(path: Path | str, root: Path | str | None = None, strict: bool
 
 def load(source: str, seed: int, out_dir: Path | str, demo_size: str = "ci", manifest: str = "",
          root: str = "", strict: bool = False, dpi: int = 110, pages: str = "", max_pages: int = 0,
-         name_pattern: str = "", max_pixels: int = 40_000_000) -> Corpus:
+         name_pattern: str = "", max_pixels: int = 40_000_000, render: bool = True) -> Corpus:
     """The run's corpus: the built-in demo rendered into out_dir, a manifest (see the module
-    docstring), a folder of PDFs rendered into out_dir, or a folder of images (lookalike.ingest)."""
+    docstring), a folder of PDFs rendered into out_dir, or a folder of images (lookalike.ingest).
+    render=False: PDF pages are listed, not rendered (``lookalike check``)."""
     if source == "demo":
         return demo.generate(demo_size, seed, out_dir)
     if source == "manifest":
@@ -100,7 +101,8 @@ def load(source: str, seed: int, out_dir: Path | str, demo_size: str = "ci", man
         if not root:
             raise CorpusError(f"corpus.source is {source} but corpus.root is empty; give the folder (or file)")
         if source == "pdf":
-            loaded = ingest.pdf_folder(root, out_dir, dpi=dpi, pages=pages, max_pages=max_pages, name_pattern=name_pattern)
+            loaded = ingest.pdf_folder(root, out_dir, dpi=dpi, pages=pages, max_pages=max_pages, name_pattern=name_pattern,
+                                      render=render)
         elif source == "beir":
             loaded = ingest.beir_folder(root, out_dir, max_pixels=max_pixels)
         elif source == "vidore":

@@ -107,14 +107,17 @@ def _compile(pattern: str) -> re.Pattern | None:
 
 
 def pdf_folder(folder: Path | str, out_dir: Path | str, dpi: int = 110, pages: str = "", max_pages: int = 0,
-               name_pattern: str = "") -> Corpus:
-    """Render every PDF in folder into out_dir/images (paths in the table relative to out_dir's parent)."""
+               name_pattern: str = "", render: bool = True) -> Corpus:
+    """Render every PDF in folder into out_dir/images (paths in the table relative to out_dir's parent).
+    render=False lists the same units (ids, pages, metadata) without rendering a page
+    (``lookalike check``); their image paths name the files a render would write."""
     import pypdfium2 as pdfium
 
     folder, out_dir = Path(folder), Path(out_dir)
     wanted = parse_pages(pages)
     rx = _compile(name_pattern)
-    (out_dir / "images").mkdir(parents=True, exist_ok=True)
+    if render:
+        (out_dir / "images").mkdir(parents=True, exist_ok=True)
     units, skipped, seen = [], [], {}
     files = _files(folder, (".pdf",), "PDF folder", "no .pdf files")
     for path in files:
@@ -146,7 +149,7 @@ def pdf_folder(folder: Path | str, out_dir: Path | str, dpi: int = 110, pages: s
             for p in todo:
                 target = out_dir / "images" / f"{doc_id}_p{p:04d}.png"
                 try:
-                    if not target.is_file():
+                    if render and not target.is_file():
                         page = pdf[p - 1]
                         image = page.render(scale=dpi / 72).to_pil().convert("RGB")
                         image.save(target, format="PNG", optimize=False)

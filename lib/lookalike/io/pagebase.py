@@ -86,3 +86,18 @@ def check(source: str, unit_ids: Sequence[str], page_base: int, corpus_unit_ids:
         f"{', ...' if n > examples else ''}; {u!r} is page {count} of a {count}-page document as read), which exists "
         f"only when pages are counted from 1 — the page base is wrong: the file evidently counts pages from 1. Declare corpus.page_base: 1 "
         f"(or, if the corpus was limited with pages / max_pages, these rows lie beyond the pages read).")
+
+
+def evidence(unit_ids: Sequence[str], corpus_unit_ids: Iterable[str]) -> str:
+    """What a file's ids say about its page base, in words: how many name page 0 (valid only
+    counting from 0) and how many name a document's last page (valid only counting from 1)."""
+    counts = page_counts(corpus_unit_ids)
+    paged = [p for p in (split(u) for u in unit_ids) if p and p[0] in counts]
+    zero = sum(page == 0 for _, page in paged)
+    last = sum(page == counts[doc] for doc, page in paged)
+    if not paged:
+        return "no doc:page ids of corpus documents"
+    verdict = ("consistent with either base" if not zero and not last else
+               "counts from 0" if zero and not last else "counts from 1" if last and not zero else
+               "mixes both bases")
+    return f"{len(paged)} doc:page ids; {zero} on page 0, {last} on a document's last page: {verdict}"

@@ -6,7 +6,6 @@ breakdowns and the gate. `lookalike leak-check` runs the same functions on a sam
 from __future__ import annotations
 
 import altair as alt
-import numpy as np
 import pandas as pd
 from lookalike.analysis import leakage as L
 from lookalike.io.cache import Cache
@@ -21,19 +20,21 @@ TITLE = 'Leak ablation'
 
 
 def ablation(ctx: StageContext, units: pd.DataFrame, cache: Cache, max_units: int | None = None,
-             inject_caption_leak: bool | None = None, n_boot: int = 2000):
+             inject: str | None = None, n_boot: int = 2000, seed: int | None = None):
     """The ablation as stage 03 and ``lookalike leak-check`` compute it: encode and index (all units
     or a seeded subset of max_units), query with both sets, pool every index's top leak.pool_depth
     for blind judging, label the pool with the reference labels, and tabulate recall@10 / nDCG@10
     per index × query set. Returns (ablation, sheet, judgements, table, per_query)."""
-    inject = ctx.get("leak.inject_caption_leak") if inject_caption_leak is None else inject_caption_leak
-    ab = L.run_ablation(units, ctx.run_dir, ctx.seed, cache, max_units=max_units, inject_caption_leak=inject,
+    if inject is None:
+        inject = "caption-index" if ctx.get("leak.inject_caption_leak") else ""
+    seed = ctx.seed if seed is None else seed
+    ab = L.run_ablation(units, ctx.run_dir, seed, cache, max_units=max_units, inject=inject,
                         ocr_engine=ctx.get("encode.ocr_engine"), workers=ctx.get("encode.workers"),
                         device=ctx.get("encode.device"), n_boot=n_boot,
                         blind_queries=str(ctx.path("leak.blind_queries") or ""), page_base=ctx.get("corpus.page_base"))
-    sheet = L.sheet(ab.runs, ab.queries, k=ctx.get("leak.pool_depth"), seed=ctx.seed)
+    sheet = L.sheet(ab.runs, ab.queries, k=ctx.get("leak.pool_depth"), seed=seed)
     judgements = L.reference_labels(sheet, ab.queries, units)
-    table, per_query = L.ablation_table(ab.runs, ab.queries, L.qrels_from_judgements(judgements), ctx.seed, n_boot=n_boot)
+    table, per_query = L.ablation_table(ab.runs, ab.queries, L.qrels_from_judgements(judgements), seed, n_boot=n_boot)
     return ab, sheet, judgements, table, per_query
 
 
@@ -52,7 +53,7 @@ def run(ctx: StageContext) -> StageResult:
 
     res.section("injected")
     ab, sheet, judgements, table, per_query = ablation(ctx, units, cache)
-    res.say("caption leak injected" if ab.injected else "clean run: the image index holds pixels-only vectors")
+    res.say(f"{ab.injected} leak injected" if ab.injected else "clean run: the image index holds pixels-only vectors")
 
     res.section("matched")
     with pd.option_context("display.float_format", "{:.3f}".format):
@@ -114,13 +115,14 @@ def run(ctx: StageContext) -> StageResult:
         index=["index", "content_type"], columns="query_set", values="recall_10").round(3)
 
     res.section("gate")
-    ok, blind, derived = L.gate(table, leak_threshold)
-    if np.isnan(blind) or np.isnan(derived):
+    verdict = L.paired_gate(per_query, "image", leak_threshold, seed=seed)
+    ok, blind, derived = verdict.verdict != "LEAK", verdict.blind, verdict.derived
+    if verdict.verdict == "NOT EVALUATED":
         res.say("NOT EVALUATED: no blind / caption-derived query pairs could be built from this corpus "
               "(they need caption fields and template metadata, or your own leak_blind_queries file)")
     else:
-        res.say(f"image index recall@10: blind {blind:.3f}, caption-derived {derived:.3f}, difference "
-              f"{derived - blind:+.3f} against threshold {leak_threshold:+.3f}: {'PASS' if ok else 'FAIL'}")
+        res.say(verdict.sentence())
+        res.say(f"decision rule: {verdict.rule}")
 
     # save
     res.table("leak_ablation", table, sort_by=["index", "query_set"])
@@ -132,13 +134,19 @@ def run(ctx: StageContext) -> StageResult:
     res.table("judging_key", sheet, sort_by=["item"])
     res.table("judgements", judgements, sort_by=["query_id", "unit_id"])
     res.table("judged_10", judged, sort_by=["system"])
+    res.table("leak_gate", pd.DataFrame([{"index": verdict.index, "n_pairs": verdict.n_pairs, "blind": verdict.blind,
+                                          "caption_derived": verdict.derived, "difference": verdict.difference,
+                                          "difference_lo": verdict.lo, "difference_hi": verdict.hi,
+                                          "threshold": verdict.threshold, "interval": "paired bootstrap over units",
+                                          "verdict": verdict.verdict}]))
     L.judging_sheet_html(sheet, units, RUN / "html" / "03_judging_sheet.html", RUN, salt=str(seed))
     res.headline(
         ("Not evaluated: no blind / caption-derived query pairs could be built from this corpus."
-         if np.isnan(blind) or np.isnan(derived) else
-         f"Image index recall@10: blind {blind:.2f}, caption-derived {derived:.2f} ({'no leak' if ok else 'LEAK'} at "
-         f"threshold {leak_threshold:.2f}); caption index {table.iloc[2]['recall_10']:.2f} → {table.iloc[3]['recall_10']:.2f}"
-         f"{' — caption leak injected' if ab.injected else ''}."),
+         if verdict.verdict == "NOT EVALUATED" else
+         f"Image index recall@10: blind {blind:.2f}, caption-derived {derived:.2f}, paired difference "
+         f"{verdict.difference:+.2f} [{verdict.lo:+.2f}, {verdict.hi:+.2f}] over {verdict.n_pairs} units "
+         f"({'no leak' if ok else 'LEAK'}); caption index {table.iloc[2]['recall_10']:.2f} → {table.iloc[3]['recall_10']:.2f}"
+         f"{f' — {ab.injected} leak injected' if ab.injected else ''}."),
         figure="03_leak_ablation",
         numbers={f"{r.index} / {r.query_set}": f"{r.recall_10:.3f} [{r.recall_10_lo:.3f}, {r.recall_10_hi:.3f}]"
                  for r in table.itertuples()},

@@ -17,15 +17,15 @@ from lookalike.stages.base import StageContext, StageResult, context  # noqa: F4
 TITLE = "Corpus and strata"
 
 
-def load_corpus(ctx: StageContext):
-    """The corpus as every command reads it (stage 01 and ``lookalike leak-check``): every corpus.*
-    setting that decides which pages exist and how they look (source, manifest, root, strict, dpi,
-    pages, max_pages, name_pattern, max_pixels)."""
+def load_corpus(ctx: StageContext, render: bool = True):
+    """The corpus as every command reads it (stage 01, ``lookalike leak-check``, ``lookalike check``
+    with render=False): every corpus.* setting that decides which pages exist and how they look
+    (source, manifest, root, strict, dpi, pages, max_pages, name_pattern, max_pixels)."""
     return corpus_io.load(ctx.get("corpus.source"), ctx.seed, ctx.dirs["corpus"], ctx.get("corpus.demo_size"),
                           str(ctx.path("corpus.manifest") or ""), str(ctx.path("corpus.root") or ""),
                           ctx.get("corpus.strict"), dpi=ctx.get("corpus.dpi"), pages=ctx.get("corpus.pages"),
                           max_pages=ctx.get("corpus.max_pages"), name_pattern=ctx.get("corpus.name_pattern"),
-                          max_pixels=ctx.get("corpus.max_pixels"))
+                          max_pixels=ctx.get("corpus.max_pixels"), render=render)
 
 
 def run(ctx: StageContext) -> StageResult:

@@ -1,0 +1,70 @@
+"""Benchmark: the leak gate's operating characteristics on the CI configuration.
+
+    python benchmarks/leak_gate_power.py [--seeds 20] [--params params/ci.yaml] [--gate-units N]
+
+For each condition — clean, and each fault injection of ``lookalike leak-check --inject-leak``
+(caption, filename, alt-text appended to what the image path reads) — the gate runs once per
+seed. The corpus is the configuration's (its seed fixed); each gate seed draws its own sample of
+leak.gate_units units, its own query sets and its own bootstrap. Prints per condition how often
+the gate said LEAK (the false-alarm rate for clean, the detection rate for each injection) with a
+Wilson 95% interval, the median paired difference, and the median seconds per gate run (warm: the
+OCR cache is filled by the first run); the last line is
+
+    false_alarm=… detection_caption=… detection_filename=… detection_alt-text=…
+
+Goal (issue 14): false alarms <= 0.05, detection >= 0.95 for caption and filename injections.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
+from lookalike import params as P  # noqa: E402
+from lookalike.analysis import leakage as L  # noqa: E402
+from lookalike.cli.leak_check import run_gate  # noqa: E402
+from lookalike.eval import stats  # noqa: E402
+from lookalike.io.cache import Cache  # noqa: E402
+
+CONDITIONS = ("clean",) + tuple(L.INJECTIONS)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--params", default=str(Path(__file__).resolve().parents[1] / "params" / "ci.yaml"))
+    ap.add_argument("--gate-units", type=int, default=None, help="override leak.gate_units")
+    args = ap.parse_args(argv)
+    prm = P.load_params(args.params)
+    if args.gate_units:
+        prm["leak"]["gate_units"] = args.gate_units
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = Cache(prm["encode"]["cache_dir"] or Path(tmp) / "cache")
+        run_gate(prm, "", seed=10_000, cache=cache)                  # warm the OCR cache once
+        rates = {}
+        print(f"gate_units={prm['leak']['gate_units']} threshold={prm['leak']['threshold']} seeds={args.seeds}")
+        print(f"{'condition':<10} {'LEAK':>5} {'rate':>6} {'95% CI (Wilson)':>17} {'median diff':>12} {'pairs':>6} {'s/run':>6}")
+        for cond in CONDITIONS:
+            leaks, diffs, secs, pairs = 0, [], [], []
+            for seed in range(args.seeds):
+                t0 = time.perf_counter()
+                result, _, _ = run_gate(prm, "" if cond == "clean" else cond, seed=seed, cache=cache)
+                secs.append(time.perf_counter() - t0)
+                leaks += result.verdict == "LEAK"
+                diffs.append(result.difference)
+                pairs.append(result.n_pairs)
+            ci = stats.proportion_ci(leaks, args.seeds)
+            rates[cond] = ci.estimate
+            print(f"{cond:<10} {leaks:>5} {ci.estimate:>6.2f} {f'[{ci.lo:.2f}, {ci.hi:.2f}]':>17} "
+                  f"{statistics.median(diffs):>+12.3f} {statistics.median(pairs):>6.0f} {statistics.median(secs):>6.1f}")
+    print(" ".join([f"false_alarm={rates['clean']:.2f}"] + [f"detection_{c}={rates[c]:.2f}" for c in L.INJECTIONS]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

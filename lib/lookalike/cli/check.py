@@ -1,0 +1,184 @@
+"""``lookalike check PARAMS.yaml``: read and validate everything a run would read, in seconds.
+
+No OCR, no encoding, no page rendering: the corpus source (files, pages, metadata), your
+questions, qrels, external runs, human labels, regression reports and blind queries go through
+the same readers the stages use, and a configured judge endpoint gets one cheap request. Per
+input it prints rows read, rows skipped with their reasons, the page-base evidence of files that
+name pages, questions per evidence structure and questions without an answer.
+
+Exit 0: the run can proceed; 1: an input is refused (the message names the file and why);
+2: bad parameters. ``make report`` runs it first, so a bad file fails before a long OCR pass.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from lookalike import params as P
+from lookalike.analysis import leakage, questions as Q
+from lookalike.data.schema import CorpusError
+from lookalike.io import inputs as I
+from lookalike.io import pagebase
+from lookalike.judging import judges as J
+from lookalike.stages import context, stratify
+
+OK, REFUSED, BAD_PARAMS = 0, 1, 2
+
+
+@dataclass
+class Report:
+    """What one input gave: name, path, rows read, skipped rows (a frame with a problem column),
+    notes (page-base evidence, counts) and, when it was refused, why."""
+    name: str
+    path: str = ""
+    rows: int = 0
+    skipped: pd.DataFrame = field(default_factory=pd.DataFrame)
+    notes: list[str] = field(default_factory=list)
+    refused: str = ""
+
+    def lines(self) -> list[str]:
+        head = f"{self.name}{f' ({self.path})' if self.path else ''}: "
+        if self.refused:
+            return [head + "REFUSED", f"  {self.refused}"]
+        out = [head + f"{self.rows} rows read, {len(self.skipped)} skipped"]
+        if len(self.skipped) and "problem" in self.skipped.columns:
+            reasons = self.skipped["problem"].str.replace(r"'[^']*'", "'…'", regex=True).value_counts()
+            out += [f"  skipped ×{n}: {why}" for why, n in reasons.items()]
+        out += [f"  {note}" for note in self.notes]
+        return out
+
+
+def _guard(report: Report, fn):
+    """Run one reader; a refusal (any error naming the file) is recorded, not raised."""
+    try:
+        return fn()
+    except (CorpusError, J.JudgeError, ValueError, OSError) as exc:
+        report.refused = str(exc)
+        return None
+
+
+def check_inputs(prm: dict) -> list[Report]:
+    """Every input of checked params, read as the run would read it (see the module docstring)."""
+    reports: list[Report] = []
+    page_base = prm["corpus"]["page_base"]
+    with tempfile.TemporaryDirectory() as tmp:
+        ctx = context(Path(tmp), prm)
+        corpus_report = Report(f"corpus ({prm['corpus']['source']})", str(ctx.path("corpus.root") or
+                                                                         ctx.path("corpus.manifest") or ""))
+        reports.append(corpus_report)
+        corpus = _guard(corpus_report, lambda: stratify.load_corpus(ctx, render=False))
+        if corpus is None:
+            return reports
+        units = corpus.units
+        unit_ids = list(units["unit_id"])
+        corpus_report.rows, corpus_report.skipped = len(units), corpus.skipped
+        corpus_report.notes.append(f"{units['doc_id'].nunique()} documents, {len(units)} pages"
+                                   + ("" if prm["corpus"]["source"] != "pdf" else " (listed, not rendered)"))
+        questions = corpus.questions
+
+        qpath = ctx.path("corpus.questions")
+        if qpath:
+            r = Report("questions", str(qpath))
+            reports.append(r)
+            got = _guard(r, lambda: I.read_questions(qpath, prm["corpus"]["question_columns"],
+                                                     prm["corpus"]["question_ids"]))
+            if got is not None:
+                mine, r.skipped = got
+                r.rows = len(mine)
+                no_answer = int((mine.get("answer", pd.Series([""] * len(mine))).astype(str).str.strip() == "").sum())
+                r.notes.append(f"{no_answer} questions without an answer (a judge that needs one skips them)")
+                questions = mine
+        rpath = ctx.path("corpus.qrels")
+        if rpath and qpath and questions is not None:
+            r = Report("qrels", str(rpath))
+            reports.append(r)
+            level = prm["corpus"]["qrels_level"]
+            got = _guard(r, lambda: I.read_judgements(rpath, unit_ids, questions["query_id"], level, page_base,
+                                                      doc_ids=units["doc_id"].unique()))
+            if got is not None:
+                qrels, r.skipped = got
+                r.rows = len(qrels)
+                raw = [line.split()[2] for line in Path(rpath).read_text(encoding="utf-8-sig").splitlines()
+                       if len(line.split()) >= 4 and not line.lower().startswith(("query", "question"))]
+                if level == "page":
+                    r.notes.append(f"page base declared {page_base}; {pagebase.evidence(raw, unit_ids)}")
+                structured = I.as_questions(questions, qrels, units, level)
+                counts = structured["evidence_structure"].replace("", "(no evidence)").value_counts().sort_index()
+                r.notes.append("questions per evidence structure: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+
+        qids = list(questions["query_id"]) if questions is not None and len(questions) else []
+        for spec in prm["retrieve"]["external_runs"]:
+            name, _, path = (x.strip() for x in str(spec).partition("="))
+            r = Report(f"run {name}", path)
+            reports.append(r)
+            got = _guard(r, lambda: I.read_external_run(P.repo_path(path), unit_ids, qids, page_base))
+            if got is not None:
+                run, r.skipped = got
+                r.rows = len(run)
+                r.notes.append(f"{run['query_id'].nunique()} questions ranked")
+        for key, name, read in (
+                ("validate.labels", "human labels", lambda p: J.HumanJudge(p, unit_ids, page_base).labels),
+                ("validate.regressions", "regression reports", lambda p: Q.read_regressions(p, unit_ids, page_base)),
+                ("leak.blind_queries", "blind queries", lambda p: leakage.read_blind_queries(p, units, ctx.seed, page_base))):
+            path = ctx.path(key)
+            if not path:
+                continue
+            r = Report(name, str(path))
+            reports.append(r)
+            got = _guard(r, lambda: read(path))
+            if isinstance(got, tuple):
+                r.rows, r.skipped = len(got[0]), got[1]
+            elif got is not None:
+                r.rows = len(got)
+        judges = {prm["validate"]["judge"], prm["validate"]["compare_judge"], prm["labels"]["model_judge"],
+                  prm["mining"]["judge"], prm["mining"]["compare_judge"]}
+        if "openai-compatible" in judges:
+            reports.append(_endpoint(prm["validate"]["judge_url"], prm["validate"]["judge_model"]))
+    return reports
+
+
+def _endpoint(url: str, model: str) -> Report:
+    """One cheap request to the judge endpoint: GET {url}/models, and whether it serves the model."""
+    r = Report("judge endpoint", url)
+    if not url or not model:
+        r.refused = "the openai-compatible judge needs validate.judge_url and validate.judge_model"
+        return r
+    try:
+        with urllib.request.urlopen(url.rstrip("/") + "/models", timeout=5) as resp:
+            served = [m.get("id", "") for m in json.loads(resp.read().decode("utf-8")).get("data", [])]
+    except (urllib.error.URLError, TimeoutError, OSError, ValueError) as exc:
+        r.refused = f"{url}/models did not answer: {exc}"
+        return r
+    r.rows = len(served)
+    if model not in served:
+        r.refused = f"{url} serves {', '.join(served) or 'no models'}; validate.judge_model {model!r} is not among them"
+    else:
+        r.notes.append(f"serves {model!r}")
+    return r
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="lookalike check", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("params", help="run parameter file (deep-merged over params/base.yaml)")
+    args = ap.parse_args(argv)
+    try:
+        prm = P.load_params(args.params)
+    except P.ParamsError as exc:
+        print(f"lookalike check: {exc}")
+        return BAD_PARAMS
+    reports = check_inputs(prm)
+    for r in reports:
+        print("\n".join(r.lines()))
+    refused = [r for r in reports if r.refused]
+    print(f"check: {len(reports)} inputs, {len(refused)} refused"
+          + (" — fix the refused inputs before the run" if refused else " — the run can proceed"))
+    return REFUSED if refused else OK
