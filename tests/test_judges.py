@@ -97,7 +97,7 @@ def test_openai_compatible_success_with_cache_and_key_from_env(tmp_path, page, m
                                         retries=0)
         got = judge.judge({"text": "What was revenue?"}, page)
         again = judge.judge({"text": "What was revenue?"}, page)
-    assert (got.label, got.rationale) == ("sufficient", "the table shows it") and again == got
+    assert (got.label, got.rationale) == ("sufficient", "the table shows it [1 sample at temperature 0]") and again == got
     assert len(srv.requests) == 1 and srv.requests[0]["auth"] == "Bearer sk-test-secret"   # second came from cache
     cached = list((tmp_path / "cache").iterdir())
     assert len(cached) == 1 and "sk-test-secret" not in cached[0].read_text()
@@ -202,3 +202,40 @@ def test_label_pairs_records_the_judges_source_and_memo_judges_once():
     calls.clear()
     assert [memo.label(Counting(), qrec, "q1", "u1") for _ in range(3)] == ["sufficient"] * 3
     assert calls == [("q1", "u1")]
+
+
+def test_openai_compatible_judges_a_two_page_evidence_set_with_a_jpeg_page_blind(tmp_path):
+    """All pages of an evidence set go in one request, in order, each with its own MIME type; the
+    answer comes back with the label; the request holds no file name, path, caption or alt text."""
+    import pandas as pd
+
+    png, jpg = tmp_path / "IMG_5848_deck_p01.png", tmp_path / "cs_2024q1_deck_p02.jpg"
+    Image.new("RGB", (40, 20), (10, 120, 200)).save(png)
+    Image.new("RGB", (40, 20), (200, 120, 10)).save(jpg, format="JPEG")
+    units = pd.DataFrame({"unit_id": ["d:1", "d:2"], "image_path": [str(png), str(jpg)],
+                          "caption": ["Corvane Systems delivers a record quarter", ""],
+                          "alt_text": ["", "revenue chart alt"], "filename": [png.name, jpg.name]})
+    view = J.unit_view(units, ["d:1", "d:2"], {"d:1": "", "d:2": ""})
+    srv = _Server([("ok", '{"label": "sufficient", "answer": "$437M", "rationale": "both pages together"}')])
+    with srv as url:
+        got = J.OpenAICompatibleJudge(url, "tiny-vlm", retries=0).judge({"text": "What was revenue?"}, view)
+    assert (got.label, got.answer) == ("sufficient", "$437M")
+    parts = srv.requests[0]["body"]["messages"][1]["content"]
+    assert [p["type"] for p in parts] == ["text", "image_url", "image_url"]
+    assert parts[1]["image_url"]["url"].startswith("data:image/png;base64,")
+    assert parts[2]["image_url"]["url"].startswith("data:image/jpeg;base64,")
+    body = json.dumps(srv.requests[0]["body"])
+    for leak in ("IMG_5848", "cs_2024q1", str(tmp_path), "record quarter", "revenue chart alt", "d:1"):
+        assert leak not in body, leak
+
+
+def test_openai_compatible_samples_vote_with_ties_to_the_lower_label(page):
+    replies = [("ok", '{"label": "sufficient", "rationale": "a"}'), ("ok", '{"label": "supporting", "rationale": "b"}'),
+               ("ok", '{"label": "sufficient", "rationale": "c"}')]
+    srv = _Server(replies)
+    with srv as url:
+        got = J.OpenAICompatibleJudge(url, "tiny-vlm", retries=0, samples=3, temperature=0.7).judge({"text": "Q?"}, page)
+    assert got.label == "sufficient" and (got.samples, got.temperature) == (3, 0.7) and len(srv.requests) == 3
+    assert "majority of 3 at temperature 0.7: sufficient 2, supporting 1, irrelevant 0" in got.rationale
+    assert J.majority(["sufficient", "supporting"]) == "supporting"           # a tie goes to the lower label
+    assert J.majority(["irrelevant", "sufficient"]) == "irrelevant"

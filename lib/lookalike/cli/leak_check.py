@@ -25,15 +25,18 @@ PASS, LEAK, BAD_PARAMS, NOT_EVALUATED = 0, 1, 2, 3
 
 
 def run_gate(prm: dict, inject: str = "", seed: int | None = None, threshold: float | None = None,
-             cache: Cache | None = None, n_boot: int = 1000):
+             cache: Cache | None = None, n_boot: int = 1000, run_dir: Path | None = None, corpus=None):
     """(gate result, ablation table, units read) for checked params: stage 03's ablation on a seeded
-    sample of leak.gate_units units, in a temporary run folder, then ``paired_gate`` on the image
-    index. seed: the gate's own seed (unit sample, query sets, bootstrap); default the run seed."""
+    sample of leak.gate_units units, then ``paired_gate`` on the image index. seed: the gate's own
+    seed (unit sample, query sets, bootstrap); default the run seed. run_dir and corpus: a run folder
+    that already holds the corpus (as stratify.load_corpus read it into that folder), to gate
+    several times without reading it again; default a temporary folder, read afresh."""
     threshold = prm["leak"]["threshold"] if threshold is None else threshold
+    cache = cache or Cache(prm["encode"]["cache_dir"] or None)
     with tempfile.TemporaryDirectory() as tmp:
-        ctx = context(Path(tmp), prm)
-        corpus = stratify.load_corpus(ctx)          # what stage 01 reads: dpi, pages, max_pages, name_pattern ...
-        cache = cache or Cache(prm["encode"]["cache_dir"] or None)
+        ctx = context(Path(run_dir or tmp), prm)
+        if corpus is None:
+            corpus = stratify.load_corpus(ctx)      # what stage 01 reads: dpi, pages, max_pages, name_pattern ...
         _, _, _, table, per_query = leak.ablation(ctx, corpus.units, cache, max_units=prm["leak"]["gate_units"],
                                                   inject=inject, n_boot=n_boot, seed=seed)
     result = L.paired_gate(per_query, "image", threshold, n_boot=n_boot, seed=ctx.seed if seed is None else seed)

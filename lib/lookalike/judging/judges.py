@@ -26,6 +26,7 @@ import base64
 import hashlib
 import itertools
 import json
+import mimetypes
 import os
 import re
 import time
@@ -41,7 +42,7 @@ import pandas as pd
 from lookalike.data.demo import REGIONS
 from lookalike.data.schema import read_required_csv, resolve_image
 from lookalike.io import pagebase
-from lookalike.vocab import LABEL_MEANINGS, LABELS, money
+from lookalike.vocab import LABEL_GRADES, LABEL_MEANINGS, LABELS, money
 
 
 class JudgeError(RuntimeError):
@@ -53,7 +54,9 @@ class Judgement:
     label: str
     rationale: str
     judge: str
-    answer: str = ""        # the answer the unit gives, when the judge can tell (reference, answer-string)
+    answer: str = ""        # the answer the unit gives, when the judge can tell (reference, answer-string, VLM)
+    samples: int = 1        # how many replies the label is the majority of (openai-compatible)
+    temperature: float | None = None   # the sampling temperature, for a model judge
 
 
 @dataclass(frozen=True)
@@ -107,14 +110,16 @@ def register(name: str, worth: str):
 
 def unit_view(units: pd.DataFrame, unit_ids: Sequence[str], texts: Mapping[str, str] | None = None,
               base_dir: Path | str | None = None) -> dict:
-    """What a judge may see of one unit or of an evidence set judged together: ids, image path(s)
-    and OCR text — never file names or captions. Several ids: texts are joined, ``unit_ids`` lists them."""
+    """What a judge may see of one unit or of an evidence set judged together: ids, image paths (in
+    order, ``image_paths``; ``image_path`` too for one unit) and OCR text — never file names or
+    captions. Several ids: texts are joined, ``unit_ids`` lists them."""
     ids = list(unit_ids)
     paths = units.set_index("unit_id")["image_path"]
     view = {"unit_id": ";".join(ids), "unit_ids": ids,
             "text": "\n".join((texts or {}).get(u, "") for u in ids)}
+    view["image_paths"] = [str(resolve_image(paths[u], base_dir)) if base_dir is not None else paths[u] for u in ids]
     if len(ids) == 1:
-        view["image_path"] = str(resolve_image(paths[ids[0]], base_dir)) if base_dir is not None else paths[ids[0]]
+        view["image_path"] = view["image_paths"][0]
     return view
 
 
@@ -338,14 +343,16 @@ class HumanJudge:
 # ----------------------------------------------------------------------------- openai-compatible
 
 RUBRIC = (
-    "You judge whether a document page answers a question. Look only at the page image.\n"
-    "Reply with one JSON object and nothing else: {\"label\": L, \"rationale\": R}, where R is one short\n"
+    "You judge whether a document page (or a set of pages, shown in order) answers a question. Look only at\n"
+    "the page images. Reply with one JSON object and nothing else: {\"label\": L, \"answer\": A,\n"
+    "\"rationale\": R}, where A is the answer the pages give (\"\" when they give none), R is one short\n"
     "sentence and L is\n" + ";\n".join(f"\"{lab}\" if {LABEL_MEANINGS[lab]}" for lab in LABELS) + ".\n"
 )
 
 
-def parse_reply(content: str) -> tuple[str, str]:
-    """Strictly parse the model's reply: a JSON object with a known label (a fenced block is allowed)."""
+def parse_reply(content: str) -> tuple[str, str, str]:
+    """Strictly parse the model's reply: a JSON object with a known label (a fenced block is
+    allowed) -> (label, answer, rationale); answer and rationale may be absent."""
     text = content.strip()
     fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", text, flags=re.S)
     if fenced:
@@ -356,7 +363,24 @@ def parse_reply(content: str) -> tuple[str, str]:
         raise JudgeError(f"reply is not a JSON object: {content[:120]!r}") from exc
     if not isinstance(obj, dict) or obj.get("label") not in LABELS:
         raise JudgeError(f"reply has no valid label (expected one of {', '.join(LABELS)}): {content[:120]!r}")
-    return obj["label"], str(obj.get("rationale", ""))[:300]
+    return obj["label"], str(obj.get("answer", "") or "")[:200], str(obj.get("rationale", ""))[:300]
+
+
+def majority(labels: Sequence[str]) -> str:
+    """The most frequent label; a tie goes to the lower label (irrelevant < supporting < sufficient)."""
+    counts = {lab: list(labels).count(lab) for lab in LABELS}
+    best = max(counts.values())
+    return min((lab for lab, n in counts.items() if n == best), key=lambda lab: LABEL_GRADES[lab])
+
+
+def image_part(path: Path) -> dict:
+    """One page for the request: a data URI with the MIME type of the file's content."""
+    from PIL import Image
+
+    data = path.read_bytes()
+    with Image.open(path) as im:
+        mime = Image.MIME.get(im.format or "", "") or mimetypes.guess_type(path.name)[0] or "image/png"
+    return {"type": "image_url", "image_url": {"url": f"data:{mime};base64," + base64.b64encode(data).decode("ascii")}}
 
 
 @register("openai-compatible", "a vision-language model's labels: model-only until their agreement with people's "
@@ -366,30 +390,39 @@ class OpenAICompatibleJudge:
 
     base_url: e.g. http://localhost:8000/v1; model: the served model name; api_key_env: the name of
     the environment variable holding the key (the key itself is never stored or logged);
-    cache_dir: replies cached by sha256 of (model, rubric, question, image bytes).
+    cache_dir: replies cached by sha256 of (model, rubric, question, samples, temperature, every
+    page's bytes). An evidence set's pages go in one request, in order; each page's MIME type is
+    read from its content. samples: replies per judgement (each its own request), the label their
+    majority (ties to the lower label); samples and temperature are recorded with the label.
+    The request carries the rubric, the question and the page pixels only — no file name, path,
+    caption or alt text.
     """
 
-    capabilities = Capabilities("model", reads_image=True, needs_endpoint=True)
+    capabilities = Capabilities("model", reads_image=True, judges_sets=True, returns_answer=True, needs_endpoint=True)
 
     @classmethod
-    def from_resources(cls, url="", model="", cache_dir=None, **_):
+    def from_resources(cls, url="", model="", cache_dir=None, samples=1, temperature=0.0, **_):
         if not url or not model:
             raise JudgeError("the openai-compatible judge needs validate.judge_url and validate.judge_model")
-        return cls(url, model, cache_dir=cache_dir)
+        return cls(url, model, cache_dir=cache_dir, samples=samples, temperature=temperature)
 
     def __init__(self, base_url: str, model: str, api_key_env: str = "LOOKALIKE_JUDGE_API_KEY",
                  cache_dir: Path | str | None = None, timeout: float = 60.0, retries: int = 3, backoff: float = 1.0,
-                 temperature: float = 0.0):
+                 temperature: float = 0.0, samples: int = 1):
+        if samples < 1:
+            raise JudgeError(f"the openai-compatible judge needs samples >= 1, got {samples}")
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.model, self.api_key_env = model, api_key_env
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self.timeout, self.retries, self.backoff, self.temperature = timeout, retries, backoff, temperature
+        self.samples = samples
 
-    def _key(self, question: str, image: bytes) -> str:
+    def _key(self, question: str, images: Sequence[bytes]) -> str:
         h = hashlib.sha256()
-        for part in (self.model, RUBRIC, question):
+        for part in (self.model, RUBRIC, question, f"samples={self.samples}", f"temperature={self.temperature}"):
             h.update(part.encode("utf-8") + b"\0")
-        h.update(image)
+        for image in images:
+            h.update(hashlib.sha256(image).digest())
         return h.hexdigest()
 
     def _post(self, payload: dict) -> dict:
@@ -402,32 +435,36 @@ class OpenAICompatibleJudge:
             return json.loads(resp.read().decode("utf-8"))
 
     def judge(self, question: Mapping, unit: Mapping) -> Judgement:
-        image = Path(unit["image_path"]).read_bytes()
+        paths = [Path(p) for p in (unit.get("image_paths") or [unit["image_path"]])]
         qtext = str(question["text"])
-        cache_path = self.cache_dir / f"{self._key(qtext, image)}.json" if self.cache_dir else None
+        cache_path = (self.cache_dir / f"{self._key(qtext, [p.read_bytes() for p in paths])}.json"
+                      if self.cache_dir else None)
         if cache_path and cache_path.is_file():
-            cached = json.loads(cache_path.read_text())
-            return Judgement(cached["label"], cached["rationale"], self.name)
-        payload = {
-            "model": self.model, "temperature": self.temperature,
-            "messages": [
-                {"role": "system", "content": RUBRIC},
-                {"role": "user", "content": [
-                    {"type": "text", "text": f"Question: {qtext}"},
-                    {"type": "image_url",
-                     "image_url": {"url": "data:image/png;base64," + base64.b64encode(image).decode("ascii")}},
-                ]},
-            ],
-        }
+            c = json.loads(cache_path.read_text())
+            return Judgement(c["label"], c["rationale"], self.name, c.get("answer", ""), self.samples, self.temperature)
+        content = [{"type": "text", "text": f"Question: {qtext}"}] + [image_part(p) for p in paths]
+        payload = {"model": self.model, "temperature": self.temperature,
+                   "messages": [{"role": "system", "content": RUBRIC}, {"role": "user", "content": content}]}
+        replies = [self._one(payload) for _ in range(self.samples)]
+        label = majority([r[0] for r in replies])
+        answer, rationale = next((a, why) for lab, a, why in replies if lab == label)
+        if self.samples > 1:
+            votes = ", ".join(f"{lab} {sum(r[0] == lab for r in replies)}" for lab in LABELS)
+            rationale = f"{rationale} [majority of {self.samples} at temperature {self.temperature:g}: {votes}]"
+        else:
+            rationale = f"{rationale} [1 sample at temperature {self.temperature:g}]"
+        if cache_path:
+            cache_path.parent.mkdir(parents=True, exist_ok=True)
+            cache_path.write_text(json.dumps({"label": label, "answer": answer, "rationale": rationale}))
+        return Judgement(label, rationale, self.name, answer, self.samples, self.temperature)
+
+    def _one(self, payload: dict) -> tuple[str, str, str]:
+        """One reply, with retries and exponential backoff on a network error or an unparseable reply."""
         last = None
         for attempt in range(self.retries + 1):
             try:
                 reply = self._post(payload)
-                label, rationale = parse_reply(reply["choices"][0]["message"]["content"])
-                if cache_path:
-                    cache_path.parent.mkdir(parents=True, exist_ok=True)
-                    cache_path.write_text(json.dumps({"label": label, "rationale": rationale}))
-                return Judgement(label, rationale, self.name)
+                return parse_reply(reply["choices"][0]["message"]["content"])
             except (urllib.error.URLError, TimeoutError, OSError, KeyError, IndexError, JudgeError,
                     json.JSONDecodeError) as exc:
                 last = exc

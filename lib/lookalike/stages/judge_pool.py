@@ -47,6 +47,7 @@ def run(ctx: StageContext) -> StageResult:
     texts = systems.ocr_texts(units, RUN, cache, encode_ocr_engine, encode_workers)
     view = lambda ids: J.unit_view(units, ids, texts, RUN)  # noqa: E731
     model = J.make_judge(labels_model_judge, url=validate_judge_url, model=validate_judge_model,
+                         samples=ctx.get("validate.judge_samples"), temperature=ctx.get("validate.judge_temperature"),
                          cache_dir=cache.root / "judges")
     adjudicator_name = labels_adjudicator
     if adjudicator_name == "auto":

@@ -59,6 +59,7 @@ def run(ctx: StageContext) -> StageResult:
     texts = systems.ocr_texts(units, RUN, cache, encode_ocr_engine, encode_workers)
     view = lambda ids: J.unit_view(units, ids, texts, RUN)  # noqa: E731
     jargs = dict(facts=facts, answer_key=answer_key, units=units, url=validate_judge_url, model=validate_judge_model,
+                 samples=ctx.get("validate.judge_samples"), temperature=ctx.get("validate.judge_temperature"),
                  cache_dir=cache.root / "judges")
     judge = J.make_judge(mining_judge, **jargs)
     second = J.second_judge(judge, mining_compare_judge, **jargs)

@@ -49,7 +49,8 @@ def run(ctx: StageContext) -> StageResult:
     texts = systems.ocr_texts(units, RUN, cache, encode_ocr_engine, encode_workers)
     view = lambda ids: J.unit_view(units, ids, texts, RUN)  # noqa: E731
     judge_args = dict(facts=facts, answer_key=answer_key, units=units, labels=str(P.repo_path(validate_labels) or ""),
-                      page_base=ctx.get("corpus.page_base"),
+                      page_base=ctx.get("corpus.page_base"), samples=ctx.get("validate.judge_samples"),
+                      temperature=ctx.get("validate.judge_temperature"),
                       url=validate_judge_url, model=validate_judge_model, cache_dir=cache.root / "judges")
     judge = J.make_judge(validate_judge, **judge_args)
     second = J.second_judge(judge, validate_compare_judge, **judge_args)
