@@ -231,3 +231,19 @@ def test_the_reference_settles_a_pair_over_a_model_whatever_comes_later(tmp_path
     store.append([{"query_id": "q", "unit_id": "u", "label": "irrelevant", "judge": "vlm", "source": "model"}])
     cur = store.current().iloc[0]
     assert (cur["label"], cur["source"], cur["adjudicated"], cur["conflict"]) == ("sufficient", "reference", True, False)
+
+
+def test_provenance_says_what_the_labels_rest_on_and_flags_unverified_ones():
+    cur = pd.DataFrame({"query_id": ["q1", "q2", "q3"], "unit_id": ["u", "u", "u"],
+                        "label": ["sufficient", "irrelevant", "supporting"],
+                        "judge": ["answer-string", "answer-string", "ana"], "source": ["model", "model", "human"]})
+    said, unverified = L.provenance(cur)
+    assert unverified and said == ("labels: 1 by people (ana); 2 model-only (answer-string) of 3 pairs. "
+                                   "Unverified labels: answer-string, agreement with people not measured")
+    measured = pd.DataFrame({"model": ["answer-string"], "adjudicator": ["human"], "n": [10], "kappa": [0.4]})
+    said, unverified = L.provenance(cur, measured)
+    assert not unverified and "Unverified" not in said
+    ref = pd.DataFrame({"model": ["answer-string"], "adjudicator": ["reference"], "n": [10], "kappa": [0.1]})
+    assert L.provenance(cur, ref)[1]                      # agreement with the answer key is not agreement with people
+    demo = cur.assign(source="reference", judge="reference")
+    assert L.provenance(demo) == ("labels: 3 from the demo's answer key of 3 pairs", False)

@@ -173,7 +173,7 @@ def run(ctx: StageContext) -> StageResult:
     kappa = f"kappa {agreement['kappa'].iloc[0]:.2f} ({model.name} vs {adjudicator_name})" if len(agreement) else "no adjudication yet"
     res.headline(
         f"{len(pooled)} pooled pairs for {len(validated)} validated questions; {int(current['adjudicated'].sum())} "
-        f"adjudicated; model pre-labels: {kappa}.",
+        f"adjudicated; model pre-labels: {kappa}. {L.provenance(current, agreement)[0][0].upper()}{L.provenance(current, agreement)[0][1:]}.",
         numbers={"pooled pairs": len(pooled), "adjudicated": int(current["adjudicated"].sum()),
                  **({"kappa (model vs adjudicator)": f"{agreement['kappa'].iloc[0]:.2f}"} if len(agreement) else {})},
     )

@@ -206,11 +206,14 @@ def run(ctx: StageContext) -> StageResult:
                        f"Pre-labels by {a['model']}, adjudicated by {a['adjudicator']}"
                        + (" (the demo generator's answer key)" if a["adjudicator"] == "reference" else "")
                        + f"; agreement on {int(a['n'])} pairs: kappa {a['kappa']:.2f}. The tables use the adjudicated labels."})
+    blocks.append({"heading": "What the labels rest on", "text": L.provenance(current, labels_note)[0] + "."})
     res.after_save.append(lambda: report.write_summary(RUN, "lookalike — summary", blocks))
     best = suff_hard[suff_hard["k"] == 1].sort_values(["sufficient", "system"], ascending=[False, True]).head(1)
     sentence = (f"Best sufficient@1 under hard negatives: {best['system'].iloc[0]} {best['sufficient'].iloc[0]:.2f} "
                 f"(n = {int(best['n'].iloc[0])}); see the summary page for every system beside its top-1 under random negatives."
                 if len(best) else "No validated questions to score.")
+    labels_said, _ = L.provenance(current, labels_note)
+    sentence = f"{sentence} {labels_said[0].upper()}{labels_said[1:]}."
     res.headline(
         sentence, figure="07_sufficiency" if len(best) else "",
                            numbers={f"sufficient@1 hard, {r.system}": f"{r.sufficient:.2f}"

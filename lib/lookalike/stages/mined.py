@@ -192,6 +192,9 @@ def run(ctx: StageContext) -> StageResult:
                 f"top-1 is relevant for {row['top1_relevant'].iloc[0]:.0%} of questions ({mining_question_set}, judge: {judge.name}); "
                 f"contamination of top-k negatives {top.get('top-k', float('nan')):.2f} vs judged "
                 f"{top.get('judged', float('nan')):.2f}." if len(row) else "No validated questions to mine.")
+    if judge.capabilities.source == "model":
+        sentence += (f" Unverified labels: {judge.name}, agreement with people not measured"
+                     + (f" (agreement with {second.name}: see mined_agreement)." if second is not None else "."))
     res.headline(
         sentence,
                            figure="08_rules" if len(negative_rules) else "",
