@@ -91,3 +91,22 @@ def test_export_round_trips_and_colpali_engine_reads_it(tmp_path):
     item = ds[0]
     assert item["query"] == "What was revenue in Q2?" and item["pos_target"] == ["img/g.png"]
     assert sorted(item["neg_target"]) == ["img/r3.png", "img/r4.png", "img/r7.png", "img/r8.png"]
+
+
+def test_the_judged_rule_is_measured_by_a_judge_that_did_not_choose_it():
+    import pandas as pd
+    from lookalike.analysis import mining as Mi
+    row = dict(n_queries=10, n_negatives=40, backfill_share=0.0, median_rank=3.0)
+    table = pd.DataFrame([
+        {"rule": "top-k", "judge": "reference", "contamination": 0.4, "contamination_lo": 0.3, "contamination_hi": 0.5,
+         "sufficient_share": 0.2, **row},
+        {"rule": "judged", "judge": "reference", "contamination": 0.0, "contamination_lo": 0.0, "contamination_hi": 0.0,
+         "sufficient_share": 0.0, **row},
+        {"rule": "judged", "judge": "answer-string", "contamination": 0.15, "contamination_lo": 0.1,
+         "contamination_hi": 0.2, "sufficient_share": 0.1, **row}])
+    got = Mi.independent_rules(table, "reference", "answer-string").set_index("rule")
+    assert got.loc["judged", "contamination"] == 0.15 and got.loc["judged", "measured_by"] == "answer-string"
+    assert got.loc["top-k", "measured_by"] == "reference" and got.loc["top-k", "contamination"] == 0.4
+    alone = Mi.independent_rules(table, "reference").set_index("rule")
+    assert alone.loc["judged", "measured_by"] == "none" and alone.loc["judged", "contamination"] != alone.loc[
+        "judged", "contamination"]                                # NaN: 0 by construction is never reported

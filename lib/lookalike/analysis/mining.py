@@ -196,3 +196,26 @@ def export_training(chosen: pd.DataFrame, questions: pd.DataFrame, gold: Mapping
 def read_training(path: Path | str) -> list[dict]:
     """Rows of an exported JSONL file."""
     return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def independent_rules(rules_by_judge: pd.DataFrame, selecting: str, other: str = "") -> pd.DataFrame:
+    """Each rule's row measured by labels its choice did not see (RULE_COLUMNS + measured_by).
+
+    rules_by_judge: rule_table rows with a judge column (one question set). Rules that choose by
+    rank alone are measured by the selecting (primary) judge; the judged rule chose its negatives
+    with that judge's labels, so measuring it with the same labels gives 0 by construction — it is
+    measured by the other judge, or, without one, left unmeasured (NaN, measured_by 'none')."""
+    mine = rules_by_judge[rules_by_judge["judge"] == selecting]
+    rows = []
+    for rec in mine.to_dict("records"):
+        if rec["rule"] == "judged":
+            alt = rules_by_judge[(rules_by_judge["judge"] == other) & (rules_by_judge["rule"] == "judged")] if other else mine.head(0)
+            if len(alt):
+                rec = {**alt.iloc[0].to_dict(), "measured_by": other}
+            else:
+                rec = {**rec, **{c: float("nan") for c in ("contamination", "contamination_lo", "contamination_hi",
+                                                          "sufficient_share")}, "measured_by": "none"}
+        else:
+            rec = {**rec, "measured_by": selecting}
+        rows.append(rec)
+    return pd.DataFrame(rows, columns=RULE_COLUMNS + ["measured_by"])

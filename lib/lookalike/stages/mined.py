@@ -130,8 +130,10 @@ def run(ctx: StageContext) -> StageResult:
         rule_tables.append(t.assign(judge=name, question_set=set_name))
     rules_by_judge = (pd.concat(rule_tables, ignore_index=True) if rule_tables
                       else pd.DataFrame(columns=Mi.RULE_COLUMNS + ["judge", "question_set"]))
-    negative_rules = rules_by_judge[(rules_by_judge["judge"] == judge.name)
-                                    & (rules_by_judge["question_set"] == mining_question_set)][Mi.RULE_COLUMNS].reset_index(drop=True)
+    negative_rules = Mi.independent_rules(rules_by_judge[rules_by_judge["question_set"] == mining_question_set],
+                                          judge.name, second.name if second is not None else "")
+    res.say(f"\nthe judged rule picks its negatives with {judge.name}'s labels, so its contamination is measured by "
+            + (f"{second.name}'s labels" if second is not None else "no independent judge: not measured (set mining.compare_judge)"))
     with pd.option_context("display.float_format", "{:.3f}".format):
         res.say(rules_by_judge[["question_set", "judge", "rule", "n_queries", "n_negatives", "contamination", "contamination_lo",
                               "contamination_hi", "sufficient_share", "backfill_share", "median_rank"]].to_string(index=False))
@@ -188,10 +190,13 @@ def run(ctx: StageContext) -> StageResult:
     row = incompleteness[(incompleteness["judge"] == judge.name) & (incompleteness["group"] == "all")
                          & (incompleteness["question_set"] == mining_question_set)] if len(incompleteness) else incompleteness
     top = negative_rules.set_index("rule")["contamination"]
+    by = negative_rules.set_index("rule")["measured_by"]
+    said = lambda r: (f"{top[r]:.2f} (labels: {by[r]})" if r in top.index and top[r] == top[r]  # noqa: E731
+                      else "not measured (no judge independent of the selecting one)")
     sentence = (f"Of the top 4 mined candidates, {row['relevant_in_top4'].iloc[0]:.2f} per question are relevant and the "
                 f"top-1 is relevant for {row['top1_relevant'].iloc[0]:.0%} of questions ({mining_question_set}, judge: {judge.name}); "
-                f"contamination of top-k negatives {top.get('top-k', float('nan')):.2f} vs judged "
-                f"{top.get('judged', float('nan')):.2f}." if len(row) else "No validated questions to mine.")
+                f"contamination of top-k negatives {said('top-k')} vs judged {said('judged')}."
+                if len(row) else "No validated questions to mine.")
     if judge.capabilities.source == "model":
         sentence += (f" Unverified labels: {judge.name}, agreement with people not measured"
                      + (f" (agreement with {second.name}: see mined_agreement)." if second is not None else "."))
