@@ -272,3 +272,42 @@ def test_comparison_table_and_holm():
     assert table.loc[table["system"] == "plus", "delta"].iloc[0] == pytest.approx(0.2)
     assert math.isnan(table.loc[table["system"] == "base", "p_holm"].iloc[0])
     assert list(stats.holm([0.01, 0.04, 0.03])) == pytest.approx([0.03, 0.06, 0.06])
+
+
+def test_the_randomisation_test_flips_whole_clusters():
+    """Ten clusters of ten identical differences: flipping queries one by one pretends to 100
+    independent questions and finds a tiny p; flipping clusters knows there are ten."""
+    rng = np.random.default_rng(4)
+    d = np.repeat(rng.normal(0.15, 0.3, 10), 10)
+    plain = stats.randomisation_test(d, np.zeros_like(d), 4000, rng=1)
+    clustered = stats.randomisation_test(d, np.zeros_like(d), 4000, rng=1, clusters=np.repeat(np.arange(10), 10))
+    assert plain < 0.01 < clustered
+    ids = np.arange(100)                              # one query per cluster is the unclustered test
+    assert stats.randomisation_test(d, np.zeros_like(d), 4000, rng=1, clusters=ids) == plain
+
+
+def test_adding_a_system_moves_no_other_systems_interval():
+    import pandas as pd
+    rng = np.random.default_rng(2)
+    q = [f"q{i}" for i in range(40)]
+    a, b, c = (pd.Series(rng.random(40), index=q) for _ in range(3))
+    clusters = pd.Series([f"doc{i // 4}" for i in range(40)], index=q, name="document")
+    two = stats.comparison_table({"a": a, "b": b}, baseline="a", seed=3, clusters=clusters).set_index("system")
+    three = stats.comparison_table({"a": a, "aa": c, "b": b}, baseline="a", seed=3, clusters=clusters).set_index("system")
+    assert two.loc["b", ["ci_lo", "ci_hi", "delta_lo", "delta_hi"]].tolist() == \
+        three.loc["b", ["ci_lo", "ci_hi", "delta_lo", "delta_hi"]].tolist()
+    assert set(three["cluster"]) == {"document"}
+    zz = stats.comparison_table({"zz": b, "a": a}, baseline="a", seed=3, clusters=clusters).set_index("system")
+    assert zz.loc["zz", "ci_lo"] == two.loc["b", "ci_lo"]        # the name (and its sort position) does not matter
+
+
+def test_query_clusters_follow_the_gold_units_document_or_template():
+    import pandas as pd
+    units = pd.DataFrame({"unit_id": ["d1:1", "d1:2", "d2:1"], "doc_id": ["d1", "d1", "d2"],
+                          "template_id": ["t", "u", "t"]})
+    gold = {"q1": "d1:1", "q2": "d1:2;d2:1", "q3": "d2:1"}
+    assert stats.query_clusters(gold, units, "document").tolist() == ["d1", "d1", "d2"]
+    assert stats.query_clusters(gold, units, "template").tolist() == ["t", "u", "t"]
+    assert stats.query_clusters(gold, units, "none") is None
+    with pytest.raises(ValueError, match="stats.cluster must be one of document, template, none"):
+        stats.query_clusters(gold, units, "page")

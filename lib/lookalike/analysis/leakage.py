@@ -238,19 +238,22 @@ def qrels_for(queries: pd.DataFrame) -> pd.DataFrame:
 
 
 def ablation_table(runs: dict[str, pd.DataFrame], queries: pd.DataFrame, qrels: pd.DataFrame, seed: int,
-                   n_boot: int = 2000, level: int = 2) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(table, per_query): recall@10 and nDCG@10 with bootstrap 95% CIs per index × query set."""
+                   n_boot: int = 2000, level: int = 2, clusters: pd.Series | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(table, per_query): recall@10 and nDCG@10 with bootstrap 95% CIs per index × query set
+    (clusters: query_id -> cluster of its target unit, resampled whole; every index draws the same
+    resamples)."""
     rows, per_query = [], []
-    for i, index in enumerate(INDEXES):
+    for index in INDEXES:
         ev = M.evaluate(qrels, runs[index], ["recall_10", "ndcg_cut_10"], level=level, complete=True)
         pq = ev.per_query.join(queries.set_index("query_id")[["query_set", "unit_id", "register", "content_type"]])
         pq.insert(0, "index", index)
         per_query.append(pq.reset_index())
         for j, qs in enumerate(QUERY_SETS):
             part = pq[pq["query_set"] == qs]
-            row = {"index": index, "query_set": qs, "n": len(part)}
+            row = {"index": index, "query_set": qs, "n": len(part), "interval": stats.interval_words(clusters)}
+            cl = stats.cluster_array(clusters, list(part.index))
             for k, m in enumerate(["recall_10", "ndcg_cut_10"]):
-                ci = stats.bootstrap_ci(part[m].to_numpy(), n_boot, rng=np.random.default_rng([seed, i, j, k]))
+                ci = stats.bootstrap_ci(part[m].to_numpy(), n_boot, rng=np.random.default_rng([seed, j, k]), clusters=cl)
                 row.update({m: ci.estimate, f"{m}_lo": ci.lo, f"{m}_hi": ci.hi})
             rows.append(row)
     return pd.DataFrame(rows), pd.concat(per_query, ignore_index=True)
@@ -380,6 +383,7 @@ class Ablation:
     table: pd.DataFrame
     per_query: pd.DataFrame
     injected: str                     # "" (clean), or the field injected into the image path
+    clusters: pd.Series | None = None  # query_id -> the cluster its intervals resample
 
 
 # Fault injections. caption-index: the classic bug — the image path encodes the caption fields
@@ -416,9 +420,11 @@ def inject_leak(image_vectors: Vectors, units: pd.DataFrame, texts: Mapping[str,
 
 def run_ablation(units: pd.DataFrame, base_dir: Path, seed: int, cache: Cache | None = None, max_units: int | None = None,
                  inject: str = "", ocr_engine: str = "", workers: int = 0, device: str = "auto",
-                 depth: int = 100, n_boot: int = 2000, blind_queries: str = "", page_base: int = 1) -> Ablation:
+                 depth: int = 100, n_boot: int = 2000, blind_queries: str = "", page_base: int = 1,
+                 cluster: str = "document") -> Ablation:
     """Encode, index, query and score the ablation on units (all of them, or a seeded subset).
-    inject: '' for a clean run, or one of INJECTIONS (the gate must then fail)."""
+    inject: '' for a clean run, or one of INJECTIONS (the gate must then fail). cluster: what the
+    intervals resample (stats.query_clusters of each query's target unit)."""
     cache = cache or Cache()
     if max_units is not None and len(units) > max_units:
         rng = np.random.default_rng([seed, 60])
@@ -439,8 +445,9 @@ def run_ablation(units: pd.DataFrame, base_dir: Path, seed: int, cache: Cache | 
     indexes = build_indexes(image_vectors, caption_vectors, bool(inject))
     query_vectors = caption_enc.encode_queries(list(queries["text"]), list(queries["query_id"]))
     runs = search_all(indexes, query_vectors, depth)
-    table, per_query = ablation_table(runs, queries, qrels_for(queries), seed, n_boot)
-    return Ablation(queries, runs, table, per_query, inject)
+    clusters = stats.query_clusters(dict(zip(queries["query_id"], queries["unit_id"])), units, cluster)
+    table, per_query = ablation_table(runs, queries, qrels_for(queries), seed, n_boot, clusters=clusters)
+    return Ablation(queries, runs, table, per_query, inject, clusters)
 
 
 def gate(table: pd.DataFrame, threshold: float = 0.05) -> tuple[bool, float, float]:
@@ -477,12 +484,13 @@ class GateResult:
 
 
 def paired_gate(per_query: pd.DataFrame, index: str = "image", threshold: float = 0.05, n_boot: int = 2000,
-                seed: int = 0) -> GateResult:
+                seed: int = 0, unit_clusters: Mapping[str, str] | None = None) -> GateResult:
     """The gate's decision on one index: the two query sets share their target units, so the test is
     on the per-unit paired difference (caption-derived − blind recall@10, one value per unit that
     has both queries), with a paired bootstrap CI over units. Decision rule (GateResult.rule): LEAK
     when the CI lies entirely above 0 *and* the estimate exceeds threshold — a difference that is
-    both real and material; NOT EVALUATED when no unit has both queries."""
+    both real and material; NOT EVALUATED when no unit has both queries. unit_clusters: unit_id ->
+    cluster (its document), resampled whole."""
     part = per_query[per_query["index"] == index]
     wide = part.pivot_table(index="unit_id", columns="query_set", values="recall_10", aggfunc="mean")
     if not {"blind", "caption-derived"} <= set(wide.columns):
@@ -492,7 +500,8 @@ def paired_gate(per_query: pd.DataFrame, index: str = "image", threshold: float 
         nan = float("nan")
         return GateResult(index, 0, nan, nan, nan, nan, nan, threshold, "NOT EVALUATED")
     derived, blind = wide["caption-derived"].to_numpy(), wide["blind"].to_numpy()
-    diff, lo, hi, _ = stats.paired_bootstrap(derived, blind, n_boot, rng=np.random.default_rng([seed, 61]))
+    cl = None if unit_clusters is None else np.asarray([unit_clusters.get(u, u) for u in wide.index], dtype=object)
+    diff, lo, hi, _ = stats.paired_bootstrap(derived, blind, n_boot, rng=np.random.default_rng([seed, 61]), clusters=cl)
     verdict = "LEAK" if lo > 0 and diff > threshold else "PASS"
     return GateResult(index, len(wide), float(blind.mean()), float(derived.mean()), diff, lo, hi, threshold, verdict)
 

@@ -184,11 +184,13 @@ def top1_within(scores: np.ndarray, unit_ids, query_ids, gold: dict, candidates:
     return pd.Series(out, dtype="float64")
 
 
-TOP1_COLUMNS = ["system", "negatives", "n", "top1", "top1_lo", "top1_hi"]
+TOP1_COLUMNS = ["system", "negatives", "n", "top1", "top1_lo", "top1_hi", "interval"]
 
 
-def top1_table(scores: dict, unit_ids, query_ids, gold: dict, sets: dict, seed: int, n_boot: int = 2000) -> pd.DataFrame:
-    """Top-1 per system and set of negatives, each with its own n and bootstrap 95% CI.
+def top1_table(scores: dict, unit_ids, query_ids, gold: dict, sets: dict, seed: int, n_boot: int = 2000,
+               clusters: pd.Series | None = None) -> pd.DataFrame:
+    """Top-1 per system and set of negatives, each with its own n and bootstrap 95% CI (resampling
+    the questions' clusters when given; every system draws the same resamples).
 
     scores[system]: (len(query_ids), n_units); sets[name][qid]: competing unit ids, or None for
     the whole corpus. A question whose candidate list is empty has no negatives of that kind and
@@ -196,13 +198,14 @@ def top1_table(scores: dict, unit_ids, query_ids, gold: dict, sets: dict, seed: 
     """
     qpos = {q: i for i, q in enumerate(query_ids)}
     rows = []
-    for s, (name, matrix) in enumerate(scores.items()):
+    for name, matrix in scores.items():
         for c, (negs, cands) in enumerate(sets.items()):
             keep = [q for q in query_ids if cands.get(q) is None or len(cands[q])]
             top1 = top1_within(matrix[[qpos[q] for q in keep]], unit_ids, keep, gold, cands)
-            ci = stats.bootstrap_ci(top1.to_numpy(), n_boot, rng=np.random.default_rng([seed, s, c]))
+            ci = stats.bootstrap_ci(top1.to_numpy(), n_boot, rng=np.random.default_rng([seed, c]),
+                                    clusters=stats.cluster_array(clusters, keep))
             rows.append({"system": name, "negatives": negs, "n": ci.n, "top1": ci.estimate, "top1_lo": ci.lo,
-                         "top1_hi": ci.hi})
+                         "top1_hi": ci.hi, "interval": stats.interval_words(clusters)})
     return pd.DataFrame(rows, columns=TOP1_COLUMNS)
 
 

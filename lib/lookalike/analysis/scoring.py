@@ -20,7 +20,7 @@ from lookalike.retrieval import systems
 
 SUFFICIENCY_COLUMNS = ["system", "negatives", "k", "n", "sufficient", "sufficient_lo", "sufficient_hi",
                        "supporting_only", "supporting_only_lo", "supporting_only_hi", "neither", "neither_lo",
-                       "neither_hi"]
+                       "neither_hi", "interval"]
 EVIDENCE_COLUMNS = ["system", "aggregate", "evidence_structure", "measure", "k", "value", "n"]
 EVIDENCE_MEASURES = {"nDCG": "ndcg_cut", "Recall": "recall", "nDCGAll": "ndcg_all", "RecallAll": "recall_all"}
 
@@ -58,27 +58,33 @@ def per_query(qrels: pd.DataFrame, run: pd.DataFrame, measures: Sequence[str], q
 
 
 def sufficiency(qrels: pd.DataFrame, runs: Mapping[str, pd.DataFrame], query_ids: Sequence[str], negatives: str,
-                ks: Sequence[int] = (1, 3, 5, 10), seed: int = 0, n_boot: int = 2000) -> tuple[pd.DataFrame, dict]:
-    """sufficient@k, supporting-only@k, neither@k per system with bootstrap CIs. Returns the table
-    and the per-query frames (system -> frame) for paired comparisons."""
+                ks: Sequence[int] = (1, 3, 5, 10), seed: int = 0, n_boot: int = 2000,
+                clusters: pd.Series | None = None) -> tuple[pd.DataFrame, dict]:
+    """sufficient@k, supporting-only@k, neither@k per system with bootstrap CIs (resampling the
+    questions' clusters when given: stats.query_clusters; every system draws the same resamples).
+    Returns the table and the per-query frames (system -> frame) for paired comparisons."""
     measures = [f"{m}_{k}" for k in ks for m in ("sufficient", "supporting_only", "neither")]
     rows, frames = [], {}
-    for s, (name, run) in enumerate(sorted(runs.items())):
+    for name, run in sorted(runs.items()):
         pq = per_query(qrels, run, measures, query_ids)
         frames[name] = pq
+        cl = stats.cluster_array(clusters, list(pq.index))
         for k in ks:
-            row = {"system": name, "negatives": negatives, "k": k, "n": len(pq)}
+            row = {"system": name, "negatives": negatives, "k": k, "n": len(pq), "interval": stats.interval_words(clusters)}
             for j, m in enumerate(("sufficient", "supporting_only", "neither")):
-                ci = stats.bootstrap_ci(pq[f"{m}_{k}"].to_numpy(), n_boot, rng=np.random.default_rng([seed, s, k, j]))
+                ci = stats.bootstrap_ci(pq[f"{m}_{k}"].to_numpy(), n_boot, rng=np.random.default_rng([seed, k, j]),
+                                        clusters=cl)
                 row.update({m: ci.estimate, f"{m}_lo": ci.lo, f"{m}_hi": ci.hi})
             rows.append(row)
     return pd.DataFrame(rows, columns=SUFFICIENCY_COLUMNS), frames
 
 
-def slot_gain(frame: pd.DataFrame, a: str, b: str, seed: int = 0, n_boot: int = 2000) -> dict:
+def slot_gain(frame: pd.DataFrame, a: str, b: str, seed: int = 0, n_boot: int = 2000,
+              clusters: pd.Series | None = None) -> dict:
     """Paired gain b - a on the same questions (e.g. sufficient_1 -> sufficient_5), with a CI."""
     diff = frame[b].to_numpy() - frame[a].to_numpy()
-    ci = stats.bootstrap_ci(diff, n_boot, rng=np.random.default_rng([seed, 15]))
+    ci = stats.bootstrap_ci(diff, n_boot, rng=np.random.default_rng([seed, 15]),
+                            clusters=stats.cluster_array(clusters, list(frame.index)))
     return {"gain": ci.estimate, "gain_lo": ci.lo, "gain_hi": ci.hi, "n": ci.n}
 
 

@@ -39,7 +39,11 @@ def run_gate(prm: dict, inject: str = "", seed: int | None = None, threshold: fl
             corpus = stratify.load_corpus(ctx)      # what stage 01 reads: dpi, pages, max_pages, name_pattern ...
         _, _, _, table, per_query = leak.ablation(ctx, corpus.units, cache, max_units=prm["leak"]["gate_units"],
                                                   inject=inject, n_boot=n_boot, seed=seed)
-    result = L.paired_gate(per_query, "image", threshold, n_boot=n_boot, seed=ctx.seed if seed is None else seed)
+    unit_clusters = (None if prm["stats"]["cluster"] == "none" else
+                     dict(zip(corpus.units["unit_id"], corpus.units[{"document": "doc_id", "template": "template_id"}[
+                         prm["stats"]["cluster"]]].astype(str))))
+    result = L.paired_gate(per_query, "image", threshold, n_boot=n_boot, seed=ctx.seed if seed is None else seed,
+                           unit_clusters=unit_clusters)
     return result, table, len(corpus.units)
 
 

@@ -106,20 +106,28 @@ def paired_bootstrap(a, b, n_boot: int = 2000, alpha: float = 0.05, rng=0, clust
     return float(d.mean()), float(lo), float(hi), float(min(1.0, 2 * min(below, above)))
 
 
-def randomisation_test(a, b, n_perm: int = 10000, rng=0) -> float:
-    """Two-sided paired randomisation (sign-flip) test of mean(a − b) = 0; p includes the observed."""
+def randomisation_test(a, b, n_perm: int = 10000, rng=0, clusters=None) -> float:
+    """Two-sided paired randomisation (sign-flip) test of mean(a − b) = 0; p includes the observed.
+    clusters: one label per query; the queries of a cluster flip together (the same clusters the
+    bootstrap resamples)."""
     d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
     n = len(d)
     if n == 0:
         return math.nan
     observed = abs(d.mean())
     gen = _rng(rng)
+    if clusters is None:
+        codes, m = np.arange(n), n
+    else:
+        codes, uniq = pd.factorize(np.asarray(clusters), sort=True)
+        m = len(uniq)
+    sums = np.bincount(codes, weights=d, minlength=m)          # a cluster's flip moves its sum
     hits = 0
-    step = max(1, 2_000_000 // n)
+    step = max(1, 2_000_000 // max(m, 1))
     for start in range(0, n_perm, step):
         k = min(step, n_perm - start)
-        signs = gen.integers(0, 2, size=(k, n)) * 2 - 1
-        hits += int(np.sum(np.abs((signs * d).mean(axis=1)) >= observed - 1e-12))
+        signs = gen.integers(0, 2, size=(k, m)) * 2 - 1
+        hits += int(np.sum(np.abs((signs * sums).sum(axis=1) / n) >= observed - 1e-12))
     return (hits + 1) / (n_perm + 1)
 
 
@@ -130,7 +138,7 @@ def compare(a, b, n_boot: int = 2000, n_perm: int = 10000, rng=0, clusters=None)
         raise ValueError(f"paired comparison needs the same queries: {a.shape} vs {b.shape}")
     gen = _rng(rng)
     delta, lo, hi, p_boot = paired_bootstrap(a, b, n_boot, rng=gen, clusters=clusters)
-    p_rand = randomisation_test(a, b, n_perm, rng=gen)
+    p_rand = randomisation_test(a, b, n_perm, rng=gen, clusters=clusters)
     return Comparison(delta, lo, hi, p_boot, p_rand, len(a))
 
 
@@ -153,16 +161,19 @@ def comparison_table(per_query: Mapping[str, pd.Series], baseline: str | None = 
 
     per_query: system -> Series of one measure indexed by query_id; the systems are aligned on the
     queries they share (the count is reported as n). Columns: system, n, mean, ci_lo, ci_hi,
-    delta, delta_lo, delta_hi, p_bootstrap, p_randomisation, p_holm (over the non-baseline rows).
+    delta, delta_lo, delta_hi, p_bootstrap, p_randomisation, p_holm (over the non-baseline rows),
+    baseline, cluster (what was resampled: 'query' or the cluster unit's name, clusters.name).
     """
     names = sorted(per_query)
     baseline = baseline or names[0]
     frame = pd.DataFrame({k: per_query[k] for k in names}).dropna()
-    cl = clusters.reindex(frame.index).to_numpy() if clusters is not None else None
+    cl = cluster_array(clusters, list(frame.index))
     rows = []
-    for i, name in enumerate(names):
-        gen = np.random.default_rng([seed, i])
-        ci = bootstrap_ci(frame[name].to_numpy(), n_boot, rng=gen, clusters=cl)
+    for name in names:
+        # every system draws the same resamples of the same queries (seeded from the run seed alone),
+        # so adding a system moves no other system's interval
+        ci = bootstrap_ci(frame[name].to_numpy(), n_boot, rng=np.random.default_rng([seed, 0]), clusters=cl)
+        gen = np.random.default_rng([seed, 1])
         row = dict(system=name, n=len(frame), mean=ci.estimate, ci_lo=ci.lo, ci_hi=ci.hi)
         if name != baseline:
             c = compare(frame[name].to_numpy(), frame[baseline].to_numpy(), n_boot, n_perm, rng=gen, clusters=cl)
@@ -176,4 +187,36 @@ def comparison_table(per_query: Mapping[str, pd.Series], baseline: str | None = 
     if mask.any():
         out.loc[mask, "p_holm"] = holm(out.loc[mask, "p_randomisation"].to_numpy())
     out["baseline"] = baseline
+    out["cluster"] = (clusters.name or "cluster") if clusters is not None else "query"
     return out
+
+
+CLUSTER_UNITS = ("document", "template", "none")
+
+
+def query_clusters(gold: Mapping[str, str], units: pd.DataFrame, how: str = "document") -> pd.Series | None:
+    """query_id -> the cluster its gold unit belongs to (its document's doc_id, or its template_id),
+    named for the cluster unit; None for 'none' (queries resampled one by one). Questions share
+    pages and decks, so their values are not independent: intervals resample whole clusters."""
+    if how not in CLUSTER_UNITS:
+        raise ValueError(f"stats.cluster must be one of {', '.join(CLUSTER_UNITS)}, got {how!r}")
+    if how == "none":
+        return None
+    col = {"document": "doc_id", "template": "template_id"}[how]
+    of = units.set_index("unit_id")[col].astype(str)
+    ids = list(gold)
+    values = [of.get(str(gold[q]).split(";")[0], f"unknown:{q}") or f"none:{q}" for q in ids]
+    return pd.Series(values, index=pd.Index(ids, name="query_id"), name=how)
+
+
+def cluster_array(clusters: pd.Series | None, query_ids: Sequence[str]):
+    """The clusters of query_ids in their order (None passes through; a query without one is its own)."""
+    if clusters is None:
+        return None
+    return np.asarray([clusters.get(q, f"self:{q}") for q in query_ids], dtype=object)
+
+
+
+def interval_words(clusters: pd.Series | None) -> str:
+    """How an interval was made, for a table's interval column."""
+    return "bootstrap 95%, questions resampled" if clusters is None else f"bootstrap 95%, {clusters.name}s resampled"

@@ -110,16 +110,20 @@ def write_runs(runs: dict[str, pd.DataFrame], run_dir: Path) -> list[Path]:
 
 
 def first_look(runs: dict[str, pd.DataFrame], qrels: pd.DataFrame, provenance: dict[str, str],
-               measures=("recall_10", "ndcg_cut_10", "recall_all_10"), seed: int = 0) -> pd.DataFrame:
-    """Per system: each measure's mean over the questions with a bootstrap 95% CI (n = questions)."""
+               measures=("recall_10", "ndcg_cut_10", "recall_all_10"), seed: int = 0,
+               clusters: pd.Series | None = None) -> pd.DataFrame:
+    """Per system: each measure's mean over the questions with a bootstrap 95% CI (n = questions;
+    the questions' clusters resampled when given; every system draws the same resamples)."""
     if not runs or qrels.empty:
         return pd.DataFrame(columns=["system", "provenance", "n"])
     rows = []
-    for i, (name, run) in enumerate(sorted(runs.items())):
+    for name, run in sorted(runs.items()):
         ev = M.evaluate(qrels, run, list(measures), complete=True)
-        row = {"system": name, "provenance": provenance.get(name, "pixels"), "n": len(ev.per_query)}
+        row = {"system": name, "provenance": provenance.get(name, "pixels"), "n": len(ev.per_query),
+               "interval": stats.interval_words(clusters)}
+        cl = stats.cluster_array(clusters, list(ev.per_query.index))
         for j, m in enumerate(measures):
-            ci = stats.bootstrap_ci(ev.per_query[m].to_numpy(), 2000, rng=np.random.default_rng([seed, i, j]))
+            ci = stats.bootstrap_ci(ev.per_query[m].to_numpy(), 2000, rng=np.random.default_rng([seed, j]), clusters=cl)
             row.update({m: ci.estimate, f"{m}_lo": ci.lo, f"{m}_hi": ci.hi})
         rows.append(row)
     return pd.DataFrame(rows)

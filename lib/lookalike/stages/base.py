@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import pandas as pd
 
 from lookalike import params as P
+from lookalike.eval import stats
 from lookalike.report import site
 
 
@@ -55,6 +56,19 @@ class StageContext:
 
     def has_table(self, name: str) -> bool:
         return (self.run_dir / "tables" / f"{name}.csv").is_file()
+
+    def clusters(self, gold: Mapping[str, str]) -> pd.Series | None:
+        """query_id -> the cluster its intervals resample (stats.cluster: the gold unit's document,
+        its template, or none), for the query -> gold unit mapping given."""
+        return stats.query_clusters(gold, self.units(), self.get("stats.cluster"))
+
+    def unit_clusters(self) -> dict[str, str] | None:
+        """unit_id -> its cluster under stats.cluster (document or template), or None."""
+        how = self.get("stats.cluster")
+        if how == "none":
+            return None
+        units = self.units()
+        return dict(zip(units["unit_id"], units[{"document": "doc_id", "template": "template_id"}[how]].astype(str)))
 
     def units(self) -> pd.DataFrame:
         return pd.read_csv(self.run_dir / "tables" / "units.csv", keep_default_na=False,

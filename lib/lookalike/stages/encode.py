@@ -96,7 +96,8 @@ def run(ctx: StageContext) -> StageResult:
         res.say("judgements are per document: each system is scored by its best page per document")
     else:
         qrels = given[["query_id", "unit_id", "relevance"]] if given is not None and len(given) else systems.evidence_qrels(questions)
-        look = systems.first_look(runs, qrels, provenance, seed=seed)
+        look = systems.first_look(runs, qrels, provenance, seed=seed,
+                                  clusters=ctx.clusters(dict(zip(questions["query_id"], questions["evidence_unit_ids"]))))
     with pd.option_context("display.float_format", "{:.3f}".format):
         res.say(look.to_string(index=False) if len(look) else "no runs")
 

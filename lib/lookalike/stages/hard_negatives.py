@@ -76,7 +76,8 @@ def run(ctx: StageContext) -> StageResult:
     sets = {"random": {q: by_gold_rand.get(g, []) for q, g in gold.items()},
             "hard": {q: by_gold_hard.get(g, []) for q, g in gold.items()},
             "corpus": {q: None for q in gold}}
-    top1_table = N.top1_table(scores, list(units["unit_id"]), list(single["query_id"]), gold, sets, seed)
+    top1_table = N.top1_table(scores, list(units["unit_id"]), list(single["query_id"]), gold, sets, seed,
+                              clusters=ctx.clusters(gold))
     with pd.option_context("display.float_format", "{:.3f}".format):
         res.say(top1_table.to_string(index=False) if len(top1_table) else "no page-single questions to score")
 

@@ -31,10 +31,12 @@ def ablation(ctx: StageContext, units: pd.DataFrame, cache: Cache, max_units: in
     ab = L.run_ablation(units, ctx.run_dir, seed, cache, max_units=max_units, inject=inject,
                         ocr_engine=ctx.get("encode.ocr_engine"), workers=ctx.get("encode.workers"),
                         device=ctx.get("encode.device"), n_boot=n_boot,
-                        blind_queries=str(ctx.path("leak.blind_queries") or ""), page_base=ctx.get("corpus.page_base"))
+                        blind_queries=str(ctx.path("leak.blind_queries") or ""), page_base=ctx.get("corpus.page_base"),
+                        cluster=ctx.get("stats.cluster"))
     sheet = L.sheet(ab.runs, ab.queries, k=ctx.get("leak.pool_depth"), seed=seed)
     judgements = L.reference_labels(sheet, ab.queries, units)
-    table, per_query = L.ablation_table(ab.runs, ab.queries, L.qrels_from_judgements(judgements), seed, n_boot=n_boot)
+    table, per_query = L.ablation_table(ab.runs, ab.queries, L.qrels_from_judgements(judgements), seed, n_boot=n_boot,
+                                        clusters=ab.clusters)
     return ab, sheet, judgements, table, per_query
 
 
@@ -115,7 +117,7 @@ def run(ctx: StageContext) -> StageResult:
         index=["index", "content_type"], columns="query_set", values="recall_10").round(3)
 
     res.section("gate")
-    verdict = L.paired_gate(per_query, "image", leak_threshold, seed=seed)
+    verdict = L.paired_gate(per_query, "image", leak_threshold, seed=seed, unit_clusters=ctx.unit_clusters())
     ok, blind, derived = verdict.verdict != "LEAK", verdict.blind, verdict.derived
     if verdict.verdict == "NOT EVALUATED":
         res.say("NOT EVALUATED: no blind / caption-derived query pairs could be built from this corpus "

@@ -39,6 +39,9 @@ def run(ctx: StageContext) -> StageResult:
     qrels_labels = L.qrels_from(current) if len(current) else pd.DataFrame(columns=["query_id", "unit_id", "relevance"])
     strict = validated[validated["slice"] == "single-gold"].reset_index(drop=True)
     one_unit = strict[~strict["evidence_unit_ids"].str.contains(";")].reset_index(drop=True)
+    # intervals resample clusters of questions (stats.cluster: by default each question's gold document)
+    clusters = ctx.clusters(dict(zip(questions["query_id"], questions["evidence_unit_ids"]))
+                            | dict(zip(validated["query_id"], validated["evidence_unit_ids"])))
     BASE = [n for n in ("ocr-minilm", "ocr-bm25", "caption-minilm") if (RUN / "vectors" / f"{n}.npz").is_file()]
     FUSIONS = {"pixels-rrf": ["ocr-minilm", "ocr-bm25"], "hybrid-rrf": BASE}
     FUSIONS = {k: v for k, v in FUSIONS.items() if len(v) >= 2 and set(v) <= set(BASE)}
@@ -61,11 +64,13 @@ def run(ctx: StageContext) -> StageResult:
     rand_c = {q: [g] + list(rand[rand["query_id"] == q]["unit_id"]) for q, g in zip(orig["query_id"], orig["evidence_unit_ids"])}
     orig_qrels = systems.evidence_qrels(orig)
     random_rows = []
-    for s, (name, run) in enumerate(sorted(scorer.runs(orig, rand_c).items())):
+    for name, run in sorted(scorer.runs(orig, rand_c).items()):
         pq = S.per_query(orig_qrels, run, ["top1"], list(orig["query_id"]))
-        ci = stats.bootstrap_ci(pq["top1"].to_numpy(), 2000, rng=np.random.default_rng([seed, 70, s]))
-        random_rows.append({"system": name, "n": ci.n, "top1": ci.estimate, "top1_lo": ci.lo, "top1_hi": ci.hi})
-    top1_random = pd.DataFrame(random_rows, columns=["system", "n", "top1", "top1_lo", "top1_hi"])
+        ci = stats.bootstrap_ci(pq["top1"].to_numpy(), 2000, rng=np.random.default_rng([seed, 70]),
+                                clusters=stats.cluster_array(clusters, list(pq.index)))
+        random_rows.append({"system": name, "n": ci.n, "top1": ci.estimate, "top1_lo": ci.lo, "top1_hi": ci.hi,
+                            "interval": stats.interval_words(clusters)})
+    top1_random = pd.DataFrame(random_rows, columns=["system", "n", "top1", "top1_lo", "top1_hi", "interval"])
     with pd.option_context("display.float_format", "{:.3f}".format):
         res.say(top1_random.to_string(index=False) if len(top1_random) else "no page-single questions")
 
@@ -74,8 +79,10 @@ def run(ctx: StageContext) -> StageResult:
     hard_c = {q: [g] + list(hard[hard["query_id"] == q]["unit_id"]) for q, g in zip(one_unit["query_id"], one_unit["evidence_unit_ids"])}
     hard_runs = scorer.runs(one_unit, hard_c)
     corpus_runs = {p.stem: trec.read_run(p)[0] for p in sorted((RUN / "runs_validated").glob("*.run"))}
-    suff_hard, frames_hard = S.sufficiency(qrels_labels, hard_runs, list(one_unit["query_id"]), "hard", seed=seed)
-    suff_corpus, frames_corpus = S.sufficiency(qrels_labels, corpus_runs, list(one_unit["query_id"]), "corpus", seed=seed)
+    suff_hard, frames_hard = S.sufficiency(qrels_labels, hard_runs, list(one_unit["query_id"]), "hard", seed=seed,
+                                           clusters=clusters)
+    suff_corpus, frames_corpus = S.sufficiency(qrels_labels, corpus_runs, list(one_unit["query_id"]), "corpus", seed=seed,
+                                               clusters=clusters)
     sufficiency = pd.concat([suff_hard, suff_corpus], ignore_index=True)
     with pd.option_context("display.float_format", "{:.3f}".format):
         res.say(sufficiency[sufficiency["k"].isin([1, 5])].drop(
@@ -96,7 +103,7 @@ def run(ctx: StageContext) -> StageResult:
             r = sh.loc[(name, k)]
             row[f"{label}, hard (validated)"] = S.fmt_ci(r[m], r[f"{m}_lo"], r[f"{m}_hi"])
         row["n (validated)"] = int(sh.loc[(name, 1), "n"])
-        g = S.slot_gain(frames_hard[name], "sufficient_1", "sufficient_5", seed=seed)
+        g = S.slot_gain(frames_hard[name], "sufficient_1", "sufficient_5", seed=seed, clusters=clusters)
         row["gain slot 1→5 (paired)"] = S.fmt_ci(g["gain"], g["gain_lo"], g["gain_hi"])
         head_rows.append(row)
     headline = pd.DataFrame(head_rows)
@@ -123,7 +130,8 @@ def run(ctx: StageContext) -> StageResult:
     for measure, frames, col in (("sufficient@5 (hard)", frames_hard, "sufficient_5"),
                                  ("nDCG@10 (corpus, evidence)", frames_ev, "ndcg_cut_10")):
         if frames:
-            t = stats.comparison_table({k: f[col] for k, f in frames.items()}, baseline=baseline, seed=seed)
+            t = stats.comparison_table({k: f[col] for k, f in frames.items()}, baseline=baseline, seed=seed,
+                                       clusters=clusters)
             sig.append(t.assign(measure=measure))
     significance = pd.concat(sig, ignore_index=True) if sig else pd.DataFrame()
     with pd.option_context("display.float_format", "{:.3f}".format):

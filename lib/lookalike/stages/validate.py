@@ -165,14 +165,15 @@ def run(ctx: StageContext) -> StageResult:
                 "corpus": {q: None for q in gold}}
         pos = [list(single["query_id"]).index(q) for q in strict["query_id"]]
         t = N.top1_table({n: m[pos] for n, m in scores.items()}, list(units["unit_id"]), list(strict["query_id"]),
-                         gold, sets, seed)
+                         gold, sets, seed, clusters=ctx.clusters(gold))
         top1_rows.append(t.assign(question_set="validated"))
         loose = single[single["slice"] == "any-acceptable"]
         if len(loose):
             pos = [list(single["query_id"]).index(q) for q in loose["query_id"]]
             acc = {q: set(a.split(";")) for q, a in zip(loose["query_id"], loose["acceptable_unit_ids"])}
             t = N.top1_table({n: m[pos] for n, m in scores.items()}, list(units["unit_id"]), list(loose["query_id"]),
-                             acc, {"corpus": {q: None for q in acc}}, seed)
+                             acc, {"corpus": {q: None for q in acc}}, seed,
+                             clusters=ctx.clusters(dict(zip(loose["query_id"], loose["evidence_unit_ids"]))))
             top1_rows.append(t.assign(question_set="any-acceptable"))
     as_generated = read("top1_negatives")
     as_generated = as_generated[as_generated["system"].isin(names)].assign(question_set="as generated")
@@ -215,7 +216,8 @@ def run(ctx: StageContext) -> StageResult:
             gold = dict(zip(rq["query_id"], rq["expected_unit_id"]))
             sets = {"hard": {q: hard_of.get(g, []) for q, g in gold.items()}, "corpus": {q: None for q in gold}}
             scores = {n: systems.score_matrix(unit_vectors[n], qv[n]) for n in names}
-            regression_summary = N.top1_table(scores, list(units["unit_id"]), list(rq["query_id"]), gold, sets, seed)
+            regression_summary = N.top1_table(scores, list(units["unit_id"]), list(rq["query_id"]), gold, sets, seed,
+                                              clusters=ctx.clusters(gold))
             col = {u: i for i, u in enumerate(units["unit_id"])}
             rows = []
             for n, m in scores.items():
