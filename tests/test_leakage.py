@@ -64,13 +64,13 @@ def _leak_check(*extra):
 def test_gate_passes_on_the_ci_configuration():
     res = _leak_check()
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "PASS" in res.stdout and "image index recall@10: blind" in res.stdout
+    assert "PASS" in res.stdout and "image: caption-derived − blind recall@10" in res.stdout and "decision rule: LEAK when" in res.stdout
 
 
 def test_gate_fails_when_a_caption_leak_is_injected():
     res = _leak_check("--inject-caption-leak")
     assert res.returncode == 1, res.stdout + res.stderr
-    assert "FAIL" in res.stdout and "caption leak injected" in res.stdout
+    assert "FAIL" in res.stdout and "caption-index leak injected" in res.stdout
 
 
 def test_gate_decision():
@@ -179,8 +179,26 @@ def test_leak_check_exits_3_when_no_pairs_can_be_built(monkeypatch, capsys):
     nan = float("nan")
     empty = pd.DataFrame({"index": ["image", "image"], "query_set": ["blind", "caption-derived"], "n": [0, 0],
                           "recall_10": [nan, nan], "recall_10_lo": [nan, nan], "recall_10_hi": [nan, nan]})
-    monkeypatch.setattr(stratify, "load_corpus", lambda ctx: type("C", (), {"units": pd.DataFrame({"unit_id": []})})())
+    monkeypatch.setattr(stratify, "load_corpus",
+                        lambda ctx: type("C", (), {"units": pd.DataFrame({"unit_id": [], "doc_id": []})})())
     no_pairs = pd.DataFrame(columns=["index", "query_id", "unit_id", "query_set", "recall_10"])
     monkeypatch.setattr(leak, "ablation", lambda *a, **k: (None, None, None, empty, no_pairs))
     assert leak_check.main([str(REPO / "params" / "ci.yaml")]) == 3
     assert "NOT EVALUATED" in capsys.readouterr().out
+
+
+def test_gate_fails_on_a_file_name_reaching_the_image_path_only_when_it_moves_the_paired_difference():
+    """The paired rule on synthetic per-query values: a material, significant difference is a LEAK;
+    the same mean difference on a handful of units is not significant and passes; no pairs is
+    NOT EVALUATED — never a leak."""
+    units = [f"u{i}" for i in range(60)]
+    rows = [{"index": "image", "unit_id": u, "query_set": qs, "query_id": f"{u}-{qs}",
+             "recall_10": float(qs == "caption-derived" or i % 3 == 0)} for i, u in enumerate(units)
+            for qs in ("blind", "caption-derived")]
+    per_query = pd.DataFrame(rows)
+    leak = L.paired_gate(per_query, "image", 0.05, n_boot=500, seed=1)
+    assert leak.verdict == "LEAK" and leak.lo > 0 and leak.n_pairs == 60
+    few = L.paired_gate(per_query[per_query["unit_id"].isin(units[:2])], "image", 0.05, n_boot=500, seed=1)
+    assert few.verdict == "PASS" and few.lo <= 0
+    none = L.paired_gate(per_query.head(0), "image", 0.05)
+    assert none.verdict == "NOT EVALUATED" and "NOT EVALUATED" in none.sentence()
