@@ -236,3 +236,15 @@ def test_run_from_scores_keeps_top_k_in_canonical_order():
     s = np.array([[0.2, 0.9, 0.2], [0.1, 0.3, 0.5]])
     r = retrieve.run_from_scores(s, ["q1", "q2"], ["a", "b", "c"], k=2)
     assert list(zip(r["query_id"], r["unit_id"])) == [("q1", "b"), ("q1", "c"), ("q2", "c"), ("q2", "b")]
+
+
+def test_the_pipeline_refuses_caption_vectors_handed_to_a_pixel_system():
+    """build_runs takes what an index accepts from the system's declared provenance: caption
+    vectors under the name of a pixel system are refused (it used to derive it from the vectors)."""
+    from lookalike.retrieval import systems
+
+    caption = Vectors("caption-minilm", "caption-text", ["u1", "u2"], np.eye(2, dtype=np.float32))
+    queries = Vectors("caption-minilm", "query-text", ["q1"], np.ones((1, 2), np.float32))
+    with pytest.raises(retrieve.ProvenanceError, match="accepts \\['pixels'\\] vectors only; got 'caption-text'"):
+        systems.build_runs({"ocr-minilm": caption}, {"ocr-minilm": queries})
+    assert "caption-minilm" in systems.build_runs({"caption-minilm": caption}, {"caption-minilm": queries})

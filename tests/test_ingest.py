@@ -158,3 +158,15 @@ def test_a_manifest_adds_metadata_to_a_pdf_folder(pdfs, tmp_path):
     problems = " | ".join(c.skipped["problem"])
     assert "doc_id '2024_Q9_NOPE' is not a document" in problems and "unknown content_type 'diagram'" in problems
     assert "revision 'two'" in problems
+
+
+def test_vidore_pages_counted_from_0_are_shifted_not_clamped(tmp_path):
+    """Page 0 and page 1 of one file are two pages: under the old clamp both became ':1' and merged."""
+    rows = pd.DataFrame({
+        "query": ["first page?", "second page?"],
+        "image": [{"bytes": _png_bytes((200, 0, 0)), "path": None}, {"bytes": _png_bytes((0, 0, 200)), "path": None}],
+        "image_filename": ["deck.pdf", "deck.pdf"], "page": [0, 1]})
+    rows.to_parquet(tmp_path / "zero.parquet")
+    c = ingest.vidore_parquet(tmp_path / "zero.parquet", tmp_path / "run" / "corpus")
+    assert list(c.units["unit_id"]) == ["deck:1", "deck:2"]
+    assert list(c.questions["evidence_unit_ids"]) == ["deck:1", "deck:2"]

@@ -161,7 +161,9 @@ def test_users_own_blind_queries_get_caption_derived_twins(tmp_path, ci_units):
     rows = [{"query_id": f"u{i}", "unit_id": uid, "text": f"page {i} as I saw it", "register": "question"}
             for i, uid in enumerate(list(with_caption["unit_id"]) + list(no_caption["unit_id"]))]
     pd.DataFrame(rows).to_csv(tmp_path / "blind.csv", index=False)
-    q = L.read_blind_queries(tmp_path / "blind.csv", units)
+    q, dropped = L.read_blind_queries(tmp_path / "blind.csv", units)
+    assert list(dropped["unit_id"]) == list(no_caption["unit_id"]) and list(dropped["row"]) == [5]
+    assert "no caption or alt text" in dropped["problem"].iloc[0]
     assert list(q["query_set"].value_counts().sort_index()) == [3, 3]         # the caption-less unit is dropped
     assert set(q["register"]) == {"question"}
     assert set(q[q["query_set"] == "blind"]["text"]) == {"page 0 as I saw it", "page 1 as I saw it", "page 2 as I saw it"}

@@ -90,7 +90,7 @@ def test_blind_queries_regressions_and_human_labels_check_the_base_too(tmp_path)
                   "text": "the chart as I saw it"}).to_csv(tmp_path / "blind.csv", index=False)
     with pytest.raises(pagebase.PageBaseError, match="2 of 20 page ids name page 0"):
         leakage.read_blind_queries(tmp_path / "blind.csv", _units_frame(), page_base=1)
-    got = leakage.read_blind_queries(tmp_path / "blind.csv", _units_frame(), page_base=0)
+    got, _ = leakage.read_blind_queries(tmp_path / "blind.csv", _units_frame(), page_base=0)
     assert set(got.loc[got["query_set"] == "blind", "unit_id"]) == {pagebase.shift(u, 1) for u in zero}
 
     pd.DataFrame({"text": "where is it", "expected_unit_id": zero, "returned_unit_id": ""}).to_csv(

@@ -147,13 +147,15 @@ def build_query_sets(units: pd.DataFrame, seed: int, max_units: int | None = Non
                                        "content_type"])
 
 
-def read_blind_queries(path: Path | str, units: pd.DataFrame, seed: int = 0, page_base: int = 1) -> pd.DataFrame:
+def read_blind_queries(path: Path | str, units: pd.DataFrame, seed: int = 0,
+                       page_base: int = 1) -> tuple[pd.DataFrame, pd.DataFrame]:
     """A user's own blind queries (CSV: query_id, unit_id, text[, register]) and their caption-derived twins.
 
     On a user's corpus the blind set is theirs — written from the pixels by someone who never saw
     the captions. Each row's unit gets a caption-derived twin in the same register. Qualifiers are
     read off both texts with the same rule, so ``matched`` shows whether the two sets agree in
-    specificity; a unit without caption text has no twin and its blind query is dropped (listed).
+    specificity; a unit without caption text has no twin and its blind query is dropped — listed in
+    the second frame returned (source, row, unit_id, problem), never silently.
     Errors name the file and row: a missing column, an unknown unit, an unknown register, page
     numbers that contradict page_base (io.pagebase).
     """
@@ -162,7 +164,7 @@ def read_blind_queries(path: Path | str, units: pd.DataFrame, seed: int = 0, pag
     pagebase.check(str(path), list(df["unit_id"]), page_base, units["unit_id"], range(2, len(df) + 2))
     df["unit_id"] = pagebase.normalise(df["unit_id"], page_base)
     meta = units.set_index("unit_id")
-    rows = []
+    rows, dropped = [], []
     for i, rec in enumerate(df.to_dict("records"), start=1):
         if rec["unit_id"] not in meta.index:
             raise ValueError(f"{path}: row {i} (query {rec['query_id']!r}): unknown unit_id {rec['unit_id']!r}")
@@ -172,6 +174,8 @@ def read_blind_queries(path: Path | str, units: pd.DataFrame, seed: int = 0, pag
         unit = {"unit_id": rec["unit_id"], **meta.loc[rec["unit_id"]].to_dict()}
         source = str(unit.get("caption", "")).strip() or str(unit.get("alt_text", "")).strip()
         if not source:
+            dropped.append({"source": path.name, "row": i + 1, "unit_id": rec["unit_id"],
+                            "problem": "the unit has no caption or alt text, so there is no caption-derived twin"})
             continue
         cap = paraphrase(source)
         common = dict(unit_id=rec["unit_id"], register=register, content_type=unit.get("content_type", ""))
@@ -179,8 +183,9 @@ def read_blind_queries(path: Path | str, units: pd.DataFrame, seed: int = 0, pag
                          qualifiers=";".join(qualifiers_in(rec["text"], unit)), **common))
         rows.append(dict(query_id=f"{rec['query_id']}-c", query_set="caption-derived", text=_wrap(register, cap),
                          qualifiers=";".join(qualifiers_in(cap, unit)), **common))
-    return pd.DataFrame(rows, columns=["query_id", "query_set", "unit_id", "text", "register", "qualifiers",
-                                       "content_type"])
+    return (pd.DataFrame(rows, columns=["query_id", "query_set", "unit_id", "text", "register", "qualifiers",
+                                        "content_type"]),
+            pd.DataFrame(dropped, columns=["source", "row", "unit_id", "problem"]))
 
 
 def matched(queries: pd.DataFrame) -> pd.DataFrame:
@@ -384,6 +389,7 @@ class Ablation:
     per_query: pd.DataFrame
     injected: str                     # "" (clean), or the field injected into the image path
     clusters: pd.Series | None = None  # query_id -> the cluster its intervals resample
+    dropped: pd.DataFrame | None = None  # your blind queries that could not be used, with the reason
 
 
 # Fault injections. caption-index: the classic bug — the image path encodes the caption fields
@@ -439,7 +445,11 @@ def run_ablation(units: pd.DataFrame, base_dir: Path, seed: int, cache: Cache | 
     elif inject:
         texts = systems.ocr_texts(units, base_dir, cache, ocr_engine, workers)
         image_vectors = inject_leak(image_vectors, units, texts, inject, image_enc.device)
-    queries = read_blind_queries(blind_queries, units, seed, page_base) if blind_queries else build_query_sets(units, seed)
+    dropped = pd.DataFrame(columns=["source", "row", "unit_id", "problem"])
+    if blind_queries:
+        queries, dropped = read_blind_queries(blind_queries, units, seed, page_base)
+    else:
+        queries = build_query_sets(units, seed)
     if blind_queries:
         queries = queries[queries["unit_id"].isin(set(units["unit_id"]))].reset_index(drop=True)
     indexes = build_indexes(image_vectors, caption_vectors, bool(inject))
@@ -447,7 +457,7 @@ def run_ablation(units: pd.DataFrame, base_dir: Path, seed: int, cache: Cache | 
     runs = search_all(indexes, query_vectors, depth)
     clusters = stats.query_clusters(dict(zip(queries["query_id"], queries["unit_id"])), units, cluster)
     table, per_query = ablation_table(runs, queries, qrels_for(queries), seed, n_boot, clusters=clusters)
-    return Ablation(queries, runs, table, per_query, inject, clusters)
+    return Ablation(queries, runs, table, per_query, inject, clusters, dropped)
 
 
 def gate(table: pd.DataFrame, threshold: float = 0.05) -> tuple[bool, float, float]:

@@ -248,8 +248,10 @@ def vidore_parquet(path: Path | str, out_dir: Path | str, max_pixels: int = 40_0
 
     Columns: ``image`` (embedded: a struct with bytes), ``query`` (may be empty: an image without a
     question), optional ``image_filename`` (the unit's name; else the row), ``page``, ``answer``.
-    Each distinct image becomes a unit ``"{name}:{page or 1}"``; each row with a query a question
-    (``v{row:05d}``) whose evidence is that unit, relevance 1 in ``qrels``.
+    Each distinct image becomes a unit ``"{name}:{page}"``; each row with a query a question
+    (``v{row:05d}``) whose evidence is that unit, relevance 1 in ``qrels``. Pages: when any row has
+    page 0 the file counts from 0 and every page is shifted by one (page 0 and page 1 of a file stay
+    two units); a row without a page is page 1 (from 0: page 0).
     """
     path, out_dir = Path(path), Path(out_dir)
     if not path.is_file():
@@ -262,10 +264,16 @@ def vidore_parquet(path: Path | str, out_dir: Path | str, max_pixels: int = 40_0
         raise CorpusError(f"{path}: no 'image' column (columns: {', '.join(map(str, df.columns))})")
     (out_dir / "images").mkdir(parents=True, exist_ok=True)
     units, questions, qrels, skipped, by_name = [], [], [], [], {}
-    for i, rec in enumerate(df.to_dict("records")):
+    records = df.to_dict("records")
+    pages = [int(r["page"]) if isinstance(r.get("page"), (int, float)) and not pd.isna(r.get("page")) else None
+             for r in records]
+    shift = 1 if any(p == 0 for p in pages) else 0          # a file with a page 0 counts from 0
+    for i, rec in enumerate(records):
         name = _safe_id(Path(_cell(rec.get("image_filename")) or f"row{i:05d}").stem) or f"row{i:05d}"
-        page = rec.get("page")
-        page = int(page) if isinstance(page, (int, float)) and not pd.isna(page) and int(page) >= 1 else 1
+        page = (pages[i] if pages[i] is not None else 1 - shift) + shift
+        if page < 1:
+            skipped.append(_skip(path.name, i + 1, f"{name}:{pages[i]}", f"page {pages[i]} is not a page number"))
+            continue
         uid = f"{name}:{page}"
         if uid not in by_name:
             data = _image_bytes(rec.get("image"))

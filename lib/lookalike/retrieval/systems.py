@@ -78,12 +78,14 @@ def encode_queries(questions: pd.DataFrame, names: Sequence[str], **kw) -> dict:
 
 def build_runs(unit_vectors: dict, query_vectors: dict, depth: int = 100, rrf_k: int = 60,
                memory_budget_mb: float = 512.0) -> dict[str, pd.DataFrame]:
-    """Index each encoder's unit vectors (pixels indexes accept pixels only) and search the queries."""
+    """Index each encoder's unit vectors and search the queries. What an index accepts comes from
+    the system's *declared* provenance (its encoder class), never from the vectors it is handed, so
+    caption vectors handed to a pixel system are refused (retrieval.indexes.ProvenanceError)."""
     runs: dict[str, pd.DataFrame] = {}
     for name, vecs in unit_vectors.items():
         if name not in query_vectors:
             continue
-        accepts = ("caption-text",) if vecs.provenance == "caption-text" else ("pixels",)
+        accepts = (declared_provenance(name, vecs),)
         if vecs.kind == "text":
             index = retrieve.BM25Index(accepts=accepts, name=name)
         elif vecs.kind == "multi":
@@ -94,6 +96,13 @@ def build_runs(unit_vectors: dict, query_vectors: dict, depth: int = 100, rrf_k:
     if "ocr-minilm" in runs and "ocr-bm25" in runs:
         runs["pixels-rrf"] = retrieve.rrf([runs["ocr-minilm"], runs["ocr-bm25"]], k=rrf_k, depth=depth)
     return runs
+
+
+def declared_provenance(name: str, vecs=None) -> str:
+    """What the system named name declares it reads: its encoder class's provenance (pixels,
+    caption-text); an encoder outside the registry (a plug-in) declares through its vectors."""
+    cls = E.ENCODERS.get(name)
+    return cls.provenance if cls is not None else (vecs.provenance if vecs is not None else "pixels")
 
 
 def evidence_qrels(questions: pd.DataFrame) -> pd.DataFrame:

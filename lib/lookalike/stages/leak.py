@@ -63,6 +63,9 @@ def run(ctx: StageContext) -> StageResult:
 
     res.section("queries")
     res.show["queries"] = ab.queries.head(6)[["query_set", "register", "qualifiers", "text"]]
+    if ab.dropped is not None and len(ab.dropped):
+        res.say(f"{len(ab.dropped)} of your blind queries dropped (tables/leak_blind_dropped.csv):")
+        res.say(ab.dropped.head(10).to_string(index=False))
 
     res.section("pool")
     res.say(f"pooled pairs: {len(sheet)} for {ab.queries['query_id'].nunique()} queries; labels "
@@ -129,6 +132,8 @@ def run(ctx: StageContext) -> StageResult:
     # save
     res.table("leak_ablation", table, sort_by=["index", "query_set"])
     res.table("leak_queries", ab.queries, sort_by=["query_id"])
+    if ab.dropped is not None and len(ab.dropped):
+        res.table("leak_blind_dropped", ab.dropped)
     res.table("leak_per_query", per_query, sort_by=["index", "query_id"])
     res.table("leak_breakdown_register", L.breakdown(per_query, "register"))
     res.table("leak_breakdown_stratum", L.breakdown(per_query, "content_type"))
