@@ -104,3 +104,15 @@ def test_document_negatives_same_entity_other_period_against_random():
     assert hard["q"] == ["A1", "A3"] and hard["r"] == []
     assert len(rand["q"]) == 2 and "A2" not in rand["q"] and len(rand["r"]) == 3
     assert (hard, rand) == N.document_negatives(docs, {"q": "A2", "r": "C1"}, seed=1)
+
+
+def test_similarity_to_gold_says_how_much_closer_each_kind_of_distractor_is():
+    import numpy as np
+    import pandas as pd
+    from lookalike.analysis import negatives as N
+    units = pd.DataFrame({"unit_id": ["g", "near", "far"]})
+    vectors = np.array([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0]])
+    d = pd.DataFrame({"gold_unit_id": ["g", "g"], "unit_id": ["near", "far"], "axis": ["period", "random"]})
+    got = N.similarity_to_gold(d, units, vectors).set_index("axis")
+    assert got.loc["period", "similarity_to_gold"] > 0.99 and got.loc["random", "similarity_to_gold"] == 0.0
+    assert list(got["n"]) == [1, 1]

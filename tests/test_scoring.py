@@ -77,3 +77,14 @@ def test_restrict_ranking_puts_unranked_candidates_last():
     got = dict(zip(zip(out["query_id"], out["unit_id"]), out["score"]))
     assert got[("q", "b")] == 0.9 and got[("q", "a")] == 0.5 and got[("q", "c")] < 0.5
     assert ("q", "x") not in got and got[("z", "a")] == -1.0
+
+
+def test_macro_figures_state_each_structures_n_and_warn_when_one_is_thin():
+    import pandas as pd
+    from lookalike.analysis import scoring as S
+    rows = [{"system": "a", "aggregate": "structure", "evidence_structure": st, "measure": "Recall", "k": 10,
+             "value": 0.5, "n": n} for st, n in (("page-single", 49), ("page-multi", 1))]
+    said = S.macro_weights(pd.DataFrame(rows))
+    assert "page-multi n = 1, page-single n = 49" in said and "Micro averages all 50" in said
+    assert "Warning: page-multi (1) has fewer than 10 questions" in said
+    assert "Warning" not in S.macro_weights(pd.DataFrame(rows[:1]))

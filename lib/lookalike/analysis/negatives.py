@@ -159,6 +159,19 @@ def for_questions(questions: pd.DataFrame, distractors: pd.DataFrame) -> pd.Data
                                                    ascending=[True, True, True, False, False], kind="mergesort")
 
 
+def similarity_to_gold(distractors: pd.DataFrame, units: pd.DataFrame, vectors: np.ndarray) -> pd.DataFrame:
+    """How close each kind of distractor is to its gold: mean cosine similarity of the appearance
+    vectors per axis (random included), with n — hard distractors should sit closer than random."""
+    pos = {u: i for i, u in enumerate(units["unit_id"])}
+    v = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    rows = []
+    for axis, g in distractors.groupby("axis", sort=True):
+        pairs = [(pos[a], pos[b]) for a, b in zip(g["gold_unit_id"], g["unit_id"]) if a in pos and b in pos]
+        sims = [float(v[a] @ v[b]) for a, b in pairs]
+        rows.append({"axis": axis, "n": len(sims), "similarity_to_gold": float(np.mean(sims)) if sims else float("nan")})
+    return pd.DataFrame(rows, columns=["axis", "n", "similarity_to_gold"])
+
+
 def pool_summary(pool_sizes: pd.DataFrame) -> pd.DataFrame:
     """Per axis: golds, mean and median pool size, share of golds with an empty pool."""
     g = pool_sizes.groupby("axis", sort=True)["pool"]

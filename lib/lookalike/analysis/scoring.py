@@ -113,6 +113,23 @@ def evidence_complete(qrels: pd.DataFrame, runs: Mapping[str, pd.DataFrame], que
     return pd.DataFrame(rows, columns=EVIDENCE_COLUMNS), frames
 
 
+def macro_weights(evidence: pd.DataFrame, few: int = 10) -> str:
+    """What a Macro figure averages: the questions per evidence structure (each structure weighs the
+    same), and a warning naming the structures with fewer than ``few`` questions."""
+    st = evidence[evidence["aggregate"] == "structure"]
+    if st.empty:
+        return "Macro: no evidence structures."
+    n = st.groupby("evidence_structure")["n"].max().sort_index()
+    said = (f"Macro averages {len(n)} evidence structures with equal weight (questions: "
+            + ", ".join(f"{k} n = {v}" for k, v in n.items()) + f"; Micro averages all {int(n.sum())}).")
+    thin = n[n < few]
+    if len(thin):
+        said += (f" Warning: {', '.join(f'{k} ({v})' for k, v in thin.items())} "
+                 f"{'has' if len(thin) == 1 else 'have'} fewer than {few} questions but weigh"
+                 f"{'s' if len(thin) == 1 else ''} as much as any other structure in the Macro figure.")
+    return said
+
+
 def fusion_trace(components: Mapping[str, pd.DataFrame], fused: Mapping[str, pd.DataFrame],
                  sufficient: Mapping[str, set], k: int = 10) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Where fusion loses evidence: per question and fusion method, was a sufficient unit in some

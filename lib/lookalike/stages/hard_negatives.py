@@ -50,9 +50,17 @@ def run(ctx: StageContext) -> StageResult:
     rand = N.random_negatives(units, golds, negatives_random, seed)
     distractors = N.for_questions(questions, pd.concat([hard, rand], ignore_index=True))
     summary = N.pool_summary(pool_sizes)
+    method = ("per-axis pools: pages of the gold's template that differ in one field (template_id metadata)"
+              if has_metadata else
+              f"appearance clustering ({negatives_clusters} clusters): the corpus has no template_id metadata, so "
+              "per-axis pools cannot be formed (a corpus.name_pattern without a template group falls back here)")
+    closeness = N.similarity_to_gold(pd.concat([hard, rand], ignore_index=True), units, appearance.data)
     with pd.option_context("display.float_format", "{:.2f}".format):
         res.say(f"gold units: {len(golds)}; hard distractors: {len(hard)}; random negatives: {len(rand)}")
+        res.say(f"distractor method: {method}")
         res.say(summary.to_string(index=False))
+        res.say("\nappearance similarity to the gold, by kind of distractor:")
+        res.say(closeness.to_string(index=False) if len(closeness) else "no distractors")
 
     res.section("montage")
     if len(hard):
@@ -119,6 +127,15 @@ def run(ctx: StageContext) -> StageResult:
     res.table("pool_summary", summary, sort_by=["axis"])
     res.table("top1_negatives", top1_table, sort_by=["system", "negatives"])
     res.table("top1_documents", doc_table, sort_by=["system", "negatives"])
+    res.table("distractor_similarity", closeness, sort_by=["axis"])
+    harder = ""
+    t = top1_table.set_index(["system", "negatives"])
+    if ("ocr-bm25", "hard") in t.index and ("ocr-bm25", "random") in t.index:
+        h, rnd = t.loc[("ocr-bm25", "hard")], t.loc[("ocr-bm25", "random")]
+        if h["top1_hi"] >= rnd["top1_lo"]:
+            harder = (" The hard set is not measurably harder than random negatives here (their 95% intervals "
+                      "overlap): read the hard-negative figures with that in mind.")
+    method_said = " Distractors: " + ("per-axis pools." if has_metadata else "appearance clustering (no template metadata).")
     r = top1_table.set_index(["system", "negatives"])["top1"]
     d = doc_table.set_index(["system", "negatives"])["top1"]
     sentence = ("Top-1 of ocr-bm25: " + ", ".join(f"{neg} {r[('ocr-bm25', neg)]:.2f}" for neg in ("random", "hard", "corpus"))
@@ -126,7 +143,7 @@ def run(ctx: StageContext) -> StageResult:
                 if ("ocr-bm25", "hard") in r.index else
                 "Document top-1 of ocr-bm25: " + ", ".join(f"{neg} {d[('ocr-bm25', neg)]:.2f}" for neg in ("random", "hard", "corpus"))
                 + " — same company, other period as the hard negatives." if ("ocr-bm25", "hard") in d.index
-                else f"{len(hard)} hard distractors; no page-single questions scored.")
+                else f"{len(hard)} hard distractors; no page-single questions scored.") + method_said + harder
     res.headline(
         sentence,
         figure="04_top1" if len(top1_table) else "",

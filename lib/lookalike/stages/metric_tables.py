@@ -160,6 +160,7 @@ def run(ctx: StageContext) -> StageResult:
               if len(agg) else "no validated questions")
         res.say()
         st = evidence[(evidence["aggregate"] == "structure") & (evidence["k"] == 10) & (evidence["measure"] == "RecallAll")]
+        res.say(S.macro_weights(evidence))
         res.say("RecallAll@10 by evidence structure (n per cell in tables/evidence_complete.csv):")
         res.say(st.pivot_table(index="evidence_structure", columns="system", values="value").to_string() if len(st) else "-")
 
@@ -202,7 +203,7 @@ def run(ctx: StageContext) -> StageResult:
          "figure": "07_sufficiency"},
         {"heading": "Evidence-complete retrieval (Macro over evidence structures, k = 10)", "table": macro.round(3),
          "text": "nDCG and Recall credit any evidence page found; nDCGAll and RecallAll only when every evidence "
-                 "page of a question is in the top 10."},
+                 "page of a question is in the top 10. " + S.macro_weights(evidence)},
         {"heading": "Where fusion loses evidence", "table": lost,
          "text": "Questions whose sufficient page a component system found but the fused top 10 dropped, by "
                  "component and fusion method."},
