@@ -88,3 +88,11 @@ def test_stage_03_labels_its_pool_with_the_three_labels(results):
     assert set(judgements["label"]) <= {"sufficient", "supporting", "irrelevant"}
     assert (judgements["grade"] == judgements["label"].map({"sufficient": 2, "supporting": 1, "irrelevant": 0})).all()
     assert list(out["leak"].tables["judging_sheet"].columns) == ["item", "query", "label"]
+
+
+def test_headlines_hold_no_nan_and_no_empty_names(results):
+    _, out = results
+    for module, res in out.items():
+        said = res.sentence + " " + " ".join(map(str, res.numbers.values()))
+        assert "nan" not in said.lower().replace("nanos", ""), (module, said)
+        assert "()" not in said, (module, said)

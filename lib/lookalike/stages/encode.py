@@ -120,8 +120,9 @@ def run(ctx: StageContext) -> StageResult:
     pixel_rows = (look[look["provenance"] == "pixels"].sort_values("recall_10", ascending=False, kind="mergesort")
                   if len(look) else look)
     sentence = (f"{len(runs)} systems ranked {len(questions)} questions; the best pixel-only system "
-                f"({pixel_rows.iloc[0]['system']}) has Recall@10 {pixel_rows.iloc[0]['recall_10']:.2f} against the "
-                "generator's evidence units (first look: no hard negatives yet)."
+                f"({pixel_rows.iloc[0]['system']}) has Recall@10 {pixel_rows.iloc[0]['recall_10']:.2f} against "
+                + ("the generator's evidence units" if ctx.get("corpus.source") == "demo" else "your judgements")
+                + " (first look: no hard negatives yet)."
                 if len(pixel_rows) else f"{len(unit_vectors)} encoders ran; no questions, so no runs.")
     res.headline(
         sentence,

@@ -155,7 +155,8 @@ def run(ctx: StageContext) -> StageResult:
          f"({'no leak' if ok else 'LEAK'}); caption index {table.iloc[2]['recall_10']:.2f} → {table.iloc[3]['recall_10']:.2f}"
          f"{f' — {ab.injected} leak injected' if ab.injected else ''}."),
         figure="03_leak_ablation",
-        numbers={f"{r.index} / {r.query_set}": f"{r.recall_10:.3f} [{r.recall_10_lo:.3f}, {r.recall_10_hi:.3f}]"
+        numbers={f"{r.index} / {r.query_set}": (f"{r.recall_10:.3f} [{r.recall_10_lo:.3f}, {r.recall_10_hi:.3f}]"
+                                                 if r.n else "not evaluated: no queries")
                  for r in table.itertuples()},
     )
     return res

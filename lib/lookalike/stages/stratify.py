@@ -99,10 +99,13 @@ def run(ctx: StageContext) -> StageResult:
     res.table("skipped", skipped.assign(row=pd.to_numeric(skipped["row"], errors="coerce").astype("Int64")),
                        sort_by=["source", "row", "unit_id"])
     res.table("qrels", qrels, sort_by=["query_id", "unit_id"])
-    top = strata.sort_values("units", ascending=False, kind="mergesort").iloc[0]
+    named = strata[strata["template_id"].astype(str) != ""]
+    top = named.sort_values("units", ascending=False, kind="mergesort").iloc[0] if len(named) else None
     res.headline(
-        f"{len(units)} units in {units['doc_id'].nunique()} documents across {len(strata)} templates; "
-        f"the largest template ({top['template_id']}) has {int(top['units'])} units. {len(skipped)} rows skipped.",
+        f"{len(units)} units in {units['doc_id'].nunique()} documents"
+        + (f" across {len(named)} templates; the largest template ({top['template_id']}) has {int(top['units'])} units."
+           if top is not None else " (no template metadata: strata are by content type only).")
+        + f" {len(skipped)} rows skipped.",
         figure="01_strata",
         numbers={"units": len(units), "documents": int(units["doc_id"].nunique()), "questions": len(questions),
                  "sampled": len(sample), "skipped": len(skipped)},
