@@ -247,3 +247,18 @@ def test_provenance_says_what_the_labels_rest_on_and_flags_unverified_ones():
     assert L.provenance(cur, ref)[1]                      # agreement with the answer key is not agreement with people
     demo = cur.assign(source="reference", judge="reference")
     assert L.provenance(demo) == ("labels: 3 from the demo's answer key of 3 pairs", False)
+
+
+def test_your_qrels_enter_the_store_as_peoples_labels_and_win(tmp_path):
+    graded = pd.DataFrame({"query_id": ["q1", "q1", "q2"], "unit_id": ["a:1", "a:2", "b:1"], "relevance": [2, 1, 0]})
+    rows = L.labels_from_qrels(graded, "mine.qrels")
+    assert [r["label"] for r in rows] == ["sufficient", "supporting", "irrelevant"]
+    assert {r["source"] for r in rows} == {"human"} and {r["judge"] for r in rows} == {"qrels:mine.qrels"}
+    binary = graded.assign(relevance=[1, 1, 0])
+    assert [r["label"] for r in L.labels_from_qrels(binary, "b.qrels")] == ["sufficient", "sufficient", "irrelevant"]
+    store = L.LabelStore(tmp_path / "store.jsonl")
+    store.append([{"query_id": "q1", "unit_id": "a:1", "label": "irrelevant", "judge": "answer-string",
+                   "source": "model"}])
+    store.append(rows)
+    cur = store.current().set_index("unit_id")
+    assert cur.loc["a:1", "label"] == "sufficient" and cur.loc["a:1", "judge"] == "qrels:mine.qrels"

@@ -32,6 +32,7 @@ import pandas as pd
 
 from lookalike.data.schema import resolve_image
 from lookalike.eval.trec import LABEL_GRADES
+from lookalike.vocab import GRADE_LABELS
 from lookalike.judging.judges import LABELS, check_labels
 from lookalike.report import images as report_images
 from lookalike.report import pages
@@ -239,6 +240,24 @@ def import_export(export: Path | str, key: Path | str, store: LabelStore, judge:
     conflicts = store.conflicts()
     return {"added": added, "already_held": len(rows) - added, "unknown": unknown,
             "conflicting_pairs": int(conflicts[["query_id", "unit_id"]].drop_duplicates().shape[0])}
+
+
+# ----------------------------------------------------------------------------- your judgements as labels
+
+def labels_from_qrels(qrels: pd.DataFrame, source_name: str, question_shas: Mapping[str, str] | None = None) -> list[dict]:
+    """Page-level judgements a user supplied, as people's labels for the store (source human, judge
+    'qrels:<file>'). Grades: a graded file's 2 / 1 / 0 are sufficient / supporting / irrelevant; a
+    binary file (no grade above 1) marks the pages that answer, so its 1 is sufficient."""
+    if qrels is None or not len(qrels):
+        return []
+    binary = int(pd.to_numeric(qrels["relevance"]).max()) <= 1
+    rows = []
+    for q, u, rel in zip(qrels["query_id"], qrels["unit_id"], pd.to_numeric(qrels["relevance"]).astype(int)):
+        label = ("sufficient" if rel >= 1 else "irrelevant") if binary else GRADE_LABELS.get(min(max(rel, 0), 2))
+        rows.append({"query_id": q, "unit_id": u, "question_sha": (question_shas or {}).get(q, ""), "label": label,
+                     "judge": f"qrels:{source_name}", "source": "human",
+                     "note": f"your judgement (relevance {rel}{', binary file' if binary else ''})"})
+    return rows
 
 
 # ----------------------------------------------------------------------------- what the labels rest on

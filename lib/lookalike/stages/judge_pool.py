@@ -5,6 +5,8 @@ of disagreements; the offline labelling page labelling/label.html.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 from lookalike.judging import judges as J
@@ -102,7 +104,15 @@ def run(ctx: StageContext) -> StageResult:
     store = L.LabelStore(RUN / "labels" / "store.jsonl")
     pre = J.label_pairs(model, pooled, validated, view, shas)
     adj = J.label_pairs(adjudicator, pooled, validated, view, shas) if adjudicator is not None else pre.head(0)
-    added = store.append(pre.to_dict("records")) + store.append(adj.to_dict("records"))
+    # your page-level judgements are people's labels (never overridden by a model or the reference)
+    given = read("qrels") if ctx.has_table("qrels") else pd.DataFrame()
+    yours = (L.labels_from_qrels(given[given["level"] == "page"], Path(str(ctx.get("corpus.qrels"))).name or
+                                 ctx.get("corpus.source"), shas)
+             if ctx.get("corpus.source") != "demo" and len(given) else [])
+    added = (store.append(pre.to_dict("records")) + store.append(adj.to_dict("records"))
+             + store.append(yours))
+    if yours:
+        res.say(f"your judgements: {len(yours)} pairs entered the store as people's labels")
     current = store.current(shas)
     current = current.merge(pooled[["query_id", "unit_id"]], on=["query_id", "unit_id"])
     res.say(f"model labels: {len(pre)}; adjudicator labels: {len(adj)}")
@@ -117,7 +127,8 @@ def run(ctx: StageContext) -> StageResult:
     both = pre.merge(current[current["adjudicated"]][["query_id", "unit_id", "label"]], on=["query_id", "unit_id"],
                      suffixes=("_model", "_adjudicated"))
     if len(both):
-        agreement = pd.DataFrame([{"model": model.name, "adjudicator": adjudicator_name,
+        agreement = pd.DataFrame([{"model": model.name,
+                                   "adjudicator": "human" if yours and adjudicator is None else adjudicator_name,
                                    **J.agreement(both["label_model"], both["label_adjudicated"])}])
         with pd.option_context("display.float_format", "{:.3f}".format):
             res.say(agreement.to_string(index=False))
