@@ -210,7 +210,9 @@ def build_index(run_dir: Path | str, params: dict[str, Any], stages: list[str]) 
                 block.append(f'<p><img src="figures/{esc(fig)}.png" alt="{esc(fig)}"></p>')
         block.append(f"<p>{links}</p></div>")
         parts.extend(block)
-    tables = sorted(p.name for p in (run_dir / "tables").glob("*.csv"))
+    # tables with no rows (the demo's answer key on your corpus, say) are left out of the list
+    tables = sorted(p.name for p in (run_dir / "tables").glob("*.csv")
+                    if _has_rows(p))
     if tables:
         parts.append("<h2>Tables</h2><ul>" + "".join(
             f'<li><a href="tables/{esc(t)}">{esc(t)}</a></li>' for t in tables) + "</ul>")

@@ -60,10 +60,12 @@ def run(ctx: StageContext) -> StageResult:
     res.say(encode_table[["encoder", "provenance", "kind", "shape"]].to_string(index=False))
 
     res.section("appearance")
-    if "appearance" in unit_vectors:
+    if "appearance" in unit_vectors and units["template_id"].astype(str).str.strip().ne("").any():
         observed, chance = appearance_mod.same_template_neighbour_rate(unit_vectors["appearance"].data, units["template_id"])
         res.say(f"nearest neighbour shares the template: {observed:.3f} of units (chance: {chance:.3f}; "
               f"{observed / chance:.1f}x)")
+    elif "appearance" in unit_vectors:
+        res.say("no template metadata: the nearest-neighbour template check does not apply")
 
     res.section("runs")
     query_vectors = systems.encode_queries(questions, encode_encoders, **settings) if len(questions) else {}
