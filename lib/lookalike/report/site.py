@@ -165,6 +165,12 @@ def write_summary(run_dir: Path | str, title: str, blocks: list[dict]) -> Path:
     return out
 
 
+def _has_rows(path: Path) -> bool:
+    """A CSV with at least one row under its header (reads two lines, not the file)."""
+    with path.open(encoding="utf-8") as fh:
+        return sum(1 for _, _line in zip(range(2), fh)) > 1
+
+
 def build_index(run_dir: Path | str, params: dict[str, Any], stages: list[str]) -> Path:
     """Write outputs/<run>/index.html from the run's headlines, tables and manifest."""
     run_dir = Path(run_dir)
