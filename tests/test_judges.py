@@ -239,3 +239,17 @@ def test_openai_compatible_samples_vote_with_ties_to_the_lower_label(page):
     assert "majority of 3 at temperature 0.7: sufficient 2, supporting 1, irrelevant 0" in got.rationale
     assert J.majority(["sufficient", "supporting"]) == "supporting"           # a tie goes to the lower label
     assert J.majority(["irrelevant", "sufficient"]) == "irrelevant"
+
+
+def test_kappa_ci_brackets_kappa_and_matches_the_slow_definition():
+    import numpy as np
+    rng = np.random.default_rng(0)
+    labs = np.array(J.LABELS, dtype=object)
+    a = list(labs[rng.integers(0, 3, 300)])
+    b = [x if rng.random() < 0.7 else labs[rng.integers(0, 3)] for x in a]
+    lo, hi = J.kappa_ci(a, b, n_boot=400, seed=1)
+    k = J.cohen_kappa(a, b)
+    assert lo < k < hi and hi - lo < 0.25
+    got = J.agreement(a, b)
+    assert (got["kappa_lo"], got["kappa_hi"]) == J.kappa_ci(a, b) and got["kappa"] == k
+    assert J.kappa_ci(a[:1], b[:1]) != J.kappa_ci(a[:1], b[:1])          # nan: undefined on one pair

@@ -572,9 +572,34 @@ def second_judge(first: Judge, name: str, **resources) -> Judge | None:
     return make_judge(name, **resources)
 
 
-def agreement(first: Sequence[str], second: Sequence[str]) -> dict:
-    """n, raw agreement, Cohen's kappa overall and on the sufficient/supporting boundary."""
+def kappa_ci(a: Sequence[str], b: Sequence[str], n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap CI of Cohen's kappa, pairs resampled (nan when undefined)."""
+    code = {lab: i for i, lab in enumerate(LABELS)}
+    x = np.asarray([code[v] for v in a], dtype=np.int64)
+    y = np.asarray([code[v] for v in b], dtype=np.int64)
+    n, m = len(x), len(LABELS)
+    if n < 2:
+        return float("nan"), float("nan")
+    idx = np.random.default_rng([seed, 77]).integers(0, n, size=(n_boot, n))
+    cells = (x[idx] * m + y[idx]) + (np.arange(n_boot)[:, None] * m * m)
+    cm = np.bincount(cells.ravel(), minlength=n_boot * m * m).reshape(n_boot, m, m).astype(float)
+    po = np.trace(cm, axis1=1, axis2=2) / n
+    pe = (cm.sum(axis=2) * cm.sum(axis=1)).sum(axis=1) / n ** 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kappas = np.where(pe < 1.0, (po - pe) / (1 - pe), np.nan)
+    values = kappas[~np.isnan(kappas)]
+    if not len(values):
+        return float("nan"), float("nan")
+    lo, hi = np.quantile(values, [(1 - level) / 2, 1 - (1 - level) / 2])
+    return float(lo), float(hi)
+
+
+def agreement(first: Sequence[str], second: Sequence[str], seed: int = 0) -> dict:
+    """n, raw agreement, Cohen's kappa with a bootstrap 95% CI (pairs resampled), and kappa on the
+    sufficient/supporting boundary."""
     a, b = list(first), list(second)
     boundary = [(x, y) for x, y in zip(a, b) if x != "irrelevant" and y != "irrelevant"]
+    lo, hi = kappa_ci(a, b, seed=seed)
     return {"n": len(a), "agreement": float(np.mean([x == y for x, y in zip(a, b)])) if a else float("nan"),
-            "kappa": cohen_kappa(a, b), "n_boundary": len(boundary), "kappa_boundary": boundary_kappa(a, b)}
+            "kappa": cohen_kappa(a, b), "kappa_lo": lo, "kappa_hi": hi, "n_boundary": len(boundary),
+            "kappa_boundary": boundary_kappa(a, b)}

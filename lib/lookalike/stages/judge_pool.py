@@ -135,7 +135,7 @@ def run(ctx: StageContext) -> StageResult:
             res.say()
             res.say(J.confusion(both["label_model"], both["label_adjudicated"]).to_string())
     else:
-        agreement = pd.DataFrame(columns=["model", "adjudicator", "n", "agreement", "kappa", "n_boundary", "kappa_boundary"])
+        agreement = pd.DataFrame(columns=["model", "adjudicator", "n", "agreement", "kappa", "kappa_lo", "kappa_hi", "n_boundary", "kappa_boundary"])
         res.say("no adjudicated labels yet: export the labelling page, label, and run `lookalike labels import`")
 
     res.section("judged")
@@ -181,7 +181,9 @@ def run(ctx: StageContext) -> StageResult:
         trec.write_qrels(qrels, RUN / "qrels" / "labels.qrels")
     res.table("label_agreement", agreement)
     res.table("judged", judged, sort_by=["system"])
-    kappa = f"kappa {agreement['kappa'].iloc[0]:.2f} ({model.name} vs {adjudicator_name})" if len(agreement) else "no adjudication yet"
+    kappa = (f"kappa {agreement['kappa'].iloc[0]:.2f} [{agreement['kappa_lo'].iloc[0]:.2f}, {agreement['kappa_hi'].iloc[0]:.2f}] "
+             f"({model.name} vs {agreement['adjudicator'].iloc[0]}, {int(agreement['n'].iloc[0])} pairs)"
+             if len(agreement) else "no adjudication yet")
     res.headline(
         f"{len(pooled)} pooled pairs for {len(validated)} validated questions; {int(current['adjudicated'].sum())} "
         f"adjudicated; model pre-labels: {kappa}. {L.provenance(current, agreement)[0][0].upper()}{L.provenance(current, agreement)[0][1:]}.",

@@ -127,7 +127,7 @@ def run(ctx: StageContext) -> StageResult:
 
     res.section("agreement")
     pairs = judgements[judgements["attempt"] == 0].reset_index(drop=True)
-    agreement_table = pd.DataFrame(columns=["subset", "first", "second", "n", "agreement", "kappa", "n_boundary",
+    agreement_table = pd.DataFrame(columns=["subset", "first", "second", "n", "agreement", "kappa", "kappa_lo", "kappa_hi", "n_boundary",
                                             "kappa_boundary"])
     if second is not None and len(pairs):
         qrec = questions.set_index("query_id")
@@ -249,7 +249,9 @@ def run(ctx: StageContext) -> StageResult:
     res.table("regression_skipped", regression_skipped, sort_by=["row"])
     anyrow = shares[shares["axis"] == "any"]
     share_any = float(anyrow["share"].iloc[0]) if len(anyrow) else float("nan")
-    kappa = f"{agreement_table['kappa'].iloc[0]:.2f} over all pairs" if len(agreement_table) else "n/a"
+    kappa = (f"{agreement_table['kappa'].iloc[0]:.2f} [{agreement_table['kappa_lo'].iloc[0]:.2f}, "
+             f"{agreement_table['kappa_hi'].iloc[0]:.2f}] over {int(agreement_table['n'].iloc[0])} pairs"
+             if len(agreement_table) else "not measured (no second judge)")
     sentence = (f"{share_any:.0%} of {len(validation)} questions were answerable from a hard distractor "
                 f"(judge: {judge.name}); {int(validation['repaired'].sum())} repaired, "
                 f"{int((validation['slice'] == 'any-acceptable').sum())} kept as any-acceptable, "
