@@ -4,7 +4,8 @@
 
 For each condition — clean, and each fault injection of ``lookalike leak-check --inject-leak``
 (caption, filename, alt-text appended to what the image path reads) — the gate runs once per
-seed. The corpus is the configuration's (its seed fixed); each gate seed draws its own sample of
+seed; the gate says LEAK when any pixel system (the image index, BM25 over the OCR text, their
+fusion) leaks. The corpus is the configuration's (its seed fixed); each gate seed draws its own sample of
 leak.gate_units units, its own query sets and its own bootstrap. Prints per condition how often
 the gate said LEAK (the false-alarm rate for clean, the detection rate for each injection) with a
 Wilson 95% interval, the median paired difference, and the median seconds per gate run (warm: the
@@ -52,7 +53,7 @@ def main(argv=None) -> int:
         t0 = time.perf_counter()
         run_gate(prm, "", seed=10_000, cache=cache, run_dir=run_dir, corpus=corpus)   # cold: fills the OCR cache
         cold = time.perf_counter() - t0
-        rates = {}
+        rates, by_system = {}, {}
         print(f"gate_units={prm['leak']['gate_units']} threshold={prm['leak']['threshold']} seeds={args.seeds} "
               f"units={len(corpus.units)} cold_gate_s={cold:.1f}")
         print(f"{'condition':<10} {'LEAK':>5} {'rate':>6} {'95% CI (Wilson)':>17} {'median diff':>12} {'pairs':>6} {'s/run':>6}")
@@ -60,16 +61,20 @@ def main(argv=None) -> int:
             leaks, diffs, secs, pairs = 0, [], [], []
             for seed in range(args.seeds):
                 t0 = time.perf_counter()
-                result, _, _ = run_gate(prm, "" if cond == "clean" else cond, seed=seed, cache=cache, run_dir=run_dir,
-                                        corpus=corpus)
+                results, _, _ = run_gate(prm, "" if cond == "clean" else cond, seed=seed, cache=cache,
+                                         run_dir=run_dir, corpus=corpus)
                 secs.append(time.perf_counter() - t0)
-                leaks += result.verdict == "LEAK"
-                diffs.append(result.difference)
-                pairs.append(result.n_pairs)
+                leaks += L.overall(results) == "LEAK"
+                for r in results:
+                    by_system.setdefault((cond, r.index), []).append(r.verdict == "LEAK")
+                diffs.append(results[0].difference)
+                pairs.append(results[0].n_pairs)
             ci = stats.proportion_ci(leaks, args.seeds)
             rates[cond] = ci.estimate
             print(f"{cond:<10} {leaks:>5} {ci.estimate:>6.2f} {f'[{ci.lo:.2f}, {ci.hi:.2f}]':>17} "
                   f"{statistics.median(diffs):>+12.3f} {statistics.median(pairs):>6.0f} {statistics.median(secs):>6.1f}")
+    print("LEAK per pixel system (of the seeds): " + "; ".join(
+        f"{cond}/{name} {sum(v)}" for (cond, name), v in sorted(by_system.items())))
     print(" ".join([f"false_alarm={rates['clean']:.2f}"] + [f"detection_{c}={rates[c]:.2f}" for c in L.INJECTIONS]))
     return 0
 

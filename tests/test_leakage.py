@@ -64,7 +64,7 @@ def _leak_check(*extra):
 def test_gate_passes_on_the_ci_configuration():
     res = _leak_check()
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "PASS" in res.stdout and "image: caption-derived − blind recall@10" in res.stdout and "decision rule: LEAK when" in res.stdout
+    assert "PASS" in res.stdout and "image: caption-derived − blind recall@10" in res.stdout and "decision rule, per pixel system: LEAK when" in res.stdout and "ocr-bm25: caption-derived" in res.stdout
 
 
 def test_gate_fails_when_a_caption_leak_is_injected():
@@ -184,7 +184,8 @@ def test_leak_check_exits_3_when_no_pairs_can_be_built(monkeypatch, capsys):
     monkeypatch.setattr(stratify, "load_corpus",
                         lambda ctx: type("C", (), {"units": pd.DataFrame({"unit_id": [], "doc_id": []})})())
     no_pairs = pd.DataFrame(columns=["index", "query_id", "unit_id", "query_set", "recall_10"])
-    monkeypatch.setattr(leak, "ablation", lambda *a, **k: (None, None, None, empty, no_pairs))
+    fake = type("A", (), {"pixel_pq": no_pairs})()
+    monkeypatch.setattr(leak, "ablation", lambda *a, **k: (fake, None, None, empty, no_pairs))
     assert leak_check.main([str(REPO / "params" / "ci.yaml")]) == 3
     assert "NOT EVALUATED" in capsys.readouterr().out
 

@@ -29,7 +29,7 @@ import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -390,6 +390,7 @@ class Ablation:
     injected: str                     # "" (clean), or the field injected into the image path
     clusters: pd.Series | None = None  # query_id -> the cluster its intervals resample
     dropped: pd.DataFrame | None = None  # your blind queries that could not be used, with the reason
+    pixel_pq: pd.DataFrame | None = None  # recall@10 per pixel system (PIXEL_SYSTEMS) and query, for the gate
 
 
 # Fault injections. caption-index: the classic bug — the image path encodes the caption fields
@@ -457,7 +458,60 @@ def run_ablation(units: pd.DataFrame, base_dir: Path, seed: int, cache: Cache | 
     runs = search_all(indexes, query_vectors, depth)
     clusters = stats.query_clusters(dict(zip(queries["query_id"], queries["unit_id"])), units, cluster)
     table, per_query = ablation_table(runs, queries, qrels_for(queries), seed, n_boot, clusters=clusters)
-    return Ablation(queries, runs, table, per_query, inject, clusters, dropped)
+    pixel_runs = pixel_system_runs(units, base_dir, cache, queries, runs["image"], inject, ocr_engine, workers, depth)
+    return Ablation(queries, runs, table, per_query, inject, clusters, dropped,
+                    pixel_per_query(pixel_runs, queries))
+
+
+# The pixel systems the gate checks: the ablation's image index (ocr-minilm), BM25 over the same
+# OCR text, and their fusion. Each is gated on its own and named in the gate's output.
+PIXEL_SYSTEMS = ("image", "ocr-bm25", "pixels-rrf")
+
+
+def pixel_system_runs(units: pd.DataFrame, base_dir: Path, cache: Cache, queries: pd.DataFrame,
+                      image_run: pd.DataFrame, inject: str = "", ocr_engine: str = "", workers: int = 0,
+                      depth: int = 100) -> dict[str, pd.DataFrame]:
+    """Runs of every pixel system over both query sets, with the same injection as the image index
+    (BM25 reads the caption fields for caption-index, or the OCR text with the metadata appended)."""
+    bm25 = E.make_encoder("ocr-bm25", ocr_engine=ocr_engine, workers=workers, progress=False)
+    texts = bm25.encode_units(units, base_dir, cache)
+    if inject == "caption-index":
+        texts = Vectors(texts.encoder_id + "+caption-index", "caption-text", list(texts.ids),
+                        [E.caption_text(r) for r in units.to_dict("records")], "text")
+    elif inject:
+        extra = dict(zip(units["unit_id"], injected_text(units, inject)))
+        texts = Vectors(texts.encoder_id + f"+{inject}", f"pixels+{inject}", list(texts.ids),
+                        [f"{t} {extra.get(u, '')}".strip() for u, t in zip(texts.ids, texts.data)], "text")
+    index = retrieve.BM25Index(accepts=("pixels",), name="ocr-bm25", allow_foreign_provenance=bool(inject)).add(texts)
+    bm25_run = index.search(bm25.encode_queries(list(queries["text"]), list(queries["query_id"])), k=depth)
+    return {"image": image_run, "ocr-bm25": bm25_run, "pixels-rrf": retrieve.rrf([image_run, bm25_run], depth=depth)}
+
+
+def pixel_per_query(runs: Mapping[str, pd.DataFrame], queries: pd.DataFrame) -> pd.DataFrame:
+    """recall@10 per pixel system and query (index = the system), with query_set and unit_id."""
+    qrels = qrels_for(queries)
+    meta = queries.set_index("query_id")[["query_set", "unit_id"]]
+    frames = []
+    for name, run in runs.items():
+        pq = M.evaluate(qrels, run, ["recall_10"], level=2, complete=True).per_query[["recall_10"]].join(meta)
+        frames.append(pq.reset_index().assign(index=name))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+        columns=["query_id", "recall_10", "query_set", "unit_id", "index"])
+
+
+def gate_all(pixel_pq: pd.DataFrame, threshold: float = 0.05, n_boot: int = 2000, seed: int = 0,
+             unit_clusters: Mapping[str, str] | None = None) -> list:
+    """The paired gate on every pixel system (PIXEL_SYSTEMS present in pixel_pq), in order."""
+    names = [n for n in PIXEL_SYSTEMS if n in set(pixel_pq["index"])] if len(pixel_pq) else ["image"]
+    return [paired_gate(pixel_pq, n, threshold, n_boot, seed, unit_clusters) for n in names]
+
+
+def overall(results: Sequence) -> str:
+    """LEAK when any pixel system leaks; NOT EVALUATED when none could be evaluated; else PASS."""
+    verdicts = [r.verdict for r in results]
+    if "LEAK" in verdicts:
+        return "LEAK"
+    return "NOT EVALUATED" if all(v == "NOT EVALUATED" for v in verdicts) else "PASS"
 
 
 def gate(table: pd.DataFrame, threshold: float = 0.05) -> tuple[bool, float, float]:

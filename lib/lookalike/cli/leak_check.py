@@ -26,7 +26,8 @@ PASS, LEAK, BAD_PARAMS, NOT_EVALUATED = 0, 1, 2, 3
 
 def run_gate(prm: dict, inject: str = "", seed: int | None = None, threshold: float | None = None,
              cache: Cache | None = None, n_boot: int = 1000, run_dir: Path | None = None, corpus=None):
-    """(gate result, ablation table, units read) for checked params: stage 03's ablation on a seeded
+    """(gate results — the image index first, then the other pixel systems —, ablation table, units
+    read) for checked params: stage 03's ablation on a seeded
     sample of leak.gate_units units, then ``paired_gate`` on the image index. seed: the gate's own
     seed (unit sample, query sets, bootstrap); default the run seed. run_dir and corpus: a run folder
     that already holds the corpus (as stratify.load_corpus read it into that folder), to gate
@@ -37,14 +38,15 @@ def run_gate(prm: dict, inject: str = "", seed: int | None = None, threshold: fl
         ctx = context(Path(run_dir or tmp), prm)
         if corpus is None:
             corpus = stratify.load_corpus(ctx)      # what stage 01 reads: dpi, pages, max_pages, name_pattern ...
-        _, _, _, table, per_query = leak.ablation(ctx, corpus.units, cache, max_units=prm["leak"]["gate_units"],
-                                                  inject=inject, n_boot=n_boot, seed=seed)
+        ab, _, _, table, per_query = leak.ablation(ctx, corpus.units, cache, max_units=prm["leak"]["gate_units"],
+                                                   inject=inject, n_boot=n_boot, seed=seed)
     unit_clusters = (None if prm["stats"]["cluster"] == "none" else
                      dict(zip(corpus.units["unit_id"], corpus.units[{"document": "doc_id", "template": "template_id"}[
                          prm["stats"]["cluster"]]].astype(str))))
-    result = L.paired_gate(per_query, "image", threshold, n_boot=n_boot, seed=ctx.seed if seed is None else seed,
-                           unit_clusters=unit_clusters)
-    return result, table, len(corpus.units)
+    seed = ctx.seed if seed is None else seed
+    result = L.paired_gate(per_query, "image", threshold, n_boot=n_boot, seed=seed, unit_clusters=unit_clusters)
+    others = [g for g in L.gate_all(ab.pixel_pq, threshold, n_boot, seed, unit_clusters) if g.index != "image"]
+    return [result] + others, table, len(corpus.units)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,19 +67,21 @@ def main(argv: list[str] | None = None) -> int:
         return BAD_PARAMS
     inject = args.inject_leak or ("caption-index" if args.inject_caption_leak or prm["leak"]["inject_caption_leak"]
                                   else "")
-    result, table, n_units = run_gate(prm, inject, threshold=args.threshold)
-    print(f"leak-check: {min(n_units, prm['leak']['gate_units'])} units, {result.n_pairs} paired units"
+    results, table, n_units = run_gate(prm, inject, threshold=args.threshold)
+    decision = L.overall(results)
+    print(f"leak-check: {min(n_units, prm['leak']['gate_units'])} units, {results[0].n_pairs} paired units"
           f"{f' ({inject} leak injected)' if inject else ''}")
     print(table[["index", "query_set", "n", "recall_10", "recall_10_lo", "recall_10_hi"]].round(3).to_string(index=False))
-    print(result.sentence())
-    print(f"decision rule: {result.rule}")
-    if result.verdict == "NOT EVALUATED":
+    for result in results:
+        print(result.sentence())
+    print(f"decision rule, per pixel system: {results[0].rule}; LEAK when any pixel system leaks")
+    if decision == "NOT EVALUATED":
         print("NOT EVALUATED: no blind / caption-derived query pairs could be built from this corpus "
               "(they need caption fields, or your own leak.blind_queries file). Exit 3: the gate did not run.")
         return NOT_EVALUATED
-    if result.verdict == "LEAK":
+    if decision == "LEAK":
         print("FAIL: the image index scores materially higher on caption-derived queries than on blind ones — "
               "something text-shaped (captions, file names, alt text) reaches the image path.")
         return LEAK
-    print("PASS: the image index does not favour caption-derived queries.")
+    print("PASS: no pixel system favours caption-derived queries materially and significantly.")
     return PASS

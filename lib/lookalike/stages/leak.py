@@ -121,13 +121,17 @@ def run(ctx: StageContext) -> StageResult:
 
     res.section("gate")
     verdict = L.paired_gate(per_query, "image", leak_threshold, seed=seed, unit_clusters=ctx.unit_clusters())
-    ok, blind, derived = verdict.verdict != "LEAK", verdict.blind, verdict.derived
-    if verdict.verdict == "NOT EVALUATED":
+    gates = [verdict] + [g for g in L.gate_all(ab.pixel_pq, leak_threshold, seed=seed, unit_clusters=ctx.unit_clusters())
+                         if g.index != "image"]
+    decision = L.overall(gates)
+    ok, blind, derived = decision != "LEAK", verdict.blind, verdict.derived
+    if decision == "NOT EVALUATED":
         res.say("NOT EVALUATED: no blind / caption-derived query pairs could be built from this corpus "
               "(they need caption fields and template metadata, or your own leak_blind_queries file)")
     else:
-        res.say(verdict.sentence())
-        res.say(f"decision rule: {verdict.rule}")
+        for g in gates:
+            res.say(g.sentence())
+        res.say(f"decision rule, per pixel system: {verdict.rule}; the gate: {decision}")
 
     # save
     res.table("leak_ablation", table, sort_by=["index", "query_set"])
@@ -141,18 +145,21 @@ def run(ctx: StageContext) -> StageResult:
     res.table("judging_key", sheet, sort_by=["item"])
     res.table("judgements", judgements, sort_by=["query_id", "unit_id"])
     res.table("judged_10", judged, sort_by=["system"])
-    res.table("leak_gate", pd.DataFrame([{"index": verdict.index, "n_pairs": verdict.n_pairs, "blind": verdict.blind,
-                                          "caption_derived": verdict.derived, "difference": verdict.difference,
-                                          "difference_lo": verdict.lo, "difference_hi": verdict.hi,
-                                          "threshold": verdict.threshold, "interval": "paired bootstrap over units",
-                                          "verdict": verdict.verdict}]))
+    res.table("leak_gate", pd.DataFrame([{"system": g.index, "n_pairs": g.n_pairs, "blind": g.blind,
+                                          "caption_derived": g.derived, "difference": g.difference,
+                                          "difference_lo": g.lo, "difference_hi": g.hi, "threshold": g.threshold,
+                                          "interval": f"paired bootstrap 95% over units, "
+                                                      f"{ctx.get('stats.cluster')}s resampled"
+                                                      if ctx.get("stats.cluster") != "none" else
+                                                      "paired bootstrap 95% over units",
+                                          "verdict": g.verdict} for g in gates]))
     L.judging_sheet_html(sheet, units, RUN / "html" / "03_judging_sheet.html", RUN, salt=str(seed))
     res.headline(
         ("Not evaluated: no blind / caption-derived query pairs could be built from this corpus."
-         if verdict.verdict == "NOT EVALUATED" else
+         if decision == "NOT EVALUATED" else
          f"Image index recall@10: blind {blind:.2f}, caption-derived {derived:.2f}, paired difference "
          f"{verdict.difference:+.2f} [{verdict.lo:+.2f}, {verdict.hi:+.2f}] over {verdict.n_pairs} units "
-         f"({'no leak' if ok else 'LEAK'}); caption index {table.iloc[2]['recall_10']:.2f} → {table.iloc[3]['recall_10']:.2f}"
+         f"({'no leak in any pixel system' if ok else 'LEAK: ' + ', '.join(g.index for g in gates if g.verdict == 'LEAK')}); caption index {table.iloc[2]['recall_10']:.2f} → {table.iloc[3]['recall_10']:.2f}"
          f"{f' — {ab.injected} leak injected' if ab.injected else ''}."),
         figure="03_leak_ablation",
         numbers={f"{r.index} / {r.query_set}": (f"{r.recall_10:.3f} [{r.recall_10_lo:.3f}, {r.recall_10_hi:.3f}]"
