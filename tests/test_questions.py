@@ -251,3 +251,16 @@ def test_peoples_gold_is_not_second_guessed_by_the_judge(corpus):
     trusted, kept, log = Q.validate(qs, none, J.AnswerStringJudge(), blind_view, corpus.units, gold_from_people=True)
     assert set(trusted["status"]) == {"ok"} and len(kept) == 3
     assert set(log.loc[log["role"] == "gold", "rationale"]) == {"people's judgement (the qrels you supplied)"}
+
+
+def test_questions_marked_not_answerable_are_their_own_slice(corpus):
+    qs = corpus.questions.head(3).copy()
+    qs.loc[qs.index[0], "answer"] = "Not answerable"
+    qs.loc[qs.index[1], "evidence_unit_ids"] = ""
+    qs.loc[qs.index[1], "answer"] = "unanswerable"
+    none = pd.DataFrame(columns=["query_id", "gold_unit_id", "unit_id", "axis"])
+    validation, validated, _ = Q.validate(qs, none, J.ReferenceJudge(corpus.facts, corpus.answer_key, corpus.units),
+                                          _view(corpus.units), corpus.units)
+    assert list(validation["slice"][:2]) == ["not answerable"] * 2
+    assert not set(qs["query_id"][:2]) & set(validated["query_id"])
+    assert Q.tallies(validation)["questions"].iloc[0] == 1

@@ -38,6 +38,8 @@ AXIS_ORDER = ("entity", "period", "metric", "revision", "cluster")
 REPAIRABLE = ("entity", "period", "metric", "revision")
 VALIDATION_COLUMNS = ["query_id", "status", "axis", "repaired", "final_text", "final_status", "slice",
                       "added_qualifiers", "acceptable_unit_ids", "original_text", "evidence_structure", "register"]
+# Answers by which a dataset marks a question no page answers.
+NOT_ANSWERABLE = re.compile(r"(not answerable|unanswerable|no answer|cannot be answered|n/a)\.?", re.I)
 JUDGEMENT_COLUMNS = ["query_id", "attempt", "role", "axis", "gold_unit_id", "unit_ids", "label", "answer", "rationale"]
 
 
@@ -140,6 +142,13 @@ def validate(questions: pd.DataFrame, distractors: pd.DataFrame, judge, view: Ca
     meta = units.set_index("unit_id")
     rows, kept, logs = [], [], []
     for q in questions.to_dict("records"):
+        if NOT_ANSWERABLE.fullmatch(str(q.get("answer", "") or "").strip()):
+            # the dataset says no page answers it: its own slice, never a retrieval failure
+            rows.append(dict(query_id=q["query_id"], status="not_answerable", axis="", repaired=False,
+                             final_text=q["text"], final_status="not_answerable", slice="not answerable",
+                             added_qualifiers="", acceptable_unit_ids="", original_text=q["text"],
+                             evidence_structure=q.get("evidence_structure", ""), register=q.get("register", "")))
+            continue
         if not [u for u in str(q.get("evidence_unit_ids", "")).split(";") if u]:
             # document-level judgements (or none): nothing page-level to validate against
             rows.append(dict(query_id=q["query_id"], status="no_page_evidence", axis="", repaired=False,
@@ -196,7 +205,7 @@ def tallies(validation: pd.DataFrame) -> pd.DataFrame:
     """Per axis (and 'any'): questions checked, how many a distractor on that axis answered, and
     the outcome counts. A question failing on two axes counts under both; questions without
     evidence pages, and questions the judge could not validate for want of an answer, are not counted."""
-    validation = validation[~validation["status"].isin(["no_page_evidence", "no_answer"])]
+    validation = validation[~validation["status"].isin(["no_page_evidence", "no_answer", "not_answerable"])]
     n = len(validation)
     checked = validation[validation["status"] != "gold_fails"]
     rows = []

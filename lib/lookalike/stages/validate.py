@@ -67,6 +67,10 @@ def run(ctx: StageContext) -> StageResult:
     tally = Q.tallies(validation)
     res.say("gold pages: " + ("people's judgements (the qrels supplied); the judge checks the distractors only"
                               if gold_from_people else "the demo generator's evidence units, checked by the judge first"))
+    not_answerable = int((validation["status"] == "not_answerable").sum())
+    if not_answerable:
+        res.say(f"{not_answerable} questions the dataset marks as not answerable: their own slice, never scored as "
+                f"retrieval failures")
     no_answer = int((validation["status"] == "no_answer").sum())
     if no_answer:
         res.say(f"{no_answer} questions have no answer and the {judge.name} judge needs one: not validated "
