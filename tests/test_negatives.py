@@ -116,3 +116,18 @@ def test_similarity_to_gold_says_how_much_closer_each_kind_of_distractor_is():
     got = N.similarity_to_gold(d, units, vectors).set_index("axis")
     assert got.loc["period", "similarity_to_gold"] > 0.99 and got.loc["random", "similarity_to_gold"] == 0.0
     assert list(got["n"]) == [1, 1]
+
+
+def test_harder_is_a_paired_test_on_the_same_questions():
+    import numpy as np
+    from lookalike.analysis import negatives as N
+    units = ["g0", "g1", "g2", "g3", "h", "r"]
+    q = ["q0", "q1", "q2", "q3"]
+    gold = {f"q{i}": f"g{i}" for i in range(4)}
+    # the gold beats the random page always, and loses to the look-alike on every question
+    scores = np.array([[0.9 if u == gold[x] else 0.95 if u == "h" else 0.1 for u in units] for x in q])
+    easy, hard = {x: ["r"] for x in q}, {x: ["h"] for x in q}
+    got = N.harder(scores, units, q, gold, easy, hard, n_boot=200)
+    assert got["n"] == 4 and got["difference"] == 1.0 and got["harder"]
+    same = N.harder(scores, units, q, gold, easy, easy, n_boot=200)
+    assert same["difference"] == 0.0 and not same["harder"]

@@ -200,6 +200,21 @@ def top1_within(scores: np.ndarray, unit_ids, query_ids, gold: dict, candidates:
 TOP1_COLUMNS = ["system", "negatives", "n", "top1", "top1_lo", "top1_hi", "interval"]
 
 
+def harder(scores: np.ndarray, unit_ids, query_ids, gold: dict, easy: dict, hard: dict, seed: int = 0,
+           n_boot: int = 2000, clusters: pd.Series | None = None) -> dict:
+    """Is the hard set harder than the easy one for this system? The paired difference of top-1
+    (easy − hard) over the questions that have both kinds of negatives, with a bootstrap 95% CI
+    (clusters resampled when given). harder: the CI lies above 0."""
+    keep = [q for q in query_ids if len(easy.get(q) or []) and len(hard.get(q) or [])]
+    qpos = {q: i for i, q in enumerate(query_ids)}
+    rows = scores[[qpos[q] for q in keep]]
+    a = top1_within(rows, unit_ids, keep, gold, easy)
+    b = top1_within(rows, unit_ids, keep, gold, hard)
+    diff, lo, hi, _ = stats.paired_bootstrap(a.to_numpy(), b.to_numpy(), n_boot, rng=np.random.default_rng([seed, 71]),
+                                             clusters=stats.cluster_array(clusters, keep))
+    return {"n": len(keep), "difference": diff, "lo": lo, "hi": hi, "harder": bool(len(keep) and lo > 0)}
+
+
 def top1_table(scores: dict, unit_ids, query_ids, gold: dict, sets: dict, seed: int, n_boot: int = 2000,
                clusters: pd.Series | None = None) -> pd.DataFrame:
     """Top-1 per system and set of negatives, each with its own n and bootstrap 95% CI (resampling

@@ -86,6 +86,16 @@ def run(ctx: StageContext) -> StageResult:
             "corpus": {q: None for q in gold}}
     top1_table = N.top1_table(scores, list(units["unit_id"]), list(single["query_id"]), gold, sets, seed,
                               clusters=ctx.clusters(gold))
+    harder = ""
+    if "ocr-bm25" in scores and len(single):
+        h = N.harder(scores["ocr-bm25"], list(units["unit_id"]), list(single["query_id"]), gold, sets["random"],
+                     sets["hard"], seed, clusters=ctx.clusters(gold))
+        res.say(f"random − hard top-1 of ocr-bm25, paired over {h['n']} questions: {h['difference']:+.2f} "
+                f"[{h['lo']:+.2f}, {h['hi']:+.2f}]")
+        if not h["harder"]:
+            harder = (f" The hard set is not measurably harder than random negatives here (paired top-1 difference "
+                      f"{h['difference']:+.2f} [{h['lo']:+.2f}, {h['hi']:+.2f}] over {h['n']} questions): read the "
+                      "hard-negative figures with that in mind.")
     with pd.option_context("display.float_format", "{:.3f}".format):
         res.say(top1_table.to_string(index=False) if len(top1_table) else "no page-single questions to score")
 
@@ -128,13 +138,6 @@ def run(ctx: StageContext) -> StageResult:
     res.table("top1_negatives", top1_table, sort_by=["system", "negatives"])
     res.table("top1_documents", doc_table, sort_by=["system", "negatives"])
     res.table("distractor_similarity", closeness, sort_by=["axis"])
-    harder = ""
-    t = top1_table.set_index(["system", "negatives"])
-    if ("ocr-bm25", "hard") in t.index and ("ocr-bm25", "random") in t.index:
-        h, rnd = t.loc[("ocr-bm25", "hard")], t.loc[("ocr-bm25", "random")]
-        if h["top1_hi"] >= rnd["top1_lo"]:
-            harder = (" The hard set is not measurably harder than random negatives here (their 95% intervals "
-                      "overlap): read the hard-negative figures with that in mind.")
     method_said = " Distractors: " + ("per-axis pools." if has_metadata else "appearance clustering (no template metadata).")
     r = top1_table.set_index(["system", "negatives"])["top1"]
     d = doc_table.set_index(["system", "negatives"])["top1"]
