@@ -253,3 +253,10 @@ def test_kappa_ci_brackets_kappa_and_matches_the_slow_definition():
     got = J.agreement(a, b)
     assert (got["kappa_lo"], got["kappa_hi"]) == J.kappa_ci(a, b) and got["kappa"] == k
     assert J.kappa_ci(a[:1], b[:1]) != J.kappa_ci(a[:1], b[:1])          # nan: undefined on one pair
+
+
+def test_kappa_words_never_print_nan_and_read_csv_text():
+    assert J.kappa_words({"kappa": 0.153, "kappa_lo": 0.11, "kappa_hi": 0.19}) == "kappa 0.15 [0.11, 0.19]"
+    assert J.kappa_words({"kappa": "", "kappa_lo": "", "kappa_hi": ""}).startswith("kappa undefined")
+    assert J.kappa_words({"kappa": "0.5", "kappa_lo": "0.4", "kappa_hi": "0.6"}) == "kappa 0.50 [0.40, 0.60]"
+    assert "nan" not in J.kappa_words(J.agreement(["sufficient"] * 3, ["sufficient"] * 3))

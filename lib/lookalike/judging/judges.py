@@ -594,6 +594,20 @@ def kappa_ci(a: Sequence[str], b: Sequence[str], n_boot: int = 1000, seed: int =
     return float(lo), float(hi)
 
 
+def kappa_words(row: Mapping) -> str:
+    """'kappa 0.15 [0.11, 0.19]' from an agreement row (values may come back from a CSV as text);
+    'kappa undefined' when it is (a judge that gave a single label throughout, or no pairs)."""
+    def num(key):
+        try:
+            return float(row.get(key, float("nan")))
+        except (TypeError, ValueError):
+            return float("nan")
+    k, lo, hi = num("kappa"), num("kappa_lo"), num("kappa_hi")
+    if k != k:
+        return "kappa undefined (a judge gave one label throughout, or there were no pairs)"
+    return f"kappa {k:.2f}" + (f" [{lo:.2f}, {hi:.2f}]" if lo == lo and hi == hi else "")
+
+
 def agreement(first: Sequence[str], second: Sequence[str], seed: int = 0) -> dict:
     """n, raw agreement, Cohen's kappa with a bootstrap 95% CI (pairs resampled), and kappa on the
     sufficient/supporting boundary."""

@@ -181,14 +181,14 @@ def run(ctx: StageContext) -> StageResult:
         trec.write_qrels(qrels, RUN / "qrels" / "labels.qrels")
     res.table("label_agreement", agreement)
     res.table("judged", judged, sort_by=["system"])
-    kappa = (f"kappa {agreement['kappa'].iloc[0]:.2f} [{agreement['kappa_lo'].iloc[0]:.2f}, {agreement['kappa_hi'].iloc[0]:.2f}] "
+    kappa = (f"{J.kappa_words(agreement.iloc[0])} "
              f"({model.name} vs {agreement['adjudicator'].iloc[0]}, {int(agreement['n'].iloc[0])} pairs)"
              if len(agreement) else "no adjudication yet")
     res.headline(
         f"{len(pooled)} pooled pairs for {len(validated)} validated questions; {int(current['adjudicated'].sum())} "
         f"adjudicated; model pre-labels: {kappa}. {L.provenance(current, agreement)[0][0].upper()}{L.provenance(current, agreement)[0][1:]}.",
         numbers={"pooled pairs": len(pooled), "adjudicated": int(current["adjudicated"].sum()),
-                 **({"kappa (model vs adjudicator)": f"{agreement['kappa'].iloc[0]:.2f}"} if len(agreement) else {})},
+                 **({"kappa (model vs adjudicator)": J.kappa_words(agreement.iloc[0])} if len(agreement) else {})},
     )
     return res
 

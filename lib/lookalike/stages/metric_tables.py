@@ -9,6 +9,7 @@ from __future__ import annotations
 import altair as alt
 import numpy as np
 import pandas as pd
+from lookalike.judging import judges as J
 from lookalike.judging import store as L
 from lookalike.report import site as report
 from lookalike.analysis import scoring as S
@@ -214,7 +215,7 @@ def run(ctx: StageContext) -> StageResult:
         blocks.append({"heading": "How the labels were made", "text":
                        f"Pre-labels by {a['model']}, adjudicated by {a['adjudicator']}"
                        + (" (the demo generator's answer key)" if a["adjudicator"] == "reference" else "")
-                       + f"; agreement on {int(a['n'])} pairs: kappa {a['kappa']:.2f}. The tables use the adjudicated labels."})
+                       + f"; agreement on {int(float(a['n'] or 0))} pairs: {J.kappa_words(a)}. The tables use the adjudicated labels."})
     blocks.append({"heading": "What the labels rest on", "text": L.provenance(current, labels_note)[0] + "."})
     res.after_save.append(lambda: report.write_summary(RUN, "lookalike — summary", blocks))
     best = suff_hard[suff_hard["k"] == 1].sort_values(["sufficient", "system"], ascending=[False, True]).head(1)

@@ -253,13 +253,12 @@ def run(ctx: StageContext) -> StageResult:
     res.table("regression_skipped", regression_skipped, sort_by=["row"])
     anyrow = shares[shares["axis"] == "any"]
     share_any = float(anyrow["share"].iloc[0]) if len(anyrow) else float("nan")
-    kappa = (f"{agreement_table['kappa'].iloc[0]:.2f} [{agreement_table['kappa_lo'].iloc[0]:.2f}, "
-             f"{agreement_table['kappa_hi'].iloc[0]:.2f}] over {int(agreement_table['n'].iloc[0])} pairs"
+    kappa = (f"{J.kappa_words(agreement_table.iloc[0])} over {int(agreement_table['n'].iloc[0])} pairs"
              if len(agreement_table) else "not measured (no second judge)")
     sentence = (f"{share_any:.0%} of {len(validation)} questions were answerable from a hard distractor "
                 f"(judge: {judge.name}); {int(validation['repaired'].sum())} repaired, "
                 f"{int((validation['slice'] == 'any-acceptable').sum())} kept as any-acceptable, "
-                f"{int((validation['slice'] == 'dropped').sum())} dropped. Agreement with the second judge: kappa {kappa}.")
+                f"{int((validation['slice'] == 'dropped').sum())} dropped. Agreement with the second judge: {kappa}.")
     res.headline(
         sentence,
         figure="05_answerable" if len(shares) else "",
