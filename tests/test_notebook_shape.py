@@ -44,3 +44,14 @@ def test_notebook_has_at_most_60_code_lines_and_one_stage_call(stage):
 def test_the_checker_catches_a_loop_and_a_def():
     assert offences("for s in systems:\n    print(s)\n") == ["loop on line 1"]
     assert offences("def f():\n    return 1\n") == ["FunctionDef on line 1"]
+
+
+def test_stored_notebooks_name_no_folder_of_this_machine():
+    """A stored notebook re-run from another checkout must not change: no output may print an
+    install path (tqdm's "IProgress not found" warning printed the virtual environment's folder)."""
+    import json
+
+    for path in sorted((REPO / "outputs" / "ci" / "notebooks").glob("*.ipynb")):
+        outputs = json.dumps([c.get("outputs", []) for c in json.loads(path.read_text())["cells"]])
+        for marker in ("site-packages", "/.venv/", str(REPO)):
+            assert marker not in outputs, (path.name, marker)

@@ -76,8 +76,11 @@ def execute(params_file: Path | str, out_root: Path | str = P.REPO_ROOT / "outpu
 
     merged = P.load_params(params_file)
     # Kernels inherit this environment: no progress bars with rates and timings in the stored
-    # notebooks, so a re-run changes no byte of them that the data did not change.
-    for key, value in (("TQDM_DISABLE", "1"), ("HF_HUB_DISABLE_PROGRESS_BARS", "1"), ("TRANSFORMERS_VERBOSITY", "error")):
+    # notebooks, and no warning that prints the install path (tqdm's "IProgress not found" names the
+    # virtual environment's folder), so a re-run from another checkout changes no byte of them that
+    # the data did not change.
+    for key, value in (("TQDM_DISABLE", "1"), ("HF_HUB_DISABLE_PROGRESS_BARS", "1"), ("TRANSFORMERS_VERBOSITY", "error"),
+                       ("PYTHONWARNINGS", "ignore:IProgress not found")):
         os.environ.setdefault(key, value)
     run_dir = Path(out_root) / merged["run"]
     nb_dir = run_dir / "notebooks"
