@@ -16,6 +16,7 @@ saying which facts each question asks for (the `reference` judge reads facts and
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -86,6 +87,12 @@ METRICS = {
     "headcount": ("Headcount", "employees"),
     "capex": ("Capital expenditure", "$M"),
 }
+# Figures a page prints that no question asks for, each a fact under its own metric.
+METRICS.update({f"{m}_change": (f"{label} change on a year earlier", "%") for m, (label, _) in list(METRICS.items())})
+METRICS.update({
+    "operating_cash_flow": ("Net cash from operations", "$M"), "capex_paid": ("Capital expenditure", "$M"),
+    "free_cash_flow": ("Free cash flow", "$M"), "dividends_paid": ("Dividends paid", "$M"),
+})
 
 # Pages of one quarterly deck, per size: (template_id, metric). Filler pages carry no metric.
 DECK_PAGES = {
@@ -221,9 +228,22 @@ def _segments(ent: Entity, entities: list[Entity]) -> tuple:
 
 # ----------------------------------------------------------------------------- drawing
 
-def _canvas(style: Style) -> tuple[Image.Image, ImageDraw.ImageDraw]:
+class _Recorder(ImageDraw.ImageDraw):
+    """ImageDraw that remembers every text it draws with its box: what the page prints, for the
+    facts-vs-pixels test (``generate(..., drawn=...)``)."""
+
+    def __init__(self, img: Image.Image):
+        super().__init__(img)
+        self.drawn: list[tuple[str, tuple]] = []
+
+    def text(self, xy, text, fill=None, font=None, *args, **kwargs):
+        self.drawn.append((str(text), tuple(round(v) for v in self.textbbox(xy, text, font=font))))
+        return super().text(xy, text, fill, font, *args, **kwargs)
+
+
+def _canvas(style: Style) -> tuple[Image.Image, _Recorder]:
     img = Image.new("RGB", (WIDTH, HEIGHT), style.bg)
-    return img, ImageDraw.Draw(img)
+    return img, _Recorder(img)
 
 
 def _header(draw, style: Style, ent: Entity, title: str, subtitle: str, page: int, footnote: str = ""):
@@ -292,7 +312,9 @@ def _draw_trend(draw, style, labels, values, metric):
         draw.ellipse([x - 6, y - 6, x + 6, y + 6], fill=style.accent)
         label = _fmt(metric, values[i])
         w = draw.textlength(label, font=_font(16))
-        draw.text((x - w / 2, y - 30), label, fill=style.ink, font=_font(16))
+        # a background box: the line must not cross the printed value
+        draw.rectangle([x - w / 2 - 10, y - 44, x + w / 2 + 10, y - 14], fill=style.bg)
+        draw.text((x - w / 2, y - 38), label, fill=style.ink, font=_font(16))
         w = draw.textlength(labels[i], font=_font(16))
         draw.text((x - w / 2, bottom + 10), labels[i], fill=style.ink, font=_font(16))
 
@@ -310,7 +332,8 @@ RISK_SENTENCES = (
 
 
 def _wrap(draw, text, font, width):
-    words, lines, line = text.split(), [], ""
+    # a period ("Q1 FY2024") is one word: a reader must not find its halves on two lines
+    words, lines, line = re.findall(r"Q[1-4] FY\d{4}\S*|\S+", text), [], ""
     for word in words:
         trial = f"{line} {word}".strip()
         if draw.textlength(trial, font=font) > width and line:
@@ -323,10 +346,33 @@ def _wrap(draw, text, font, width):
     return lines
 
 
-def _render(page: dict, ent: Entity, entities: list[Entity], book: Book, rng: np.random.Generator) -> Image.Image:
+class Printed:
+    """The numbers a page prints, looked up from its facts rows — the one source both the facts
+    table and the render read, so a page can show nothing the facts table lacks (and the
+    facts-vs-pixels test finds a fact a render forgets)."""
+
+    def __init__(self, facts: list[dict]):
+        self.by_key = {(f["metric"], f["period"], f["member"]): f["value"] for f in facts}
+
+    def __call__(self, metric: str, period: str, member: str = "total") -> float | None:
+        return self.by_key.get((metric, period, member))
+
+    def text(self, metric: str, period: str, member: str = "total", fmt=None) -> str:
+        value = self(metric, period, member)
+        if value is None:
+            return ""
+        return (fmt or (lambda v: _fmt(metric, v)))(value)
+
+
+def _render(page: dict, facts: list[dict], ent: Entity, entities: list[Entity], book: Book,
+            rng: np.random.Generator) -> tuple[Image.Image, list]:
+    """Draw the page; returns the image and every text drawn, with its box. Every number drawn
+    comes from facts (``_page_facts``); book gives only the layout (which periods a page covers),
+    never a value."""
     style = ent.style
     img, draw = _canvas(style)
     tpl, metric, period, rev = page["template_id"], page["metric"], page["period"], page["revision"]
+    printed = Printed(facts)
     foot = "Restated: figures revised, see Note 2 to the supplement." if rev >= 2 and tpl != "cover" else ""
     if tpl == "cover":
         draw.rectangle([0, 0, WIDTH, HEIGHT], fill=style.band)
@@ -335,33 +381,33 @@ def _render(page: dict, ent: Entity, entities: list[Entity], book: Book, rng: np
         sub = "Restatement supplement" if rev >= 2 else "Quarterly results"
         draw.text((60, 250), f"{sub} — {period}", fill=(235, 235, 235), font=_font(30))
         draw.text((60, 360), "Investor presentation", fill=(220, 220, 220), font=_font(22))
-        return img
+        return img, draw.drawn
     label, unit = METRICS.get(metric, ("", ""))
     if tpl == "segment_bar":
-        members = _segments(ent, entities)
-        values = [book.get(ent.slug, metric, period, m, rev) for m in members]
+        members = [m for m in _segments(ent, entities) if printed(metric, period, m) is not None]
+        values = [printed(metric, period, m) for m in members]
         _header(draw, style, ent, f"{label} by segment", f"{period}  ·  {unit}", page["page"], foot)
-        _draw_segment_bar(draw, style, members, values, metric)
+        if members:
+            _draw_segment_bar(draw, style, members, values, metric)
     elif tpl == "kpi_table":
         prior = book.periods[book.periods.index(period) - 4]
-        rows = []
-        for m in ("revenue", "operating_income", "capex", "headcount"):
-            cur, old = book.get(ent.slug, m, period, "total", rev), book.get(ent.slug, m, prior, "total", 2)
-            rows.append([METRICS[m][0], _fmt(m, cur), _fmt(m, old), f"{(cur / old - 1) * 100:+.1f}%"])
+        rows = [[METRICS[m][0], printed.text(m, period), printed.text(m, prior),
+                 printed.text(f"{m}_change", period, fmt=lambda v: f"{v:+.1f}%")]
+                for m in KPI_METRICS]
         _header(draw, style, ent, "Key figures", f"{period} compared with {prior}", page["page"], foot)
         _draw_table(draw, style, ["Metric", period, prior, "Change"], rows)
     elif tpl == "trend_line":
         i = book.periods.index(period)
-        labels = book.periods[i - 5:i + 1]
-        values = [book.get(ent.slug, metric, p, "total", rev if p == period else 2) for p in labels]
+        labels = [p for p in book.periods[i - 5:i + 1] if printed(metric, p) is not None]
+        values = [printed(metric, p) for p in labels]
         _header(draw, style, ent, f"{label} trend", f"Last six quarters to {period}  ·  {unit}", page["page"], foot)
-        _draw_trend(draw, style, [f"{p[:2]} '{p[-2:]}" for p in labels], values, metric)
+        if len(values) >= 2:
+            _draw_trend(draw, style, [f"{p[:2]} '{p[-2:]}" for p in labels], values, metric)
     elif tpl == "region_table":
         prior = book.periods[book.periods.index(period) - 4]
-        rows = []
-        for region in REGIONS:
-            cur, old = book.get(ent.slug, metric, period, region, rev), book.get(ent.slug, metric, prior, region, 2)
-            rows.append([region, _fmt(metric, cur), _fmt(metric, old), f"{(cur / old - 1) * 100:+.1f}%"])
+        rows = [[region, printed.text(metric, period, region), printed.text(metric, prior, region),
+                 printed.text(f"{metric}_change", period, region, fmt=lambda v: f"{v:+.1f}%")]
+                for region in REGIONS]
         _header(draw, style, ent, f"{label} by region", f"{period}  ·  {unit}", page["page"], foot)
         _draw_table(draw, style, ["Region", period, prior, "Change"], rows)
     elif tpl == "risk_factors":
@@ -373,10 +419,7 @@ def _render(page: dict, ent: Entity, entities: list[Entity], book: Book, rng: np
                 y += 26
             y += 14
     elif tpl == "cash_flow":
-        ocf = book.get(ent.slug, "operating_income", period) * rng.uniform(1.05, 1.3)
-        capex = book.get(ent.slug, "capex", period)
-        rows = [["Net cash from operations", money(ocf)], ["Capital expenditure", money(-capex)],
-                ["Free cash flow", money(ocf - capex)], ["Dividends paid", money(-ocf * 0.2)]]
+        rows = [[METRICS[m][0], printed.text(m, period, "total", fmt=money)] for m in CASH_FLOW_ITEMS]
         _header(draw, style, ent, "Condensed cash flow statement", f"{period}  ·  $M", page["page"])
         _draw_table(draw, style, ["Item", "Amount"], rows, col_w=[420, 200])
     elif tpl == "audit_opinion":
@@ -405,11 +448,17 @@ def _render(page: dict, ent: Entity, entities: list[Entity], book: Book, rng: np
             draw.line([480, 160, x + 100, 260], fill=style.ink, width=2)
             draw.rectangle([x, 260, x + 200, 310], outline=style.accent, width=3)
             draw.text((x + 20, 275), m, fill=style.ink, font=_font(18))
-    return img
+    return img, draw.drawn
 
 
-def _page_facts(page: dict, ent: Entity, entities: list[Entity], book: Book) -> list[dict]:
-    """What a reader can read off the page: one row per printed value."""
+KPI_METRICS = ("revenue", "operating_income", "capex", "headcount")
+CASH_FLOW_ITEMS = ("operating_cash_flow", "capex_paid", "free_cash_flow", "dividends_paid")
+
+
+def _page_facts(page: dict, ent: Entity, entities: list[Entity], book: Book, rng: np.random.Generator) -> list[dict]:
+    """What a reader can read off the page: one row per printed number (the render draws these and
+    only these). Derived figures a page prints (a year-on-year change, free cash flow) are facts
+    too, under their own metric."""
     tpl, metric, period, rev = page["template_id"], page["metric"], page["period"], page["revision"]
     rows = []
 
@@ -417,14 +466,19 @@ def _page_facts(page: dict, ent: Entity, entities: list[Entity], book: Book) -> 
         rows.append(dict(unit_id=page["unit_id"], entity=ent.name, metric=m, period=p, member=member,
                          value=float(value), unit=METRICS[m][1], revision=rev))
 
+    def change(m, member, cur, old):
+        add(f"{m}_change", period, member, round((cur / old - 1) * 100, 1))
+
     if tpl == "segment_bar":
         for m in _segments(ent, entities):
             add(metric, period, m, book.get(ent.slug, metric, period, m, rev))
     elif tpl == "kpi_table":
         prior = book.periods[book.periods.index(period) - 4]
-        for m in ("revenue", "operating_income", "capex", "headcount"):
-            add(m, period, "total", book.get(ent.slug, m, period, "total", rev))
-            add(m, prior, "total", book.get(ent.slug, m, prior, "total", 2))
+        for m in KPI_METRICS:
+            cur, old = book.get(ent.slug, m, period, "total", rev), book.get(ent.slug, m, prior, "total", 2)
+            add(m, period, "total", cur)
+            add(m, prior, "total", old)
+            change(m, "total", cur, old)
     elif tpl == "trend_line":
         i = book.periods.index(period)
         for p in book.periods[i - 5:i + 1]:
@@ -432,8 +486,17 @@ def _page_facts(page: dict, ent: Entity, entities: list[Entity], book: Book) -> 
     elif tpl == "region_table":
         prior = book.periods[book.periods.index(period) - 4]
         for region in REGIONS:
-            add(metric, period, region, book.get(ent.slug, metric, period, region, rev))
-            add(metric, prior, region, book.get(ent.slug, metric, prior, region, 2))
+            cur, old = book.get(ent.slug, metric, period, region, rev), book.get(ent.slug, metric, prior, region, 2)
+            add(metric, period, region, cur)
+            add(metric, prior, region, old)
+            change(metric, region, cur, old)
+    elif tpl == "cash_flow":
+        ocf = round(book.get(ent.slug, "operating_income", period) * float(rng.uniform(1.05, 1.3)), 0)
+        capex = book.get(ent.slug, "capex", period)
+        add("operating_cash_flow", period, "total", ocf)
+        add("capex_paid", period, "total", -capex)
+        add("free_cash_flow", period, "total", ocf - capex)
+        add("dividends_paid", period, "total", -round(ocf * 0.2, 0))
     return rows
 
 
@@ -592,8 +655,10 @@ def _questions(units: pd.DataFrame, entities: dict, ents: list[Entity], book: Bo
 
 # ----------------------------------------------------------------------------- corpus
 
-def generate(size: str, seed: int, out_dir: Path | str) -> Corpus:
+def generate(size: str, seed: int, out_dir: Path | str, drawn: dict | None = None) -> Corpus:
     """Render the demo corpus into out_dir/images and return its units, facts and questions.
+    drawn: a dict to fill with unit_id -> [(text, (x0, y0, x1, y1)), ...], every text each page
+    prints (the facts-vs-pixels test reads it).
 
     size: "ci" (~150 units) or "demo" (~600 units). Image paths in the units table are relative to
     out_dir's parent (the run directory), so a run folder can be moved whole.
@@ -639,7 +704,10 @@ def generate(size: str, seed: int, out_dir: Path | str) -> Corpus:
         page["unit_id"] = f"{page['doc_id']}:{page['page']}"
         ent = by_slug[page["slug"]]
         page_rng = np.random.default_rng([seed, len(unit_rows)])
-        img = _render(page, ent, ents, book, page_rng)
+        facts = _page_facts(page, ent, ents, book, page_rng)
+        img, texts = _render(page, facts, ent, ents, book, page_rng)
+        if drawn is not None:
+            drawn[page["unit_id"]] = texts
         rel = Path(out_dir.name) / "images" / f"{page['doc_id']}_p{page['page']:02d}.png"
         img.save(out_dir.parent / rel, format="PNG", optimize=False)
         caps = _captions(page, ent, page_rng)
@@ -647,7 +715,7 @@ def generate(size: str, seed: int, out_dir: Path | str) -> Corpus:
                               image_path=rel.as_posix(), template_id=page["template_id"], entity=page["entity"],
                               metric=page["metric"], period=page["period"], revision=page["revision"],
                               content_type=CONTENT_TYPE[page["template_id"]], entity_kind=ent.kind, **caps))
-        fact_rows.extend(_page_facts(page, ent, ents, book))
+        fact_rows.extend(facts)
     units = pd.DataFrame(unit_rows)[UNIT_COLUMNS]
     facts = pd.DataFrame(fact_rows, columns=FACT_COLUMNS)
     questions, answer_key = _questions(units, by_slug, ents, book, spec["questions"], rng)
