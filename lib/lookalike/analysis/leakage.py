@@ -7,14 +7,15 @@ judge who sees the file name). The ablation closes or opens each on purpose:
   indexes   image    the pixels-only encoder (ocr-minilm); accepts provenance ``pixels`` only
             caption  the caption fields through the same text model (caption-minilm)
             both     the normalised sum of the two vectors
-  queries   blind            written from what the page shows (template, metric, entity, period as
-                             printed on it), never from caption fields
+  queries   blind            written from what the page visibly shows (the demo's tables/visible.csv:
+                             colour, layout, printed values, printed lines, the printed period) by
+                             a code path never handed the caption fields
             caption-derived  deterministic paraphrases of the unit's caption (synonyms, reordering)
-  Both query sets are built for the same target units, and for each unit the blind query states
-  exactly the qualifiers (entity / metric / period) that its caption-derived twin happens to state,
-  in the same register, and goes through the same paraphrase — so the two sets match in register
-  mix, specificity and wording distance from the page, and the comparison measures the leak, not
-  query difficulty.
+  Both query sets are built for the same target units, in the same register (a seeded draw per
+  unit), and go through the same paraphrase; stage 03 reports each set's token overlap with the
+  caption fields (``caption_overlap``). On the demo the planted expectation is that the caption
+  index finds caption-derived queries at least twice as often as blind ones, while the image
+  index's paired difference has a CI containing 0.
 
 Reading it: the image row should be flat across the two query sets (within its CI); the caption
 row jumps on caption-derived queries. If the image row jumps too, something text-shaped got into
@@ -34,7 +35,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from lookalike.data.schema import read_required_csv, resolve_image
+from lookalike.data.schema import CAPTION_COLUMNS, read_required_csv, resolve_image
 from lookalike.eval import metrics as M
 from lookalike.eval import stats
 from lookalike.io import pagebase
@@ -74,9 +75,10 @@ def _synonyms(text: str) -> str:
 
 
 def paraphrase(caption: str) -> str:
-    """Deterministic paraphrase: synonym substitution, then comma-separated parts in reverse order."""
+    """Deterministic paraphrase: synonym substitution, then comma-separated parts in reverse order
+    (a comma inside a number, '$1,038M', separates nothing)."""
     text = _synonyms(" ".join(caption.split()))
-    parts = [p.strip() for p in text.split(",") if p.strip()]
+    parts = [p.strip() for p in re.split(r",(?!\d)", text) if p.strip()]
     return ", ".join(reversed(parts)) if len(parts) > 1 else text
 
 
@@ -114,14 +116,65 @@ def blind_text(unit: dict, quals: tuple[str, ...]) -> str:
     return phrase
 
 
-def build_query_sets(units: pd.DataFrame, seed: int, max_units: int | None = None) -> pd.DataFrame:
-    """Matched blind and caption-derived queries, one pair per target unit.
+PERIOD_SHARE = 0.5   # blind descriptions that state the period the page prints (seeded per page)
+_DECORATION = re.compile(r"\bPage \d+\b|^[A-Z][A-Z ]+$")
+
+
+def _printed_value(f: Mapping) -> str:
+    if f["unit"] == "%":
+        return f"{f['value']:+.1f}%"
+    return f"{f['value']:,.0f}" if f["unit"] == "employees" else f"${f['value']:,.0f}M"
+
+
+def page_description(unit: Mapping, visible: Mapping | None, facts: Sequence[Mapping],
+                     rng: np.random.Generator) -> str:
+    """A blind description of one page from what it visibly shows — never from its caption fields
+    (``unit`` must not carry them; ``build_query_sets`` drops them before calling).
+
+    With a visible record (the demo's tables/visible.csv), as a person describes a page they look
+    at: its colour and layout, then what it prints — two of its facts (a printed label with its
+    value) for charts and tables, else the opening words of a printed line — and, on PERIOD_SHARE
+    of the pages (seeded), the period it prints. Not its title: titles are what captions paraphrase.
+    Without a visible record (a corpus with metadata only): the template phrase with the metadata
+    fields the corpus holds (``blind_text``)."""
+    if not visible:
+        return blind_text(dict(unit), ("entity", "metric", "period"))
+    phrase = f"{visible['colour']} {visible['layout']}"
+    if facts:
+        picks = sorted(rng.choice(len(facts), size=min(2, len(facts)), replace=False))
+        details = []
+        for k in picks:
+            f = facts[int(k)]
+            label = f["member"] if f["member"] != "total" else METRIC_LABELS.get(f["metric"], f["metric"].replace("_", " "))
+            details.append(f"{label} {_printed_value(f)}")
+        phrase += " with " + " and ".join(details)
+    else:
+        lines = [t.strip() for t in str(visible["printed"]).split(" | ")
+                 if t.strip() and t.strip() != visible["title"] and not _DECORATION.search(t.strip())
+                 and not _PERIOD_RE.search(t)]
+        if lines:
+            words = lines[int(rng.integers(len(lines)))].split()
+            phrase += ": " + " ".join(words[:6]).rstrip(",.;:")
+    if unit.get("period") and rng.random() < PERIOD_SHARE and unit["period"] in str(visible["printed"]):
+        phrase += f", {unit['period']}"
+    return phrase
+
+
+def build_query_sets(units: pd.DataFrame, seed: int, max_units: int | None = None,
+                     visible: pd.DataFrame | None = None, facts: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Blind and caption-derived queries, one pair per target unit.
 
     Target units: those whose caption text (caption, else alt text) is non-empty and their own (no
-    other unit has the same text). Returns a long frame:
-    query_id, query_set, unit_id (the relevant unit), text, register, qualifiers, content_type.
+    other unit has the same text) — the same targets for both sets. The blind query describes what
+    the page shows (``page_description``: visible record and facts; the caption fields are dropped
+    from what it is given); the caption-derived query paraphrases the caption text only. Both go
+    through the same paraphrase and the same register wrapping (a seeded draw per unit), so they
+    differ in where their words come from, not in form. Returns a long frame: query_id, query_set,
+    unit_id (the relevant unit), text, register, qualifiers (what the text names of entity / metric
+    / period), content_type.
     """
     rng = np.random.default_rng([seed, 5])
+    blind_rng = np.random.default_rng([seed, 5, 1])
     rows = []
     source = units["caption"].str.strip().where(units["caption"].str.strip() != "", units["alt_text"].str.strip())
     # A caption shared by several units cannot single out its unit in any index, so a query derived
@@ -131,20 +184,53 @@ def build_query_sets(units: pd.DataFrame, seed: int, max_units: int | None = Non
     eligible = units[(source != "") & (counts == 1)].sort_values("unit_id", kind="mergesort")
     if max_units is not None and len(eligible) > max_units:
         eligible = eligible.iloc[np.sort(rng.choice(len(eligible), size=max_units, replace=False))]
-    for i, unit in enumerate(eligible.to_dict("records")):
+    seen = {} if visible is None or not len(visible) else visible.set_index("unit_id").to_dict("index")
+    page_facts: dict[str, list] = {}
+    for f in ([] if facts is None else facts.to_dict("records")):
+        page_facts.setdefault(f["unit_id"], []).append(f)
+    pixels_only = eligible.drop(columns=[c for c in CAPTION_COLUMNS if c in eligible.columns])
+    for i, (unit, shown) in enumerate(zip(eligible.to_dict("records"), pixels_only.to_dict("records"))):
         register = REGISTERS[int(rng.integers(len(REGISTERS)))]
-        source = unit["caption"].strip() or unit["alt_text"].strip()
-        cap = paraphrase(source)
-        quals = qualifiers_in(cap, unit)
-        base = dict(unit_id=unit["unit_id"], register=register, qualifiers=";".join(quals),
-                    content_type=unit.get("content_type", ""))
-        # The blind description goes through the same paraphrase (synonyms, reordering) as the caption,
-        # so neither set is worded closer to the page than the other.
-        blind = paraphrase(blind_text(unit, quals))
-        rows.append(dict(query_id=f"leak{i:04d}-b", query_set="blind", text=_wrap(register, blind), **base))
-        rows.append(dict(query_id=f"leak{i:04d}-c", query_set="caption-derived", text=_wrap(register, cap), **base))
+        cap = paraphrase(unit["caption"].strip() or unit["alt_text"].strip())
+        v = seen.get(shown["unit_id"])
+        blind = paraphrase(page_description(shown, {"unit_id": shown["unit_id"], **v} if v else None,
+                                            page_facts.get(shown["unit_id"], []), blind_rng))
+        base = dict(unit_id=unit["unit_id"], register=register, content_type=unit.get("content_type", ""))
+        rows.append(dict(query_id=f"leak{i:04d}-b", query_set="blind", text=_wrap(register, blind),
+                         qualifiers=";".join(qualifiers_in(blind, shown)), **base))
+        rows.append(dict(query_id=f"leak{i:04d}-c", query_set="caption-derived", text=_wrap(register, cap),
+                         qualifiers=";".join(qualifiers_in(cap, shown)), **base))
     return pd.DataFrame(rows, columns=["query_id", "query_set", "unit_id", "text", "register", "qualifiers",
                                        "content_type"])
+
+
+_TOKEN = re.compile(r"[a-z0-9]+")
+_OVERLAP_STOP = {"which", "page", "shows", "laid", "out", "as", "a", "the", "of", "for", "at", "by", "and", "in",
+                 "to", "on", "with"}
+
+
+def _tokens(text: str) -> set[str]:
+    return {t for t in _TOKEN.findall(str(text).lower()) if t not in _OVERLAP_STOP}
+
+
+def caption_overlap(queries: pd.DataFrame, units: pd.DataFrame, clusters: pd.Series | None = None,
+                    seed: int = 0) -> pd.DataFrame:
+    """Each query set's token overlap with its unit's caption fields (caption, alt text, file name):
+    the share of a query's content words found there, averaged over the set, with its bootstrap
+    95% CI (clusters as the ablation's). A blind set written from the pixels should sit far below
+    the caption-derived one."""
+    fields = units.set_index("unit_id")[list(CAPTION_COLUMNS)].astype(str)
+    caption_tokens = {u: _tokens(" ".join(re.sub(r"[_\-.]+", " ", v) for v in row))
+                      for u, row in zip(fields.index, fields.to_numpy())}
+    per = queries.assign(overlap=[len(q & caption_tokens.get(u, set())) / len(q) if q else 0.0
+                                  for q, u in zip(map(_tokens, queries["text"]), queries["unit_id"])])
+    rows = []
+    for qs, part in per.groupby("query_set", sort=True):
+        ci = stats.bootstrap_ci(part["overlap"].to_numpy(), rng=seed,
+                                clusters=stats.cluster_array(clusters, list(part["query_id"])))
+        rows.append(dict(query_set=qs, n=len(part), overlap=ci.estimate, overlap_lo=ci.lo, overlap_hi=ci.hi,
+                         interval=stats.interval_words(clusters)))
+    return pd.DataFrame(rows, columns=["query_set", "n", "overlap", "overlap_lo", "overlap_hi", "interval"])
 
 
 def read_blind_queries(path: Path | str, units: pd.DataFrame, seed: int = 0,
@@ -428,7 +514,8 @@ def inject_leak(image_vectors: Vectors, units: pd.DataFrame, texts: Mapping[str,
 def run_ablation(units: pd.DataFrame, base_dir: Path, seed: int, cache: Cache | None = None, max_units: int | None = None,
                  inject: str = "", ocr_engine: str = "", workers: int = 0, device: str = "auto",
                  depth: int = 100, n_boot: int = 2000, blind_queries: str = "", page_base: int = 1,
-                 cluster: str = "document") -> Ablation:
+                 cluster: str = "document", visible: pd.DataFrame | None = None,
+                 facts: pd.DataFrame | None = None) -> Ablation:
     """Encode, index, query and score the ablation on units (all of them, or a seeded subset).
     inject: '' for a clean run, or one of INJECTIONS (the gate must then fail). cluster: what the
     intervals resample (stats.query_clusters of each query's target unit)."""
@@ -450,7 +537,7 @@ def run_ablation(units: pd.DataFrame, base_dir: Path, seed: int, cache: Cache | 
     if blind_queries:
         queries, dropped = read_blind_queries(blind_queries, units, seed, page_base)
     else:
-        queries = build_query_sets(units, seed)
+        queries = build_query_sets(units, seed, visible=visible, facts=facts)
     if blind_queries:
         queries = queries[queries["unit_id"].isin(set(units["unit_id"]))].reset_index(drop=True)
     indexes = build_indexes(image_vectors, caption_vectors, bool(inject))

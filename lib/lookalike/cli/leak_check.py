@@ -39,7 +39,8 @@ def run_gate(prm: dict, inject: str = "", seed: int | None = None, threshold: fl
         if corpus is None:
             corpus = stratify.load_corpus(ctx)      # what stage 01 reads: dpi, pages, max_pages, name_pattern ...
         ab, _, _, table, per_query = leak.ablation(ctx, corpus.units, cache, max_units=prm["leak"]["gate_units"],
-                                                   inject=inject, n_boot=n_boot, seed=seed)
+                                                   inject=inject, n_boot=n_boot, seed=seed, visible=corpus.visible,
+                                                   facts=corpus.facts)
     unit_clusters = (None if prm["stats"]["cluster"] == "none" else
                      dict(zip(corpus.units["unit_id"], corpus.units[{"document": "doc_id", "template": "template_id"}[
                          prm["stats"]["cluster"]]].astype(str))))

@@ -24,7 +24,8 @@ import numpy as np
 import pandas as pd
 from PIL import Image, ImageDraw, ImageFont
 
-from lookalike.data.schema import ANSWER_KEY_COLUMNS, FACT_COLUMNS, QUESTION_COLUMNS, UNIT_COLUMNS, Corpus
+from lookalike.data.schema import (ANSWER_KEY_COLUMNS, FACT_COLUMNS, QUESTION_COLUMNS, UNIT_COLUMNS, VISIBLE_COLUMNS,
+                                   Corpus)
 from lookalike.vocab import money
 
 WIDTH, HEIGHT = 960, 540
@@ -111,6 +112,11 @@ DECK_PAGES = {
 # The restatement supplement republishes the pages a revenue restatement touches.
 RESTATED_PAGES = (("cover", ""), ("segment_bar", "revenue"), ("kpi_table", "kpi_summary"), ("trend_line", "revenue"))
 CLOSING_KINDS = ("audit_opinion", "signature", "org_chart")
+LAYOUT = {
+    "cover": "cover slide", "segment_bar": "bar chart", "trend_line": "line chart", "kpi_table": "table",
+    "region_table": "table", "cash_flow": "table", "risk_factors": "text page", "audit_opinion": "text page",
+    "signature": "signature page", "org_chart": "organisation chart",
+}
 CONTENT_TYPE = {
     "cover": "graphic", "segment_bar": "chart", "trend_line": "chart", "kpi_table": "table",
     "region_table": "table", "cash_flow": "table", "risk_factors": "text", "audit_opinion": "text",
@@ -699,13 +705,16 @@ def generate(size: str, seed: int, out_dir: Path | str, drawn: dict | None = Non
             pages.append(dict(doc_id=doc_id, page=p, template_id=tpl, metric=metric, entity=ent.name,
                               period=period, revision=2, slug=ent.slug))
     by_slug = {e.slug: e for e in ents}
-    unit_rows, fact_rows = [], []
+    unit_rows, fact_rows, visible_rows = [], [], []
     for page in pages:
         page["unit_id"] = f"{page['doc_id']}:{page['page']}"
         ent = by_slug[page["slug"]]
         page_rng = np.random.default_rng([seed, len(unit_rows)])
         facts = _page_facts(page, ent, ents, book, page_rng)
         img, texts = _render(page, facts, ent, ents, book, page_rng)
+        visible_rows.append(dict(unit_id=page["unit_id"], colour=ent.style.name, layout=LAYOUT[page["template_id"]],
+                                 title=texts[1 if page["template_id"] == "cover" else 0][0],
+                                 printed=" | ".join(t for t, _ in texts)))
         if drawn is not None:
             drawn[page["unit_id"]] = texts
         rel = Path(out_dir.name) / "images" / f"{page['doc_id']}_p{page['page']:02d}.png"
@@ -719,4 +728,5 @@ def generate(size: str, seed: int, out_dir: Path | str, drawn: dict | None = Non
     units = pd.DataFrame(unit_rows)[UNIT_COLUMNS]
     facts = pd.DataFrame(fact_rows, columns=FACT_COLUMNS)
     questions, answer_key = _questions(units, by_slug, ents, book, spec["questions"], rng)
-    return Corpus(units=units, facts=facts, questions=questions, answer_key=answer_key)
+    return Corpus(units=units, facts=facts, questions=questions, answer_key=answer_key,
+                  visible=pd.DataFrame(visible_rows, columns=VISIBLE_COLUMNS))

@@ -37,6 +37,12 @@ QUESTION_COLUMNS = ["query_id", "text", "answer", "evidence_structure", "registe
 ANSWER_KEY_COLUMNS = ["query_id", "op", "need", "template_id", "entity", "metric", "period", "member", "revision"]
 
 
+# What a page visibly shows, in words (the demo's generator writes it; tables/visible.csv): its
+# colour, its layout, its title and every text it prints ("printed", joined with " | "). The leak
+# ablation's blind queries are written from it; it holds nothing from the caption fields.
+VISIBLE_COLUMNS = ["unit_id", "colour", "layout", "title", "printed"]
+
+
 class CorpusError(ValueError):
     """A corpus file cannot be used at all (missing, unreadable, required column absent)."""
 
@@ -49,6 +55,7 @@ class Corpus:
     skipped: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["source", "row", "unit_id", "problem"]))
     answer_key: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=ANSWER_KEY_COLUMNS))
     qrels: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["query_id", "unit_id", "relevance"]))
+    visible: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=VISIBLE_COLUMNS))
 
 
 def read_required_csv(path: Path | str, columns, what: str, error: type[Exception] = CorpusError,

@@ -20,19 +20,26 @@ TITLE = 'Leak ablation'
 
 
 def ablation(ctx: StageContext, units: pd.DataFrame, cache: Cache, max_units: int | None = None,
-             inject: str | None = None, n_boot: int = 2000, seed: int | None = None):
+             inject: str | None = None, n_boot: int = 2000, seed: int | None = None,
+             visible: pd.DataFrame | None = None, facts: pd.DataFrame | None = None):
     """The ablation as stage 03 and ``lookalike leak-check`` compute it: encode and index (all units
     or a seeded subset of max_units), query with both sets, pool every index's top leak.pool_depth
     for blind judging, label the pool with the reference labels, and tabulate recall@10 / nDCG@10
-    per index × query set. Returns (ablation, sheet, judgements, table, per_query)."""
+    per index × query set. visible, facts: what each page shows (tables/visible.csv, facts.csv), the
+    blind queries' source; default the run's tables when present. Returns (ablation, sheet,
+    judgements, table, per_query)."""
     if inject is None:
         inject = "caption-index" if ctx.get("leak.inject_caption_leak") else ""
     seed = ctx.seed if seed is None else seed
+    if visible is None and (ctx.run_dir / "tables" / "visible.csv").is_file():
+        visible = ctx.table("visible")
+    if facts is None and (ctx.run_dir / "tables" / "facts.csv").is_file():
+        facts = ctx.table("facts")
     ab = L.run_ablation(units, ctx.run_dir, seed, cache, max_units=max_units, inject=inject,
                         ocr_engine=ctx.get("encode.ocr_engine"), workers=ctx.get("encode.workers"),
                         device=ctx.get("encode.device"), n_boot=n_boot,
                         blind_queries=str(ctx.path("leak.blind_queries") or ""), page_base=ctx.get("corpus.page_base"),
-                        cluster=ctx.get("stats.cluster"))
+                        cluster=ctx.get("stats.cluster"), visible=visible, facts=facts)
     sheet = L.sheet(ab.runs, ab.queries, k=ctx.get("leak.pool_depth"), seed=seed)
     judgements = L.reference_labels(sheet, ab.queries, units)
     table, per_query = L.ablation_table(ab.runs, ab.queries, L.qrels_from_judgements(judgements), seed, n_boot=n_boot,
@@ -60,6 +67,14 @@ def run(ctx: StageContext) -> StageResult:
     res.section("matched")
     with pd.option_context("display.float_format", "{:.3f}".format):
         res.say(L.matched(ab.queries).to_string(index=False))
+
+    res.section("overlap")
+    overlap = L.caption_overlap(ab.queries, units, ab.clusters, seed)
+    with pd.option_context("display.float_format", "{:.3f}".format):
+        res.say("share of each query's content words found in its unit's caption fields (caption, alt text, "
+                "file name) — blind queries are written from what the page shows, caption-derived ones from "
+                "the caption:")
+        res.say(overlap.to_string(index=False))
 
     res.section("queries")
     res.show["queries"] = ab.queries.head(6)[["query_set", "register", "qualifiers", "text"]]
@@ -136,6 +151,7 @@ def run(ctx: StageContext) -> StageResult:
     # save
     res.table("leak_ablation", table, sort_by=["index", "query_set"])
     res.table("leak_queries", ab.queries, sort_by=["query_id"])
+    res.table("leak_caption_overlap", overlap)
     if ab.dropped is not None and len(ab.dropped):
         res.table("leak_blind_dropped", ab.dropped)
     res.table("leak_per_query", per_query, sort_by=["index", "query_id"])
