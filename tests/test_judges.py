@@ -260,3 +260,50 @@ def test_kappa_words_never_print_nan_and_read_csv_text():
     assert J.kappa_words({"kappa": "", "kappa_lo": "", "kappa_hi": ""}).startswith("kappa undefined")
     assert J.kappa_words({"kappa": "0.5", "kappa_lo": "0.4", "kappa_hi": "0.6"}) == "kappa 0.50 [0.40, 0.60]"
     assert "nan" not in J.kappa_words(J.agreement(["sufficient"] * 3, ["sufficient"] * 3))
+
+
+# ----------------------------------------------------------------------------- label semantics
+
+@pytest.fixture(scope="module")
+def ci_demo(tmp_path_factory):
+    from lookalike.data import demo
+
+    return demo.generate("ci", 7, tmp_path_factory.mktemp("demo") / "corpus")
+
+
+def test_reference_calls_the_on_subject_look_alike_supporting(ci_demo):
+    """The look-alike that prints the asked metric for the asked entity in another period is
+    'supporting' (on the subject, insufficient alone); the old judge called it irrelevant."""
+    c = ci_demo
+    judge = J.ReferenceJudge(c.facts, c.answer_key, c.units)
+    key = c.answer_key[(c.answer_key["op"] == "value") & (c.answer_key["metric"] == "operating_income")]
+    qid = key["query_id"].iloc[0]
+    q = c.questions.set_index("query_id").loc[qid].to_dict() | {"query_id": qid}
+    need = key.iloc[0]
+    u = c.units
+    same = u[(u["entity"] == need["entity"]) & (u["template_id"] == "kpi_table") & (u["period"] != need["period"])
+             & (u["revision"] == 1)]
+    # a KPI table of the same entity a year later prints this period as its comparison column: the
+    # look-alike two periods away does not
+    far = [x for x in same["unit_id"] if not ((c.facts["unit_id"] == x) & (c.facts["period"] == need["period"])).any()]
+    assert far, "no look-alike without the asked period"
+    got = judge.judge(q, {"unit_id": far[0]})
+    assert got.label == "supporting" and "on the subject" in got.rationale
+    other_entity = u[(u["entity"] != need["entity"]) & (u["template_id"] == "kpi_table")]["unit_id"].iloc[0]
+    assert judge.judge(q, {"unit_id": other_entity}).label == "irrelevant"      # template look-alike, other entity
+    risk = u[(u["entity"] == need["entity"]) & (u["template_id"] == "risk_factors")]["unit_id"].iloc[0]
+    assert judge.judge(q, {"unit_id": risk}).label == "irrelevant"              # same entity, no such figure
+
+
+def test_answer_string_supporting_needs_the_asked_entity_and_metric(ci_demo):
+    judge = J.AnswerStringJudge.from_resources(units=ci_demo.units)
+    q = {"text": "What was Corvane Systems' operating income in Q1 FY2024?", "answer": "$183M"}
+    same_subject = {"text": "Key figures Q3 FY2024 Operating income $190M $170M CORVANE SYSTEMS Page 4"}
+    assert judge.judge(q, same_subject).label == "supporting"
+    # the same template's words (title, columns, period) for another entity: the old rule called
+    # this supporting because most subject terms were there
+    look_alike = {"text": "Key figures Q1 FY2024 compared with Q1 FY2023 Metric Operating income $88M income "
+                          "HALVORSEN ENERGY Page 4"}
+    assert J.AnswerStringJudge().judge(q, look_alike).label == "supporting"      # no vocabulary: the old rule
+    assert judge.judge(q, look_alike).label == "irrelevant"
+    assert judge.judge(q, {"text": "Operating income $183M CORVANE SYSTEMS"}).label == "sufficient"

@@ -28,9 +28,10 @@ import hashlib
 import os
 import re
 import shutil
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -117,6 +118,7 @@ def blind_text(unit: dict, quals: tuple[str, ...]) -> str:
 
 
 PERIOD_SHARE = 0.5   # blind descriptions that state the period the page prints (seeded per page)
+FACTS_SHOWN = (1, 2)  # printed values a blind description quotes: one or two (seeded per page)
 _DECORATION = re.compile(r"\bPage \d+\b|^[A-Z][A-Z ]+$")
 
 
@@ -132,8 +134,8 @@ def page_description(unit: Mapping, visible: Mapping | None, facts: Sequence[Map
     (``unit`` must not carry them; ``build_query_sets`` drops them before calling).
 
     With a visible record (the demo's tables/visible.csv), as a person describes a page they look
-    at: its colour and layout, then what it prints — two of its facts (a printed label with its
-    value) for charts and tables, else the opening words of a printed line — and, on PERIOD_SHARE
+    at: its colour and layout, then what it prints — one or two of its facts (a printed label with
+    its value; FACTS_SHOWN) for charts and tables, else the opening words of a printed line — and, on PERIOD_SHARE
     of the pages (seeded), the period it prints. Not its title: titles are what captions paraphrase.
     Without a visible record (a corpus with metadata only): the template phrase with the metadata
     fields the corpus holds (``blind_text``)."""
@@ -141,7 +143,8 @@ def page_description(unit: Mapping, visible: Mapping | None, facts: Sequence[Map
         return blind_text(dict(unit), ("entity", "metric", "period"))
     phrase = f"{visible['colour']} {visible['layout']}"
     if facts:
-        picks = sorted(rng.choice(len(facts), size=min(2, len(facts)), replace=False))
+        shown = int(FACTS_SHOWN[int(rng.integers(len(FACTS_SHOWN)))])
+        picks = sorted(rng.choice(len(facts), size=min(shown, len(facts)), replace=False))
         details = []
         for k in picks:
             f = facts[int(k)]
@@ -174,7 +177,6 @@ def build_query_sets(units: pd.DataFrame, seed: int, max_units: int | None = Non
     / period), content_type.
     """
     rng = np.random.default_rng([seed, 5])
-    blind_rng = np.random.default_rng([seed, 5, 1])
     rows = []
     source = units["caption"].str.strip().where(units["caption"].str.strip() != "", units["alt_text"].str.strip())
     # A caption shared by several units cannot single out its unit in any index, so a query derived
@@ -190,9 +192,13 @@ def build_query_sets(units: pd.DataFrame, seed: int, max_units: int | None = Non
         page_facts.setdefault(f["unit_id"], []).append(f)
     pixels_only = eligible.drop(columns=[c for c in CAPTION_COLUMNS if c in eligible.columns])
     for i, (unit, shown) in enumerate(zip(eligible.to_dict("records"), pixels_only.to_dict("records"))):
-        register = REGISTERS[int(rng.integers(len(REGISTERS)))]
+        # each unit draws from its own stream (register, then its description): a unit's pair does
+        # not depend on which other units are targets
+        unit_rng = np.random.default_rng([seed, 5, zlib.crc32(str(shown["unit_id"]).encode("utf-8"))])
+        register = REGISTERS[int(unit_rng.integers(len(REGISTERS)))]
         cap = paraphrase(unit["caption"].strip() or unit["alt_text"].strip())
         v = seen.get(shown["unit_id"])
+        blind_rng = unit_rng
         blind = paraphrase(page_description(shown, {"unit_id": shown["unit_id"], **v} if v else None,
                                             page_facts.get(shown["unit_id"], []), blind_rng))
         base = dict(unit_id=unit["unit_id"], register=register, content_type=unit.get("content_type", ""))
@@ -477,6 +483,7 @@ class Ablation:
     clusters: pd.Series | None = None  # query_id -> the cluster its intervals resample
     dropped: pd.DataFrame | None = None  # your blind queries that could not be used, with the reason
     pixel_pq: pd.DataFrame | None = None  # recall@10 per pixel system (PIXEL_SYSTEMS) and query, for the gate
+    probe: dict | None = None         # pixel system -> (units whose input changed with shuffled metadata, units)
 
 
 # Fault injections. caption-index: the classic bug — the image path encodes the caption fields
@@ -526,13 +533,23 @@ def run_ablation(units: pd.DataFrame, base_dir: Path, seed: int, cache: Cache | 
         units = units.iloc[np.sort(rng.choice(len(units), size=max_units, replace=False))].reset_index(drop=True)
     image_enc = E.make_encoder("ocr-minilm", ocr_engine=ocr_engine, workers=workers, device=device, progress=False)
     caption_enc = E.make_encoder("caption-minilm", device=device, progress=False)
-    image_vectors = image_enc.encode_units(units, base_dir, cache)
     caption_vectors = caption_enc.encode_units(units, base_dir, cache)
-    if inject == "caption-index":
-        image_vectors = caption_vectors
-    elif inject:
-        texts = systems.ocr_texts(units, base_dir, cache, ocr_engine, workers)
-        image_vectors = inject_leak(image_vectors, units, texts, inject, image_enc.device)
+
+    def image_path(us: pd.DataFrame) -> Vectors:
+        """What the image index holds for these units: the pixels-only vectors, or the injected fault."""
+        if inject == "caption-index":
+            return caption_enc.encode_units(us, base_dir, cache)
+        vectors = image_enc.encode_units(us, base_dir, cache)
+        if inject:
+            texts = systems.ocr_texts(us, base_dir, cache, ocr_engine, workers)
+            vectors = inject_leak(vectors, us, texts, inject, image_enc.device)
+        return vectors
+
+    def bm25_path(us: pd.DataFrame) -> Vectors:
+        return bm25_texts(us, base_dir, cache, inject, ocr_engine, workers)
+
+    image_vectors = image_path(units)
+    probe = metadata_probe({"image": image_path, "ocr-bm25": bm25_path}, units, seed)
     dropped = pd.DataFrame(columns=["source", "row", "unit_id", "problem"])
     if blind_queries:
         queries, dropped = read_blind_queries(blind_queries, units, seed, page_base)
@@ -547,7 +564,51 @@ def run_ablation(units: pd.DataFrame, base_dir: Path, seed: int, cache: Cache | 
     table, per_query = ablation_table(runs, queries, qrels_for(queries), seed, n_boot, clusters=clusters)
     pixel_runs = pixel_system_runs(units, base_dir, cache, queries, runs["image"], inject, ocr_engine, workers, depth)
     return Ablation(queries, runs, table, per_query, inject, clusters, dropped,
-                    pixel_per_query(pixel_runs, queries))
+                    pixel_per_query(pixel_runs, queries), probe)
+
+
+def shuffled_metadata(units: pd.DataFrame, seed: int) -> pd.DataFrame:
+    """The same units with their caption fields (CAPTION_COLUMNS) moved to other units: a seeded
+    permutation with no fixed point, so every unit carries another unit's file name, alt text and
+    caption while its pixels stay its own."""
+    n = len(units)
+    if n < 2:
+        return units.copy()
+    order = np.random.default_rng([seed, 62]).permutation(n)
+    moved = np.roll(order, 1)                   # unit order[i] takes the fields of unit order[i - 1]
+    target = np.empty(n, dtype=int)
+    target[order] = moved
+    out = units.copy()
+    cols = [c for c in CAPTION_COLUMNS if c in units.columns]
+    out[cols] = units[cols].to_numpy()[target]
+    return out
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, str) or isinstance(b, str):
+        return a == b
+    return bool(np.allclose(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64), atol=1e-6, rtol=0))
+
+
+def metadata_probe(paths: Mapping[str, Callable[[pd.DataFrame], Vectors]], units: pd.DataFrame,
+                   seed: int) -> dict[str, tuple[int, int]]:
+    """The white-box half of the gate: run each pixel system's own input path (paths[name]: units ->
+    what its index holds) on the units as they are and on the same units with their caption fields
+    shuffled among them (``shuffled_metadata``). A path that reads only pixels gives the same
+    vectors (or texts) for every unit; one that reads any caption field changes. Returns name ->
+    (units whose input changed, units probed); pixels-rrf, the fusion of the two, is their union."""
+    if not len(units):
+        return {}
+    other = shuffled_metadata(units, seed)
+    changed: dict[str, set] = {}
+    for name, path in paths.items():
+        a, b = path(units), path(other)
+        bd = dict(zip(b.ids, b.data))
+        changed[name] = {u for u, x in zip(a.ids, a.data) if u not in bd or not _same(x, bd[u])}
+    out = {name: (len(c), len(units)) for name, c in changed.items()}
+    if {"image", "ocr-bm25"} <= set(changed):
+        out["pixels-rrf"] = (len(changed["image"] | changed["ocr-bm25"]), len(units))
+    return out
 
 
 # The pixel systems the gate checks: the ablation's image index (ocr-minilm), BM25 over the same
@@ -561,17 +622,26 @@ def pixel_system_runs(units: pd.DataFrame, base_dir: Path, cache: Cache, queries
     """Runs of every pixel system over both query sets, with the same injection as the image index
     (BM25 reads the caption fields for caption-index, or the OCR text with the metadata appended)."""
     bm25 = E.make_encoder("ocr-bm25", ocr_engine=ocr_engine, workers=workers, progress=False)
-    texts = bm25.encode_units(units, base_dir, cache)
-    if inject == "caption-index":
-        texts = Vectors(texts.encoder_id + "+caption-index", "caption-text", list(texts.ids),
-                        [E.caption_text(r) for r in units.to_dict("records")], "text")
-    elif inject:
-        extra = dict(zip(units["unit_id"], injected_text(units, inject)))
-        texts = Vectors(texts.encoder_id + f"+{inject}", f"pixels+{inject}", list(texts.ids),
-                        [f"{t} {extra.get(u, '')}".strip() for u, t in zip(texts.ids, texts.data)], "text")
+    texts = bm25_texts(units, base_dir, cache, inject, ocr_engine, workers)
     index = retrieve.BM25Index(accepts=("pixels",), name="ocr-bm25", allow_foreign_provenance=bool(inject)).add(texts)
     bm25_run = index.search(bm25.encode_queries(list(queries["text"]), list(queries["query_id"])), k=depth)
     return {"image": image_run, "ocr-bm25": bm25_run, "pixels-rrf": retrieve.rrf([image_run, bm25_run], depth=depth)}
+
+
+def bm25_texts(units: pd.DataFrame, base_dir: Path, cache: Cache, inject: str = "", ocr_engine: str = "",
+               workers: int = 0) -> Vectors:
+    """What the pixel BM25 index reads per unit: the OCR text, or the injected fault (the caption
+    fields for caption-index; the OCR text with the metadata appended otherwise)."""
+    bm25 = E.make_encoder("ocr-bm25", ocr_engine=ocr_engine, workers=workers, progress=False)
+    texts = bm25.encode_units(units, base_dir, cache)
+    if inject == "caption-index":
+        return Vectors(texts.encoder_id + "+caption-index", "caption-text", list(texts.ids),
+                       [E.caption_text(r) for r in units.to_dict("records")], "text")
+    if inject:
+        extra = dict(zip(units["unit_id"], injected_text(units, inject)))
+        return Vectors(texts.encoder_id + f"+{inject}", f"pixels+{inject}", list(texts.ids),
+                       [f"{t} {extra.get(u, '')}".strip() for u, t in zip(texts.ids, texts.data)], "text")
+    return texts
 
 
 def pixel_per_query(runs: Mapping[str, pd.DataFrame], queries: pd.DataFrame) -> pd.DataFrame:
@@ -587,10 +657,11 @@ def pixel_per_query(runs: Mapping[str, pd.DataFrame], queries: pd.DataFrame) -> 
 
 
 def gate_all(pixel_pq: pd.DataFrame, threshold: float = 0.05, n_boot: int = 2000, seed: int = 0,
-             unit_clusters: Mapping[str, str] | None = None) -> list:
-    """The paired gate on every pixel system (PIXEL_SYSTEMS present in pixel_pq), in order."""
+             unit_clusters: Mapping[str, str] | None = None, probe: Mapping[str, tuple] | None = None) -> list:
+    """The paired gate on every pixel system (PIXEL_SYSTEMS present in pixel_pq), in order, each with
+    its metadata probe when given."""
     names = [n for n in PIXEL_SYSTEMS if n in set(pixel_pq["index"])] if len(pixel_pq) else ["image"]
-    return [paired_gate(pixel_pq, n, threshold, n_boot, seed, unit_clusters) for n in names]
+    return [paired_gate(pixel_pq, n, threshold, n_boot, seed, unit_clusters, (probe or {}).get(n)) for n in names]
 
 
 def overall(results: Sequence) -> str:
@@ -620,28 +691,41 @@ class GateResult:
     hi: float
     threshold: float
     verdict: str                      # PASS | LEAK | NOT EVALUATED
+    probe_changed: int = -1           # units whose input changed when the caption fields were shuffled (-1: not probed)
+    probe_n: int = 0
 
     @property
     def rule(self) -> str:
-        return (f"LEAK when the paired difference's 95% bootstrap CI lies above 0 and its estimate exceeds "
+        return (f"LEAK when shuffling the caption fields among units changes what the system's index holds for any "
+                f"unit, or when the paired difference's 95% bootstrap CI lies above 0 and its estimate exceeds "
                 f"{self.threshold:.2f}")
+
+    def probe_words(self) -> str:
+        if self.probe_changed < 0:
+            return "metadata probe not run"
+        return (f"metadata probe: {self.probe_changed} of {self.probe_n} units' input changed with shuffled "
+                "caption fields")
 
     def sentence(self) -> str:
         if self.verdict == "NOT EVALUATED":
-            return f"{self.index}: NOT EVALUATED (no blind / caption-derived pairs)"
+            return f"{self.index}: NOT EVALUATED (no blind / caption-derived pairs; {self.probe_words()})"
         return (f"{self.index}: caption-derived − blind recall@10 {self.difference:+.3f} "
                 f"[{self.lo:+.3f}, {self.hi:+.3f}] over {self.n_pairs} paired units "
-                f"(blind {self.blind:.3f}, caption-derived {self.derived:.3f}): {self.verdict}")
+                f"(blind {self.blind:.3f}, caption-derived {self.derived:.3f}); {self.probe_words()}: {self.verdict}")
 
 
 def paired_gate(per_query: pd.DataFrame, index: str = "image", threshold: float = 0.05, n_boot: int = 2000,
-                seed: int = 0, unit_clusters: Mapping[str, str] | None = None) -> GateResult:
+                seed: int = 0, unit_clusters: Mapping[str, str] | None = None,
+                probe: tuple[int, int] | None = None) -> GateResult:
     """The gate's decision on one index: the two query sets share their target units, so the test is
     on the per-unit paired difference (caption-derived − blind recall@10, one value per unit that
     has both queries), with a paired bootstrap CI over units. Decision rule (GateResult.rule): LEAK
     when the CI lies entirely above 0 *and* the estimate exceeds threshold — a difference that is
     both real and material; NOT EVALUATED when no unit has both queries. unit_clusters: unit_id ->
-    cluster (its document), resampled whole."""
+    cluster (its document), resampled whole. probe: (units whose input changed, units) from
+    ``metadata_probe`` — any change is a LEAK whatever the retrieval difference (it catches partial
+    leaks too small to move recall, and works where no query pairs can be built)."""
+    changed, probed = probe if probe is not None else (-1, 0)
     part = per_query[per_query["index"] == index]
     wide = part.pivot_table(index="unit_id", columns="query_set", values="recall_10", aggfunc="mean")
     if not {"blind", "caption-derived"} <= set(wide.columns):
@@ -649,12 +733,14 @@ def paired_gate(per_query: pd.DataFrame, index: str = "image", threshold: float 
     wide = wide.dropna(subset=["blind", "caption-derived"])
     if wide.empty:
         nan = float("nan")
-        return GateResult(index, 0, nan, nan, nan, nan, nan, threshold, "NOT EVALUATED")
+        return GateResult(index, 0, nan, nan, nan, nan, nan, threshold, "LEAK" if changed > 0 else "NOT EVALUATED",
+                          changed, probed)
     derived, blind = wide["caption-derived"].to_numpy(), wide["blind"].to_numpy()
     cl = None if unit_clusters is None else np.asarray([unit_clusters.get(u, u) for u in wide.index], dtype=object)
     diff, lo, hi, _ = stats.paired_bootstrap(derived, blind, n_boot, rng=np.random.default_rng([seed, 61]), clusters=cl)
-    verdict = "LEAK" if lo > 0 and diff > threshold else "PASS"
-    return GateResult(index, len(wide), float(blind.mean()), float(derived.mean()), diff, lo, hi, threshold, verdict)
+    verdict = "LEAK" if (lo > 0 and diff > threshold) or changed > 0 else "PASS"
+    return GateResult(index, len(wide), float(blind.mean()), float(derived.mean()), diff, lo, hi, threshold, verdict,
+                      changed, probed)
 
 
 def judging_sheet_html(sheet: pd.DataFrame, units: pd.DataFrame, out_path: Path, image_root: Path,

@@ -237,6 +237,81 @@ def top1_table(scores: dict, unit_ids, query_ids, gold: dict, sets: dict, seed: 
     return pd.DataFrame(rows, columns=TOP1_COLUMNS)
 
 
+def hard_candidates(questions: pd.DataFrame, distractors: pd.DataFrame, units: pd.DataFrame) -> dict[str, list[str]]:
+    """Each question's hard candidate set, as stages 06 (pooled for labelling) and 07 (ranked for
+    sufficient@k under hard negatives) use it: its evidence units, their per-axis distractors from
+    stage 04 (axis != random) and every other unit of each evidence unit's template — all of the
+    gold's look-alikes, so the set is large enough that sufficient@5 does not saturate and every
+    look-alike a system may return is labelled. Units without a template_id add no template
+    look-alikes (the distractors alone, e.g. from appearance clusters)."""
+    template = units.set_index("unit_id")["template_id"].astype(str)
+    by_template = {t: list(g) for t, g in units.groupby(units["template_id"].astype(str), sort=True)["unit_id"] if t}
+    hard = distractors[distractors["axis"] != "random"].groupby("query_id")["unit_id"].apply(list).to_dict()
+    out = {}
+    for q, ev in zip(questions["query_id"], questions["evidence_unit_ids"]):
+        golds = [u for u in str(ev).split(";") if u]
+        extra = list(hard.get(q, []))
+        for g in golds:
+            extra += [u for u in by_template.get(template.get(g, ""), []) if u != g]
+        seen = set(golds)
+        out[q] = golds + [u for u in extra if not (u in seen or seen.add(u))]
+    return out
+
+
+# ----------------------------------------------------------------------------- validity ladder
+
+LADDER_PS = (0.0, 0.25, 0.5, 0.75, 1.0)
+LADDER_COLUMNS = ["p", "negatives", "n", "top1", "top1_lo", "top1_hi", "interval"]
+
+
+def ladder_scores(units: pd.DataFrame, gold: dict, candidates: dict, p: float, rng: np.random.Generator) -> dict:
+    """One synthetic system of known sibling discrimination p, as each question's top-1 (0/1).
+
+    The system always ranks the gold's template first; among the candidates of that template (the
+    gold and its look-alikes) it puts the gold first with probability p, otherwise a look-alike
+    (which one does not change top-1). A question whose candidates hold no page of the gold's template is won
+    whatever p is: nothing competes at the template level."""
+    template = units.set_index("unit_id")["template_id"].astype(str).to_dict()
+    out = {}
+    for q in sorted(gold):
+        g = gold[q]
+        siblings = sorted(u for u in candidates[q] if u != g and template.get(u) == template.get(g))
+        draw = rng.random()                   # drawn for every question, so the rungs share their draws
+        out[q] = 1.0 if not siblings or draw < p else 0.0
+    return out
+
+
+def validity_ladder(units: pd.DataFrame, gold: dict, sets: dict, seed: int, ps=LADDER_PS, n_boot: int = 2000,
+                    clusters: pd.Series | None = None) -> pd.DataFrame:
+    """The design's warning made visible: a metric can stay flat while the property it should
+    measure varies. For each sibling discrimination p (LADDER_PS) a synthetic system is scored
+    under each set of negatives (sets: name -> {qid: candidate ids}; a question without candidates
+    of a kind is left out of that row's n). Top-1 with its bootstrap 95% CI (clusters as the other
+    top-1 tables). Under random negatives top-1 stays near 1 whatever p is; under hard negatives
+    it follows p."""
+    rows = []
+    for c, (negs, cands) in enumerate(sets.items()):
+        keep = {q: g for q, g in gold.items() if cands.get(q)}
+        for i, p in enumerate(ps):
+            rng = np.random.default_rng([seed, 83, c])     # the same draws on every rung: top-1 rises with p
+            won = ladder_scores(units, keep, cands, p, rng)
+            ids = sorted(won)
+            ci = stats.bootstrap_ci(np.array([won[q] for q in ids]), n_boot, rng=np.random.default_rng([seed, 84, c, i]),
+                                    clusters=stats.cluster_array(clusters, ids))
+            rows.append({"p": float(p), "negatives": negs, "n": ci.n, "top1": ci.estimate, "top1_lo": ci.lo,
+                         "top1_hi": ci.hi, "interval": stats.interval_words(clusters)})
+    return pd.DataFrame(rows, columns=LADDER_COLUMNS)
+
+
+def ladder_slopes(ladder: pd.DataFrame) -> dict:
+    """Least-squares slope of top-1 on p per set of negatives."""
+    out = {}
+    for negs, part in ladder.groupby("negatives", sort=True):
+        x, y = part["p"].to_numpy(float), part["top1"].to_numpy(float)
+        out[negs] = float(np.polyfit(x, y, 1)[0]) if len(part) > 1 and np.ptp(x) > 0 else float("nan")
+    return out
+
+
 # ----------------------------------------------------------------------------- document level
 
 def document_scores(scores: np.ndarray, unit_doc_ids) -> tuple[np.ndarray, list]:

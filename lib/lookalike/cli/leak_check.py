@@ -5,8 +5,11 @@ built, so nothing was measured — never reported as a leak or as a pass).
 
 It runs stage 03's own ablation (lookalike.stages.leak.ablation: the same indexes, query sets,
 pooled blind judging and table) on a seeded sample of leak.gate_units units, in a temporary run
-folder, and applies the same gate (lookalike.analysis.leakage.paired_gate: the per-unit paired
-difference of the image index, caption-derived − blind recall@10, with a paired bootstrap CI).
+folder, and applies the same gate to every pixel system (lookalike.analysis.leakage.paired_gate):
+the metadata probe — the system's own input path run again with the caption fields shuffled among
+units; any change is a leak — and the per-unit paired difference, caption-derived − blind
+recall@10, with a paired bootstrap CI. The probe needs the system's input path, so it covers the
+built-in encoders; a retriever that enters as a run file is judged by the retrieval difference.
 """
 
 from __future__ import annotations
@@ -45,8 +48,10 @@ def run_gate(prm: dict, inject: str = "", seed: int | None = None, threshold: fl
                      dict(zip(corpus.units["unit_id"], corpus.units[{"document": "doc_id", "template": "template_id"}[
                          prm["stats"]["cluster"]]].astype(str))))
     seed = ctx.seed if seed is None else seed
-    result = L.paired_gate(per_query, "image", threshold, n_boot=n_boot, seed=seed, unit_clusters=unit_clusters)
-    others = [g for g in L.gate_all(ab.pixel_pq, threshold, n_boot, seed, unit_clusters) if g.index != "image"]
+    probe = ab.probe or {}
+    result = L.paired_gate(per_query, "image", threshold, n_boot=n_boot, seed=seed, unit_clusters=unit_clusters,
+                           probe=probe.get("image"))
+    others = [g for g in L.gate_all(ab.pixel_pq, threshold, n_boot, seed, unit_clusters, probe) if g.index != "image"]
     return [result] + others, table, len(corpus.units)
 
 
@@ -81,8 +86,16 @@ def main(argv: list[str] | None = None) -> int:
               "(they need caption fields, or your own leak.blind_queries file). Exit 3: the gate did not run.")
         return NOT_EVALUATED
     if decision == "LEAK":
-        print("FAIL: the image index scores materially higher on caption-derived queries than on blind ones — "
-              "something text-shaped (captions, file names, alt text) reaches the image path.")
+        leaky = [r for r in results if r.verdict == "LEAK"]
+        probed = [r.index for r in leaky if r.probe_changed > 0]
+        print("FAIL: something text-shaped (captions, file names, alt text) reaches the image path: "
+              + "; ".join(filter(None, [
+                  f"the input of {', '.join(probed)} changes when the caption fields are shuffled among units"
+                  if probed else "",
+                  f"{', '.join(r.index for r in leaky if r.probe_changed <= 0)} scores materially higher on "
+                  "caption-derived queries than on blind ones" if any(r.probe_changed <= 0 for r in leaky) else ""]))
+              + ".")
         return LEAK
-    print("PASS: no pixel system favours caption-derived queries materially and significantly.")
+    print("PASS: no pixel system's input changes when the caption fields are shuffled, and none favours "
+          "caption-derived queries materially and significantly.")
     return PASS

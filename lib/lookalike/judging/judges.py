@@ -42,7 +42,7 @@ import pandas as pd
 from lookalike.data.demo import REGIONS
 from lookalike.data.schema import read_required_csv, resolve_image
 from lookalike.io import pagebase
-from lookalike.vocab import LABEL_GRADES, LABEL_MEANINGS, LABELS, money
+from lookalike.vocab import LABEL_GRADES, LABEL_MEANINGS, LABELS, METRIC_LABELS, money
 
 
 class JudgeError(RuntimeError):
@@ -133,7 +133,9 @@ class ReferenceJudge:
     each question asks for); units: tables/units.csv (template and revision of each unit).
 
     A unit (or an evidence set judged together) is *sufficient* when its facts hold every fact the
-    question needs, *supporting* when they hold some, else *irrelevant*. Axes the question does
+    question needs; *supporting* when they hold some (part of a multi-page question's evidence) or
+    when it prints the asked metric for the asked entity in another period, member, revision or
+    template (on the subject, insufficient alone — vocab.LABEL_MEANINGS); else *irrelevant*. Axes the question does
     not state (its ``qualifiers``) are free: "Which segment contributed the most revenue?" is
     answered by any revenue-by-segment page, whatever its entity or period — which is exactly what
     question validation must find. A free axis takes one value across all needs of the question.
@@ -229,7 +231,23 @@ class ReferenceJudge:
         if best_partial:
             return Judgement("supporting", f"the page holds {best_partial} of the {len(needs)} facts the question needs",
                              self.name)
+        on_subject = self._on_subject(needs, [f for u in ids for f in self.facts.get(u, [])], free)
+        if on_subject:
+            entity, metric, period = on_subject
+            return Judgement("supporting", f"on the subject but not the answer: the page prints {metric} for {entity} "
+                                           f"({period}), not what the question asks", self.name)
         return Judgement("irrelevant", "the page prints none of the facts the question needs", self.name)
+
+    @staticmethod
+    def _on_subject(needs: list, pool: list[tuple], free: list[str]) -> tuple | None:
+        """A fact of the asked metric for the asked entity (any entity when the question leaves it
+        free) in any period, member, revision or template: the look-alike that is on the subject and
+        evidentially empty for this question. The first such fact (entity, metric, period), or None."""
+        for n in needs:
+            for e, mt, p, *_ in pool:
+                if mt == n.metric and ("entity" in free or e == n.entity):
+                    return e, mt, p
+        return None
 
 
 # ----------------------------------------------------------------------------- answer-string
@@ -275,20 +293,53 @@ def answer_in_text(answer: str, text: str) -> bool:
 @register("answer-string", "a string match of the question's answer in OCR text: a model-only label; on the demo "
                            "its agreement with the answer key is low, so read its figures as unverified")
 class AnswerStringJudge:
-    """Reads the unit's OCR text only (pass it as unit['text']); an evidence set's texts are joined."""
+    """Reads the unit's OCR text only (pass it as unit['text']); an evidence set's texts are joined.
+
+    *sufficient*: the answer appears in the text (every number, normalised; every word of a worded
+    answer). *supporting*, as the labels mean it (vocab.LABEL_MEANINGS) as far as text allows: the
+    text names the asked metric for the asked entity — the entity and metric names the question
+    uses, from the corpus's own entity and metric vocabulary (``units``) — without the answer. Words
+    every look-alike of a template prints (titles, axis words) do not make a page supporting. A
+    question that names no known entity or metric falls back to its subject terms: at least half of
+    its content words, after STOPWORDS, on the page.
+    """
 
     capabilities = Capabilities("model", reads_text=True, judges_sets=True, returns_answer=True, needs_answer=True)
 
+    def __init__(self, entities: Sequence[str] = (), metrics: Sequence[str] = ()):
+        self.entities = sorted({e.lower() for e in entities if e}, key=len, reverse=True)
+        self.metrics = sorted({m.lower() for m in metrics if m}, key=len, reverse=True)
+
     @classmethod
-    def from_resources(cls, **_):
-        return cls()
+    def from_resources(cls, units=None, **_):
+        if units is None or not len(units):
+            return cls()
+        metrics = [METRIC_LABELS.get(m, str(m).replace("_", " ")) for m in units["metric"].astype(str).unique() if m]
+        return cls(units["entity"].astype(str).unique(), metrics)
+
+    @staticmethod
+    def _named(names: Sequence[str], text: str) -> list[str]:
+        found, rest = [], text
+        for name in names:                       # longest first: "operating income" before "income"
+            if re.search(rf"\b{re.escape(name)}\b", rest):
+                found.append(name)
+                rest = re.sub(rf"\b{re.escape(name)}\b", " ", rest)
+        return found
 
     def judge(self, question: Mapping, unit: Mapping) -> Judgement:
         text = str(unit.get("text", ""))
         answer = str(question.get("answer", ""))
         if answer and answer_in_text(answer, text):
             return Judgement("sufficient", f"the answer {answer!r} appears on the page", self.name, answer)
-        subject = _words(str(question.get("text", ""))) - _words(answer)
+        asked, low = str(question.get("text", "")).lower(), text.lower()
+        entities, metrics = self._named(self.entities, asked), self._named(self.metrics, asked)
+        if entities or metrics:
+            if all(re.search(rf"\b{re.escape(n)}\b", low) for n in entities + metrics):
+                return Judgement("supporting", f"names {', '.join(entities + metrics)} as the question does, but not "
+                                               "the answer", self.name)
+            return Judgement("irrelevant", "the answer does not appear, and the page does not name the asked "
+                                           "entity and metric", self.name)
+        subject = _words(asked) - _words(answer)
         found = subject & _words(text)
         if subject and len(found) >= max(1, len(subject) // 2):
             return Judgement("supporting", f"subject terms on the page ({', '.join(sorted(found)[:4])}) but not the "

@@ -104,6 +104,21 @@ def run(ctx: StageContext) -> StageResult:
         top1_table, "Top-1: random negatives, hard negatives, whole corpus (own n and CI each)")
     res.figure("04_top1", chart)
 
+    res.section("ladder")
+    ladder = N.validity_ladder(units, gold, {"random": sets["random"], "hard": sets["hard"]}, seed,
+                               clusters=ctx.clusters(gold)) if gold else pd.DataFrame(columns=N.LADDER_COLUMNS)
+    slopes = N.ladder_slopes(ladder) if len(ladder) else {}
+    with pd.option_context("display.float_format", "{:.3f}".format):
+        if len(ladder):
+            res.say("synthetic systems that always rank the gold's template first, then the right look-alike first "
+                    "with probability p (else another look-alike), on the page-single questions:")
+            res.say(ladder.pivot_table(index="p", columns="negatives", values="top1").to_string())
+            res.say("least-squares slope of top-1 on p: "
+                    + ", ".join(f"{k} {v:+.2f}" for k, v in sorted(slopes.items())))
+        else:
+            res.say("no page-single questions: no ladder")
+    res.figure("04_validity_ladder", charts.validity_ladder(ladder) if len(ladder) else None)
+
     res.section("documents")
     doc_table = pd.DataFrame(columns=N.TOP1_COLUMNS)
     given = pd.read_csv(RUN / "tables" / "qrels.csv", keep_default_na=False) if (RUN / "tables" / "qrels.csv").is_file() else None
@@ -138,6 +153,7 @@ def run(ctx: StageContext) -> StageResult:
     res.table("top1_negatives", top1_table, sort_by=["system", "negatives"])
     res.table("top1_documents", doc_table, sort_by=["system", "negatives"])
     res.table("distractor_similarity", closeness, sort_by=["axis"])
+    res.table("validity_ladder", ladder, sort_by=["negatives", "p"])
     method_said = " Distractors: " + ("per-axis pools." if has_metadata else "appearance clustering (no template metadata).")
     r = top1_table.set_index(["system", "negatives"])["top1"]
     d = doc_table.set_index(["system", "negatives"])["top1"]

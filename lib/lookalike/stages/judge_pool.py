@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from lookalike.analysis import negatives as N
 from lookalike.judging import judges as J
 from lookalike.judging import pool as JP
 from lookalike.judging import store as L
@@ -48,7 +49,7 @@ def run(ctx: StageContext) -> StageResult:
     cache = Cache(encode_cache_dir or None)
     texts = systems.ocr_texts(units, RUN, cache, encode_ocr_engine, encode_workers)
     view = lambda ids: J.unit_view(units, ids, texts, RUN)  # noqa: E731
-    model = J.make_judge(labels_model_judge, url=validate_judge_url, model=validate_judge_model,
+    model = J.make_judge(labels_model_judge, units=units, url=validate_judge_url, model=validate_judge_model,
                          samples=ctx.get("validate.judge_samples"), temperature=ctx.get("validate.judge_temperature"),
                          cache_dir=cache.root / "judges")
     adjudicator_name = labels_adjudicator
@@ -88,11 +89,7 @@ def run(ctx: StageContext) -> StageResult:
     res.say("systems:", ", ".join(runs) if runs else "none (no validated questions)")
 
     res.section("pool")
-    hard = distractors[distractors["axis"] != "random"]
-    cands = {}
-    for q, ev in zip(validated["query_id"], validated["evidence_unit_ids"]):
-        golds = [u for u in ev.split(";") if u]
-        cands[q] = golds + list(hard[hard["query_id"] == q]["unit_id"])
+    cands = N.hard_candidates(validated, distractors, units)   # gold, per-axis distractors, the template's look-alikes
     pooled = JP.pool(runs, validated["query_id"], labels_pool_depth, cands)
     by_system = JP.pool_by_system(pooled, runs)
     res.say(f"pairs in the pool: {len(pooled)} ({len(validated)} questions; "

@@ -135,9 +135,11 @@ def run(ctx: StageContext) -> StageResult:
         index=["index", "content_type"], columns="query_set", values="recall_10").round(3)
 
     res.section("gate")
-    verdict = L.paired_gate(per_query, "image", leak_threshold, seed=seed, unit_clusters=ctx.unit_clusters())
-    gates = [verdict] + [g for g in L.gate_all(ab.pixel_pq, leak_threshold, seed=seed, unit_clusters=ctx.unit_clusters())
-                         if g.index != "image"]
+    probe = ab.probe or {}
+    verdict = L.paired_gate(per_query, "image", leak_threshold, seed=seed, unit_clusters=ctx.unit_clusters(),
+                            probe=probe.get("image"))
+    gates = [verdict] + [g for g in L.gate_all(ab.pixel_pq, leak_threshold, seed=seed, unit_clusters=ctx.unit_clusters(),
+                                               probe=probe) if g.index != "image"]
     decision = L.overall(gates)
     ok, blind, derived = decision != "LEAK", verdict.blind, verdict.derived
     if decision == "NOT EVALUATED":
@@ -168,6 +170,7 @@ def run(ctx: StageContext) -> StageResult:
                                                       f"{ctx.get('stats.cluster')}s resampled"
                                                       if ctx.get("stats.cluster") != "none" else
                                                       "paired bootstrap 95% over units",
+                                          "probe_changed": g.probe_changed, "probe_units": g.probe_n,
                                           "verdict": g.verdict} for g in gates]))
     L.judging_sheet_html(sheet, units, RUN / "html" / "03_judging_sheet.html", RUN, salt=str(seed))
     res.headline(

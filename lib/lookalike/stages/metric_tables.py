@@ -9,6 +9,7 @@ from __future__ import annotations
 import altair as alt
 import numpy as np
 import pandas as pd
+from lookalike.analysis import negatives as N
 from lookalike.judging import judges as J
 from lookalike.judging import store as L
 from lookalike.report import site as report
@@ -76,8 +77,11 @@ def run(ctx: StageContext) -> StageResult:
         res.say(top1_random.to_string(index=False) if len(top1_random) else "no page-single questions")
 
     res.section("sufficiency")
-    hard = distractors[distractors["axis"] != "random"]
-    hard_c = {q: [g] + list(hard[hard["query_id"] == q]["unit_id"]) for q, g in zip(one_unit["query_id"], one_unit["evidence_unit_ids"])}
+    # the gold against every look-alike (its per-axis distractors and the rest of its template), all labelled in stage 06
+    hard_c = N.hard_candidates(one_unit, distractors, units)
+    sizes = [len(v) - 1 for v in hard_c.values()]
+    res.say(f"hard candidates per question: the gold and {np.median(sizes) if sizes else 0:.0f} look-alikes (median; "
+            f"{min(sizes, default=0)}–{max(sizes, default=0)}): its per-axis distractors and every other page of its template")
     hard_runs = scorer.runs(one_unit, hard_c)
     corpus_runs = {p.stem: trec.read_run(p)[0] for p in sorted((RUN / "runs_validated").glob("*.run"))}
     suff_hard, frames_hard = S.sufficiency(qrels_labels, hard_runs, list(one_unit["query_id"]), "hard", seed=seed,
