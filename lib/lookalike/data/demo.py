@@ -24,8 +24,8 @@ import numpy as np
 import pandas as pd
 from PIL import Image, ImageDraw, ImageFont
 
-from lookalike.data.schema import (ANSWER_KEY_COLUMNS, FACT_COLUMNS, QUESTION_COLUMNS, UNIT_COLUMNS, VISIBLE_COLUMNS,
-                                   Corpus)
+from lookalike.data.schema import (ANSWER_KEY_COLUMNS, FACT_COLUMNS, PLANTED_COLUMNS, QUESTION_COLUMNS, UNIT_COLUMNS,
+                                   VISIBLE_COLUMNS, Corpus)
 from lookalike.vocab import money
 
 WIDTH, HEIGHT = 960, 540
@@ -729,4 +729,54 @@ def generate(size: str, seed: int, out_dir: Path | str, drawn: dict | None = Non
     facts = pd.DataFrame(fact_rows, columns=FACT_COLUMNS)
     questions, answer_key = _questions(units, by_slug, ents, book, spec["questions"], rng)
     return Corpus(units=units, facts=facts, questions=questions, answer_key=answer_key,
-                  visible=pd.DataFrame(visible_rows, columns=VISIBLE_COLUMNS))
+                  visible=pd.DataFrame(visible_rows, columns=VISIBLE_COLUMNS), planted=planted(units, questions))
+
+
+def restated_twins(units: pd.DataFrame) -> set[str]:
+    """Units in a restatement pair: a page of figures and its republished twin (same entity, period,
+    template and metric, the other revision). A republished cover prints no figure and is no pair."""
+    key = units["entity"] + "|" + units["period"] + "|" + units["template_id"] + "|" + units["metric"]
+    revisions = units.groupby(key)["revision"].nunique()
+    return set(units.loc[(key.map(revisions) > 1) & (units["metric"] != ""), "unit_id"])
+
+
+def under_specified(questions: pd.DataFrame, units: pd.DataFrame) -> pd.Series:
+    """The questions the generator made under-specified, by construction: those that omit the entity or
+    the period (other decks print the same kind of page), and those whose evidence a restatement
+    republished without the question naming a revision (the supplement answers it too). A
+    question that omits only the metric of a key-figures table is not: that page is one per deck."""
+    twins = restated_twins(units)
+    omits = questions["qualifiers"].map(lambda q: not {"entity", "period"} <= set(str(q).split(";")))
+    republished = questions["evidence_unit_ids"].map(lambda ids: any(u in twins for u in str(ids).split(";")))
+    return (omits | republished).rename("under_specified")
+
+
+def planted(units: pd.DataFrame, questions: pd.DataFrame) -> pd.DataFrame:
+    """What this corpus plants for the report to recover (tables/planted.csv). Stage 07 pairs each row
+    with what the instrument measured (tables/planted_effects.csv)."""
+    flags = under_specified(questions, units)
+    rows = [
+        ("under-specified questions", float(flags.mean()),
+         f"{int(flags.sum())} of {len(flags)} questions omit the entity or the period, or ask about a page a "
+         "restatement republished; stage 05 must flag this share"),
+        ("restatement pairs", float(len(restated_twins(units))),
+         "units whose figures are printed in two revisions (each restated page and its original); the revision "
+         "pools (stage 04's rule, over every unit) must find exactly these"),
+        ("leaky pixel system", "LEAK",
+         "a pixel system whose input has the unit's file name appended (the leak-check filename injection); the "
+         "gate must say LEAK for it and PASS for the clean systems"),
+        ("caption index: caption-derived / blind recall@10", 2.0,
+         "blind queries describe the page, caption-derived ones paraphrase the caption: the caption index must "
+         "find caption-derived queries at least twice as often"),
+        ("image index: caption-derived − blind recall@10", 0.0,
+         "the pixels-only index reads no caption: its paired difference must have a CI containing 0"),
+        ("judge door: relevant labels gained with metadata visible", "more",
+         "the model judge run again with each unit's file name and caption appended to what it reads must label "
+         "more pairs relevant, the gains concentrated on units whose file name or caption holds a query term"),
+        ("validity ladder: slope under random negatives", 0.0,
+         "top-1 of synthetic systems of sibling discrimination p must stay flat under random negatives "
+         "(slope within ±0.1)"),
+        ("validity ladder: slope under hard negatives", 1.0,
+         "and follow p under hard negatives (slope above 0.5)"),
+    ]
+    return pd.DataFrame(rows, columns=PLANTED_COLUMNS)

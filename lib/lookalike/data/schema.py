@@ -41,6 +41,9 @@ ANSWER_KEY_COLUMNS = ["query_id", "op", "need", "template_id", "entity", "metric
 # colour, its layout, its title and every text it prints ("printed", joined with " | "). The leak
 # ablation's blind queries are written from it; it holds nothing from the caption fields.
 VISIBLE_COLUMNS = ["unit_id", "colour", "layout", "title", "printed"]
+# What the demo generator planted, for the report to recover (tables/planted.csv; stage 07 writes
+# planted_effects.csv beside it): one row per effect, its planted value and what it means.
+PLANTED_COLUMNS = ["effect", "planted", "meaning"]
 
 
 class CorpusError(ValueError):
@@ -56,6 +59,7 @@ class Corpus:
     answer_key: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=ANSWER_KEY_COLUMNS))
     qrels: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["query_id", "unit_id", "relevance"]))
     visible: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=VISIBLE_COLUMNS))
+    planted: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=PLANTED_COLUMNS))
 
 
 def read_required_csv(path: Path | str, columns, what: str, error: type[Exception] = CorpusError,

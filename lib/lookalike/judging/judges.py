@@ -279,6 +279,11 @@ def _words(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z][a-z]+", text.lower()) if w not in STOPWORDS}
 
 
+def content_words(text: str) -> set[str]:
+    """The words of a text a judge matches on: lower case, two letters or more, without STOPWORDS."""
+    return _words(text)
+
+
 def answer_in_text(answer: str, text: str) -> bool:
     """The answer appears in the text: every number of the answer (normalised) and every word of a
     non-numeric answer."""

@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from lookalike.analysis import negatives as N
+from lookalike.analysis import scoring as S
+from lookalike.judging import door as JD
 from lookalike.judging import judges as J
 from lookalike.judging import pool as JP
 from lookalike.judging import store as L
@@ -157,6 +159,21 @@ def run(ctx: StageContext) -> StageResult:
     else:
         res.say("no disagreements to show")
 
+    res.section("door")
+    door = pd.DataFrame(columns=JD.DOOR_COLUMNS)
+    door_summary = pd.DataFrame(columns=JD.SUMMARY_COLUMNS)
+    if model.capabilities.reads_text and not model.capabilities.needs_endpoint and len(pooled):
+        door, door_summary = JD.judge_door(model, pooled, validated, view, units)
+        d = door_summary.iloc[0]
+        with pd.option_context("display.float_format", "{:.3f}".format):
+            res.say(f"{model.name} on {int(d['n_pairs'])} pooled pairs: relevant {int(d['relevant_blind'])} as it reads "
+                    f"the page, {int(d['relevant_with_metadata'])} with each unit's file name and caption appended "
+                    f"({int(d['gained'])} gained, {int(d['lost'])} lost)")
+            res.say(f"gains whose file name or caption holds a query word: {S.fmt_ci(d['gained_with_term'], d['gained_with_term_lo'], d['gained_with_term_hi'])}; "
+                    f"the other pairs: {S.fmt_ci(d['others_with_term'], d['others_with_term_lo'], d['others_with_term_hi'])} (Wilson 95%)")
+    else:
+        res.say(f"not run: the {model.name} judge does not read text here (the judge door needs a text-reading judge)")
+
     res.section("page")
     todo = current[~current["adjudicated"]][["query_id", "unit_id"]]
     rest = current[current["adjudicated"]][["query_id", "unit_id"]]
@@ -178,6 +195,8 @@ def run(ctx: StageContext) -> StageResult:
         trec.write_qrels(qrels, RUN / "qrels" / "labels.qrels")
     res.table("label_agreement", agreement)
     res.table("judged", judged, sort_by=["system"])
+    res.table("judge_door", door, sort_by=["query_id", "unit_id"])
+    res.table("judge_door_summary", door_summary)
     kappa = (f"{J.kappa_words(agreement.iloc[0])} "
              f"({model.name} vs {agreement['adjudicator'].iloc[0]}, {int(agreement['n'].iloc[0])} pairs)"
              if len(agreement) else "no adjudication yet")

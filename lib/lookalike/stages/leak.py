@@ -17,6 +17,7 @@ from lookalike.vocab import LABELS
 from lookalike.stages.base import StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
 
 TITLE = 'Leak ablation'
+PLANTED_LEAK_COLUMNS = ["system", "input", "verdict", "probe_changed", "difference"]
 
 
 def ablation(ctx: StageContext, units: pd.DataFrame, cache: Cache, max_units: int | None = None,
@@ -150,7 +151,31 @@ def run(ctx: StageContext) -> StageResult:
             res.say(g.sentence())
         res.say(f"decision rule, per pixel system: {verdict.rule}; the gate: {decision}")
 
+    res.section("planted")
+    planted = pd.DataFrame(columns=PLANTED_LEAK_COLUMNS)
+    if ctx.has_table("planted") and (ctx.table("planted")["effect"] == "leaky pixel system").any() and not ab.injected:
+        # the demo plants a leaky pixel system: the same ablation with the file name appended to what the pixel
+        # systems read; the gate must say LEAK for it (and said PASS above for the clean ones)
+        leaky, _, _, _, leaky_pq = ablation(ctx, units, cache, inject="filename")
+        lp = leaky.probe or {}
+        leaky_gates = [L.paired_gate(leaky_pq, "image", leak_threshold, seed=seed, unit_clusters=ctx.unit_clusters(),
+                                     probe=lp.get("image"))] + [
+            g for g in L.gate_all(leaky.pixel_pq, leak_threshold, seed=seed, unit_clusters=ctx.unit_clusters(), probe=lp)
+            if g.index != "image"]
+        planted = pd.DataFrame(
+            [{"system": g.index, "input": "pixels", "verdict": g.verdict, "probe_changed": g.probe_changed,
+              "difference": g.difference} for g in gates]
+            + [{"system": f"{g.index}+filename", "input": "pixels + file name", "verdict": g.verdict,
+                "probe_changed": g.probe_changed, "difference": g.difference} for g in leaky_gates],
+            columns=PLANTED_LEAK_COLUMNS)
+        with pd.option_context("display.float_format", "{:+.3f}".format):
+            res.say("the planted leak: every pixel system again with the unit's file name appended to its input")
+            res.say(planted.to_string(index=False))
+    else:
+        res.say("no planted leak on this corpus (the demo plants one)")
+
     # save
+    res.table("leak_planted", planted)
     res.table("leak_ablation", table, sort_by=["index", "query_set"])
     res.table("leak_queries", ab.queries, sort_by=["query_id"])
     res.table("leak_caption_overlap", overlap)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import altair as alt
 import numpy as np
 import pandas as pd
+from lookalike.analysis import calibration as C
 from lookalike.analysis import negatives as N
 from lookalike.judging import judges as J
 from lookalike.judging import store as L
@@ -22,6 +23,13 @@ from lookalike.retrieval.encoders.base import Vectors
 from lookalike.stages.base import StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
 
 TITLE = 'Metric tables'
+
+
+def _num(value):
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return float("nan")
 
 
 def run(ctx: StageContext) -> StageResult:
@@ -143,6 +151,30 @@ def run(ctx: StageContext) -> StageResult:
         res.say(significance[["measure", "system", "n", "mean", "ci_lo", "ci_hi", "delta", "delta_lo", "delta_hi",
                             "p_randomisation", "p_holm"]].to_string(index=False) if len(significance) else "nothing to compare")
 
+    res.section("planted")
+    effects = pd.DataFrame(columns=C.EFFECT_COLUMNS)
+    if ctx.has_table("planted") and len(read("planted")):
+        appearance = RUN / "vectors" / "appearance.npz"
+        revision_units = 0
+        if appearance.is_file():
+            _, pools = N.hard_negatives(units, Vectors.load(appearance).data, list(units["unit_id"]), k=1,
+                                        axes=("revision",))
+            revision_units = int((pools["pool"] > 0).sum())
+        optional = lambda name: read(name) if ctx.has_table(name) else pd.DataFrame()  # noqa: E731
+        ladder = optional("validity_ladder")
+        effects = C.planted_effects(
+            read("planted"), validation=read("question_validation"), revision_pool_units=revision_units,
+            leak_gate=optional("leak_gate"), leak_planted=optional("leak_planted"),
+            leak_per_query=optional("leak_per_query"), door_summary=optional("judge_door_summary"),
+            ladder_slopes=N.ladder_slopes(ladder) if len(ladder) else {}, unit_clusters=ctx.unit_clusters(), seed=seed)
+        with pd.option_context("display.float_format", "{:.3f}".format, "display.max_colwidth", 60):
+            res.say(effects[["effect", "planted", "recovered", "lo", "hi", "ok"]].to_string(index=False))
+            res.say()
+            for r in effects.itertuples():
+                res.say(f"{'ok ' if r.ok else 'NOT OK'} {r.effect}: {r.explanation} [{r.check}]")
+    else:
+        res.say("this corpus plants nothing (the demo does): no calibration table")
+
     res.section("breakdown")
     meta = one_unit.set_index("query_id")
     stratum = meta["evidence_unit_ids"].map(units.set_index("unit_id")["content_type"])
@@ -191,6 +223,8 @@ def run(ctx: StageContext) -> StageResult:
     res.table("top1_random_original", top1_random, sort_by=["system"])
     res.table("significance", significance, sort_by=["measure", "system"] if len(significance) else None)
     res.table("breakdown", breakdown, sort_by=["system", "by", "group"])
+    if len(effects):
+        res.table("planted_effects", effects)
     res.table("fusion_trace", trace, sort_by=["method", "query_id"])
     res.table("fusion_trace_counts", trace_counts, sort_by=["method", "component"])
     macro = evidence[(evidence["aggregate"] == "macro") & (evidence["k"] == 10)].pivot_table(
@@ -213,6 +247,24 @@ def run(ctx: StageContext) -> StageResult:
          "text": "Questions whose sufficient page a component system found but the fused top 10 dropped, by "
                  "component and fusion method."},
     ]
+    if (RUN / "tables" / "validity_ladder.csv").is_file() and len(read("validity_ladder")):
+        slopes = N.ladder_slopes(read("validity_ladder"))
+        blocks.insert(1, {"heading": "Why hard negatives: the validity ladder", "figure": "04_validity_ladder",
+                          "text": "Five synthetic systems differ only in how often they put the right look-alike first "
+                                  "(p). Against random pages every one of them scores near 1 — top-1 slope "
+                                  f"{slopes.get('random', float('nan')):+.2f} across p — so a benchmark built on random "
+                                  "negatives cannot tell them apart; against the gold's look-alikes top-1 follows p "
+                                  f"(slope {slopes.get('hard', float('nan')):+.2f}). Same questions, same systems; "
+                                  "only the negatives differ."})
+    if len(effects):
+        shown = effects.assign(**{"95% CI": [f"[{lo:.2f}, {hi:.2f}]" if pd.notna(lo) else ""
+                                             for lo, hi in zip(effects["lo"].map(_num), effects["hi"].map(_num))]})
+        blocks.insert(2, {"heading": "Calibration: what the demo planted, and what the report recovered",
+                          "table": shown[["effect", "planted", "recovered", "95% CI", "ok", "explanation"]].assign(
+                              recovered=shown["recovered"].map(lambda v: f"{v:.3f}" if isinstance(v, float) else v)),
+                          "text": f"The demo generator plants each effect the design is about and records it "
+                                  f"(tables/planted.csv); each row is recovered by the stage that measures it on any "
+                                  f"corpus. {int(effects['ok'].sum())} of {len(effects)} effects recovered."})
     labels_note = read("label_agreement")
     if len(labels_note):
         a = labels_note.iloc[0]

@@ -1,7 +1,8 @@
 """Stage 01 · stratify the corpus: load and validate it, units per stratum, the stratified sample.
 
 Writes tables/units.csv, questions.csv, qrels.csv (your judgements, normalised), facts.csv and
-answer_key.csv (the demo's answer key), visible.csv (what each demo page visibly shows, for blind queries), sample.csv, strata.csv, skipped.csv.
+answer_key.csv (the demo's answer key), visible.csv (what each demo page visibly shows, for blind queries), planted.csv (what
+the demo generator planted for the report to recover), sample.csv, strata.csv, skipped.csv.
 """
 
 from __future__ import annotations
@@ -95,6 +96,7 @@ def run(ctx: StageContext) -> StageResult:
     res.table("facts", facts, sort_by=["unit_id", "metric", "period", "member"])
     res.table("answer_key", loaded.answer_key, sort_by=["query_id", "need"])
     res.table("visible", loaded.visible, sort_by=["unit_id"])
+    res.table("planted", loaded.planted)
     res.table("sample", sample, sort_by=["unit_id"])
     res.table("strata", strata)
     res.table("skipped", skipped.assign(row=pd.to_numeric(skipped["row"], errors="coerce").astype("Int64")),

@@ -1,0 +1,69 @@
+"""The judge door: the design's third way metadata leaks into an evaluation — a judge who sees the
+file name marks look-alikes relevant.
+
+``judge_door`` runs a judge twice on the same pairs: once as it always runs (what ``unit_view``
+shows: pixels and OCR text, never caption fields) and once with each unit's file name and caption
+appended to the text it reads. A judge moved by metadata labels more pairs relevant the second
+time, and its gains sit on units whose file name or caption holds one of the question's words.
+Only judges that read text can be run this way here (the answer-string judge); a judge behind an
+endpoint would need every pair sent twice, which the report does not do on its own.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Callable, Mapping
+
+import pandas as pd
+
+from lookalike.eval import stats
+from lookalike.judging.judges import Judge, content_words, label_pairs
+
+DOOR_COLUMNS = ["query_id", "unit_id", "blind", "with_metadata", "gained", "term_in_metadata"]
+SUMMARY_COLUMNS = ["judge", "n_pairs", "relevant_blind", "relevant_with_metadata", "gained", "lost",
+                   "gained_with_term", "gained_with_term_lo", "gained_with_term_hi",
+                   "others_with_term", "others_with_term_lo", "others_with_term_hi"]
+
+
+def metadata_text(unit: Mapping) -> str:
+    """What a leaky judging set-up shows beside the page: the file name (separators as spaces, no
+    extension) and the caption."""
+    name = re.sub(r"[_\-.]+", " ", Path(str(unit.get("filename", ""))).stem).strip()
+    return " ".join(p for p in (name, str(unit.get("caption", "")).strip()) if p)
+
+
+def judge_door(judge: Judge, pairs: pd.DataFrame, questions: pd.DataFrame, view: Callable[[list], Mapping],
+               units: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(per pair, summary): the judge's label blind and with metadata appended, whether the pair
+    gained relevance (irrelevant -> supporting / sufficient), and whether the unit's metadata holds
+    a word of the question. The summary gives both counts of relevant labels and the share of
+    gains (and of the other pairs) whose metadata holds a query term, with Wilson 95% intervals."""
+    if not judge.capabilities.reads_text or judge.capabilities.needs_endpoint:
+        raise ValueError(f"the {judge.name} judge does not read text here; the judge door runs text-reading judges only")
+    meta = {r["unit_id"]: metadata_text(r) for r in units.to_dict("records")}
+
+    def leaky_view(ids: list) -> Mapping:
+        shown = dict(view(ids))
+        shown["text"] = "\n".join([str(shown.get("text", ""))] + [meta.get(u, "") for u in ids])
+        return shown
+
+    blind = label_pairs(judge, pairs, questions, view)
+    seen = label_pairs(judge, pairs, questions, leaky_view)
+    asked = dict(zip(questions["query_id"], questions["text"]))
+    out = pd.DataFrame({"query_id": blind["query_id"], "unit_id": blind["unit_id"], "blind": blind["label"],
+                        "with_metadata": seen["label"]})
+    out["gained"] = (out["blind"] == "irrelevant") & (out["with_metadata"] != "irrelevant")
+    out["term_in_metadata"] = [bool(content_words(asked.get(q, "")) & content_words(meta.get(u, "")))
+                               for q, u in zip(out["query_id"], out["unit_id"])]
+    gained, others = out[out["gained"]], out[~out["gained"]]
+    g = stats.proportion_ci(int(gained["term_in_metadata"].sum()), len(gained))
+    o = stats.proportion_ci(int(others["term_in_metadata"].sum()), len(others))
+    summary = pd.DataFrame([{
+        "judge": judge.name, "n_pairs": len(out), "relevant_blind": int((out["blind"] != "irrelevant").sum()),
+        "relevant_with_metadata": int((out["with_metadata"] != "irrelevant").sum()), "gained": len(gained),
+        "lost": int(((out["blind"] != "irrelevant") & (out["with_metadata"] == "irrelevant")).sum()),
+        "gained_with_term": g.estimate, "gained_with_term_lo": g.lo, "gained_with_term_hi": g.hi,
+        "others_with_term": o.estimate, "others_with_term_lo": o.lo, "others_with_term_hi": o.hi}],
+        columns=SUMMARY_COLUMNS)
+    return out[DOOR_COLUMNS], summary
