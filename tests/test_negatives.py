@@ -73,6 +73,19 @@ def test_random_negatives_are_seeded_and_never_the_gold(corpus):
     assert (a["gold_unit_id"] != a["unit_id"]).all()
 
 
+def test_random_negatives_are_never_look_alikes(corpus):
+    """Uniform draws from the ci corpus handed out a page of the gold's template for most golds; the
+    random contrast must hold none (look-alikes belong to the hard set)."""
+    c, _ = corpus
+    golds = list(c.units.loc[c.units["template_id"] == "segment_bar", "unit_id"])
+    r = N.random_negatives(c.units, golds, 9, seed=7)
+    template = c.units.set_index("unit_id")["template_id"]
+    assert len(r) == 9 * len(golds)
+    assert (template[r["unit_id"]].to_numpy() != template[r["gold_unit_id"]].to_numpy()).all()
+    bare = c.units.assign(template_id="")                     # no template metadata: every other page
+    assert len(N.random_negatives(bare, golds, 9, seed=7)) == 9 * len(golds)
+
+
 def test_top1_within_breaks_ties_by_unit_id_descending():
     scores = np.array([[0.5, 0.5, 0.1]], dtype=np.float32)
     ids = ["a", "b", "c"]

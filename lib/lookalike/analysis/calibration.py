@@ -18,6 +18,16 @@ import pandas as pd
 from lookalike.eval import stats
 
 EFFECT_COLUMNS = ["effect", "planted", "recovered", "lo", "hi", "ok", "check", "explanation"]
+# The judge the demo plants behind the judge door (stage 06 runs it beside the model judge).
+DOOR_JUDGE = "subject-terms"
+
+
+def _num(value) -> float:
+    """A number from a table cell ('' and text read as NaN)."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return float("nan")
 
 
 def _row(effect, planted, recovered, lo, hi, ok, check, explanation) -> dict:
@@ -65,14 +75,14 @@ def planted_effects(planted: pd.DataFrame, *, validation: pd.DataFrame, revision
     if name in want and len(validation):
         flagged = int((validation["status"] == "answerable_from_distractor").sum())
         ci = stats.proportion_ci(flagged, len(validation))
-        p = float(want[name])
+        p = _num(want[name])
         rows.append(_row(name, p, ci.estimate, ci.lo, ci.hi, ci.lo <= p <= ci.hi, "planted share in the Wilson 95% CI",
                          f"{meaning[name]}; stage 05 flagged {flagged} of {len(validation)} as answerable from "
                          "another page"))
 
     name = "restatement pairs"
     if name in want:
-        p = float(want[name])
+        p = _num(want[name])
         rows.append(_row(name, p, float(revision_pool_units), float(revision_pool_units), float(revision_pool_units),
                          revision_pool_units == p, "equal counts",
                          f"{meaning[name]}; {revision_pool_units} units have a non-empty revision pool"))
@@ -89,36 +99,38 @@ def planted_effects(planted: pd.DataFrame, *, validation: pd.DataFrame, revision
     name = "caption index: caption-derived / blind recall@10"
     if name in want and len(leak_per_query):
         est, lo, hi = ratio_ci(leak_per_query, "caption", unit_clusters, seed)
-        p = float(want[name])
+        p = _num(want[name])
         rows.append(_row(name, p, est, lo, hi, bool(est >= p), "ratio at least the planted value",
                          f"{meaning[name]} (bootstrap 95% CI over units)"))
 
     name = "image index: caption-derived − blind recall@10"
     if name in want and len(leak_gate) and (leak_gate["system"] == "image").any():
         g = leak_gate[leak_gate["system"] == "image"].iloc[0]
-        lo, hi, p = float(g["difference_lo"]), float(g["difference_hi"]), float(want[name])
-        rows.append(_row(name, p, float(g["difference"]), lo, hi, lo <= p <= hi, "planted value in the paired 95% CI",
+        lo, hi, p = _num(g["difference_lo"]), _num(g["difference_hi"]), _num(want[name])
+        rows.append(_row(name, p, _num(g["difference"]), lo, hi, lo <= p <= hi, "planted value in the paired 95% CI",
                          f"{meaning[name]} ({int(g['n_pairs'])} paired units)"))
 
     name = "judge door: relevant labels gained with metadata visible"
     if name in want and len(door_summary):
-        d = door_summary.iloc[0]
-        more = int(d["relevant_with_metadata"]) > int(d["relevant_blind"])
-        concentrated = float(d["gained_with_term_lo"]) > float(d["others_with_term"])
-        rows.append(_row(name, want[name], float(d["relevant_with_metadata"] - d["relevant_blind"]),
-                         float(d["gained_with_term_lo"]), float(d["gained_with_term_hi"]), more and concentrated,
+        planted_judge = door_summary[door_summary["judge"].astype(str).str.startswith(DOOR_JUDGE)]
+        d = (planted_judge if len(planted_judge) else door_summary).iloc[0]
+        gained_lo, others = _num(d["gained_with_term_lo"]), _num(d["others_with_term"])
+        more = int(_num(d["relevant_with_metadata"])) > int(_num(d["relevant_blind"]))
+        concentrated = bool(gained_lo > others)
+        rows.append(_row(name, want[name], _num(d["relevant_with_metadata"]) - _num(d["relevant_blind"]),
+                         gained_lo, _num(d["gained_with_term_hi"]), more and concentrated,
                          "more relevant labels, and the gains' share with a query word in the metadata above "
                          "the other pairs' share",
-                         f"{meaning[name]}; {d['judge']}: {int(d['relevant_blind'])} relevant blind, "
-                         f"{int(d['relevant_with_metadata'])} with metadata; {d['gained_with_term']:.2f} of the "
-                         f"{int(d['gained'])} gains hold a query word in file name or caption (lo, hi: Wilson 95%) "
-                         f"against {d['others_with_term']:.2f} of the other pairs"))
+                         f"{meaning[name]}; {d['judge']}: {int(_num(d['relevant_blind']))} relevant blind, "
+                         f"{int(_num(d['relevant_with_metadata']))} with metadata; {_num(d['gained_with_term']):.2f} of "
+                         f"the {int(_num(d['gained']))} gains hold a query word in file name or caption (lo, hi: "
+                         f"Wilson 95%) against {others:.2f} of the other pairs"))
 
     for name, key, test, check in (
             ("validity ladder: slope under random negatives", "random", lambda s: abs(s) <= 0.1, "slope within ±0.1"),
             ("validity ladder: slope under hard negatives", "hard", lambda s: s > 0.5, "slope above 0.5")):
         if name in want and key in ladder_slopes:
-            s = float(ladder_slopes[key])
-            rows.append(_row(name, float(want[name]), s, nan, nan, bool(test(s)), check,
+            s = _num(ladder_slopes[key])
+            rows.append(_row(name, _num(want[name]), s, nan, nan, bool(test(s)), check,
                              f"{meaning[name]}; least-squares slope of top-1 on p over the five rungs"))
     return pd.DataFrame(rows, columns=EFFECT_COLUMNS)

@@ -139,12 +139,19 @@ def cluster_negatives(units: pd.DataFrame, vectors: np.ndarray, gold_ids, n_clus
 
 
 def random_negatives(units: pd.DataFrame, gold_ids, n: int, seed: int) -> pd.DataFrame:
-    """n units drawn uniformly from the whole corpus per gold (never the gold itself), axis 'random'."""
+    """n units drawn uniformly per gold from the pages that are not its look-alikes — never the gold,
+    never a page of the gold's template — axis 'random': the easy contrast the usual screenshot
+    test uses. (Drawn from the whole corpus, a corpus of a few templates hands out look-alikes as
+    'random' pages: on the ci corpus 9 uniform draws hold a page of the gold's template for 83% of
+    the page-single golds. Look-alikes are the hard set's.) A corpus without template_id draws from every other page."""
     ids = units["unit_id"].to_numpy()
+    template = units["template_id"].astype(str).to_numpy()
+    by_id = dict(zip(ids, template))
     rows = []
     for j, gid in enumerate(sorted(set(gold_ids))):
         rng = np.random.default_rng([seed, 7, j])
-        pool = ids[ids != gid]
+        own = by_id.get(gid, "")
+        pool = ids[(ids != gid) & ((template != own) | (own == ""))]
         pick = rng.choice(len(pool), size=min(n, len(pool)), replace=False)
         rows.extend({"gold_unit_id": gid, "unit_id": pool[p], "axis": "random", "similarity": np.nan} for p in np.sort(pick))
     return pd.DataFrame(rows, columns=COLUMNS)

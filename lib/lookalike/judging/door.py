@@ -7,6 +7,10 @@ appended to the text it reads. A judge moved by metadata labels more pairs relev
 time, and its gains sit on units whose file name or caption holds one of the question's words.
 Only judges that read text can be run this way here (the answer-string judge); a judge behind an
 endpoint would need every pair sent twice, which the report does not do on its own.
+
+``subject_terms_judge`` is the door's planted judge on the demo: the answer-string judge without
+the corpus's entity and metric vocabulary, so "supporting" is any page holding half of the
+question's words — what a lenient judge does, and what metadata moves.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import Callable, Mapping
 import pandas as pd
 
 from lookalike.eval import stats
-from lookalike.judging.judges import Judge, content_words, label_pairs
+from lookalike.judging.judges import AnswerStringJudge, Judge, content_words, label_pairs
 
 DOOR_COLUMNS = ["query_id", "unit_id", "blind", "with_metadata", "gained", "term_in_metadata"]
 SUMMARY_COLUMNS = ["judge", "n_pairs", "relevant_blind", "relevant_with_metadata", "gained", "lost",
@@ -34,11 +38,12 @@ def metadata_text(unit: Mapping) -> str:
 
 
 def judge_door(judge: Judge, pairs: pd.DataFrame, questions: pd.DataFrame, view: Callable[[list], Mapping],
-               units: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+               units: pd.DataFrame, name: str = "") -> tuple[pd.DataFrame, pd.DataFrame]:
     """(per pair, summary): the judge's label blind and with metadata appended, whether the pair
     gained relevance (irrelevant -> supporting / sufficient), and whether the unit's metadata holds
     a word of the question. The summary gives both counts of relevant labels and the share of
-    gains (and of the other pairs) whose metadata holds a query term, with Wilson 95% intervals."""
+    gains (and of the other pairs) whose metadata holds a query term, with Wilson 95% intervals.
+    name: what the summary calls the judge (default its registry name)."""
     if not judge.capabilities.reads_text or judge.capabilities.needs_endpoint:
         raise ValueError(f"the {judge.name} judge does not read text here; the judge door runs text-reading judges only")
     meta = {r["unit_id"]: metadata_text(r) for r in units.to_dict("records")}
@@ -60,10 +65,16 @@ def judge_door(judge: Judge, pairs: pd.DataFrame, questions: pd.DataFrame, view:
     g = stats.proportion_ci(int(gained["term_in_metadata"].sum()), len(gained))
     o = stats.proportion_ci(int(others["term_in_metadata"].sum()), len(others))
     summary = pd.DataFrame([{
-        "judge": judge.name, "n_pairs": len(out), "relevant_blind": int((out["blind"] != "irrelevant").sum()),
+        "judge": name or judge.name, "n_pairs": len(out), "relevant_blind": int((out["blind"] != "irrelevant").sum()),
         "relevant_with_metadata": int((out["with_metadata"] != "irrelevant").sum()), "gained": len(gained),
         "lost": int(((out["blind"] != "irrelevant") & (out["with_metadata"] == "irrelevant")).sum()),
         "gained_with_term": g.estimate, "gained_with_term_lo": g.lo, "gained_with_term_hi": g.hi,
         "others_with_term": o.estimate, "others_with_term_lo": o.lo, "others_with_term_hi": o.hi}],
         columns=SUMMARY_COLUMNS)
     return out[DOOR_COLUMNS], summary
+
+
+def subject_terms_judge() -> Judge:
+    """The lenient judge the demo plants behind the door: answer string, else half of the question's
+    content words on the page (no entity / metric vocabulary)."""
+    return AnswerStringJudge()

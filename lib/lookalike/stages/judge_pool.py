@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from lookalike.analysis import calibration as C
 from lookalike.analysis import negatives as N
 from lookalike.analysis import scoring as S
 from lookalike.judging import door as JD
@@ -162,17 +163,26 @@ def run(ctx: StageContext) -> StageResult:
     res.section("door")
     door = pd.DataFrame(columns=JD.DOOR_COLUMNS)
     door_summary = pd.DataFrame(columns=JD.SUMMARY_COLUMNS)
-    if model.capabilities.reads_text and not model.capabilities.needs_endpoint and len(pooled):
-        door, door_summary = JD.judge_door(model, pooled, validated, view, units)
-        d = door_summary.iloc[0]
-        with pd.option_context("display.float_format", "{:.3f}".format):
-            res.say(f"{model.name} on {int(d['n_pairs'])} pooled pairs: relevant {int(d['relevant_blind'])} as it reads "
-                    f"the page, {int(d['relevant_with_metadata'])} with each unit's file name and caption appended "
-                    f"({int(d['gained'])} gained, {int(d['lost'])} lost)")
-            res.say(f"gains whose file name or caption holds a query word: {S.fmt_ci(d['gained_with_term'], d['gained_with_term_lo'], d['gained_with_term_hi'])}; "
-                    f"the other pairs: {S.fmt_ci(d['others_with_term'], d['others_with_term_lo'], d['others_with_term_hi'])} (Wilson 95%)")
+    door_judges = []
+    if model.capabilities.reads_text and not model.capabilities.needs_endpoint:
+        door_judges.append((model, model.name))
     else:
-        res.say(f"not run: the {model.name} judge does not read text here (the judge door needs a text-reading judge)")
+        res.say(f"the {model.name} judge does not read text here: its door is not run (that needs every pair sent twice)")
+    if ctx.has_table("planted") and (read("planted")["effect"].str.startswith("judge door")).any():
+        door_judges.append((JD.subject_terms_judge(), f"{C.DOOR_JUDGE} (planted: a lenient judge, half of the "
+                                                      "question's words on the page make it supporting)"))
+    doors = [JD.judge_door(j, pooled, validated, view, units, name) for j, name in door_judges] if len(pooled) else []
+    if doors:
+        door = pd.concat([d.assign(judge=name) for (d, _), (_, name) in zip(doors, door_judges)],
+                         ignore_index=True)[["judge"] + JD.DOOR_COLUMNS]
+        door_summary = pd.concat([s for _, s in doors], ignore_index=True)
+    for d in door_summary.itertuples():
+        res.say(f"{d.judge}, {d.n_pairs} pooled pairs: relevant {d.relevant_blind} as it reads the page, "
+                f"{d.relevant_with_metadata} with each unit's file name and caption appended ({d.gained} gained, "
+                f"{d.lost} lost); gains whose file name or caption holds a query word: "
+                + (S.fmt_ci(d.gained_with_term, d.gained_with_term_lo, d.gained_with_term_hi) if d.gained else "none")
+                + f", the other pairs: {S.fmt_ci(d.others_with_term, d.others_with_term_lo, d.others_with_term_hi)} "
+                  "(Wilson 95%)")
 
     res.section("page")
     todo = current[~current["adjudicated"]][["query_id", "unit_id"]]
@@ -195,7 +205,7 @@ def run(ctx: StageContext) -> StageResult:
         trec.write_qrels(qrels, RUN / "qrels" / "labels.qrels")
     res.table("label_agreement", agreement)
     res.table("judged", judged, sort_by=["system"])
-    res.table("judge_door", door, sort_by=["query_id", "unit_id"])
+    res.table("judge_door", door, sort_by=["judge", "query_id", "unit_id"] if len(door) else None)
     res.table("judge_door_summary", door_summary)
     kappa = (f"{J.kappa_words(agreement.iloc[0])} "
              f"({model.name} vs {agreement['adjudicator'].iloc[0]}, {int(agreement['n'].iloc[0])} pairs)"
