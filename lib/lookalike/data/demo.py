@@ -125,7 +125,7 @@ CONTENT_TYPE = {
 SIZES = {
     # entities (by slug order in ENTITIES), fiscal quarters, restated decks, questions per structure
     "ci": dict(entities=("halvorsen-energy", "halvorsen-retail", "halvorsen-group", "corvane-systems"),
-               periods=4, restated=2, questions={"page-single": 24, "page-multi": 8, "doc-adjacent": 8,
+               periods=4, restated=2, questions={"page-single": 48, "page-multi": 16, "doc-adjacent": 8,
                                                   "doc-near": 8, "doc-far": 8, "cross-doc": 8}),
     "demo": dict(entities=tuple(e.slug for e in ENTITIES), periods=8, restated=6,
                  questions={"page-single": 72, "page-multi": 24, "doc-adjacent": 24,
@@ -771,8 +771,9 @@ def planted(units: pd.DataFrame, questions: pd.DataFrame) -> pd.DataFrame:
         ("image index: caption-derived − blind recall@10", 0.0,
          "the pixels-only index reads no caption: its paired difference must have a CI containing 0"),
         ("judge door: relevant labels gained with metadata visible", "more",
-         "the model judge run again with each unit's file name and caption appended to what it reads must label "
-         "more pairs relevant, the gains concentrated on units whose file name or caption holds a query term"),
+         "a lenient judge (half of the question's words on the page make it supporting) run again with each "
+         "unit's file name and caption appended to what it reads must label more pairs relevant, the gains "
+         "concentrated on units whose file name or caption holds a query term"),
         ("validity ladder: slope under random negatives", 0.0,
          "top-1 of synthetic systems of sibling discrimination p must stay flat under random negatives "
          "(slope within ±0.1)"),
