@@ -274,6 +274,24 @@ def test_comparison_table_and_holm():
     assert list(stats.holm([0.01, 0.04, 0.03])) == pytest.approx([0.03, 0.06, 0.06])
 
 
+def test_pairwise_table_compares_every_pair_with_holm_over_the_pairs():
+    """The baseline-only table cannot see that two non-baseline systems differ; the pairwise one does."""
+    idx = pd.Index([f"q{i}" for i in range(60)])
+    rng = np.random.default_rng(5)
+    base = pd.Series(rng.random(60).round(), index=idx)
+    low, high = (base * 0).where(rng.random(60) < 0.8, 1.0), (base * 0 + 1).where(rng.random(60) < 0.9, 0.0)
+    per_query = {"base": base, "high": high, "low": low}
+    pairs = stats.pairwise_table(per_query, n_boot=500, n_perm=2000, seed=1)
+    assert len(pairs) == 3 and list(zip(pairs["system"], pairs["baseline"])) == [
+        ("base", "high"), ("base", "low"), ("high", "low")]
+    hl = pairs[(pairs["system"] == "high") & (pairs["baseline"] == "low")].iloc[0]
+    assert hl["delta"] == pytest.approx(high.mean() - low.mean()) and hl["p_holm"] < 0.05
+    assert list(pairs["p_holm"]) == pytest.approx(list(stats.holm(pairs["p_randomisation"].to_numpy())))
+    more = stats.pairwise_table({**per_query, "zzz": base.copy()}, n_boot=500, n_perm=2000, seed=1)
+    same = more[(more["system"] == "high") & (more["baseline"] == "low")].iloc[0]
+    assert same["p_randomisation"] == hl["p_randomisation"]        # adding a system moves no pair's test
+
+
 def test_the_randomisation_test_flips_whole_clusters():
     """Ten clusters of ten identical differences: flipping queries one by one pretends to 100
     independent questions and finds a tiny p; flipping clusters knows there are ten."""

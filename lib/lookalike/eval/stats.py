@@ -9,6 +9,7 @@ over all queries of the drawn clusters.
 from __future__ import annotations
 
 import math
+import zlib
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -187,6 +188,33 @@ def comparison_table(per_query: Mapping[str, pd.Series], baseline: str | None = 
     if mask.any():
         out.loc[mask, "p_holm"] = holm(out.loc[mask, "p_randomisation"].to_numpy())
     out["baseline"] = baseline
+    out["cluster"] = (clusters.name or "cluster") if clusters is not None else "query"
+    return out
+
+
+def pairwise_table(per_query: Mapping[str, pd.Series], n_boot: int = 2000, n_perm: int = 10000, seed: int = 0,
+                   clusters: pd.Series | None = None) -> pd.DataFrame:
+    """Every pair of systems compared on the same queries: one row per unordered pair (system, and
+    the other system in ``baseline``), with comparison_table's columns. p_holm adjusts over all the
+    pairs (one family per call). Each system's mean and CI draw the same resamples as in
+    comparison_table; each pair's test is seeded from the run seed and the two names alone, so
+    adding a system moves no other pair's p-value before adjustment."""
+    names = sorted(per_query)
+    frame = pd.DataFrame({k: per_query[k] for k in names}).dropna()
+    cl = cluster_array(clusters, list(frame.index))
+    cis = {k: bootstrap_ci(frame[k].to_numpy(), n_boot, rng=np.random.default_rng([seed, 0]), clusters=cl)
+           for k in names}
+    rows = []
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            gen = np.random.default_rng([seed, 2, zlib.crc32(a.encode("utf-8")), zlib.crc32(b.encode("utf-8"))])
+            c = compare(frame[a].to_numpy(), frame[b].to_numpy(), n_boot, n_perm, rng=gen, clusters=cl)
+            rows.append(dict(system=a, n=len(frame), mean=cis[a].estimate, ci_lo=cis[a].lo, ci_hi=cis[a].hi,
+                             delta=c.delta, delta_lo=c.lo, delta_hi=c.hi, p_bootstrap=c.p_bootstrap,
+                             p_randomisation=c.p_randomisation, baseline=b))
+    out = pd.DataFrame(rows, columns=["system", "n", "mean", "ci_lo", "ci_hi", "delta", "delta_lo", "delta_hi",
+                                      "p_bootstrap", "p_randomisation", "baseline"])
+    out.insert(10, "p_holm", holm(out["p_randomisation"].to_numpy()) if len(out) else [])
     out["cluster"] = (clusters.name or "cluster") if clusters is not None else "query"
     return out
 

@@ -139,17 +139,24 @@ def run(ctx: StageContext) -> StageResult:
     evidence_qrels = systems.evidence_qrels(strict)
     evidence, frames_ev = S.evidence_complete(evidence_qrels, corpus_runs, strict)
     sig = []
-    baseline = "ocr-bm25" if "ocr-bm25" in frames_hard else None
+    # every pair of systems, Holm-adjusted within each measure: which differences are real
     for measure, frames, col in (("sufficient@5 (hard)", frames_hard, "sufficient_5"),
                                  ("nDCG@10 (corpus, evidence)", frames_ev, "ndcg_cut_10")):
-        if frames:
-            t = stats.comparison_table({k: f[col] for k, f in frames.items()}, baseline=baseline, seed=seed,
-                                       clusters=clusters)
+        if len(frames) >= 2:
+            t = stats.pairwise_table({k: f[col] for k, f in frames.items()}, seed=seed, clusters=clusters)
             sig.append(t.assign(measure=measure))
     significance = pd.concat(sig, ignore_index=True) if sig else pd.DataFrame()
     with pd.option_context("display.float_format", "{:.3f}".format):
-        res.say(significance[["measure", "system", "n", "mean", "ci_lo", "ci_hi", "delta", "delta_lo", "delta_hi",
-                            "p_randomisation", "p_holm"]].to_string(index=False) if len(significance) else "nothing to compare")
+        if len(significance):
+            shown = significance.assign(difference=[S.fmt_ci(d, lo, hi) for d, lo, hi in zip(
+                significance["delta"], significance["delta_lo"], significance["delta_hi"])])
+            res.say(shown[["measure", "system", "baseline", "n", "difference", "p_randomisation", "p_holm"]].rename(
+                columns={"baseline": "minus"}).to_string(index=False))
+            real = significance[significance["p_holm"] < 0.05]
+            res.say(f"\n{len(real)} of {len(significance)} pairs differ with Holm-adjusted p < 0.05 "
+                    f"(randomisation test, {stats.interval_words(clusters).split(', ')[1]})")
+        else:
+            res.say("nothing to compare")
 
     res.section("planted")
     effects = pd.DataFrame(columns=C.EFFECT_COLUMNS)
@@ -221,7 +228,7 @@ def run(ctx: StageContext) -> StageResult:
     res.table("evidence_complete", evidence, sort_by=["system", "aggregate", "evidence_structure", "measure", "k"])
     res.table("headline", headline, sort_by=["system"] if len(headline) else None)
     res.table("top1_random_original", top1_random, sort_by=["system"])
-    res.table("significance", significance, sort_by=["measure", "system"] if len(significance) else None)
+    res.table("significance", significance, sort_by=["measure", "system", "baseline"] if len(significance) else None)
     res.table("breakdown", breakdown, sort_by=["system", "by", "group"])
     if len(effects):
         res.table("planted_effects", effects)
