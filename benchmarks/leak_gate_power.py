@@ -3,9 +3,11 @@
     python benchmarks/leak_gate_power.py [--seeds 20] [--params params/ci.yaml] [--gate-units N]
 
 For each condition — clean, and each fault injection of ``lookalike leak-check --inject-leak``
-(caption, filename, alt-text appended to what the image path reads) — the gate runs once per
-seed; the gate says LEAK when any pixel system (the image index, BM25 over the OCR text, their
-fusion) leaks. The corpus is the configuration's (its seed fixed); each gate seed draws its own sample of
+(caption-index; caption, filename, alt-text appended to what the image path reads) — the gate
+runs once per seed; the gate says LEAK when any pixel system (the image index, BM25 over the OCR
+text, their fusion) leaks, by either of its two tests: the metadata probe (the system's input
+path run again with the caption fields shuffled among units) or the paired retrieval difference.
+The per-system line also counts how often each test alone said LEAK. The corpus is the configuration's (its seed fixed); each gate seed draws its own sample of
 leak.gate_units units, its own query sets and its own bootstrap. Prints per condition how often
 the gate said LEAK (the false-alarm rate for clean, the detection rate for each injection) with a
 Wilson 95% interval, the median paired difference, and the median seconds per gate run (warm: the
@@ -15,6 +17,8 @@ last line is
     false_alarm=… detection_caption=… detection_filename=… detection_alt-text=…
 
 Goal (issue 14): false alarms <= 0.05, detection >= 0.95 for caption and filename injections.
+The metadata probe covers systems whose input path lookalike runs (the built-in encoders); a
+retriever that enters as a run file has only the retrieval test, whose power this also prints.
 """
 
 from __future__ import annotations
@@ -53,7 +57,7 @@ def main(argv=None) -> int:
         t0 = time.perf_counter()
         run_gate(prm, "", seed=10_000, cache=cache, run_dir=run_dir, corpus=corpus)   # cold: fills the OCR cache
         cold = time.perf_counter() - t0
-        rates, by_system = {}, {}
+        rates, by_system, by_test = {}, {}, {}
         print(f"gate_units={prm['leak']['gate_units']} threshold={prm['leak']['threshold']} seeds={args.seeds} "
               f"units={len(corpus.units)} cold_gate_s={cold:.1f}")
         print(f"{'condition':<10} {'LEAK':>5} {'rate':>6} {'95% CI (Wilson)':>17} {'median diff':>12} {'pairs':>6} {'s/run':>6}")
@@ -67,6 +71,8 @@ def main(argv=None) -> int:
                 leaks += L.overall(results) == "LEAK"
                 for r in results:
                     by_system.setdefault((cond, r.index), []).append(r.verdict == "LEAK")
+                    by_test.setdefault((cond, "probe"), []).append(r.probe_changed > 0)
+                    by_test.setdefault((cond, "retrieval"), []).append(r.lo > 0 and r.difference > r.threshold)
                 diffs.append(results[0].difference)
                 pairs.append(results[0].n_pairs)
             ci = stats.proportion_ci(leaks, args.seeds)
@@ -75,6 +81,8 @@ def main(argv=None) -> int:
                   f"{statistics.median(diffs):>+12.3f} {statistics.median(pairs):>6.0f} {statistics.median(secs):>6.1f}")
     print("LEAK per pixel system (of the seeds): " + "; ".join(
         f"{cond}/{name} {sum(v)}" for (cond, name), v in sorted(by_system.items())))
+    print("LEAK per test (system-seeds): " + "; ".join(
+        f"{cond}/{test} {sum(v)} of {len(v)}" for (cond, test), v in sorted(by_test.items())))
     print(" ".join([f"false_alarm={rates['clean']:.2f}"] + [f"detection_{c}={rates[c]:.2f}" for c in L.INJECTIONS]))
     return 0
 

@@ -109,7 +109,8 @@ def _inputs(**over):
         ("judge door: relevant labels gained with metadata visible", "more", "m"),
         ("validity ladder: slope under random negatives", "0", "m"),
         ("validity ladder: slope under hard negatives", "1", "m")], columns=["effect", "planted", "meaning"])
-    validation = pd.DataFrame({"status": ["answerable_from_distractor"] * 3 + ["ok"] * 7})
+    validation = pd.DataFrame({"query_id": [f"q{i}" for i in range(10)],
+                               "status": ["answerable_from_distractor"] * 3 + ["ok"] * 7})
     gate = pd.DataFrame({"system": ["image"], "n_pairs": [10], "difference": [0.01], "difference_lo": [-0.1],
                          "difference_hi": [0.12]})
     leak_planted = pd.DataFrame({"system": ["image", "image+filename"], "verdict": ["PASS", "LEAK"]})
@@ -136,7 +137,8 @@ def test_planted_effects_all_ok_when_everything_is_recovered():
 
 
 @pytest.mark.parametrize("change, effect", [
-    (dict(validation=pd.DataFrame({"status": ["ok"] * 10})), "under-specified questions"),
+    (dict(validation=pd.DataFrame({"query_id": [f"q{i}" for i in range(10)], "status": ["ok"] * 10})),
+     "under-specified questions"),
     (dict(revision_pool_units=11), "restatement pairs"),
     (dict(leak_planted=pd.DataFrame({"system": ["image", "image+filename"], "verdict": ["PASS", "PASS"]})),
      "leaky pixel system"),

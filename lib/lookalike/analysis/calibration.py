@@ -61,11 +61,13 @@ def ratio_ci(per_query: pd.DataFrame, index: str, unit_clusters: Mapping[str, st
 def planted_effects(planted: pd.DataFrame, *, validation: pd.DataFrame, revision_pool_units: int,
                     leak_gate: pd.DataFrame, leak_planted: pd.DataFrame, leak_per_query: pd.DataFrame,
                     door_summary: pd.DataFrame, ladder_slopes: Mapping[str, float],
-                    unit_clusters: Mapping[str, str] | None = None, seed: int = 0) -> pd.DataFrame:
+                    unit_clusters: Mapping[str, str] | None = None, clusters: pd.Series | None = None,
+                    seed: int = 0) -> pd.DataFrame:
     """One row per planted effect the run can recover (EFFECT_COLUMNS). Inputs are the run's tables:
     question_validation (stage 05), the count of units with a non-empty revision pool (stage 04's
     pools over every unit), leak_gate and leak_planted (stage 03), leak_per_query (stage 03),
-    judge_door_summary (stage 06) and the validity ladder's slopes (stage 04)."""
+    judge_door_summary (stage 06) and the validity ladder's slopes (stage 04). clusters: query_id ->
+    cluster (stats.query_clusters), unit_clusters: unit_id -> cluster — what the intervals resample."""
     want = dict(zip(planted["effect"], planted["planted"]))
     meaning = dict(zip(planted["effect"], planted["meaning"]))
     rows = []
@@ -73,10 +75,13 @@ def planted_effects(planted: pd.DataFrame, *, validation: pd.DataFrame, revision
 
     name = "under-specified questions"
     if name in want and len(validation):
-        flagged = int((validation["status"] == "answerable_from_distractor").sum())
-        ci = stats.proportion_ci(flagged, len(validation))
+        hit = (validation["status"] == "answerable_from_distractor").to_numpy(float)
+        flagged = int(hit.sum())
+        ci = stats.bootstrap_ci(hit, 2000, rng=np.random.default_rng([seed, 92]),
+                                clusters=stats.cluster_array(clusters, list(validation["query_id"])))
         p = _num(want[name])
-        rows.append(_row(name, p, ci.estimate, ci.lo, ci.hi, ci.lo <= p <= ci.hi, "planted share in the Wilson 95% CI",
+        rows.append(_row(name, p, ci.estimate, ci.lo, ci.hi, ci.lo <= p <= ci.hi,
+                         f"planted share in the {stats.interval_words(clusters)} CI",
                          f"{meaning[name]}; stage 05 flagged {flagged} of {len(validation)} as answerable from "
                          "another page"))
 
@@ -124,7 +129,7 @@ def planted_effects(planted: pd.DataFrame, *, validation: pd.DataFrame, revision
                          f"{meaning[name]}; {d['judge']}: {int(_num(d['relevant_blind']))} relevant blind, "
                          f"{int(_num(d['relevant_with_metadata']))} with metadata; {_num(d['gained_with_term']):.2f} of "
                          f"the {int(_num(d['gained']))} gains hold a query word in file name or caption (lo, hi: "
-                         f"Wilson 95%) against {others:.2f} of the other pairs"))
+                         f"bootstrap 95%, documents resampled) against {others:.2f} of the other pairs"))
 
     for name, key, test, check in (
             ("validity ladder: slope under random negatives", "random", lambda s: abs(s) <= 0.1, "slope within ±0.1"),

@@ -42,7 +42,8 @@ def judge_door(judge: Judge, pairs: pd.DataFrame, questions: pd.DataFrame, view:
     """(per pair, summary): the judge's label blind and with metadata appended, whether the pair
     gained relevance (irrelevant -> supporting / sufficient), and whether the unit's metadata holds
     a word of the question. The summary gives both counts of relevant labels and the share of
-    gains (and of the other pairs) whose metadata holds a query term, with Wilson 95% intervals.
+    gains (and of the other pairs) whose metadata holds a query term, with bootstrap 95% intervals
+    that resample whole documents of the judged units.
     name: what the summary calls the judge (default its registry name)."""
     if not judge.capabilities.reads_text or judge.capabilities.needs_endpoint:
         raise ValueError(f"the {judge.name} judge does not read text here; the judge door runs text-reading judges only")
@@ -62,8 +63,17 @@ def judge_door(judge: Judge, pairs: pd.DataFrame, questions: pd.DataFrame, view:
     out["term_in_metadata"] = [bool(content_words(asked.get(q, "")) & content_words(meta.get(u, "")))
                                for q, u in zip(out["query_id"], out["unit_id"])]
     gained, others = out[out["gained"]], out[~out["gained"]]
-    g = stats.proportion_ci(int(gained["term_in_metadata"].sum()), len(gained))
-    o = stats.proportion_ci(int(others["term_in_metadata"].sum()), len(others))
+    doc = dict(zip(units["unit_id"], units["doc_id"].astype(str))) if "doc_id" in units.columns else {}
+
+    def share(part: pd.DataFrame):
+        # bootstrap over pairs, whole documents of the judged unit resampled (pairs of one document move together)
+        if not len(part):
+            return stats.Interval(float("nan"), float("nan"), float("nan"), 0, "bootstrap")
+        groups = pd.Series([doc.get(u, u) for u in part["unit_id"]], index=range(len(part)), name="document")
+        return stats.bootstrap_ci(part["term_in_metadata"].to_numpy(float), 2000, rng=0,
+                                  clusters=groups.to_numpy(dtype=object))
+
+    g, o = share(gained), share(others)
     summary = pd.DataFrame([{
         "judge": name or judge.name, "n_pairs": len(out), "relevant_blind": int((out["blind"] != "irrelevant").sum()),
         "relevant_with_metadata": int((out["with_metadata"] != "irrelevant").sum()), "gained": len(gained),

@@ -182,7 +182,7 @@ def run(ctx: StageContext) -> StageResult:
                 f"{d.lost} lost); gains whose file name or caption holds a query word: "
                 + (S.fmt_ci(d.gained_with_term, d.gained_with_term_lo, d.gained_with_term_hi) if d.gained else "none")
                 + f", the other pairs: {S.fmt_ci(d.others_with_term, d.others_with_term_lo, d.others_with_term_hi)} "
-                  "(Wilson 95%)")
+                  "(bootstrap 95%, documents resampled)")
 
     res.section("page")
     todo = current[~current["adjudicated"]][["query_id", "unit_id"]]

@@ -173,7 +173,8 @@ def run(ctx: StageContext) -> StageResult:
             read("planted"), validation=read("question_validation"), revision_pool_units=revision_units,
             leak_gate=optional("leak_gate"), leak_planted=optional("leak_planted"),
             leak_per_query=optional("leak_per_query"), door_summary=optional("judge_door_summary"),
-            ladder_slopes=N.ladder_slopes(ladder) if len(ladder) else {}, unit_clusters=ctx.unit_clusters(), seed=seed)
+            ladder_slopes=N.ladder_slopes(ladder) if len(ladder) else {}, unit_clusters=ctx.unit_clusters(),
+            clusters=clusters, seed=seed)
         with pd.option_context("display.float_format", "{:.3f}".format, "display.max_colwidth", 60):
             res.say(effects[["effect", "planted", "recovered", "lo", "hi", "ok"]].to_string(index=False))
             res.say()
