@@ -315,7 +315,8 @@ def ladder_slopes(ladder: pd.DataFrame) -> dict:
     out = {}
     for negs, part in ladder.groupby("negatives", sort=True):
         x, y = part["p"].to_numpy(float), part["top1"].to_numpy(float)
-        out[negs] = float(np.polyfit(x, y, 1)[0]) if len(part) > 1 and np.ptp(x) > 0 else float("nan")
+        # rounded to 9 places (and -0.0 made 0.0): a flat line prints as 0 on every machine
+        out[negs] = (round(float(np.polyfit(x, y, 1)[0]), 9) + 0.0) if len(part) > 1 and np.ptp(x) > 0 else float("nan")
     return out
 
 
