@@ -110,3 +110,25 @@ def test_the_judged_rule_is_measured_by_a_judge_that_did_not_choose_it():
     alone = Mi.independent_rules(table, "reference").set_index("rule")
     assert alone.loc["judged", "measured_by"] == "none" and alone.loc["judged", "contamination"] != alone.loc[
         "judged", "contamination"]                                # NaN: 0 by construction is never reported
+
+
+def test_incompleteness_and_contamination_intervals_resample_documents():
+    """Twelve questions from three documents, answers alike within a document: resampling
+    questions one by one pretends to twelve independent draws; resampling documents knows there are
+    three, and its interval is wider (the old tables resampled questions only)."""
+    qs = [f"q{i}" for i in range(12)]
+    doc = pd.Series({q: f"d{i // 4}" for i, q in enumerate(qs)}, name="document")
+    rel = {f"d{j}": lab for j, lab in enumerate(["sufficient", "irrelevant", "irrelevant"])}
+    mined = pd.DataFrame({"query_id": np.repeat(qs, 4), "unit_id": [f"u{i}" for i in range(48)],
+                          "rank": np.tile(range(1, 5), 12), "score": 1.0, "positive_score": 2.0})
+    labels = mined[["query_id", "unit_id"]].assign(label=[rel[doc[q]] for q in mined["query_id"]])
+    plain = Mi.incompleteness(mined, labels, seed=1).iloc[0]
+    by_doc = Mi.incompleteness(mined, labels, seed=1, clusters=doc).iloc[0]
+    assert plain["relevant_in_top4"] == by_doc["relevant_in_top4"] == pytest.approx(4 / 3)
+    assert (by_doc["relevant_in_top4_hi"] - by_doc["relevant_in_top4_lo"]) > (
+        plain["relevant_in_top4_hi"] - plain["relevant_in_top4_lo"])
+    assert by_doc["interval"] == "bootstrap 95%, documents resampled"
+    chosen = Mi.select(mined, "top-k", k=4)
+    wide = Mi.rule_table(chosen, labels, seed=1, clusters=doc).iloc[0]
+    narrow = Mi.rule_table(chosen, labels, seed=1).iloc[0]
+    assert wide["contamination_hi"] - wide["contamination_lo"] > narrow["contamination_hi"] - narrow["contamination_lo"]

@@ -24,6 +24,8 @@ def test_sufficiency_shares_add_up_and_match_by_hand():
     assert t.loc[2, "sufficient"] == pytest.approx(1 / 3) and t.loc[2, "neither"] == pytest.approx(1 / 3)
     assert np.allclose(table[["sufficient", "supporting_only", "neither"]].sum(axis=1), 1.0)
     assert (table["n"] == 3).all()
+    # what the shares rest on: q1 and q2's top 2 are labelled, q3's (x, y) are not
+    assert t.loc[2, "judged"] == pytest.approx(2 / 3) and t.loc[1, "judged"] == pytest.approx(2 / 3)
     g = S.slot_gain(frames["sys"], "sufficient_1", "sufficient_2", n_boot=200)
     assert g["gain"] == pytest.approx(1 / 3) and g["n"] == 3
 

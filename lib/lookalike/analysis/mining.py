@@ -70,10 +70,11 @@ def is_relevant(labels: pd.Series) -> pd.Series:
 
 
 def incompleteness(mined: pd.DataFrame, labels: pd.DataFrame, groups: Mapping[str, str] | None = None,
-                   top: int = 4, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+                   top: int = 4, n_boot: int = 2000, seed: int = 0, clusters: pd.Series | None = None) -> pd.DataFrame:
     """Relevant among the top `top` mined candidates per question (mean count) and the share of
-    questions whose top-1 mined candidate is relevant, with bootstrap CIs over questions; overall
-    and per group (groups: query_id -> group name). labels: query_id, unit_id, label."""
+    questions whose top-1 mined candidate is relevant, with bootstrap CIs over questions (whole
+    clusters resampled when given: query_id -> cluster, stats.query_clusters); overall and per
+    group (groups: query_id -> group name). labels: query_id, unit_id, label."""
     m = mined[mined["rank"] <= top].merge(labels[["query_id", "unit_id", "label"]], on=["query_id", "unit_id"], how="left")
     if m["label"].isna().any():
         q, u = m.loc[m["label"].isna(), ["query_id", "unit_id"]].iloc[0]
@@ -87,11 +88,13 @@ def incompleteness(mined: pd.DataFrame, labels: pd.DataFrame, groups: Mapping[st
         g = per_q.index.map(lambda q: groups.get(q, ""))
         sets.update({f"{name}": part for name, part in per_q.groupby(g, sort=True)})
     for k, (name, part) in enumerate(sets.items()):
-        a = stats.bootstrap_ci(part["relevant_top"].to_numpy(), n_boot, rng=[seed, 90, k])
-        b = stats.bootstrap_ci(part["top1_relevant"].to_numpy(), n_boot, rng=[seed, 91, k])
+        cl = stats.cluster_array(clusters, list(part.index))
+        a = stats.bootstrap_ci(part["relevant_top"].to_numpy(), n_boot, rng=[seed, 90, k], clusters=cl)
+        b = stats.bootstrap_ci(part["top1_relevant"].to_numpy(), n_boot, rng=[seed, 91, k], clusters=cl)
         rows.append({"group": name, "n_queries": len(part), f"relevant_in_top{top}": a.estimate,
                      f"relevant_in_top{top}_lo": a.lo, f"relevant_in_top{top}_hi": a.hi,
-                     "top1_relevant": b.estimate, "top1_relevant_lo": b.lo, "top1_relevant_hi": b.hi})
+                     "top1_relevant": b.estimate, "top1_relevant_lo": b.lo, "top1_relevant_hi": b.hi,
+                     "interval": stats.interval_words(clusters)})
     return pd.DataFrame(rows)
 
 
@@ -134,8 +137,10 @@ def select(mined: pd.DataFrame, rule: str, k: int = 4, judged_labels: pd.DataFra
     return pd.concat(out, ignore_index=True)[CHOSEN_COLUMNS] if out else pd.DataFrame(columns=CHOSEN_COLUMNS)
 
 
-def rule_table(chosen: pd.DataFrame, labels: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
-    """Per rule: questions, negatives, contamination with CI (ratio of sums, questions resampled),
+def rule_table(chosen: pd.DataFrame, labels: pd.DataFrame, n_boot: int = 2000, seed: int = 0,
+               clusters: pd.Series | None = None) -> pd.DataFrame:
+    """Per rule: questions, negatives, contamination with CI (ratio of sums, questions resampled —
+    or their clusters when given: query_id -> cluster),
     back-fill share and median mined rank of the chosen negatives, and the share judged sufficient
     (the stricter reading of contamination) (RULE_COLUMNS)."""
     c = chosen.merge(labels[["query_id", "unit_id", "label"]], on=["query_id", "unit_id"], how="left")
@@ -146,7 +151,9 @@ def rule_table(chosen: pd.DataFrame, labels: pd.DataFrame, n_boot: int = 2000, s
     rows = []
     for i, (rule, g) in enumerate(c.groupby("rule", sort=False)):
         # ratio of sums with questions resampled: the cluster bootstrap of the per-negative 0/1 values
-        ci = stats.bootstrap_ci(g["rel"].to_numpy(), n_boot, rng=[seed, 95, i], clusters=g["query_id"].to_numpy())
+        groups = stats.cluster_array(clusters, list(g["query_id"]))
+        ci = stats.bootstrap_ci(g["rel"].to_numpy(), n_boot, rng=[seed, 95, i],
+                                clusters=g["query_id"].to_numpy() if groups is None else groups)
         rows.append({"rule": rule, "n_queries": g["query_id"].nunique(), "n_negatives": len(g),
                      "contamination": ci.estimate, "contamination_lo": ci.lo, "contamination_hi": ci.hi, "backfill_share": float(g["backfill"].mean()),
                      "median_rank": float(g["rank"].median()),

@@ -20,7 +20,7 @@ from lookalike.retrieval import systems
 
 SUFFICIENCY_COLUMNS = ["system", "negatives", "k", "n", "sufficient", "sufficient_lo", "sufficient_hi",
                        "supporting_only", "supporting_only_lo", "supporting_only_hi", "neither", "neither_lo",
-                       "neither_hi", "interval"]
+                       "neither_hi", "judged", "interval"]
 EVIDENCE_COLUMNS = ["system", "aggregate", "evidence_structure", "measure", "k", "value", "n"]
 EVIDENCE_MEASURES = {"nDCG": "ndcg_cut", "Recall": "recall", "nDCGAll": "ndcg_all", "RecallAll": "recall_all"}
 
@@ -62,8 +62,10 @@ def sufficiency(qrels: pd.DataFrame, runs: Mapping[str, pd.DataFrame], query_ids
                 clusters: pd.Series | None = None) -> tuple[pd.DataFrame, dict]:
     """sufficient@k, supporting-only@k, neither@k per system with bootstrap CIs (resampling the
     questions' clusters when given: stats.query_clusters; every system draws the same resamples).
+    judged: the share of each system's top k that carries a label (Judged@k, averaged over the
+    questions) — what the three shares rest on; an unlabelled pair counts as neither.
     Returns the table and the per-query frames (system -> frame) for paired comparisons."""
-    measures = [f"{m}_{k}" for k in ks for m in ("sufficient", "supporting_only", "neither")]
+    measures = [f"{m}_{k}" for k in ks for m in ("sufficient", "supporting_only", "neither", "judged")]
     rows, frames = [], {}
     for name, run in sorted(runs.items()):
         pq = per_query(qrels, run, measures, query_ids)
@@ -75,6 +77,7 @@ def sufficiency(qrels: pd.DataFrame, runs: Mapping[str, pd.DataFrame], query_ids
                 ci = stats.bootstrap_ci(pq[f"{m}_{k}"].to_numpy(), n_boot, rng=np.random.default_rng([seed, k, j]),
                                         clusters=cl)
                 row.update({m: ci.estimate, f"{m}_lo": ci.lo, f"{m}_hi": ci.hi})
+            row["judged"] = float(pq[f"judged_{k}"].mean()) if len(pq) else float("nan")
             rows.append(row)
     return pd.DataFrame(rows, columns=SUFFICIENCY_COLUMNS), frames
 

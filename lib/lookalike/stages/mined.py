@@ -104,6 +104,8 @@ def run(ctx: StageContext) -> StageResult:
         lambda s: f"{Mi.is_relevant(s).mean():.3f} of {len(s)}").unstack(0).to_string() if len(by_window) else "nothing mined")
 
     res.section("incompleteness")
+    # intervals resample clusters of questions (stats.cluster: by default each question's gold document)
+    set_clusters = {name: ctx.clusters({q: g[0] for q, g in gold.items() if g}) for name, gold in golds.items()}
     inc = []
     for set_name, (qs, _) in SETS.items():
         if qs.empty:
@@ -114,8 +116,9 @@ def run(ctx: StageContext) -> StageResult:
         mined = mined_all[mined_all["question_set"] == set_name]
         for name in judgements["judge"].unique():
             labs = judgements[(judgements["judge"] == name) & (judgements["question_set"] == set_name)]
-            t = pd.concat([Mi.incompleteness(mined, labs, specific, seed=seed),
-                           Mi.incompleteness(mined, labs, stratum, seed=seed).iloc[1:]], ignore_index=True)
+            t = pd.concat([Mi.incompleteness(mined, labs, specific, seed=seed, clusters=set_clusters[set_name]),
+                           Mi.incompleteness(mined, labs, stratum, seed=seed, clusters=set_clusters[set_name]).iloc[1:]],
+                          ignore_index=True)
             inc.append(t.assign(judge=name, question_set=set_name))
     incompleteness = pd.concat(inc, ignore_index=True) if inc else pd.DataFrame()
     with pd.option_context("display.float_format", "{:.3f}".format):
@@ -126,7 +129,8 @@ def run(ctx: StageContext) -> StageResult:
     res.section("rules")
     rule_tables = []
     for (set_name, name), labs in judgements.groupby(["question_set", "judge"], sort=True):
-        t = Mi.rule_table(chosen_all[chosen_all["question_set"] == set_name], labs, seed=seed)
+        t = Mi.rule_table(chosen_all[chosen_all["question_set"] == set_name], labs, seed=seed,
+                          clusters=set_clusters.get(set_name))
         rule_tables.append(t.assign(judge=name, question_set=set_name))
     rules_by_judge = (pd.concat(rule_tables, ignore_index=True) if rule_tables
                       else pd.DataFrame(columns=Mi.RULE_COLUMNS + ["judge", "question_set"]))
