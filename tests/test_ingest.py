@@ -1,8 +1,11 @@
 """Bring your own documents: PDF and image folders, page selection, metadata from names, bad input."""
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 from lookalike.data import schema as C
+from PIL import Image
 from lookalike.io import corpus as corpus_io
 from lookalike.io import ingest
 
@@ -52,6 +55,26 @@ def test_pdf_folder_renders_pages_and_reports_every_bad_file(pdfs, tmp_path):
     assert "unreadable or corrupt" in problems["broken.pdf"]
     assert "encrypted" in problems["locked.pdf"]
     assert set(c.skipped["unit_id"]) == {"empty:*", "broken:*", "locked:*"}
+
+
+def test_a_render_is_reused_only_for_the_same_file_and_dpi(pdfs, tmp_path):
+    """Renders used to be named by document and page only: a rerun with another dpi, or after the
+    PDF changed, silently kept the old images. Now the name carries the file's content and the dpi."""
+    out = tmp_path / "run" / "corpus"
+    first = ingest.pdf_folder(pdfs, out, dpi=36)
+    path = tmp_path / "run" / first.units["image_path"].iloc[0]
+    stamp = path.stat().st_mtime_ns
+    again = ingest.pdf_folder(pdfs, out, dpi=36)
+    assert list(again.units["image_path"]) == list(first.units["image_path"])
+    assert path.stat().st_mtime_ns == stamp                                  # not rendered again
+    sharper = ingest.pdf_folder(pdfs, out, dpi=72)
+    other = tmp_path / "run" / sharper.units["image_path"].iloc[0]
+    assert other != path and Image.open(other).width == 2 * Image.open(path).width
+    make_pdf(pdfs / "2023 Q1 AAPL.pdf", pages=3, size=(400, 200))          # the file changed
+    changed = ingest.pdf_folder(pdfs, out, dpi=36)
+    assert changed.units["image_path"].iloc[0] != first.units["image_path"].iloc[0]
+    assert ingest.pdf_folder(pdfs, tmp_path / "listed", dpi=36, render=False).units["image_path"].iloc[0].endswith(
+        Path(changed.units["image_path"].iloc[0]).name)                    # check lists the names a render writes
 
 
 def test_page_selection_and_cap(pdfs, tmp_path):

@@ -15,7 +15,7 @@ built-in encoders; a retriever that enters as a run file is judged by the retrie
 from __future__ import annotations
 
 import argparse
-import tempfile
+import re
 from pathlib import Path
 
 from lookalike import params as P
@@ -34,16 +34,19 @@ def run_gate(prm: dict, inject: str = "", seed: int | None = None, threshold: fl
     sample of leak.gate_units units, then ``paired_gate`` on the image index. seed: the gate's own
     seed (unit sample, query sets, bootstrap); default the run seed. run_dir and corpus: a run folder
     that already holds the corpus (as stratify.load_corpus read it into that folder), to gate
-    several times without reading it again; default a temporary folder, read afresh."""
+    several times without reading it again; default a folder in the cache named after the run,
+    where PDF renders are kept between calls (a changed file or dpi renders afresh)."""
     threshold = prm["leak"]["threshold"] if threshold is None else threshold
     cache = cache or Cache(prm["encode"]["cache_dir"] or None)
-    with tempfile.TemporaryDirectory() as tmp:
-        ctx = context(Path(run_dir or tmp), prm)
-        if corpus is None:
-            corpus = stratify.load_corpus(ctx)      # what stage 01 reads: dpi, pages, max_pages, name_pattern ...
-        ab, _, _, table, per_query = leak.ablation(ctx, corpus.units, cache, max_units=prm["leak"]["gate_units"],
-                                                   inject=inject, n_boot=n_boot, seed=seed, visible=corpus.visible,
-                                                   facts=corpus.facts)
+    # the corpus is read into a folder kept in the cache (one per run name), so rendered PDF pages —
+    # named by the file's content and the dpi — are rendered once, not on every call
+    keep = run_dir or cache.root / "leak-check" / re.sub(r"[^A-Za-z0-9._-]+", "_", str(prm["run"]))
+    ctx = context(Path(keep), prm)
+    if corpus is None:
+        corpus = stratify.load_corpus(ctx)      # what stage 01 reads: dpi, pages, max_pages, name_pattern ...
+    ab, _, _, table, per_query = leak.ablation(ctx, corpus.units, cache, max_units=prm["leak"]["gate_units"],
+                                               inject=inject, n_boot=n_boot, seed=seed, visible=corpus.visible,
+                                               facts=corpus.facts)
     unit_clusters = (None if prm["stats"]["cluster"] == "none" else
                      dict(zip(corpus.units["unit_id"], corpus.units[{"document": "doc_id", "template": "template_id"}[
                          prm["stats"]["cluster"]]].astype(str))))

@@ -21,6 +21,8 @@ match are skipped, each with the file, the page when there is one, and the reaso
 
 from __future__ import annotations
 
+import hashlib
+
 import re
 from pathlib import Path
 
@@ -146,8 +148,11 @@ def pdf_folder(folder: Path | str, out_dir: Path | str, dpi: int = 110, pages: s
             todo = [p for p in range(1, n + 1) if wanted is None or p in wanted]
             if max_pages:
                 todo = todo[:max_pages]
+            # a render is named by the PDF's content and the dpi, so a changed file or dpi never reuses an
+            # old image, and an unchanged one (a rerun, every `lookalike leak-check`) is not rendered again
+            key = f"{hashlib.sha256(path.read_bytes()).hexdigest()[:10]}-{dpi}dpi"
             for p in todo:
-                target = out_dir / "images" / f"{doc_id}_p{p:04d}.png"
+                target = out_dir / "images" / f"{doc_id}_p{p:04d}_{key}.png"
                 try:
                     if render and not target.is_file():
                         page = pdf[p - 1]
