@@ -329,3 +329,14 @@ def test_query_clusters_follow_the_gold_units_document_or_template():
     assert stats.query_clusters(gold, units, "none") is None
     with pytest.raises(ValueError, match="stats.cluster must be one of document, template, none"):
         stats.query_clusters(gold, units, "page")
+
+
+def test_sample_size_planner_from_a_paired_interval():
+    """SE from the CI, the CI's half-width as the resolvable difference, and the n that 80% power needs."""
+    plan = stats.sample_size(delta=0.1, lo=0.0, hi=0.2, n=50)
+    se = 0.2 / (2 * 1.959964)
+    assert plan["se"] == pytest.approx(se, rel=1e-4) and plan["resolvable"] == pytest.approx(0.1, rel=1e-4)
+    assert plan["n_needed"] == math.ceil(50 * ((1.959964 + 0.841621) * se / 0.1) ** 2)   # about 102
+    half = stats.sample_size(delta=0.2, lo=0.1, hi=0.3, n=50)
+    assert half["n_needed"] < plan["n_needed"] / 3                       # twice the difference, a quarter of the n
+    assert stats.sample_size(0.0, -0.1, 0.1, 50)["n_needed"] == math.inf

@@ -156,3 +156,28 @@ def test_source_notebooks_carry_no_outputs():
     for path in sorted((REPO / "notebooks").glob("*.ipynb")):
         nb = nbformat.read(path, as_version=4)
         assert all(not c.get("outputs") and c.get("execution_count") is None for c in nb.cells if c.cell_type == "code"), path.name
+
+
+_WARNING = re.compile(r"\b\w*Warning\b")
+_MACHINE_PATH = re.compile(r"(?<![\w.~])/(?:home|root|tmp|work|usr|opt|var|Users|private)/")
+
+
+def _dirty(text: str) -> list[str]:
+    return sorted({m.group() for m in _WARNING.finditer(text)} | {m.group() for m in _MACHINE_PATH.finditer(text)})
+
+
+def test_stored_ci_notebooks_carry_no_warning_and_no_machine_path():
+    for path in sorted((REPO / "outputs" / "ci" / "notebooks").glob("*.ipynb")):
+        outputs = json.dumps([c.get("outputs", []) for c in json.loads(path.read_text(encoding="utf-8"))["cells"]])
+        assert _dirty(outputs) == [], path.name
+
+
+def test_clean_output_check_sees_a_warning_and_a_path():
+    assert _dirty("TqdmWarning: IProgress not found") == ["TqdmWarning"]
+    assert _dirty("cache at /root/.cache/lookalike") == ["/root/"]
+    assert _dirty("see ../outputs/ci/tables and $M figures") == []
+
+
+def test_written_html_carries_no_warning_and_no_machine_path(ci_run):
+    for path in [ci_run / "index.html", ci_run / "summary.html", *sorted((ci_run / "html").glob("*.html"))]:
+        assert _dirty(path.read_text(encoding="utf-8")) == [], path.name

@@ -88,5 +88,5 @@ def test_macro_figures_state_each_structures_n_and_warn_when_one_is_thin():
              "value": 0.5, "n": n} for st, n in (("page-single", 49), ("page-multi", 1))]
     said = S.macro_weights(pd.DataFrame(rows))
     assert "page-multi n = 1, page-single n = 49" in said and "Micro averages all 50" in said
-    assert "Warning: page-multi (1) has fewer than 10 questions" in said
-    assert "Warning" not in S.macro_weights(pd.DataFrame(rows[:1]))
+    assert "Caution: page-multi (1) has fewer than 10 questions" in said
+    assert "Caution" not in S.macro_weights(pd.DataFrame(rows[:1]))

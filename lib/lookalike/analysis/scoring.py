@@ -127,7 +127,7 @@ def macro_weights(evidence: pd.DataFrame, few: int = 10) -> str:
             + ", ".join(f"{k} n = {v}" for k, v in n.items()) + f"; Micro averages all {int(n.sum())}).")
     thin = n[n < few]
     if len(thin):
-        said += (f" Warning: {', '.join(f'{k} ({v})' for k, v in thin.items())} "
+        said += (f" Caution: {', '.join(f'{k} ({v})' for k, v in thin.items())} "
                  f"{'has' if len(thin) == 1 else 'have'} fewer than {few} questions but weigh"
                  f"{'s' if len(thin) == 1 else ''} as much as any other structure in the Macro figure.")
     return said

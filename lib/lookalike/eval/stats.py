@@ -219,6 +219,25 @@ def pairwise_table(per_query: Mapping[str, pd.Series], n_boot: int = 2000, n_per
     return out
 
 
+def sample_size(delta: float, lo: float, hi: float, n: int, alpha: float = 0.05, power: float = 0.8) -> dict:
+    """The sample-size planner for one paired comparison, from its own interval: the standard error
+    read off the paired bootstrap CI (clustered as the CI was: SE = (hi - lo) / (2 z_{1-alpha/2})),
+    the smallest difference resolvable at this n (the CI's half-width, z_{1-alpha/2} SE), and the
+    questions needed to resolve the observed difference at the given power (two-sided, normal
+    approximation; SE shrinks as 1/sqrt(n)): n ((z_{1-alpha/2} + z_power) SE / |delta|)^2, rounded up.
+    An observed difference of 0 needs no finite n (inf)."""
+    z_a, z_b = scipy.stats.norm.ppf(1 - alpha / 2), scipy.stats.norm.ppf(power)
+    se = (hi - lo) / (2 * z_a) if n else math.nan
+    resolvable = z_a * se
+    if not n or not math.isfinite(se):
+        need = math.nan
+    elif abs(delta) < 1e-12:
+        need = math.inf
+    else:
+        need = float(math.ceil(n * ((z_a + z_b) * se / abs(delta)) ** 2))
+    return {"se": se, "resolvable": resolvable, "n_needed": need}
+
+
 CLUSTER_UNITS = ("document", "template", "none")
 
 

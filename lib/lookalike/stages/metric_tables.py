@@ -23,6 +23,7 @@ from lookalike.retrieval.encoders.base import Vectors
 from lookalike.stages.base import StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
 
 TITLE = 'Metric tables'
+PLANNER_COLUMNS = ["measure", "system", "minus", "n", "difference", "se", "resolvable", "n_needed"]
 
 
 def _num(value):
@@ -158,6 +159,22 @@ def run(ctx: StageContext) -> StageResult:
         else:
             res.say("nothing to compare")
 
+    res.section("planner")
+    plan = pd.DataFrame(columns=PLANNER_COLUMNS)
+    if len(significance):
+        plan = pd.DataFrame([{"measure": r.measure, "system": r.system, "minus": r.baseline, "n": int(r.n),
+                              "difference": r.delta, **stats.sample_size(r.delta, r.delta_lo, r.delta_hi, int(r.n))}
+                             for r in significance.itertuples()], columns=PLANNER_COLUMNS)
+        with pd.option_context("display.float_format", "{:.3f}".format):
+            res.say(plan.drop(columns=["se"]).assign(n_needed=plan["n_needed"].map(
+                lambda v: "never (no difference)" if v == np.inf else f"{v:.0f}")).to_string(index=False))
+        res.say("\nresolvable: the smallest difference this n resolves at 95% (the paired CI's half-width); n_needed: "
+                "questions for 80% power to resolve the observed difference (normal approximation from the "
+                "clustered bootstrap SE). Both are for one comparison, before Holm's adjustment for the number "
+                "of pairs.")
+    else:
+        res.say("nothing to compare")
+
     res.section("planted")
     effects = pd.DataFrame(columns=C.EFFECT_COLUMNS)
     if ctx.has_table("planted") and len(read("planted")):
@@ -231,6 +248,7 @@ def run(ctx: StageContext) -> StageResult:
     res.table("top1_random_original", top1_random, sort_by=["system"])
     res.table("significance", significance, sort_by=["measure", "system", "baseline"] if len(significance) else None)
     res.table("breakdown", breakdown, sort_by=["system", "by", "group"])
+    res.table("sample_size", plan)
     if len(effects):
         res.table("planted_effects", effects)
     res.table("fusion_trace", trace, sort_by=["method", "query_id"])
@@ -273,6 +291,19 @@ def run(ctx: StageContext) -> StageResult:
                           "text": f"The demo generator plants each effect the design is about and records it "
                                   f"(tables/planted.csv); each row is recovered by the stage that measures it on any "
                                   f"corpus. {int(effects['ok'].sum())} of {len(effects)} effects recovered."})
+    hard_plan = plan[plan["measure"] == "sufficient@5 (hard)"] if len(plan) else plan
+    if len(hard_plan):
+        sig_hard = significance[significance["measure"] == "sufficient@5 (hard)"].reset_index(drop=True)
+        open_pairs = hard_plan.reset_index(drop=True)[(sig_hard["p_holm"] >= 0.05).to_numpy() &
+                                                       (hard_plan["difference"].abs() > 0).to_numpy()]
+        text = (f"With {int(hard_plan['n'].iloc[0])} validated questions, sufficient@5 under hard negatives resolves "
+                f"differences of about {hard_plan['resolvable'].median():.2f} between two systems (median over the "
+                f"{len(hard_plan)} pairs; 95%, documents resampled, one comparison before Holm's adjustment).")
+        if len(open_pairs):
+            top = open_pairs.loc[open_pairs["difference"].abs().idxmax()]
+            text += (f" The largest difference not yet resolved, {top['system']} − {top['minus']} "
+                     f"{top['difference']:+.2f}, would need about {top['n_needed']:.0f} questions at 80% power.")
+        blocks.append({"heading": "How many questions a comparison needs", "text": text})
     labels_note = read("label_agreement")
     if len(labels_note):
         a = labels_note.iloc[0]
