@@ -293,15 +293,15 @@ def run(ctx: StageContext) -> StageResult:
                                   f"corpus. {int(effects['ok'].sum())} of {len(effects)} effects recovered."})
     hard_plan = plan[plan["measure"] == "sufficient@5 (hard)"] if len(plan) else plan
     if len(hard_plan):
-        sig_hard = significance[significance["measure"] == "sufficient@5 (hard)"].reset_index(drop=True)
-        open_pairs = hard_plan.reset_index(drop=True)[(sig_hard["p_holm"] >= 0.05).to_numpy() &
-                                                       (hard_plan["difference"].abs() > 0).to_numpy()]
+        # unresolved as the planner reads it: a difference smaller than what this n resolves (its CI holds 0)
+        open_pairs = hard_plan[(hard_plan["difference"].abs() < hard_plan["resolvable"])
+                               & (hard_plan["difference"].abs() > 0)]
         text = (f"With {int(hard_plan['n'].iloc[0])} validated questions, sufficient@5 under hard negatives resolves "
                 f"differences of about {hard_plan['resolvable'].median():.2f} between two systems (median over the "
                 f"{len(hard_plan)} pairs; 95%, documents resampled, one comparison before Holm's adjustment).")
         if len(open_pairs):
             top = open_pairs.loc[open_pairs["difference"].abs().idxmax()]
-            text += (f" The largest difference not yet resolved, {top['system']} − {top['minus']} "
+            text += (f" The largest difference this n does not resolve, {top['system']} − {top['minus']} "
                      f"{top['difference']:+.2f}, would need about {top['n_needed']:.0f} questions at 80% power.")
         blocks.append({"heading": "How many questions a comparison needs", "text": text})
     labels_note = read("label_agreement")
