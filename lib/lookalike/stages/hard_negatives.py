@@ -105,11 +105,15 @@ def run(ctx: StageContext) -> StageResult:
     res.figure("04_top1", chart)
 
     res.section("ladder")
-    ladder = N.validity_ladder(units, gold, {"random": sets["random"], "hard": sets["hard"]}, seed,
-                               clusters=ctx.clusters(gold)) if gold else pd.DataFrame(columns=N.LADDER_COLUMNS)
+    # the ladder's siblings are pages of the gold's template: without template metadata there are none to rank
+    ladder = (N.validity_ladder(units, gold, {"random": sets["random"], "hard": sets["hard"]}, seed,
+                                clusters=ctx.clusters(gold)) if gold and has_metadata
+              else pd.DataFrame(columns=N.LADDER_COLUMNS))
     slopes = N.ladder_slopes(ladder) if len(ladder) else {}
     with pd.option_context("display.float_format", "{:.3f}".format):
-        if len(ladder):
+        if not has_metadata:
+            res.say("no template metadata: the ladder's look-alikes are pages of the gold's template, so it is not run")
+        elif len(ladder):
             res.say("synthetic systems that always rank the gold's template first, then the right look-alike first "
                     "with probability p (else another look-alike), on the page-single questions:")
             res.say(ladder.pivot_table(index="p", columns="negatives", values="top1").to_string())
