@@ -22,7 +22,7 @@ EFFECT_COLUMNS = ["effect", "planted", "recovered", "lo", "hi", "ok", "check", "
 DOOR_JUDGE = "subject-terms"
 
 
-def _num(value) -> float:
+def as_number(value) -> float:
     """A number from a table cell ('' and text read as NaN)."""
     try:
         return float(value)
@@ -79,7 +79,7 @@ def planted_effects(planted: pd.DataFrame, *, validation: pd.DataFrame, revision
         flagged = int(hit.sum())
         ci = stats.bootstrap_ci(hit, 2000, rng=np.random.default_rng([seed, 92]),
                                 clusters=stats.cluster_array(clusters, list(validation["query_id"])))
-        p = _num(want[name])
+        p = as_number(want[name])
         rows.append(_row(name, p, ci.estimate, ci.lo, ci.hi, ci.lo <= p <= ci.hi,
                          f"planted share in the {stats.interval_words(clusters)} CI",
                          f"{meaning[name]}; stage 05 flagged {flagged} of {len(validation)} as answerable from "
@@ -87,7 +87,7 @@ def planted_effects(planted: pd.DataFrame, *, validation: pd.DataFrame, revision
 
     name = "restatement pairs"
     if name in want:
-        p = _num(want[name])
+        p = as_number(want[name])
         rows.append(_row(name, p, float(revision_pool_units), float(revision_pool_units), float(revision_pool_units),
                          revision_pool_units == p, "equal counts",
                          f"{meaning[name]}; {revision_pool_units} units have a non-empty revision pool"))
@@ -104,41 +104,41 @@ def planted_effects(planted: pd.DataFrame, *, validation: pd.DataFrame, revision
     name = "caption index: caption-derived / blind recall@10"
     if name in want and len(leak_per_query):
         est, lo, hi = ratio_ci(leak_per_query, "caption", unit_clusters, seed)
-        p = _num(want[name])
+        p = as_number(want[name])
         rows.append(_row(name, p, est, lo, hi, bool(est >= p), "ratio at least the planted value",
                          f"{meaning[name]} (bootstrap 95% CI over units)"))
 
     name = "image index: caption-derived − blind recall@10"
     if name in want and len(leak_gate) and (leak_gate["system"] == "image").any():
         g = leak_gate[leak_gate["system"] == "image"].iloc[0]
-        lo, hi, p = _num(g["difference_lo"]), _num(g["difference_hi"]), _num(want[name])
-        rows.append(_row(name, p, _num(g["difference"]), lo, hi, lo <= p <= hi, "planted value in the paired 95% CI",
+        lo, hi, p = as_number(g["difference_lo"]), as_number(g["difference_hi"]), as_number(want[name])
+        rows.append(_row(name, p, as_number(g["difference"]), lo, hi, lo <= p <= hi, "planted value in the paired 95% CI",
                          f"{meaning[name]} ({int(g['n_pairs'])} paired units)"))
 
     name = "judge door: relevant labels gained with metadata visible"
     if name in want and len(door_summary):
         planted_judge = door_summary[door_summary["judge"].astype(str).str.startswith(DOOR_JUDGE)]
         d = (planted_judge if len(planted_judge) else door_summary).iloc[0]
-        gained_lo, others = _num(d["gained_with_term_lo"]), _num(d["others_with_term"])
-        more = int(_num(d["relevant_with_metadata"])) > int(_num(d["relevant_blind"]))
+        gained_lo, others = as_number(d["gained_with_term_lo"]), as_number(d["others_with_term"])
+        more = int(as_number(d["relevant_with_metadata"])) > int(as_number(d["relevant_blind"]))
         concentrated = bool(gained_lo > others)
         # recovered: the relevant labels gained (a count: no interval); the share's interval is in the explanation
-        rows.append(_row(name, want[name], _num(d["relevant_with_metadata"]) - _num(d["relevant_blind"]),
+        rows.append(_row(name, want[name], as_number(d["relevant_with_metadata"]) - as_number(d["relevant_blind"]),
                          nan, nan, more and concentrated,
                          "more relevant labels, and the gains' share with a query word in the metadata above "
                          "the other pairs' share",
-                         f"{meaning[name]}; {d['judge']}: {int(_num(d['relevant_blind']))} relevant blind, "
-                         f"{int(_num(d['relevant_with_metadata']))} with metadata; {_num(d['gained_with_term']):.2f} "
-                         f"[{gained_lo:.2f}, {_num(d['gained_with_term_hi']):.2f}] of the {int(_num(d['gained']))} gains "
+                         f"{meaning[name]}; {d['judge']}: {int(as_number(d['relevant_blind']))} relevant blind, "
+                         f"{int(as_number(d['relevant_with_metadata']))} with metadata; {as_number(d['gained_with_term']):.2f} "
+                         f"[{gained_lo:.2f}, {as_number(d['gained_with_term_hi']):.2f}] of the {int(as_number(d['gained']))} gains "
                          f"hold a query word in file name or caption, against {others:.2f} "
-                         f"[{_num(d['others_with_term_lo']):.2f}, {_num(d['others_with_term_hi']):.2f}] of the other "
+                         f"[{as_number(d['others_with_term_lo']):.2f}, {as_number(d['others_with_term_hi']):.2f}] of the other "
                          "pairs (bootstrap 95%, documents resampled)"))
 
     for name, key, test, check in (
             ("validity ladder: slope under random negatives", "random", lambda s: abs(s) <= 0.1, "slope within ±0.1"),
             ("validity ladder: slope under hard negatives", "hard", lambda s: s > 0.5, "slope above 0.5")):
         if name in want and key in ladder_slopes:
-            s = _num(ladder_slopes[key])
-            rows.append(_row(name, _num(want[name]), s, nan, nan, bool(test(s)), check,
+            s = as_number(ladder_slopes[key])
+            rows.append(_row(name, as_number(want[name]), s, nan, nan, bool(test(s)), check,
                              f"{meaning[name]}; least-squares slope of top-1 on p over the five rungs"))
     return pd.DataFrame(rows, columns=EFFECT_COLUMNS)

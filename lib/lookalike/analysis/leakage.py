@@ -36,7 +36,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from lookalike.data.schema import CAPTION_COLUMNS, read_required_csv, resolve_image
+from lookalike.data.schema import CAPTION_COLUMNS, filename_words, read_required_csv, resolve_image
 from lookalike.eval import metrics as M
 from lookalike.eval import stats
 from lookalike.io import pagebase
@@ -47,7 +47,7 @@ from lookalike.retrieval import systems
 from lookalike.judging import pool as judge_pool
 from lookalike.report import pages
 from lookalike.retrieval.encoders.base import Vectors
-from lookalike.vocab import GRADE_LABELS, LABEL_GRADES, LABELS, METRIC_LABELS, REGISTERS
+from lookalike.vocab import GRADE_LABELS, LABEL_GRADES, LABELS, METRIC_LABELS, REGISTERS, money
 
 INDEXES = ("image", "caption", "both")
 QUERY_SETS = ("blind", "caption-derived")
@@ -125,7 +125,7 @@ _DECORATION = re.compile(r"\bPage \d+\b|^[A-Z][A-Z ]+$")
 def _printed_value(f: Mapping) -> str:
     if f["unit"] == "%":
         return f"{f['value']:+.1f}%"
-    return f"{f['value']:,.0f}" if f["unit"] == "employees" else f"${f['value']:,.0f}M"
+    return f"{f['value']:,.0f}" if f["unit"] == "employees" else money(f["value"])
 
 
 def page_description(unit: Mapping, visible: Mapping | None, facts: Sequence[Mapping],
@@ -502,7 +502,7 @@ def injected_text(units: pd.DataFrame, inject: str) -> list[str]:
         raise ValueError(f"unknown leak injection {inject!r}; expected one of {', '.join(INJECTIONS)}")
     values = units[INJECTIONS[inject]].fillna("").astype(str)
     if inject == "filename":
-        values = values.map(lambda f: re.sub(r"[_\-.]+", " ", Path(f).stem).strip())
+        values = values.map(filename_words)
     return list(values)
 
 
@@ -654,6 +654,16 @@ def pixel_per_query(runs: Mapping[str, pd.DataFrame], queries: pd.DataFrame) -> 
         frames.append(pq.reset_index().assign(index=name))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
         columns=["query_id", "recall_10", "query_set", "unit_id", "index"])
+
+
+def gate_results(per_query: pd.DataFrame, pixel_pq: pd.DataFrame, probe: Mapping[str, tuple] | None,
+                 threshold: float = 0.05, n_boot: int = 2000, seed: int = 0,
+                 unit_clusters: Mapping[str, str] | None = None) -> list:
+    """The gate as stage 03 and ``lookalike leak-check`` decide it: the image index on the judged
+    per-query table first, then every other pixel system (``gate_all``), each with its metadata probe."""
+    probe = probe or {}
+    image = paired_gate(per_query, "image", threshold, n_boot, seed, unit_clusters, probe.get("image"))
+    return [image] + [g for g in gate_all(pixel_pq, threshold, n_boot, seed, unit_clusters, probe) if g.index != "image"]
 
 
 def gate_all(pixel_pq: pd.DataFrame, threshold: float = 0.05, n_boot: int = 2000, seed: int = 0,

@@ -51,11 +51,8 @@ def run_gate(prm: dict, inject: str = "", seed: int | None = None, threshold: fl
                      dict(zip(corpus.units["unit_id"], corpus.units[{"document": "doc_id", "template": "template_id"}[
                          prm["stats"]["cluster"]]].astype(str))))
     seed = ctx.seed if seed is None else seed
-    probe = ab.probe or {}
-    result = L.paired_gate(per_query, "image", threshold, n_boot=n_boot, seed=seed, unit_clusters=unit_clusters,
-                           probe=probe.get("image"))
-    others = [g for g in L.gate_all(ab.pixel_pq, threshold, n_boot, seed, unit_clusters, probe) if g.index != "image"]
-    return [result] + others, table, len(corpus.units)
+    return (L.gate_results(per_query, ab.pixel_pq, ab.probe, threshold, n_boot, seed, unit_clusters), table,
+            len(corpus.units))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,6 +9,7 @@ a corpus that lacks a field leaves it empty.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +28,12 @@ UNIT_COLUMNS = [
 ]
 STRATUM_COLUMNS = ["content_type", "entity_kind"]
 CAPTION_COLUMNS = ["filename", "alt_text", "caption"]
+def filename_words(filename: str) -> str:
+    """A file name as the words a reader (or a leaky pipeline) takes from it: no extension,
+    separators as spaces ('cs_2024q1_deck_p01.png' -> 'cs 2024q1 deck p01')."""
+    return re.sub(r"[_\-.]+", " ", Path(str(filename)).stem).strip()
+
+
 FACT_COLUMNS = ["unit_id", "entity", "metric", "period", "member", "value", "unit", "revision"]
 QUESTION_COLUMNS = ["query_id", "text", "answer", "evidence_structure", "register", "qualified", "qualifiers",
                     "evidence_unit_ids"]

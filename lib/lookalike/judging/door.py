@@ -15,12 +15,11 @@ question's words — what a lenient judge does, and what metadata moves.
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
 from typing import Callable, Mapping
 
 import pandas as pd
 
+from lookalike.data.schema import filename_words
 from lookalike.eval import stats
 from lookalike.judging.judges import AnswerStringJudge, Judge, content_words, label_pairs
 
@@ -33,7 +32,7 @@ SUMMARY_COLUMNS = ["judge", "n_pairs", "relevant_blind", "relevant_with_metadata
 def metadata_text(unit: Mapping) -> str:
     """What a leaky judging set-up shows beside the page: the file name (separators as spaces, no
     extension) and the caption."""
-    name = re.sub(r"[_\-.]+", " ", Path(str(unit.get("filename", ""))).stem).strip()
+    name = filename_words(unit.get("filename", ""))
     return " ".join(p for p in (name, str(unit.get("caption", "")).strip()) if p)
 
 

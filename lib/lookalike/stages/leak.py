@@ -136,11 +136,9 @@ def run(ctx: StageContext) -> StageResult:
         index=["index", "content_type"], columns="query_set", values="recall_10").round(3)
 
     res.section("gate")
-    probe = ab.probe or {}
-    verdict = L.paired_gate(per_query, "image", leak_threshold, seed=seed, unit_clusters=ctx.unit_clusters(),
-                            probe=probe.get("image"))
-    gates = [verdict] + [g for g in L.gate_all(ab.pixel_pq, leak_threshold, seed=seed, unit_clusters=ctx.unit_clusters(),
-                                               probe=probe) if g.index != "image"]
+    gates = L.gate_results(per_query, ab.pixel_pq, ab.probe, leak_threshold, seed=seed,
+                           unit_clusters=ctx.unit_clusters())
+    verdict = gates[0]
     decision = L.overall(gates)
     ok, blind, derived = decision != "LEAK", verdict.blind, verdict.derived
     if decision == "NOT EVALUATED":
@@ -157,11 +155,8 @@ def run(ctx: StageContext) -> StageResult:
         # the demo plants a leaky pixel system: the same ablation with the file name appended to what the pixel
         # systems read; the gate must say LEAK for it (and said PASS above for the clean ones)
         leaky, _, _, _, leaky_pq = ablation(ctx, units, cache, inject="filename")
-        lp = leaky.probe or {}
-        leaky_gates = [L.paired_gate(leaky_pq, "image", leak_threshold, seed=seed, unit_clusters=ctx.unit_clusters(),
-                                     probe=lp.get("image"))] + [
-            g for g in L.gate_all(leaky.pixel_pq, leak_threshold, seed=seed, unit_clusters=ctx.unit_clusters(), probe=lp)
-            if g.index != "image"]
+        leaky_gates = L.gate_results(leaky_pq, leaky.pixel_pq, leaky.probe, leak_threshold, seed=seed,
+                                     unit_clusters=ctx.unit_clusters())
         planted = pd.DataFrame(
             [{"system": g.index, "input": "pixels", "verdict": g.verdict, "probe_changed": g.probe_changed,
               "difference": g.difference} for g in gates]

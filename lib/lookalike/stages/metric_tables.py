@@ -26,13 +26,6 @@ TITLE = 'Metric tables'
 PLANNER_COLUMNS = ["measure", "system", "minus", "n", "difference", "se", "resolvable", "n_needed"]
 
 
-def _num(value):
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return float("nan")
-
-
 def run(ctx: StageContext) -> StageResult:
     seed = ctx.get('seed')
     encode_ocr_engine = ctx.get('encode.ocr_engine')
@@ -292,7 +285,7 @@ def run(ctx: StageContext) -> StageResult:
                           "text": said})
     if len(effects):
         shown = effects.assign(**{"95% CI": [f"[{lo:.2f}, {hi:.2f}]" if pd.notna(lo) else ""
-                                             for lo, hi in zip(effects["lo"].map(_num), effects["hi"].map(_num))]})
+                                             for lo, hi in zip(effects["lo"].map(C.as_number), effects["hi"].map(C.as_number))]})
         blocks.insert(2, {"heading": "Calibration: what the demo planted, and what the report recovered",
                           "table": shown[["effect", "planted", "recovered", "95% CI", "ok", "explanation"]].assign(
                               recovered=shown["recovered"].map(lambda v: f"{v:.3f}" if isinstance(v, float) else v)),
