@@ -209,20 +209,31 @@ class CandidateSystems:
 
     def runs(self, questions: pd.DataFrame, candidates: Mapping[str, Sequence[str]]) -> dict[str, pd.DataFrame]:
         """name -> run over the questions, each question's ranking holding its candidates only."""
+        return self.runs_for(questions, {"": candidates})[""]
+
+    def runs_for(self, questions: pd.DataFrame, candidate_sets: Mapping[object, Mapping[str, Sequence[str]]]
+                 ) -> dict[object, dict[str, pd.DataFrame]]:
+        """key -> name -> run, one per candidate set given (the questions encoded and scored once)."""
         if questions.empty:
-            return {}
+            return {key: {} for key in candidate_sets}
         qids, unit_ids = list(questions["query_id"]), list(self.units["unit_id"])
         qv = systems.encode_queries(questions, list(self.base), **self.settings)
-        out = {n: restricted_run(systems.score_matrix(v, qv[n]), qids, unit_ids, candidates)
-               for n, v in self.base.items()}
-        for name, parts in self.fusions.items():
-            out[name] = fuse("rrf", [out[p] for p in parts], rrf_k=self.rrf_k, depth=self.depth)
-        for name, run in self.external.items():
-            out[name] = restrict_ranking(run, candidates)
+        scores = {n: systems.score_matrix(v, qv[n]) for n, v in self.base.items()}
         if self.doc_context and "ocr-minilm" in self.base:
-            dc = retrieve.document_context_scores(list(qv["ocr-minilm"].data), list(self.base["ocr-minilm"].data),
-                                                  self.units["doc_id"], n_context=4, seed=self.seed)
-            out["ocr-minilm+doc-context"] = restricted_run(dc, qids, unit_ids, candidates)
+            scores["ocr-minilm+doc-context"] = retrieve.document_context_scores(
+                list(qv["ocr-minilm"].data), list(self.base["ocr-minilm"].data), self.units["doc_id"], n_context=4,
+                seed=self.seed)
+        out = {}
+        for key, candidates in candidate_sets.items():
+            runs = {n: restricted_run(scores[n], qids, unit_ids, candidates) for n in self.base}
+            for name, parts in self.fusions.items():
+                runs[name] = fuse("rrf", [runs[p] for p in parts], rrf_k=self.rrf_k, depth=self.depth)
+            for name, run in self.external.items():
+                runs[name] = restrict_ranking(run, candidates)
+            if "ocr-minilm+doc-context" in scores:
+                runs["ocr-minilm+doc-context"] = restricted_run(scores["ocr-minilm+doc-context"], qids, unit_ids,
+                                                                candidates)
+            out[key] = runs
         return out
 
 

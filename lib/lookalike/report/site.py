@@ -26,6 +26,8 @@ from typing import Any
 
 import pandas as pd
 
+from lookalike.report import tables as readable
+
 LARGE_TABLE_ROWS = 100_000
 KEY_PACKAGES = ("lookalike", "numpy", "pandas", "pyarrow", "torch", "torchvision", "colpali-engine", "transformers",
                 "papermill", "nbconvert", "nbval", "altair", "vl-convert-python", "pillow", "faiss-cpu", "scipy")
@@ -106,8 +108,14 @@ pre{background:#f6f7fa;padding:.6rem;overflow-x:auto;font-size:.85rem}
 .input_prompt,.output_prompt{display:none} .input_area{border-left:3px solid #c9d3ea;margin:.4rem 0}
 .output_stderr{display:none} .cell{margin:.6rem 0} img,svg{max-width:100%;height:auto}
 .stage{border:1px solid #dde;border-radius:6px;padding:1rem;margin:1rem 0} .muted{color:#667}
-.numbers td{text-align:left}
+.numbers td{text-align:left} .wide{overflow-x:auto;max-width:100%} table.metric td{white-space:nowrap}
+table.metric td:last-child{white-space:normal;overflow-wrap:anywhere;text-align:left;min-width:12rem;max-width:26rem}
+table.metric caption{text-align:left;color:#667}
 """
+
+
+# a cell tag: the cell is left out of <stage>.report.html (its table is shown there as HTML instead)
+REPORT_HIDE = "report-hide"
 
 
 def _page(title: str, body: str, extra_css: str = "") -> str:
@@ -126,6 +134,11 @@ def notebook_to_html(nb_path: Path, out_path: Path, with_code: bool = True) -> P
     # 'basic' renders cells only: no require.js / MathJax / mermaid from a CDN, unlike 'lab'.
     exporter = HTMLExporter(template_name="basic", exclude_input=not with_code,
                             exclude_input_prompt=True, exclude_output_prompt=True)
+    if not with_code:
+        # the stakeholder export shows a table once, as HTML: the plain-text twin nbval checks is tagged
+        from nbconvert.preprocessors import TagRemovePreprocessor
+
+        exporter.register_preprocessor(TagRemovePreprocessor(remove_cell_tags=(REPORT_HIDE,)), enabled=True)
     body, _ = exporter.from_notebook_node(nb)
     title = nb_path.stem + ("" if with_code else " (report)")
     css = HtmlFormatter(style="default").get_style_defs(".highlight")
@@ -134,8 +147,27 @@ def notebook_to_html(nb_path: Path, out_path: Path, with_code: bool = True) -> P
     return out_path
 
 
-def _table_html(df: pd.DataFrame) -> str:
-    return df.to_html(index=False, escape=True, border=0)
+def _table_html(df: pd.DataFrame, table_id: str) -> str:
+    """A table as people read it: CI triples folded into 'estimate [lo, hi]', fixed precision, escaped."""
+    return readable.html_table(readable.with_ci(df), table_id)
+
+
+# the systems table on index.html: what each column is called there (the CSV keeps its names)
+SYSTEM_HEADERS = {"system": "system", "provenance": "reads", "kind": "kind", "n": "n", "recall_10": "Recall@10",
+                  "ndcg_cut_10": "nDCG@10", "recall_all_10": "RecallAll@10", "encoder_id": "encoder"}
+
+
+def systems_html(systems: pd.DataFrame) -> str:
+    """index.html's systems table: one row per system, each measure with its 95% CI in one cell, the
+    interval's description said once under the table rather than in every row."""
+    folded = readable.with_ci(systems)
+    cols = [c for c in SYSTEM_HEADERS if c in folded.columns]
+    cols += [c for c in folded.columns if c not in SYSTEM_HEADERS and c != "interval"]
+    table = readable.html_table(folded[cols].rename(columns=SYSTEM_HEADERS), "index-systems")
+    said = sorted(set(systems["interval"].astype(str))) if "interval" in systems.columns else []
+    note = (f"<p class=muted>n: questions scored; intervals: {html.escape('; '.join(said))}. First look: every "
+            "question against the whole corpus, scored by its evidence units (no hard negatives yet).</p>")
+    return f"<div class=wide>{table}</div>{note}"
 
 
 def write_summary(run_dir: Path | str, title: str, blocks: list[dict]) -> Path:
@@ -150,7 +182,7 @@ def write_summary(run_dir: Path | str, title: str, blocks: list[dict]) -> Path:
         if b.get("text"):
             parts.append(f"<p>{esc(b['text'])}</p>")
         if b.get("table") is not None and len(b["table"]):
-            parts.append(_table_html(b["table"]))
+            parts.append(_table_html(b["table"], f"summary-{len(parts)}"))
         fig = b.get("figure")
         if fig and (run_dir / "figures" / f"{fig}.svg").is_file():
             svg = (run_dir / "figures" / f"{fig}.svg").read_text(encoding="utf-8")
@@ -191,7 +223,7 @@ def build_index(run_dir: Path | str, params: dict[str, Any], stages: list[str]) 
     systems_csv = run_dir / "tables" / "systems.csv"
     parts.append("<h2>Systems</h2>")
     if systems_csv.is_file():
-        parts.append(_table_html(pd.read_csv(systems_csv, keep_default_na=False)))
+        parts.append(systems_html(pd.read_csv(systems_csv, keep_default_na=False)))
     else:
         parts.append("<p class=muted>No retrieval stage ran in this run, so no system was evaluated.</p>")
     parts.append("<h2>Stages</h2>")

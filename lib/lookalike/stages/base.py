@@ -19,6 +19,7 @@ import pandas as pd
 from lookalike import params as P
 from lookalike.eval import stats
 from lookalike.report import site
+from lookalike.report import tables as readable
 
 
 @dataclass
@@ -97,6 +98,8 @@ class StageResult:
     figures: dict[str, Any] = field(default_factory=dict)
     text: dict[str, str] = field(default_factory=dict)
     show: dict[str, Any] = field(default_factory=dict)
+    # the same tables as people read them (estimate [lo, hi], n, fixed precision): name -> HTML
+    html: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     sentence: str = ""
     numbers: dict[str, Any] = field(default_factory=dict)
@@ -122,6 +125,11 @@ class StageResult:
         self.tables[name] = df.reset_index(drop=True)
         return self.tables[name]
 
+    def html_table(self, name: str, df: pd.DataFrame, digits: int = 3, caption: str = "") -> None:
+        """Keep an HTML rendering of df for the notebook and its report (CI triples folded into
+        one 'estimate [lo, hi]' cell); the plain-text block nbval checks is built separately."""
+        self.html[name] = readable.html_table(readable.with_ci(df), f"{self.stage}-{name}", digits=digits, caption=caption)
+
     def figure(self, name: str, fig) -> None:
         if fig is not None:
             self.figures[name] = fig
@@ -133,6 +141,12 @@ class StageResult:
     def print(self, name: str) -> None:
         """Print one text block as it was built (no trailing newline of its own)."""
         print(self.text.get(name, "").rstrip("\n"))
+
+    def table_html(self, name: str):
+        """One HTML table for the notebook (IPython's HTML object: its plain-text form is fixed)."""
+        from IPython.display import HTML
+
+        return HTML(self.html.get(name, "<p>(no table)</p>"))
 
     def display(self, name: str):
         """A figure for the notebook: charts as SVG (no Vega needed to read the notebook), images as they are."""

@@ -102,6 +102,7 @@ def run(ctx: StageContext) -> StageResult:
                                   clusters=ctx.clusters(dict(zip(questions["query_id"], questions["evidence_unit_ids"]))))
     with pd.option_context("display.float_format", "{:.3f}".format):
         res.say(look.to_string(index=False) if len(look) else "no runs")
+    res.html_table("first_look", look)
 
     res.section("first_look_chart")
     chart = None if look.empty else (alt.Chart(look).mark_bar().encode(

@@ -10,7 +10,9 @@ import altair as alt
 import numpy as np
 import pandas as pd
 from lookalike.analysis import calibration as C
+from lookalike.analysis import haystack as H
 from lookalike.analysis import negatives as N
+from lookalike.report import charts
 from lookalike.judging import judges as J
 from lookalike.judging import store as L
 from lookalike.report import site as report
@@ -77,6 +79,7 @@ def run(ctx: StageContext) -> StageResult:
     top1_random = pd.DataFrame(random_rows, columns=["system", "n", "top1", "top1_lo", "top1_hi", "interval"])
     with pd.option_context("display.float_format", "{:.3f}".format):
         res.say(top1_random.to_string(index=False) if len(top1_random) else "no page-single questions")
+    res.html_table("top1_random", top1_random)
 
     res.section("sufficiency")
     # the gold against every look-alike (its per-axis distractors and the rest of its template), all labelled in stage 06
@@ -94,6 +97,7 @@ def run(ctx: StageContext) -> StageResult:
     with pd.option_context("display.float_format", "{:.3f}".format):
         res.say(sufficiency[sufficiency["k"].isin([1, 5])].drop(
             columns=["supporting_only_lo", "supporting_only_hi", "neither_lo", "neither_hi"]).to_string(index=False))
+    res.html_table("sufficiency", sufficiency[sufficiency["k"].isin([1, 5])])
 
     res.section("headline")
     head_rows = []
@@ -115,6 +119,7 @@ def run(ctx: StageContext) -> StageResult:
         head_rows.append(row)
     headline = pd.DataFrame(head_rows)
     res.say(headline.to_string(index=False) if len(headline) else "no validated questions")
+    res.html_table("headline", headline)
 
     res.section("sufficiency_chart")
     plot = suff_hard.melt(id_vars=["system", "k", "n"], value_vars=["sufficient", "supporting_only", "neither"],
@@ -146,6 +151,8 @@ def run(ctx: StageContext) -> StageResult:
                 significance["delta"], significance["delta_lo"], significance["delta_hi"])])
             res.say(shown[["measure", "system", "baseline", "n", "difference", "p_randomisation", "p_holm"]].rename(
                 columns={"baseline": "minus"}).to_string(index=False))
+            res.html_table("significance", shown[["measure", "system", "baseline", "n", "difference", "p_randomisation",
+                                                  "p_holm"]].rename(columns={"baseline": "minus"}))
             real = significance[significance["p_holm"] < 0.05]
             res.say(f"\n{len(real)} of {len(significance)} pairs differ with Holm-adjusted p < 0.05 "
                     f"(randomisation test, {stats.interval_words(clusters).split(', ')[1]})")
@@ -161,6 +168,8 @@ def run(ctx: StageContext) -> StageResult:
         with pd.option_context("display.float_format", "{:.3f}".format):
             res.say(plan.drop(columns=["se"]).assign(n_needed=plan["n_needed"].map(
                 lambda v: "never (no difference)" if v == np.inf else f"{v:.0f}")).to_string(index=False))
+        res.html_table("planner", plan.drop(columns=["se"]).assign(n_needed=plan["n_needed"].map(
+            lambda v: "never (no difference)" if v == np.inf else f"{v:.0f}")))
         res.say("\nresolvable: the smallest difference this n resolves at 95% (the paired CI's half-width); n_needed: "
                 "questions for 80% power to resolve the observed difference (normal approximation from the "
                 "clustered bootstrap SE). Both are for one comparison, before Holm's adjustment for the number "
@@ -187,6 +196,9 @@ def run(ctx: StageContext) -> StageResult:
             clusters=clusters, seed=seed)
         with pd.option_context("display.float_format", "{:.3f}".format, "display.max_colwidth", 60):
             res.say(effects[["effect", "planted", "recovered", "lo", "hi", "ok"]].to_string(index=False))
+            res.html_table("planted", effects[["effect", "planted", "recovered", "lo", "hi", "ok", "explanation"]].assign(
+                recovered=effects["recovered"].map(C.as_number), lo=effects["lo"].map(C.as_number),
+                hi=effects["hi"].map(C.as_number)).rename(columns={"lo": "recovered_lo", "hi": "recovered_hi"}))
             res.say()
             for r in effects.itertuples():
                 res.say(f"{'ok ' if r.ok else 'NOT OK'} {r.effect}: {r.explanation} [{r.check}]")
@@ -207,17 +219,57 @@ def run(ctx: StageContext) -> StageResult:
     with pd.option_context("display.float_format", "{:.3f}".format):
         res.say(breakdown.pivot_table(index=["by", "group"], columns="system", values="sufficient_5").to_string()
               if len(breakdown) else "no validated questions")
+    if len(breakdown):
+        wide = breakdown.pivot_table(index=["by", "group", "n"], columns="system", values="sufficient_5").reset_index()
+        wide.columns.name = None
+        res.html_table("breakdown", wide)
 
     res.section("evidence")
     with pd.option_context("display.float_format", "{:.3f}".format):
         agg = evidence[(evidence["aggregate"] != "structure") & (evidence["k"] == 10)]
         res.say(agg.pivot_table(index=["system", "aggregate"], columns="measure", values="value").to_string()
               if len(agg) else "no validated questions")
+        if len(agg):
+            wide = agg.pivot_table(index=["system", "aggregate", "n"], columns="measure", values="value").reset_index()
+            wide.columns.name = None
+            res.html_table("evidence", wide)
         res.say()
         st = evidence[(evidence["aggregate"] == "structure") & (evidence["k"] == 10) & (evidence["measure"] == "RecallAll")]
         res.say(S.macro_weights(evidence))
         res.say("RecallAll@10 by evidence structure (n per cell in tables/evidence_complete.csv):")
         res.say(st.pivot_table(index="evidence_structure", columns="system", values="value").to_string() if len(st) else "-")
+
+    res.section("haystack")
+    # the same questions against nested random subsamples of the corpus, gold and hard distractors always kept
+    target = int(ctx.get("report.target_corpus_size")) or len(units)
+    sizes = H.subsample_sizes(len(units), ctx.get("report.haystack_fractions"))
+    hard_d = distractors[distractors["axis"] != "random"].groupby("query_id")["unit_id"].apply(list).to_dict()
+    kept = {q: [u for u in str(ev).split(";") if u] + hard_d.get(q, [])
+            for q, ev in zip(strict["query_id"], strict["evidence_unit_ids"])}
+    hay_sets = H.candidate_sets(kept, H.nested_subsamples(list(units["unit_id"]), sizes, seed))
+    hay_runs = scorer.runs_for(strict, hay_sets)
+    hay_pq = {}
+    for size, runs in hay_runs.items():
+        for name, run in runs.items():
+            pq = S.per_query(evidence_qrels, run, ["recall_10", "top1"], list(strict["query_id"]))
+            for m in ("recall_10", "top1"):
+                hay_pq.setdefault((name, m), {})[size] = pq[m]
+    haystack = H.curve({k: pd.DataFrame(v) for k, v in hay_pq.items()}, target_size=target, clusters=clusters, seed=seed)
+    if len(haystack):
+        smallest = [len(c) for c in hay_sets[sizes[0]].values()]
+        res.say(f"{len(strict)} validated single-gold questions; corpus sizes {', '.join(map(str, sizes))} units "
+                f"(nested random subsamples, seed {seed}); each question's gold and hard distractors are always "
+                f"kept, so at {sizes[0]} units a question ranks {np.median(smallest):.0f} candidates (median)")
+        extrap = haystack[haystack["extrapolated"]]
+        res.say("target corpus size: " + (f"{target} units (report.target_corpus_size): the last row per system is an "
+                                          "extrapolation, a line in log corpus size, not a measurement"
+                                          if len(extrap) else f"{target} units, this corpus: no extrapolation"))
+        with pd.option_context("display.float_format", "{:.3f}".format):
+            res.say(haystack.to_string(index=False))
+        res.html_table("haystack", haystack.rename(columns={"lo": "value_lo", "hi": "value_hi"}))
+    else:
+        res.say("no validated single-gold questions: no haystack curve")
+    res.figure("07_haystack", charts.haystack(haystack) if len(haystack) else None)
 
     res.section("fusion")
     components = {n: corpus_runs[n] for n in BASE if n in corpus_runs}
@@ -244,6 +296,7 @@ def run(ctx: StageContext) -> StageResult:
     res.table("sample_size", plan)
     if len(effects):
         res.table("planted_effects", effects)
+    res.table("haystack_curve", haystack, sort_by=["system", "measure", "corpus_size"])
     res.table("fusion_trace", trace, sort_by=["method", "query_id"])
     res.table("fusion_trace_counts", trace_counts, sort_by=["method", "component"])
     macro = evidence[(evidence["aggregate"] == "macro") & (evidence["k"] == 10)].pivot_table(
@@ -292,6 +345,9 @@ def run(ctx: StageContext) -> StageResult:
                           "text": f"The demo generator plants each effect the design is about and records it "
                                   f"(tables/planted.csv); each row is recovered by the stage that measures it on any "
                                   f"corpus. {int(effects['ok'].sum())} of {len(effects)} effects recovered."})
+    if len(haystack):
+        blocks.append({"heading": "How the figures fall as the corpus grows", "figure": "07_haystack",
+                       "text": haystack_sentence(haystack, len(units))})
     hard_plan = plan[plan["measure"] == "sufficient@5 (hard)"] if len(plan) else plan
     if len(hard_plan):
         # unresolved as the planner reads it: a difference smaller than what this n resolves (its CI holds 0)
@@ -326,3 +382,26 @@ def run(ctx: StageContext) -> StageResult:
                                     for r in suff_hard[suff_hard["k"] == 1].itertuples()})
     return res
 
+
+
+def haystack_sentence(curve: pd.DataFrame, corpus_size: int) -> str:
+    """What the haystack curve says, for the summary page: the system best at full size, its
+    recall@10 from the smallest subsample to the whole corpus and, when there is one, its
+    extrapolation, called one."""
+    full = curve[(curve["measure"] == "recall_10") & (curve["corpus_size"] == corpus_size) & ~curve["extrapolated"]]
+    if full.empty:
+        return ""
+    best = full.sort_values(["value", "system"], ascending=[False, True], kind="mergesort").iloc[0]["system"]
+    mine = curve[(curve["system"] == best) & (curve["measure"] == "recall_10")].sort_values("corpus_size")
+    seen, guess = mine[~mine["extrapolated"]], mine[mine["extrapolated"]]
+    first, last = seen.iloc[0], seen.iloc[-1]
+    said = (f"Every question was ranked again against nested random subsamples of the corpus, its gold and hard "
+            f"distractors always kept. Recall@10 of {best} (the best at full size) is {first['value']:.2f} "
+            f"[{first['lo']:.2f}, {first['hi']:.2f}] at {int(first['corpus_size'])} units and {last['value']:.2f} "
+            f"[{last['lo']:.2f}, {last['hi']:.2f}] at {int(last['corpus_size'])} (n = {int(last['n'])} questions).")
+    if len(guess):
+        g = guess.iloc[0]
+        said += (f" A line in log corpus size puts it at {g['value']:.2f} [{g['lo']:.2f}, {g['hi']:.2f}] at "
+                 f"{int(g['corpus_size']):,} units (report.target_corpus_size): an extrapolation, not a measurement "
+                 f"— measure at that size before believing it.")
+    return said

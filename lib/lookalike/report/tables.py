@@ -1,0 +1,74 @@
+"""Metric tables as people read them: each estimate with its 95% CI in one cell
+("0.68 [0.62, 0.73]"), its n beside it, fixed precision, rendered as an HTML table (pandas Styler
+with a fixed id, so the same table gives the same bytes run to run).
+
+The CSVs under tables/ keep every column at full precision; these renderings are for reading. The
+plain-text blocks nbval checks are built separately and are not touched.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+_ID = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+def fmt_ci(estimate, lo, hi, digits: int = 2) -> str:
+    """'0.68 [0.62, 0.73]'; an estimate with no interval is written alone; a missing estimate is ''."""
+    def one(v):
+        return f"{float(v):.{digits}f}"
+
+    if estimate is None or (isinstance(estimate, float) and np.isnan(estimate)) or estimate == "":
+        return ""
+    missing = [v is None or v == "" or (isinstance(v, float) and np.isnan(v)) for v in (lo, hi)]
+    if any(missing):
+        return one(estimate)
+    return f"{one(estimate)} [{one(lo)}, {one(hi)}]"
+
+
+def ci_measures(df: pd.DataFrame) -> list[str]:
+    """The columns m that come with m_lo and m_hi, in the frame's order."""
+    cols = set(df.columns)
+    return [c for c in df.columns if f"{c}_lo" in cols and f"{c}_hi" in cols]
+
+
+def with_ci(df: pd.DataFrame, digits: int = 2) -> pd.DataFrame:
+    """The frame with every m, m_lo, m_hi triple folded into one 'm' cell written as an estimate
+    with its interval (the column stays where m was; m_lo and m_hi go)."""
+    out = df.copy()
+    for m in ci_measures(df):
+        out[m] = [fmt_ci(e, lo, hi, digits) for e, lo, hi in zip(df[m], df[f"{m}_lo"], df[f"{m}_hi"])]
+        out = out.drop(columns=[f"{m}_lo", f"{m}_hi"])
+    return out
+
+
+def html_table(df: pd.DataFrame, table_id: str, digits: int = 3, caption: str = "") -> str:
+    """An HTML table of df: no index, floats at `digits` decimals, integers as integers, every cell
+    and header escaped, element ids derived from table_id (so the output is the same every run)."""
+    shown = df.reset_index(drop=True)
+    formats = {}
+    for col in shown.columns:
+        s = shown[col]
+        if pd.api.types.is_bool_dtype(s):
+            formats[col] = lambda v: "yes" if v else "no"
+        elif pd.api.types.is_integer_dtype(s):
+            formats[col] = "{:d}"
+        elif pd.api.types.is_float_dtype(s):
+            formats[col] = (lambda v, d=digits: "" if pd.isna(v) else ("∞" if np.isinf(v) else f"{v:.{d}f}"))
+    styler = (shown.style.hide(axis="index").set_uuid(_ID.sub("-", table_id))
+              .format(formats, precision=digits, escape="html", na_rep="")
+              .format_index(escape="html", axis=1)
+              .set_table_attributes('class="metric"'))
+    if caption:
+        styler = styler.set_caption(_escape(caption))
+    # Styler writes an empty <style> block when no cell is styled: left out
+    return re.sub(r'^<style type="text/css">\s*</style>\s*', "", styler.to_html())
+
+
+def _escape(text: str) -> str:
+    import html
+
+    return html.escape(str(text))

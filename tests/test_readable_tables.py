@@ -1,0 +1,47 @@
+"""Metric tables as people read them: estimate [lo, hi] in one cell, n, fixed precision, escaped."""
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from lookalike.report import site
+from lookalike.report import tables as T
+
+
+def test_fmt_ci_and_folding_keep_the_column_where_it_was():
+    assert T.fmt_ci(0.6789, 0.6234, 0.7311) == "0.68 [0.62, 0.73]"
+    assert T.fmt_ci(0.5, float("nan"), 0.7) == "0.50"                   # no interval: the estimate alone
+    assert T.fmt_ci(float("nan"), 0.1, 0.2) == ""
+    df = pd.DataFrame({"system": ["a"], "recall_10": [0.5], "recall_10_lo": [0.4], "recall_10_hi": [0.6], "n": [12],
+                       "ndcg": [0.3]})
+    folded = T.with_ci(df)
+    assert list(folded.columns) == ["system", "recall_10", "n", "ndcg"]
+    assert folded.loc[0, "recall_10"] == "0.50 [0.40, 0.60]" and folded.loc[0, "ndcg"] == 0.3
+
+
+def test_html_table_escapes_fixes_precision_and_ids():
+    df = pd.DataFrame({"system": ["<b>x</b> & y"], "n": [7], "v": [0.123456789], "inf": [np.inf], "ok": [True]})
+    df = df.rename(columns={"v": "<i>v</i>"})
+    a, b = T.html_table(df, "t 1"), T.html_table(df, "t 1")
+    assert a == b                                                        # same table, same bytes
+    assert "<b>x</b>" not in a and "&lt;b&gt;x&lt;/b&gt; &amp; y" in a
+    assert "<i>v</i>" not in a and "&lt;i&gt;v&lt;/i&gt;" in a
+    assert ">0.123<" in a and ">7<" in a and "∞" in a and ">yes<" in a
+    assert 'id="T_t-1"' in a and "<style" not in a
+
+
+def test_index_systems_table_folds_intervals_and_states_them_once(tmp_path):
+    systems = pd.DataFrame({"system": ["bm25", "minilm"], "provenance": ["pixels"] * 2, "n": [96, 96],
+                            "interval": ["bootstrap 95%, documents resampled"] * 2,
+                            "recall_10": [0.9010416666666666, 0.7291666666666666],
+                            "recall_10_lo": [0.8541666666666666, 0.6666666666666666],
+                            "recall_10_hi": [0.953125, 0.7916666666666666], "encoder_id": ["bm25@x", "minilm@y"],
+                            "kind": ["text", "single"]})
+    (tmp_path / "tables").mkdir()
+    systems.to_csv(tmp_path / "tables" / "systems.csv", index=False)
+    page = site.build_index(tmp_path, {"title": "t", "run": "r"}, []).read_text()
+    assert "0.90 [0.85, 0.95]" in page and "0.73 [0.67, 0.79]" in page
+    assert not re.search(r"\d\.\d{4,}", page)                            # no raw six-decimal floats
+    assert page.count("documents resampled") == 1                        # the interval said once, under the table
+    assert "<th" in page and "Recall@10" in page
