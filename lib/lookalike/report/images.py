@@ -85,3 +85,14 @@ def pair_sheet(pairs: pd.DataFrame, units: pd.DataFrame, base_dir: Path | str, t
         draw.text((x + 2, th + 22), f"model: {r.label_model}  adjudicated: {r.label_adjudicated}", fill=(160, 30, 30),
                   font=font)
     return sheet
+
+
+def save_jpeg(path: Path | str, out: Path | str, width: int) -> Path:
+    """The image at path written as a JPEG at most width pixels wide (what a browser can always show)."""
+    out = Path(out)
+    with Image.open(path) as im:
+        im = im.convert("RGB")
+        if im.width > width:
+            im = im.resize((width, round(im.height * width / im.width)))
+        im.save(out, format="JPEG", quality=85, optimize=True)
+    return out

@@ -190,6 +190,9 @@ def write_summary(run_dir: Path | str, title: str, blocks: list[dict]) -> Path:
             parts.append(f"<figure>{svg}</figure>")
         if b.get("note"):
             parts.append(f"<p class=muted>{esc(b['note'])}</p>")
+    if (run_dir / "browse" / "index.html").is_file():
+        parts.append('<p><a href="browse/index.html"><b>Failure browser</b></a>: every question and system — '
+                     'what came back instead of the gold, and how that look-alike differs.</p>')
     parts.append('<p class=muted><a href="index.html">Full report</a> · every number above comes from this run; '
                  'tables are in tables/ as CSV.</p>')
     out = run_dir / "summary.html"
@@ -212,6 +215,9 @@ def build_index(run_dir: Path | str, params: dict[str, Any], stages: list[str]) 
     if (run_dir / "summary.html").is_file():
         parts.append('<p><a href="summary.html"><b>Summary for stakeholders</b></a>: the headline tables, '
                      'without code.</p>')
+    if (run_dir / "browse" / "index.html").is_file():
+        parts.append('<p><a href="browse/index.html"><b>Failure browser</b></a>: one row per question and system — '
+                     'the top 5 with their labels, the gold, and the look-alike that beat it.</p>')
     units_csv = run_dir / "tables" / "units.csv"
     corpus = params.get("corpus", {})
     if units_csv.is_file():

@@ -12,7 +12,7 @@ import pandas as pd
 from lookalike.analysis import calibration as C
 from lookalike.analysis import haystack as H
 from lookalike.analysis import negatives as N
-from lookalike.report import charts
+from lookalike.report import browse, charts
 from lookalike.judging import judges as J
 from lookalike.judging import store as L
 from lookalike.report import site as report
@@ -239,6 +239,23 @@ def run(ctx: StageContext) -> StageResult:
         res.say("RecallAll@10 by evidence structure (n per cell in tables/evidence_complete.csv):")
         res.say(st.pivot_table(index="evidence_structure", columns="system", values="value").to_string() if len(st) else "-")
 
+    res.section("failures")
+    # every (question, system): the top 5 over the corpus, the gold's rank, and the look-alike that beat it
+    failures = browse.failure_rows(strict, corpus_runs, current, units, distractors)
+    counts = browse.outcome_counts(failures)
+    if len(failures):
+        res.say(f"{len(failures)} rows: {failures['query_id'].nunique()} validated single-gold questions × "
+                f"{failures['system'].nunique()} systems, each system's top {browse.TOP_K} over the whole corpus "
+                "(current labels; an unlabelled page counts as neither)")
+        res.say(counts.to_string(index=False))
+        lost = failures[failures["hard_negative_loss"]]
+        if len(lost):
+            res.say("\nthe axis on which the look-alike that beat the gold differs (rows):")
+            res.say(pd.crosstab(lost["axis"], lost["system"]).to_string())
+        res.say("\nbrowse them: browse/index.html")
+    else:
+        res.say("no validated single-gold questions: nothing to browse")
+
     res.section("haystack")
     # the same questions against nested random subsamples of the corpus, gold and hard distractors always kept
     target = int(ctx.get("report.target_corpus_size")) or len(units)
@@ -296,6 +313,10 @@ def run(ctx: StageContext) -> StageResult:
     res.table("sample_size", plan)
     if len(effects):
         res.table("planted_effects", effects)
+    res.table("failures", failures, sort_by=["system", "query_id"])
+    if len(failures):
+        res.after_save.append(lambda: browse.write_browser(RUN, failures, strict, units, RUN,
+                                                           labels_note=_sentence(L.provenance(current, read("label_agreement"))[0])))
     res.table("haystack_curve", haystack, sort_by=["system", "measure", "corpus_size"])
     res.table("fusion_trace", trace, sort_by=["method", "query_id"])
     res.table("fusion_trace_counts", trace_counts, sort_by=["method", "component"])
@@ -374,8 +395,7 @@ def run(ctx: StageContext) -> StageResult:
     sentence = (f"Best sufficient@1 under hard negatives: {best['system'].iloc[0]} {best['sufficient'].iloc[0]:.2f} "
                 f"(n = {int(best['n'].iloc[0])}); see the summary page for every system beside its top-1 under random negatives."
                 if len(best) else "No validated questions to score.")
-    labels_said, _ = L.provenance(current, labels_note)
-    sentence = f"{sentence} {labels_said[0].upper()}{labels_said[1:]}."
+    sentence = f"{sentence} {_sentence(L.provenance(current, labels_note)[0])}"
     res.headline(
         sentence, figure="07_sufficiency" if len(best) else "",
                            numbers={f"sufficient@1 hard, {r.system}": f"{r.sufficient:.2f}"
@@ -405,3 +425,8 @@ def haystack_sentence(curve: pd.DataFrame, corpus_size: int) -> str:
                  f"{int(g['corpus_size']):,} units (report.target_corpus_size): an extrapolation, not a measurement "
                  f"— measure at that size before believing it.")
     return said
+
+
+def _sentence(text: str) -> str:
+    """A clause as a sentence: capital first letter, full stop."""
+    return f"{text[:1].upper()}{text[1:]}." if text else ""

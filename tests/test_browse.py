@@ -1,0 +1,153 @@
+"""The failure browser: what each row says, an offline escaped page, and the page working in a browser."""
+
+import shutil
+
+import pandas as pd
+import pytest
+
+from conftest import make_png
+from lookalike.report import browse as B
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    # two templates; t1 has three look-alikes of one page that differ on period, entity and revision
+    units = pd.DataFrame({
+        "unit_id": ["d:1", "d:2", "d:3", "d:4", "d:5", "d:6"],
+        "image_path": [f"img/p{i}.png" for i in range(1, 7)],
+        "template_id": ["t1", "t1", "t1", "t1", "t2", "t2"],
+        "content_type": ["table"] * 4 + ["chart"] * 2,
+        "entity": ["Acme", "Acme", "Bolt", "Acme", "Acme", "Acme"],
+        "period": ["Q1", "Q2", "Q1", "Q1", "Q1", "Q1"],
+        "metric": ["", "", "", "", "", ""],
+        "revision": [1, 1, 1, 2, 1, 1],
+        "filename": ["secret-file-name.png"] * 6})
+    for i in range(1, 7):
+        make_png(tmp_path / "img" / f"p{i}.png", (40 * i, 90, 200 - 20 * i), (160, 90))
+    questions = pd.DataFrame({"query_id": ["q1", "q2"],
+                              "text": ['Revenue </script><script>window.pwned=1</script> & <b>more</b>?', "Chart?"],
+                              "evidence_unit_ids": ["d:1", "d:5"], "evidence_structure": ["page-single"] * 2,
+                              "register": ["question", "shown"]})
+    labels = pd.DataFrame({"query_id": ["q1", "q1", "q1", "q2", "q2"], "unit_id": ["d:1", "d:2", "d:3", "d:5", "d:6"],
+                           "label": ["sufficient", "supporting", "irrelevant", "sufficient", "irrelevant"]})
+    distractors = pd.DataFrame({"query_id": ["q1"], "gold_unit_id": ["d:1"], "unit_id": ["d:3"], "axis": ["entity"]})
+
+    def run(order):
+        return pd.DataFrame([{"query_id": q, "unit_id": u, "score": float(10 - r)} for q, us in order.items()
+                             for r, u in enumerate(us)])
+
+    runs = {"good": run({"q1": ["d:1", "d:2", "d:5"], "q2": ["d:5", "d:6"]}),
+            "fooled": run({"q1": ["d:2", "d:3", "d:1"], "q2": ["d:6", "d:1", "d:2", "d:3", "d:4", "d:5"]}),
+            "lost": run({"q1": ["d:3", "d:6"], "q2": ["d:4"]})}
+    return tmp_path, units, questions, labels, distractors, runs
+
+
+def test_rows_say_the_outcome_the_gold_rank_and_the_axis(corpus):
+    _, units, questions, labels, distractors, runs = corpus
+    f = B.failure_rows(questions, runs, labels, units, distractors).set_index(["system", "query_id"])
+    assert list(f.columns) == B.FAILURE_COLUMNS[2:]
+    good, fooled, lost = f.loc[("good", "q1")], f.loc[("fooled", "q1")], f.loc[("lost", "q1")]
+    assert good["outcome"] == "sufficient@1" and good["gold_rank"] == 1 and not good["hard_negative_loss"]
+    # a supporting look-alike of the same template beat the gold: it differs on the period
+    assert fooled["outcome"] == "sufficient@2-5" and fooled["gold_rank"] == 3
+    assert fooled["hard_negative_loss"] and fooled["lookalike_unit_id"] == "d:2" and fooled["axis"] == "period"
+    # the distractor table names the axis when the look-alike is a stage-04 distractor
+    assert lost["lookalike_unit_id"] == "d:3" and lost["axis"] == "entity" and lost["gold_rank"] == 0
+    assert lost["outcome"] == "neither@5" and lost["top_labels"] == "irrelevant;unlabelled"
+    # unlabelled pages count as neither; a page of another template above the gold is no look-alike loss
+    q2 = f.loc[("fooled", "q2")]
+    assert q2["gold_rank"] == 6 and q2["outcome"] == "neither@5" and q2["lookalike_unit_id"] == "d:6"
+    assert q2["axis"] == "other"                                         # same template, no axis in the metadata differs
+    assert f.loc[("lost", "q2")]["lookalike_unit_id"] == "" and not f.loc[("lost", "q2")]["hard_negative_loss"]
+
+
+def test_differing_axis_reads_the_metadata():
+    assert B.differing_axis({"period": "Q1", "entity": "A"}, {"period": "Q2", "entity": "A"}) == "period"
+    assert B.differing_axis({"period": "Q1", "revision": 1}, {"period": "Q2", "revision": 2}) == "period+revision"
+    assert B.differing_axis({"period": "Q1"}, {"period": "Q1"}) == "other"
+    assert B.differing_axis({}, {"period": "Q1"}) == "other"            # unknown metadata says nothing
+
+
+def test_page_is_offline_escaped_and_names_no_corpus_file(corpus):
+    root, units, questions, labels, distractors, runs = corpus
+    f = B.failure_rows(questions, runs, labels, units, distractors)
+    page = B.write_browser(root, f, questions, units, root)
+    html = page.read_text()
+    assert "http://" not in html and "https://" not in html
+    assert "</script><script>window.pwned" not in html and "<b>more</b>" not in html
+    assert "secret-file-name" not in html
+    written = sorted(p.name for p in (root / "browse" / "pages").iterdir())
+    assert written == [f"{i:06d}.jpg" for i in range(6)]                 # every page shown, named by position
+    counts = B.outcome_counts(f)
+    assert counts.set_index("system").loc["fooled", "hard-negative loss"] == 2 and counts["n"].tolist() == [2, 2, 2]
+
+
+def test_an_unreadable_page_is_reported_and_the_row_kept(corpus):
+    root, units, questions, labels, distractors, runs = corpus
+    (root / "img" / "p6.png").write_bytes(b"not a png")
+    f = B.failure_rows(questions, runs, labels, units, distractors)
+    html = B.write_browser(root, f, questions, units, root).read_text()
+    assert "could not be read" in html and "d:6" in html
+    assert '"rows": [' in html and html.count('"q": "q2"') == 3
+
+
+def _chromium():
+    for name in ("chromium", "chromium-browser"):
+        if shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.skipif(_chromium() is None or shutil.which("chromedriver") is None,
+                    reason="needs Debian's chromium and chromium-driver (make setup installs them)")
+def test_browser_filters_counts_and_opens_a_page_in_headless_chromium(corpus):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    root, units, questions, labels, distractors, runs = corpus
+    f = B.failure_rows(questions, runs, labels, units, distractors)
+    page = B.write_browser(root, f, questions, units, root)
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = _chromium()
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                "--allow-file-access-from-files"):
+        opts.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=opts)
+    try:
+        driver.get(page.as_uri())
+        count = lambda: driver.find_element(By.ID, "count").text  # noqa: E731
+        rows = lambda: driver.find_elements(By.CSS_SELECTOR, "#rows tr.row")  # noqa: E731
+        assert count() == "6 of 6 rows" and len(rows()) == 6
+        assert driver.execute_script("return window.pwned === undefined")      # the question's markup stayed text
+        assert "</script><script>window.pwned=1</script> & <b>more</b>?" in driver.find_element(By.ID, "rows").text
+        Select(driver.find_element(By.ID, "f-system")).select_by_visible_text("fooled")
+        assert count() == "2 of 6 rows" and {r.get_attribute("data-system") for r in rows()} == {"fooled"}
+        Select(driver.find_element(By.ID, "f-system")).select_by_visible_text("(all)")
+        Select(driver.find_element(By.ID, "f-outcome")).select_by_visible_text("hard-negative loss")
+        assert count() == f"{int(f['hard_negative_loss'].sum())} of 6 rows"
+        Select(driver.find_element(By.ID, "f-outcome")).select_by_visible_text("neither@5")
+        assert count() == f"{int((f['outcome'] == 'neither@5').sum())} of 6 rows"
+        Select(driver.find_element(By.ID, "f-outcome")).select_by_visible_text("(all)")
+        Select(driver.find_element(By.ID, "f-register")).select_by_visible_text("shown")
+        assert count() == "3 of 6 rows"
+        Select(driver.find_element(By.ID, "f-register")).select_by_visible_text("(all)")
+        Select(driver.find_element(By.ID, "sort")).select_by_value("gold_rank")
+        first = rows()[0].find_elements(By.CSS_SELECTOR, "td")[1].text
+        assert first == "lost"                                              # a gold not in the ranking sorts first
+        thumb = rows()[0].find_element(By.CSS_SELECTOR, "figure img")
+        assert driver.execute_script("return arguments[0].naturalWidth", thumb) > 0
+        thumb.click()
+        viewer = driver.find_element(By.ID, "viewer")
+        assert viewer.is_displayed()
+        full = driver.find_element(By.ID, "viewer-img")
+        driver.execute_script("return new Promise(r => arguments[0].complete ? r() : arguments[0].onload = r)", full)
+        assert full.get_attribute("src").endswith(".jpg") and driver.execute_script(
+            "return arguments[0].naturalWidth", full) == 160
+        viewer.click()
+        assert not viewer.is_displayed()
+    finally:
+        driver.quit()
