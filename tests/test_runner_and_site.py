@@ -160,10 +160,11 @@ def test_source_notebooks_carry_no_outputs():
 
 _WARNING = re.compile(r"\b\w*Warning\b")
 _MACHINE_PATH = re.compile(r"(?<![\w.~])/(?:home|root|tmp|work|usr|opt|var|Users|private)/")
+_PROGRESS_BAR = re.compile(r"\d+/\d+ \[\d+:\d+<")                             # tqdm's "300/300 [00:01<00:00"
 
 
 def _dirty(text: str) -> list[str]:
-    return sorted({m.group() for m in _WARNING.finditer(text)} | {m.group() for m in _MACHINE_PATH.finditer(text)})
+    return sorted({m.group() for pattern in (_WARNING, _MACHINE_PATH, _PROGRESS_BAR) for m in pattern.finditer(text)})
 
 
 def test_stored_ci_notebooks_carry_no_warning_and_no_machine_path():
@@ -176,8 +177,10 @@ def test_clean_output_check_sees_a_warning_and_a_path():
     assert _dirty("TqdmWarning: IProgress not found") == ["TqdmWarning"]
     assert _dirty("cache at /root/.cache/lookalike") == ["/root/"]
     assert _dirty("see ../outputs/ci/tables and $M figures") == []
+    assert _dirty("OCR: 100%|#####| 300/300 [00:01<00:00, 250.0page/s]") == ["300/300 [00:01<"]
 
 
 def test_written_html_carries_no_warning_and_no_machine_path(ci_run):
-    for path in [ci_run / "index.html", ci_run / "summary.html", *sorted((ci_run / "html").glob("*.html"))]:
+    for path in [ci_run / "index.html", ci_run / "summary.html", ci_run / "browse" / "index.html",
+                 *sorted((ci_run / "html").glob("*.html"))]:
         assert _dirty(path.read_text(encoding="utf-8")) == [], path.name

@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from lookalike import params as P
+from lookalike import progress
 from lookalike import stages as stage_modules
 from lookalike.data import schema as corpus
 from lookalike.report import site as report
@@ -72,8 +73,6 @@ def _normalise(nb_path: Path) -> None:
 def execute(params_file: Path | str, out_root: Path | str = P.REPO_ROOT / "outputs", stages: list[str] | None = None,
             log=print) -> Path:
     """Run the stages for one parameter file; returns the run folder. Raises StageFailed or ParamsError."""
-    import papermill as pm
-
     merged = P.load_params(params_file)
     # Kernels inherit this environment: no progress bars with rates and timings in the stored
     # notebooks, and no warning that prints the install path (tqdm's "IProgress not found" names the
@@ -92,6 +91,24 @@ def execute(params_file: Path | str, out_root: Path | str = P.REPO_ROOT / "outpu
         raise P.ParamsError(f"unknown stage(s) {unknown}; stages are {STAGES}")
     plan = {stage: stage_parameters(stage, merged) for stage in stages}   # fail on params before running anything
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    with progress.relay():
+        # every long pass a stage makes draws its bar here, on this terminal (never in the notebook)
+        timings = _run_stages(stages, plan, merged, nb_dir, run_dir, log)
+    units_csv = run_dir / "tables" / "units.csv"
+    fp = ""
+    if units_csv.is_file():
+        fp = corpus.fingerprint(pd.read_csv(units_csv, dtype=str, keep_default_na=False), run_dir)
+    report.build_index(run_dir, merged, [s for s in STAGES if (nb_dir / f"{s}.ipynb").is_file()])
+    report.write_manifest(run_dir, merged, P.params_hash(merged), timings, fp, P.REPO_ROOT, started,
+                          datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    log(f"[lookalike] {merged['run']}: report at {run_dir / 'index.html'}")
+    return run_dir
+
+
+def _run_stages(stages: list[str], plan: dict, merged: dict, nb_dir: Path, run_dir: Path, log) -> dict[str, float]:
+    """Execute each stage notebook with papermill, normalise it and export its HTML; stage -> seconds."""
+    import papermill as pm
+
     timings: dict[str, float] = {}
     for stage in stages:
         out_nb = nb_dir / f"{stage}.ipynb"
@@ -107,15 +124,7 @@ def execute(params_file: Path | str, out_root: Path | str = P.REPO_ROOT / "outpu
         log(f"[lookalike] {merged['run']}: stage {stage} done in {timings[stage]:.1f} s")
         report.notebook_to_html(out_nb, run_dir / "html" / f"{stage}.html", with_code=True)
         report.notebook_to_html(out_nb, run_dir / "html" / f"{stage}.report.html", with_code=False)
-    units_csv = run_dir / "tables" / "units.csv"
-    fp = ""
-    if units_csv.is_file():
-        fp = corpus.fingerprint(pd.read_csv(units_csv, dtype=str, keep_default_na=False), run_dir)
-    report.build_index(run_dir, merged, [s for s in STAGES if (nb_dir / f"{s}.ipynb").is_file()])
-    report.write_manifest(run_dir, merged, P.params_hash(merged), timings, fp, P.REPO_ROOT, started,
-                          datetime.now(timezone.utc).isoformat(timespec="seconds"))
-    log(f"[lookalike] {merged['run']}: report at {run_dir / 'index.html'}")
-    return run_dir
+    return timings
 
 
 def main(params_file: str, out_root: str | None = None, stages: list[str] | None = None) -> int:

@@ -39,6 +39,7 @@ from typing import Callable, Mapping, Protocol, Sequence
 import numpy as np
 import pandas as pd
 
+from lookalike import progress as bars
 from lookalike.data.demo import REGIONS
 from lookalike.data.schema import read_required_csv, resolve_image
 from lookalike.io import pagebase
@@ -595,7 +596,8 @@ def label_pairs(judge: Judge, pairs: pd.DataFrame, questions: pd.DataFrame, view
     columns = ["query_id", "unit_id", "question_sha", "label", "judge", "source", "note"]
     qrec = questions.set_index("query_id")
     rows = []
-    for q, u in zip(pairs["query_id"], pairs["unit_id"]):
+    for q, u in bars.bar(zip(pairs["query_id"], pairs["unit_id"]), total=len(pairs), desc=f"judging ({judge.name})",
+                         unit="pair"):
         j = judge.judge({**qrec.loc[q].to_dict(), "query_id": q}, view([u]))
         rows.append({"query_id": q, "unit_id": u, "question_sha": (shas or {}).get(q, ""), "label": j.label,
                      "judge": judge.name, "source": judge.capabilities.source, "note": j.rationale})

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
+from lookalike import progress as bars
 from lookalike.data.schema import resolve_image
 from lookalike.io.cache import Cache, image_sha256
 from lookalike.retrieval.encoders.base import EncodeError, Encoder, Vectors
@@ -132,7 +133,9 @@ class ColPaliEncoder(Encoder):
         shas = [image_sha256(p) for p in paths]
         vecs = [cache.get_array(s, self.id) for s in shas]
         todo = [i for i, v in enumerate(vecs) if v is None]
-        for start in range(0, len(todo), self.batch_size):
+        starts = range(0, len(todo), self.batch_size)
+        for start in bars.bar(starts, desc=f"{self.name} pages", unit="batch",
+                              min_total=max(1, bars.MIN_TOTAL // self.batch_size)):
             chunk = todo[start:start + self.batch_size]
             images = []
             for i in chunk:

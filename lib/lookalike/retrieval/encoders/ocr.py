@@ -126,8 +126,7 @@ def ocr_many(paths: Sequence[str], engine: str | None = None, cache: Cache | Non
 
 
 def _progress(iterable, total, enabled, desc):
-    if not enabled:
-        return iterable
-    from tqdm.auto import tqdm
+    """A bar on the terminal (never in a notebook: lookalike.progress) for a long pass."""
+    from lookalike import progress as bars
 
-    return tqdm(iterable, total=total, desc=desc, mininterval=2.0)
+    return bars.bar(iterable, total=total, desc=desc, unit="page") if enabled else iterable
