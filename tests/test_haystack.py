@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from lookalike.analysis import haystack as H
+from lookalike.eval import stats
 
 
 def test_subsamples_are_nested_seeded_and_in_corpus_order():
@@ -64,4 +65,4 @@ def test_every_size_shares_one_set_of_resamples():
 def test_fit_line_recovers_a_line_in_log_size():
     logs = np.log(np.array([10.0, 100.0, 1000.0]))
     values = np.array([[0.9, 0.7, 0.5]])
-    assert H.fit_line(logs, values, np.log(10000.0))[0] == pytest.approx(0.3)
+    assert stats.fit_log_line(logs, values, np.log(10000.0))[0] == pytest.approx(0.3)

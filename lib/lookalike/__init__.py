@@ -4,7 +4,8 @@ The package is layered; a module imports only from its own subpackage and from t
 its own (tests/test_layers.py walks the import graph, function-level imports included, and fails
 on any cycle or any import against this order). Lowest first:
 
-  vocab, params  the project's words (labels and grades, registers) and the run parameters' schema
+  vocab, params, progress  the project's words (labels and grades, registers), the run parameters'
+                 schema, and the terminal's progress bars
   eval           the ranking rule, TREC formats, the measure registry and engine, statistics
   data           the units schema and the demo generator
   io             reading what users bring: corpora (manifest, PDF, images, BEIR, ViDoRe), questions,
@@ -20,5 +21,5 @@ on any cycle or any import against this order). Lowest first:
 
 __version__ = "0.1.0"
 
-LAYERS = (("vocab", "params"), ("eval",), ("data",), ("io",), ("report",), ("retrieval",), ("judging",),
+LAYERS = (("vocab", "params", "progress"), ("eval",), ("data",), ("io",), ("report",), ("retrieval",), ("judging",),
           ("analysis",), ("stages",), ("cli",), ("__main__",))

@@ -53,14 +53,6 @@ def candidate_sets(kept: Mapping[str, Sequence[str]], subsamples: Mapping[int, S
     return out
 
 
-def fit_line(log_sizes: np.ndarray, values: np.ndarray, at: float) -> np.ndarray:
-    """Least-squares line value = a + b log(size) for each row of values (draws × sizes), evaluated
-    at log size `at`."""
-    x = log_sizes - log_sizes.mean()
-    b = (values - values.mean(axis=1, keepdims=True)) @ x / float(x @ x)
-    return values.mean(axis=1) + b * (at - log_sizes.mean())
-
-
 def curve(per_query: Mapping[tuple[str, str], pd.DataFrame], target_size: int | None = None,
           clusters: pd.Series | None = None, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
     """The curve table (CURVE_COLUMNS). per_query: (system, measure) -> frame indexed by query_id,
@@ -84,8 +76,8 @@ def curve(per_query: Mapping[tuple[str, str], pd.DataFrame], target_size: int | 
                          "lo": float(a), "hi": float(b), "extrapolated": False})
         if target_size is not None and target_size > sizes.max() and len(sizes) >= 2:
             at = np.log(float(target_size))
-            point = float(np.clip(fit_line(np.log(sizes), means[None, :], at)[0], 0.0, 1.0))
-            fits = np.clip(fit_line(np.log(sizes), draws, at), 0.0, 1.0)
+            point = float(np.clip(stats.fit_log_line(np.log(sizes), means[None, :], at)[0], 0.0, 1.0))
+            fits = np.clip(stats.fit_log_line(np.log(sizes), draws, at), 0.0, 1.0)
             a, b = np.quantile(fits, [0.025, 0.975])
             rows.append({"system": system, "measure": measure, "corpus_size": int(target_size), "n": n,
                          "value": point, "lo": float(a), "hi": float(b), "extrapolated": True})

@@ -241,6 +241,14 @@ def sample_size(delta: float, lo: float, hi: float, n: int, alpha: float = 0.05,
 CLUSTER_UNITS = ("document", "template", "none")
 
 
+def fit_log_line(log_sizes: np.ndarray, values: np.ndarray, at: float) -> np.ndarray:
+    """Least-squares line value = a + b log(size) for each row of values (draws × sizes), evaluated
+    at log size `at`."""
+    x = log_sizes - log_sizes.mean()
+    b = (values - values.mean(axis=1, keepdims=True)) @ x / float(x @ x)
+    return values.mean(axis=1) + b * (at - log_sizes.mean())
+
+
 def query_clusters(gold: Mapping[str, str], units: pd.DataFrame, how: str = "document") -> pd.Series | None:
     """query_id -> the cluster its gold unit belongs to (its document's doc_id, or its template_id),
     named for the cluster unit; None for 'none' (queries resampled one by one). Questions share

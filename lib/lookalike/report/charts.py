@@ -6,7 +6,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from lookalike.analysis.haystack import fit_line
+from lookalike.eval.stats import fit_log_line
 
 
 def strata(strata: pd.DataFrame) -> alt.Chart:
@@ -59,7 +59,7 @@ def haystack(curve: pd.DataFrame) -> alt.FacetChart:
         guess, seen = g[g["extrapolated"]], g[~g["extrapolated"]].sort_values("corpus_size")
         if len(guess) and len(seen) >= 2:
             logs = np.log(seen["corpus_size"].to_numpy(dtype=float))
-            at = float(np.clip(fit_line(logs, seen["value"].to_numpy(dtype=float)[None, :], logs.max())[0], 0, 1))
+            at = float(np.clip(fit_log_line(logs, seen["value"].to_numpy(dtype=float)[None, :], logs.max())[0], 0, 1))
             segments += [seen.tail(1).assign(value=at), guess]
     dashed = pd.concat(segments, ignore_index=True) if segments else data.head(0)
     # one table for every layer (a faceted layer chart shares its data), each row marked with its layer

@@ -98,6 +98,7 @@ def run(ctx: StageContext) -> StageResult:
                       "hard-negative figures with that in mind.")
     with pd.option_context("display.float_format", "{:.3f}".format):
         res.say(top1_table.to_string(index=False) if len(top1_table) else "no page-single questions to score")
+    res.html_table("top1", top1_table)
 
     res.section("top1_chart")
     chart = None if top1_table.empty else charts.top1(

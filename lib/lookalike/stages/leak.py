@@ -107,6 +107,8 @@ def run(ctx: StageContext) -> StageResult:
         res.say(table.to_string(index=False))
         res.say()
         res.say(L.ratios(table).to_string(index=False))
+    res.html_table("ablation", table)
+    res.html_table("ablation_ratios", L.ratios(table))
 
     res.section("chart")
     bars = alt.Chart(table).mark_bar().encode(

@@ -185,6 +185,7 @@ def run(ctx: StageContext) -> StageResult:
         ["question_set", "system", "negatives", "n", "top1", "top1_lo", "top1_hi"]]
     with pd.option_context("display.float_format", "{:.3f}".format):
         res.say(top1_validated.to_string(index=False) if len(top1_validated) else "no page-single questions to score")
+    res.html_table("top1", top1_validated)
 
     res.section("top1_chart")
     shown = top1_validated[top1_validated["question_set"] == "validated"]
