@@ -1,6 +1,14 @@
 """Benchmark: lookalike.metrics against pytrec_eval, ranx and ir_measures on one synthetic run.
 
     python benchmarks/metrics.py [--queries 100000] [--depth 100] [--peers pytrec_eval,ranx,ir_measures]
+    python benchmarks/metrics.py --from-files [--queries 100000] [--repeat 3]
+
+--from-files times the job real users have: a TREC qrels file and a TREC run file on disk, read
+and evaluated (P_10, recall_100, recip_rank, map, ndcg_cut_10 for every query). lookalike reads
+them with Ranking's Qrels.read / Run.read (Arrow's CSV reader straight into factorised arrays);
+pytrec_eval gets the usual Python parsing into its dicts; ranx its Qrels.from_file /
+Run.from_file; ir_measures read_trec_qrels / read_trec_run + calc_aggregate. Each library's whole
+job is timed REPEAT times and the median kept; the last line is each peer's ratio to lookalike.
 
 Every library starts from the same in-memory input (qrels[qid][uid] -> int, run[qid][uid] -> float,
 the form all four accept) and computes P_10, recall_100, recip_rank, map and ndcg_cut_10 for every
@@ -115,13 +123,117 @@ def run_ir_measures(qrels, run):
 PEERS = {"pytrec_eval": run_pytrec, "ranx": run_ranx, "ir_measures": run_ir_measures}
 
 
+# ----------------------------------------------------------------------------- from files
+
+def write_files(qrels, run, folder: Path) -> tuple[Path, Path]:
+    """The synthetic input as TREC files (queries in sorted order, ranks by score, as a run file
+    written by any retriever is laid out)."""
+    qpath, rpath = folder / "bench.qrels", folder / "bench.run"
+    with qpath.open("w") as fh:
+        for q in sorted(qrels):
+            fh.write("".join(f"{q} 0 {u} {r}\n" for u, r in qrels[q].items()))
+    with rpath.open("w") as fh:
+        for q in sorted(run):
+            ranked = sorted(run[q].items(), key=lambda kv: -kv[1])
+            fh.write("".join(f"{q} Q0 {u} {i} {s!r} bench\n" for i, (u, s) in enumerate(ranked, start=1)))
+    return qpath, rpath
+
+
+def files_lookalike(qpath, rpath):
+    from lookalike.eval import ranking
+
+    return M.evaluate(ranking.Qrels.read(qpath), ranking.Run.read(rpath), MEASURES).mean().to_dict()
+
+
+def files_pytrec(qpath, rpath):
+    import pytrec_eval
+
+    qrels, run = {}, {}
+    with open(qpath) as fh:
+        for line in fh:
+            q, _, u, r = line.split()
+            qrels.setdefault(q, {})[u] = int(r)
+    with open(rpath) as fh:
+        for line in fh:
+            q, _, u, _, s, _ = line.split()
+            run.setdefault(q, {})[u] = float(s)
+    res = pytrec_eval.RelevanceEvaluator(qrels, {"P.10", "recall.100", "recip_rank", "map", "ndcg_cut.10"}).evaluate(run)
+    return {m: float(np.mean([v[m] for v in res.values()])) for m in MEASURES}
+
+
+def files_ranx(qpath, rpath):
+    import ranx
+
+    metrics = ["precision@10", "recall@100", "mrr", "map", "ndcg@10"]
+    res = ranx.evaluate(ranx.Qrels.from_file(str(qpath), kind="trec"), ranx.Run.from_file(str(rpath), kind="trec"),
+                        metrics, make_comparable=True)
+    return dict(zip(MEASURES, (float(res[m]) for m in metrics)))
+
+
+def files_ir_measures(qpath, rpath):
+    import ir_measures
+    from ir_measures import AP, RR, P, R, nDCG
+
+    ms = [P @ 10, R @ 100, RR, AP, nDCG @ 10]
+    res = ir_measures.calc_aggregate(ms, ir_measures.read_trec_qrels(str(qpath)), ir_measures.read_trec_run(str(rpath)))
+    return dict(zip(MEASURES, (float(res[m]) for m in ms)))
+
+
+FILE_PEERS = {"pytrec_eval": files_pytrec, "ranx": files_ranx, "ir_measures": files_ir_measures}
+
+
+def from_files(args) -> int:
+    import statistics
+    import tempfile
+
+    qrels, run = synthetic(args.queries, args.depth)
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        qpath, rpath = write_files(qrels, run, Path(tmp))
+        del qrels, run
+        gc.collect()
+        print(f"input files: {args.queries:,} queries x {args.depth} units; run {rpath.stat().st_size / 2**20:.0f} MiB, "
+              f"qrels {qpath.stat().st_size / 2**20:.0f} MiB; written in {time.perf_counter() - t0:.1f} s; "
+              f"{os.cpu_count()} CPUs")
+        if "ranx" in args.peers:
+            import ranx
+
+            warm = Path(tmp) / "warm"
+            warm.mkdir()
+            wq, wr = write_files(*synthetic(50, 20, seed=1), warm)
+            ranx.evaluate(ranx.Qrels.from_file(str(wq), kind="trec"), ranx.Run.from_file(str(wr), kind="trec"),
+                          ["precision@10", "recall@100", "mrr", "map", "ndcg@10"], make_comparable=True)  # JIT warm-up
+        jobs = {"lookalike": files_lookalike, **{p: FILE_PEERS[p] for p in args.peers.split(",") if p}}
+        times, means = {}, {}
+        for name, job in jobs.items():
+            runs = []
+            for _ in range(args.repeat):
+                gc.collect()
+                result, elapsed, _ = measure(lambda: job(qpath, rpath))
+                runs.append(elapsed)
+            times[name], means[name] = statistics.median(runs), result
+            print(f"{name:<12} whole job (read both files + evaluate), median of {args.repeat}: {times[name]:.2f} s "
+                  f"(runs: {', '.join(f'{t:.2f}' for t in runs)})")
+    ref = means["lookalike"]
+    for name, got in means.items():
+        for m in MEASURES:
+            assert abs(got[m] - ref[m]) < 1e-9, f"{name} {m}: {got[m]!r} vs lookalike {ref[m]!r}"
+    print("all libraries agree on every mean to 1e-9: " + ", ".join(f"{m}={ref[m]:.4f}" for m in MEASURES))
+    print(" ".join(f"vs_{name}={times[name] / times['lookalike']:.2f}" for name in jobs if name != "lookalike"))
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--queries", type=int, default=100_000)
     ap.add_argument("--depth", type=int, default=100)
     ap.add_argument("--peers", default="pytrec_eval,ranx,ir_measures")
+    ap.add_argument("--from-files", action="store_true", help="time the whole job from TREC files on disk")
+    ap.add_argument("--repeat", type=int, default=3, help="--from-files: runs per library (the median is kept)")
     args = ap.parse_args(argv)
     os.environ.setdefault("NUMBA_NUM_THREADS", str(os.cpu_count() or 1))
+    if args.from_files:
+        return from_files(args)
     t0 = time.perf_counter()
     qrels, run = synthetic(args.queries, args.depth)
     print(f"input: {args.queries:,} queries x {args.depth} units ({args.queries * args.depth:,} run entries, "

@@ -45,3 +45,11 @@ def test_index_systems_table_folds_intervals_and_states_them_once(tmp_path):
     assert not re.search(r"\d\.\d{4,}", page)                            # no raw six-decimal floats
     assert page.count("documents resampled") == 1                        # the interval said once, under the table
     assert "<th" in page and "Recall@10" in page
+
+
+def test_prose_columns_wrap_and_numbers_stay_on_one_line():
+    df = pd.DataFrame({"effect": ["short"], "explanation": ["a long sentence that explains what was planted " * 2],
+                       "value": ["0.50 [0.40, 0.60]"]})
+    html = T.html_table(df, "p")
+    assert "#T_p_row0_col1 {" in html and "white-space: normal" in html
+    assert "#T_p_row0_col0 {" not in html and "#T_p_row0_col2 {" not in html

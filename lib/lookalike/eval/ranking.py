@@ -65,6 +65,9 @@ class Run:
                 i = int(np.argmax(dup))
                 raise trec.TrecFormatError(f"{what}: row {i} lists unit {units[i]!r} twice for query "
                                            f"{query_ids[qcode[i]]!r}")
+        self._hold(qcode, query_ids, ucode, vocab, scores, units)
+
+    def _hold(self, qcode, query_ids, ucode, vocab, scores, units=None) -> None:
         order = _canonical_order(qcode, scores, units, ucode)
         self.query_ids = query_ids
         self.offsets = np.concatenate([[0], np.cumsum(np.bincount(qcode, minlength=len(query_ids)))]).astype(np.int64)
@@ -76,8 +79,16 @@ class Run:
 
     @classmethod
     def read(cls, path, name: str | None = None) -> "Run":
-        frame, tag = trec.read_run(path)
-        return cls(frame, name=name or tag or str(path), what=str(path))
+        """A TREC run file: plain files go straight into arrays (trec.read_columns), any other
+        through the line-by-line reader, which names the line of any error."""
+        cols = trec.read_columns(path, "run")
+        if cols is None:
+            frame, tag = trec.read_run(path)
+            return cls(frame, name=name or tag or str(path), what=str(path))
+        run = cls.__new__(cls)
+        run.name = name or cols.tag or str(path)
+        run._hold(cols.qcode, cols.query_ids, cols.ucode, cols.unit_ids, cols.values)
+        return run
 
     @property
     def unit_ids(self) -> np.ndarray:
@@ -173,7 +184,19 @@ class Qrels:
 
     @classmethod
     def read(cls, path) -> "Qrels":
-        return cls(trec.read_qrels(path), what=str(path))
+        """A TREC qrels file: plain files go straight into arrays (trec.read_columns), any other
+        through the line-by-line reader, which names the line of any error."""
+        cols = trec.read_columns(path, "qrels")
+        if cols is None:
+            return cls(trec.read_qrels(path), what=str(path))
+        qrels = cls.__new__(cls)
+        order = np.argsort(cols.qcode, kind="stable")
+        qrels.query_ids = cols.query_ids
+        qrels.unit_ids = cols.unit_ids[cols.ucode[order]]
+        qrels.relevance = cols.values.astype(np.int64, copy=False)[order]
+        qrels.offsets = np.concatenate([[0], np.cumsum(np.bincount(cols.qcode, minlength=len(cols.query_ids)))]
+                                       ).astype(np.int64)
+        return qrels
 
     def __len__(self) -> int:
         return len(self.relevance)

@@ -109,7 +109,6 @@ pre{background:#f6f7fa;padding:.6rem;overflow-x:auto;font-size:.85rem}
 .output_stderr{display:none} .cell{margin:.6rem 0} img,svg{max-width:100%;height:auto}
 .stage{border:1px solid #dde;border-radius:6px;padding:1rem;margin:1rem 0} .muted{color:#667}
 .numbers td{text-align:left} .wide{overflow-x:auto;max-width:100%} table.metric td{white-space:nowrap}
-table.metric td:last-child{white-space:normal;overflow-wrap:anywhere;text-align:left;min-width:12rem;max-width:26rem}
 table.metric caption{text-align:left;color:#667}
 """
 
@@ -182,7 +181,7 @@ def write_summary(run_dir: Path | str, title: str, blocks: list[dict]) -> Path:
         if b.get("text"):
             parts.append(f"<p>{esc(b['text'])}</p>")
         if b.get("table") is not None and len(b["table"]):
-            parts.append(_table_html(b["table"], f"summary-{len(parts)}"))
+            parts.append(f'<div class=wide>{_table_html(b["table"], f"summary-{len(parts)}")}</div>')
         fig = b.get("figure")
         if fig and (run_dir / "figures" / f"{fig}.svg").is_file():
             svg = (run_dir / "figures" / f"{fig}.svg").read_text(encoding="utf-8")

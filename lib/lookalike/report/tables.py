@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 _ID = re.compile(r"[^A-Za-z0-9_-]+")
+PROSE_CHARS = 40         # a text column with a longer cell is prose: it wraps
 
 
 def fmt_ci(estimate, lo, hi, digits: int = 2) -> str:
@@ -62,6 +63,12 @@ def html_table(df: pd.DataFrame, table_id: str, digits: int = 3, caption: str = 
               .format(formats, precision=digits, escape="html", na_rep="")
               .format_index(escape="html", axis=1)
               .set_table_attributes('class="metric"'))
+    # columns of prose (explanations, encoder ids) wrap and read left to right; numbers stay on one line
+    prose = [c for c in shown.columns if (shown[c].dtype == object or pd.api.types.is_string_dtype(shown[c]))
+             and max(map(len, map(str, shown[c])), default=0) > PROSE_CHARS]
+    if prose:
+        styler = styler.set_properties(subset=prose, **{"white-space": "normal", "text-align": "left",
+                                                        "min-width": "14rem", "overflow-wrap": "anywhere"})
     if caption:
         styler = styler.set_caption(_escape(caption))
     # Styler writes an empty <style> block when no cell is styled: left out

@@ -389,7 +389,7 @@ def run(ctx: StageContext) -> StageResult:
                        f"Pre-labels by {a['model']}, adjudicated by {a['adjudicator']}"
                        + (" (the demo generator's answer key)" if a["adjudicator"] == "reference" else "")
                        + f"; agreement on {int(float(a['n'] or 0))} pairs: {J.kappa_words(a)}. The tables use the adjudicated labels."})
-    blocks.append({"heading": "What the labels rest on", "text": L.provenance(current, labels_note)[0] + "."})
+    blocks.append({"heading": "What the labels rest on", "text": _sentence(L.provenance(current, labels_note)[0])})
     res.after_save.append(lambda: report.write_summary(RUN, "lookalike — summary", blocks))
     best = suff_hard[suff_hard["k"] == 1].sort_values(["sufficient", "system"], ascending=[False, True]).head(1)
     sentence = (f"Best sufficient@1 under hard negatives: {best['system'].iloc[0]} {best['sufficient'].iloc[0]:.2f} "

@@ -1,0 +1,89 @@
+"""The columnar fast path for TREC files: the same rankings, judgements and errors as the
+line-by-line readers, on every file it takes; every other file goes to them."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lookalike.eval import metrics as M
+from lookalike.eval import ranking, trec
+
+ID = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Zs", "Cc"), blacklist_characters="#"),
+             min_size=1, max_size=6)
+
+
+def _slow_run(path):
+    frame, tag = trec.read_run(path)
+    return ranking.Run(frame, name=tag or str(path), what=str(path))
+
+
+def _slow_qrels(path):
+    return ranking.Qrels(trec.read_qrels(path), what=str(path))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(ID, ID, st.sampled_from([0.0, 0.5, 1.0, -2.25, 3.0, 1e-12])), min_size=1, max_size=40,
+                unique_by=lambda t: (t[0], t[1])),
+       st.lists(st.tuples(ID, ID, st.integers(-1, 3)), min_size=1, max_size=30, unique_by=lambda t: (t[0], t[1])))
+def test_fast_path_reads_what_the_line_reader_reads(tmp_path_factory, run_rows, qrels_rows):
+    folder = tmp_path_factory.mktemp("trec")
+    rpath, qpath = folder / "x.run", folder / "x.qrels"
+    rpath.write_text("".join(f"{q} Q0 {u} {i} {s!r} tag{i}\n" for i, (q, u, s) in enumerate(run_rows)), encoding="utf-8")
+    qpath.write_text("".join(f"{q} 0 {u} {r}\n" for q, u, r in qrels_rows), encoding="utf-8")
+    assert trec.read_columns(rpath, "run") is not None and trec.read_columns(qpath, "qrels") is not None
+    fast, slow = ranking.Run.read(rpath), _slow_run(rpath)
+    pd.testing.assert_frame_equal(fast.frame(), slow.frame())              # ties broken the same way
+    assert fast.name == slow.name and list(fast.vocab) == list(slow.vocab)
+    fq, sq = ranking.Qrels.read(qpath), _slow_qrels(qpath)
+    for attr in ("query_ids", "unit_ids", "relevance", "offsets"):
+        assert list(getattr(fq, attr)) == list(getattr(sq, attr)), attr
+    names = ["map", "ndcg_cut_10", "P_5", "recip_rank", "recall_100"]
+    pd.testing.assert_frame_equal(M.evaluate(fq, fast, names).per_query, M.evaluate(sq, slow, names).per_query)
+
+
+@pytest.mark.parametrize("text", [
+    "# a comment\nq1 Q0 d1 1 0.5 t\n",                   # comment lines: trec_eval skips them
+    "q1  Q0 d1 1 0.5 t\n",                               # a run of blanks
+    "q1 Q0 d1 1 0.5 t\r\nq1 Q0 d2 2 0.4 t\r\n",          # CRLF
+    "q1 Q0 d1 1 0.5 t extra\n",                          # a 7th field (ignored by trec_eval)
+    "q1\tQ0 d1 1 0.5 t\n",                               # mixed separators
+    " # 1 2 3 4\nq1 Q0 d1 1 0.5 t\n",                    # an indented comment that looks like six fields
+])
+def test_files_the_fast_path_declines_are_read_by_the_line_reader(tmp_path, text):
+    path = tmp_path / "x.run"
+    path.write_text(text, encoding="utf-8")
+    assert trec.read_columns(path, "run") is None
+    pd.testing.assert_frame_equal(ranking.Run.read(path).frame(), _slow_run(path).frame())
+
+
+@pytest.mark.parametrize("text, message", [
+    ("q1 Q0 d1 1 0.5 t\nq1 Q0 d1 2 0.4 t\n", r"x\.run:2: unit 'd1' listed twice"),
+    ("q1 Q0 d1 1 nan t\n", r"x\.run:1: score 'nan' is not finite"),
+    ("q1 Q0 d1 1 0.5 t\nq1 Q0 d2 0.4 t\n", r"x\.run:2: expected 6 fields"),
+])
+def test_bad_runs_keep_the_line_readers_messages(tmp_path, text, message):
+    path = tmp_path / "x.run"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(trec.TrecFormatError, match=message):
+        ranking.Run.read(path)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("q1 0 d1 1\nq1 0 d1 0\n", r"x\.qrels:2: unit 'd1' judged twice"),
+    ("q1 0 d1 1.5\n", r"x\.qrels:1: relevance '1\.5' is not an integer"),
+    ("q1 0 d1 NA\n", r"x\.qrels:1: relevance 'NA' is not an integer"),
+])
+def test_bad_qrels_keep_the_line_readers_messages(tmp_path, text, message):
+    path = tmp_path / "x.qrels"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(trec.TrecFormatError, match=message):
+        ranking.Qrels.read(path)
+
+
+def test_tab_separated_files_take_the_fast_path(tmp_path):
+    path = tmp_path / "x.qrels"
+    path.write_text("q1\t0\td1\t2\nq0\t0\td2\t1\n", encoding="utf-8")
+    cols = trec.read_columns(path, "qrels")
+    assert cols is not None and list(cols.query_ids) == ["q0", "q1"] and list(np.asarray(cols.values)) == [2, 1]
