@@ -168,13 +168,7 @@ def evaluate(qrels, run, names: Sequence[str] | None = None, *, level: int = 1, 
         ucode = R.vocab_index.get_indexer(pd.Index(Q.unit_ids[idx], dtype=object))
         rq = q_in_run[qi]
         ok = (ucode >= 0) & (rq >= 0)
-        width = np.int64(max(len(R.vocab), 1))
-        judged_keys = pd.Index(rq[ok] * width + ucode[ok])
-        hit = judged_keys.get_indexer(R._qcode * width + R.unit_codes)
-        pos = np.flatnonzero(hit >= 0)
-        r = np.zeros(int(ok.sum()), dtype=np.int64)
-        r[hit[pos]] = pos - R.offsets[R._qcode[pos]] + 1
-        rank_of[np.flatnonzero(ok)] = r
+        rank_of[np.flatnonzero(ok)] = _judged_ranks(R, rq[ok], ucode[ok])
     retrieved = (rank_of > 0) & (rank_of <= num_ret[qi])
     rank_of = np.where(retrieved, rank_of, 0)
 
@@ -191,6 +185,39 @@ def evaluate(qrels, run, names: Sequence[str] | None = None, *, level: int = 1, 
     no_rel = [str(q) for q, n in zip(eval_q, num_rel) if n == 0]
     return Evaluation(per_query=per_query, measures=list(columns), run_name=R.name, complete=complete,
                       run_only_queries=run_only, missing_from_run=missing, no_relevant_queries=no_rel)
+
+
+DENSE_CELLS = 1 << 22        # cells of one block of the dense (query x unit) rank table: 16 MiB of int32 (cache-sized)
+DENSE_BLOCKS = 2000          # more blocks than this (a very large unit vocabulary): hash the keys instead
+
+
+def _judged_ranks(R: Run, jq: np.ndarray, ju: np.ndarray) -> np.ndarray:
+    """The 1-based rank in R of each judgement (run query index jq, unit code ju in R's vocabulary);
+    0 when the unit is not in that query's ranking. Blocks of a dense (query × unit) table of
+    ranks are filled from the run and read at the judgements — no hashing of the run's entries;
+    a vocabulary too large for that falls back to one hash of the judged keys."""
+    n_q, width = len(R.query_ids), max(len(R.vocab), 1)
+    rows = max(1, DENSE_CELLS // width)
+    entry_rank = np.arange(len(R.scores), dtype=np.int64) - np.repeat(R.offsets[:-1], np.diff(R.offsets)) + 1
+    out = np.zeros(len(jq), dtype=np.int64)
+    if -(-n_q // rows) > DENSE_BLOCKS:
+        keys = pd.Index(jq.astype(np.int64) * width + ju)
+        hit = keys.get_indexer(R._qcode * np.int64(width) + R.unit_codes)
+        pos = np.flatnonzero(hit >= 0)
+        out[hit[pos]] = entry_rank[pos]
+        return out
+    order = np.argsort(jq, kind="stable")
+    jq_sorted = jq[order]
+    block = np.zeros((min(rows, n_q), width), dtype=np.int32)
+    for a in range(0, n_q, rows):
+        b = min(n_q, a + rows)
+        lo, hi = R.offsets[a], R.offsets[b]
+        block[R._qcode[lo:hi] - a, R.unit_codes[lo:hi]] = entry_rank[lo:hi]
+        j0, j1 = np.searchsorted(jq_sorted, [a, b])
+        sel = order[j0:j1]
+        out[sel] = block[jq[sel] - a, ju[sel]]
+        block[R._qcode[lo:hi] - a, R.unit_codes[lo:hi]] = 0
+    return out
 
 
 def _log2_discount(ranks: np.ndarray) -> np.ndarray:

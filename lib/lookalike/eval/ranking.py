@@ -59,7 +59,7 @@ class Run:
         # Units coded in sorted (strcmp) order: the tie-break of the canonical ranking and the
         # join with judgements both use these codes.
         ucode, vocab = _factorize_sorted(units)
-        if duplicates_possible and len(scores):
+        if duplicates_possible and trec.has_duplicates(qcode, ucode, len(vocab)):
             dup = pd.Index(qcode * np.int64(max(len(vocab), 1)) + ucode).duplicated()
             if dup.any():
                 i = int(np.argmax(dup))

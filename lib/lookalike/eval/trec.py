@@ -211,6 +211,16 @@ def labels_to_relevance(labels: pd.Series, grades: Mapping[str, int] | None = No
 
 # ----------------------------------------------------------------------------- the columnar fast path
 
+def has_duplicates(qcode, ucode, n_units: int) -> bool:
+    """Whether some (query, unit) code pair occurs twice (numpy's integer sort: faster than hashing)."""
+    import numpy as np
+
+    if len(qcode) < 2:
+        return False
+    keys = np.sort(np.asarray(qcode, dtype=np.int64) * np.int64(max(n_units, 1)) + ucode)
+    return bool((keys[1:] == keys[:-1]).any())
+
+
 class Columns:
     """A TREC file read straight into factorised arrays (no Python object per line): qcode and
     query_ids (sorted: code point order), ucode and unit_ids (sorted), values (float64 scores or
@@ -254,18 +264,17 @@ def read_columns(path: Path | str, kind: str) -> Columns | None:
     path = Path(path)
     if not path.is_file():
         return None
-    raw = path.read_bytes()
-    if not raw.strip() or raw.startswith(b"#") or b"\n#" in raw or b"\r" in raw:
-        return None
     n_fields = 4 if kind == "qrels" else 6
-    end = raw.find(b"\n")
-    first = raw if end < 0 else raw[:end]
+    with path.open("rb") as fh:
+        first = fh.read(1 << 16).split(b"\n", 1)[0]
+        fh.seek(max(0, path.stat().st_size - (1 << 16)))
+        tail = fh.read()
     delimiter = "\t" if b"\t" in first and b" " not in first else " "
     names = [f"f{i}" for i in range(n_fields)]
     value_field = "f3" if kind == "qrels" else "f4"
     try:
         table = pacsv.read_csv(
-            pa.BufferReader(raw),
+            str(path),
             read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 24),
             parse_options=pacsv.ParseOptions(delimiter=delimiter, quote_char=False, double_quote=False,
                                               escape_char=False, newlines_in_values=False, ignore_empty_lines=True),
@@ -275,19 +284,25 @@ def read_columns(path: Path | str, kind: str) -> Columns | None:
                               value_field: pa.int64() if kind == "qrels" else pa.float64()}))
     except (pa.ArrowInvalid, pa.ArrowTypeError, UnicodeDecodeError):
         return None
-    qid, uid, value = table.column("f0"), table.column("f2"), table.column(value_field)
-    if value.null_count or pc.any(pc.equal(pc.utf8_length(qid), 0)).as_py() \
-            or pc.any(pc.equal(pc.utf8_length(uid), 0)).as_py():
+    value = table.column(value_field)
+    if table.num_rows == 0 or value.null_count:
         return None
     values = value.to_numpy()
     if kind == "run" and not np.isfinite(values).all():
         return None
-    qcode, query_ids = _sorted_codes(qid)
-    ucode, unit_ids = _sorted_codes(uid)
-    width = np.int64(max(len(unit_ids), 1))
-    if not pd.Index(qcode * width + ucode).is_unique:
+    qcode, query_ids = _sorted_codes(table.column("f0"))
+    ucode, unit_ids = _sorted_codes(table.column("f2"))
+    # checked on the distinct ids, not on every line: an id that str.split() would not keep whole
+    # (empty: a line that starts with a blank; or holding other whitespace, such as U+00A0) or a
+    # query id that starts with '#' (a comment line with the right number of fields) sends the
+    # file to the line reader, which splits and skips comments as trec_eval does
+    if any(len(q.split()) != 1 or q.startswith("#") for q in query_ids) or any(len(u.split()) != 1 for u in unit_ids):
+        return None
+    if has_duplicates(qcode, ucode, len(unit_ids)):
         return None
     tag = ""
     if kind == "run":
-        tag = raw.rstrip().rsplit(b"\n", 1)[-1].split()[5].decode("utf-8")
+        # the last line's tag, as the line reader reports it (read from the file's tail, not a copy of it)
+        lines = tail.decode("utf-8", errors="replace").split("\n")
+        tag = next(line.split() for line in reversed(lines) if line.strip())[5]
     return Columns(qcode, query_ids, ucode, unit_ids, values, tag)
