@@ -71,10 +71,11 @@ class Run:
         order = _canonical_order(qcode, scores, units, ucode)
         self.query_ids = query_ids
         self.offsets = np.concatenate([[0], np.cumsum(np.bincount(qcode, minlength=len(query_ids)))]).astype(np.int64)
-        self.unit_codes = ucode[order]
-        self.scores = scores[order]
+        if len(order) and order[0] == 0 and order[-1] == len(order) - 1 and (np.diff(order) == 1).all():
+            self.unit_codes, self.scores, self._qcode = ucode, scores, qcode        # already in rank order
+        else:
+            self.unit_codes, self.scores, self._qcode = ucode[order], scores[order], qcode[order]
         self.vocab = vocab
-        self._qcode = qcode[order]
         self._vocab_index: pd.Index | None = None
 
     @classmethod
@@ -136,6 +137,8 @@ def _canonical_order(qcode: np.ndarray, scores: np.ndarray, units: np.ndarray,
     n = len(scores)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
+    if ucode is not None and _already_canonical(qcode, scores, ucode):
+        return np.arange(n, dtype=np.int64)          # a run file written in rank order: nothing to sort
     counts = np.bincount(qcode)
     grouped = bool(np.all(qcode[1:] >= qcode[:-1]))
     if grouped and counts.min() == counts.max() and counts[0] > 1:
@@ -157,6 +160,19 @@ def _canonical_order(qcode: np.ndarray, scores: np.ndarray, units: np.ndarray,
     if ucode is None:
         ucode = _factorize_sorted(units)[0]
     return np.lexsort((-ucode, -scores, qcode))
+
+
+def _already_canonical(qcode: np.ndarray, scores: np.ndarray, ucode: np.ndarray) -> bool:
+    """Whether the entries already stand in (query asc, score desc, unit id desc) order: one pass
+    over neighbours, no sort."""
+    dq = np.diff(qcode)
+    if (dq < 0).any():
+        return False
+    same = dq == 0
+    ds = np.diff(scores)
+    if (same & (ds > 0)).any():
+        return False
+    return not (same & (ds == 0) & (np.diff(ucode) >= 0)).any()
 
 
 class Qrels:

@@ -217,6 +217,11 @@ def has_duplicates(qcode, ucode, n_units: int) -> bool:
 
     if len(qcode) < 2:
         return False
+    counts = np.bincount(qcode)
+    if counts.min() == counts.max() and bool(np.all(qcode[1:] >= qcode[:-1])):
+        # every query holds the same number of entries, stored together: sort each query's units
+        rows = np.sort(np.asarray(ucode).reshape(-1, int(counts[0])), axis=1)
+        return bool((rows[:, 1:] == rows[:, :-1]).any())
     keys = np.sort(np.asarray(qcode, dtype=np.int64) * np.int64(max(n_units, 1)) + ucode)
     return bool((keys[1:] == keys[:-1]).any())
 
@@ -234,18 +239,19 @@ class Columns:
 
 
 def _sorted_codes(column) -> tuple:
-    """Arrow strings -> (int64 codes into the sorted unique values, the sorted values as an object
-    array). Arrow orders strings by their UTF-8 bytes, which is code point order: strcmp's."""
+    """A dictionary-encoded Arrow column (as the CSV reader returns it, one dictionary per block)
+    -> (int64 codes into the sorted unique values, the sorted values as an object array). Arrow
+    orders strings by their UTF-8 bytes, which is code point order: strcmp's."""
     import numpy as np
     import pyarrow.compute as pc
 
-    arr = column.combine_chunks() if hasattr(column, "combine_chunks") else column
-    encoded = pc.dictionary_encode(arr)
-    order = pc.array_sort_indices(encoded.dictionary).to_numpy()
+    column = column.unify_dictionaries()
+    dictionary = column.chunk(0).dictionary
+    indices = np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in column.chunks])
+    order = pc.array_sort_indices(dictionary).to_numpy()
     rank = np.empty(len(order), dtype=np.int64)
     rank[order] = np.arange(len(order), dtype=np.int64)
-    codes = rank[encoded.indices.to_numpy(zero_copy_only=False)]
-    return codes, encoded.dictionary.take(order).to_numpy(zero_copy_only=False).astype(object)
+    return rank[indices], dictionary.take(order).to_numpy(zero_copy_only=False).astype(object)
 
 
 def read_columns(path: Path | str, kind: str) -> Columns | None:
@@ -280,7 +286,7 @@ def read_columns(path: Path | str, kind: str) -> Columns | None:
                                               escape_char=False, newlines_in_values=False, ignore_empty_lines=True),
             convert_options=pacsv.ConvertOptions(
                 include_columns=["f0", "f2", value_field], strings_can_be_null=False, check_utf8=True,
-                column_types={"f0": pa.string(), "f2": pa.string(),
+                column_types={"f0": pa.dictionary(pa.int32(), pa.string()), "f2": pa.dictionary(pa.int32(), pa.string()),
                               value_field: pa.int64() if kind == "qrels" else pa.float64()}))
     except (pa.ArrowInvalid, pa.ArrowTypeError, UnicodeDecodeError):
         return None
