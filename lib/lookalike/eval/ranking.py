@@ -165,14 +165,15 @@ def _canonical_order(qcode: np.ndarray, scores: np.ndarray, units: np.ndarray,
 def _already_canonical(qcode: np.ndarray, scores: np.ndarray, ucode: np.ndarray) -> bool:
     """Whether the entries already stand in (query asc, score desc, unit id desc) order: one pass
     over neighbours, no sort."""
-    dq = np.diff(qcode)
-    if (dq < 0).any():
+    q0, q1 = qcode[:-1], qcode[1:]
+    if (q1 < q0).any():
         return False
-    same = dq == 0
-    ds = np.diff(scores)
-    if (same & (ds > 0)).any():
+    same = q1 == q0
+    s0, s1 = scores[:-1], scores[1:]
+    if (same & (s1 > s0)).any():
         return False
-    return not (same & (ds == 0) & (np.diff(ucode) >= 0)).any()
+    tie = same & (s1 == s0)
+    return not (tie.any() and (tie & (ucode[1:] >= ucode[:-1])).any())
 
 
 class Qrels:

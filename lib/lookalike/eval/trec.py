@@ -226,6 +226,24 @@ def has_duplicates(qcode, ucode, n_units: int) -> bool:
     return bool((keys[1:] == keys[:-1]).any())
 
 
+# every character str.split() splits on (what the line reader, like trec_eval, treats as a blank)
+_SPLIT_BLANKS = "".join(chr(c) for c in range(0x110000) if chr(c).isspace())
+
+
+def _odd_ids(ids, comment: bool) -> bool:
+    """Whether some distinct id is empty, holds a character str.split() would split on, or (query
+    ids: comment) starts with '#' — what the line reader reads differently from the CSV reader."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    arr = pa.array(ids, type=pa.string())
+    blank = "[" + "".join(f"\\x{{{ord(c):x}}}" for c in _SPLIT_BLANKS) + "]"
+    odd = pc.or_(pc.equal(pc.utf8_length(arr), 0), pc.match_substring_regex(arr, blank))
+    if comment:
+        odd = pc.or_(odd, pc.starts_with(arr, "#"))
+    return bool(pc.any(odd).as_py())
+
+
 class Columns:
     """A TREC file read straight into factorised arrays (no Python object per line): qcode and
     query_ids (sorted: code point order), ucode and unit_ids (sorted), values (float64 scores or
@@ -302,7 +320,7 @@ def read_columns(path: Path | str, kind: str) -> Columns | None:
     # (empty: a line that starts with a blank; or holding other whitespace, such as U+00A0) or a
     # query id that starts with '#' (a comment line with the right number of fields) sends the
     # file to the line reader, which splits and skips comments as trec_eval does
-    if any(len(q.split()) != 1 or q.startswith("#") for q in query_ids) or any(len(u.split()) != 1 for u in unit_ids):
+    if _odd_ids(query_ids, comment=True) or _odd_ids(unit_ids, comment=False):
         return None
     if has_duplicates(qcode, ucode, len(unit_ids)):
         return None
