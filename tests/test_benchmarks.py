@@ -21,6 +21,15 @@ def test_metrics_benchmark_agrees_with_peers_at_toy_scale(capsys):
     assert "pytrec_eval" in out and "ir_measures" in out
 
 
+def test_metrics_benchmark_from_files_agrees_and_ends_with_the_ratios(capsys):
+    bench = _load("metrics")
+    assert bench.main(["--from-files", "--queries", "300", "--depth", "30", "--repeat", "1",
+                       "--peers", "pytrec_eval,ir_measures"]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert any("all libraries agree on every mean to 1e-9" in line for line in out)
+    assert out[-1].startswith("vs_pytrec_eval=") and " vs_ir_measures=" in out[-1]
+
+
 def test_maxsim_benchmark_agrees_with_colpali_engine_at_toy_scale(capsys):
     bench = _load("maxsim")
     assert bench.main(["--queries", "4", "--pages", "12", "--page-tokens", "50", "--dim", "16"]) == 0
