@@ -11,6 +11,7 @@ import pandas as pd
 from lookalike.judging import judges as J
 from lookalike.analysis import negatives as N
 from lookalike import params as P
+from lookalike.analysis import cleaning as QC
 from lookalike.analysis import questions as Q
 from lookalike.eval import stats
 from lookalike.retrieval import systems
@@ -58,6 +59,19 @@ def run(ctx: StageContext) -> StageResult:
     res.say(f"second judge: {second.name if second else 'none'}"
             + (" (validate.compare_judge names the primary judge; a judge is never compared with itself)"
                if second is None and validate_compare_judge not in ("", "none") else ""))
+
+    res.section("cleaning")
+    mode = ctx.get("questions.clean")
+    n_generated = len(questions)
+    questions, cleaning, cleaning_summary = QC.clean(questions, mode)
+    flagged = cleaning["query_id"].nunique()
+    res.say(f"query cleaning ({mode}): {flagged} of {n_generated} questions flagged"
+            + (f"; {flagged} left out of validation (tables/question_cleaning.csv lists each)"
+               if mode == "drop" and flagged else ""))
+    with pd.option_context("display.float_format", "{:.3f}".format, "display.max_colwidth", 90):
+        res.say(cleaning_summary.to_string(index=False))
+    for rule, meaning in QC.RULE_MEANINGS.items():
+        res.say(f"  {rule}: {meaning}")
 
     res.section("validation")
     # off the demo, page-level evidence comes from judgements people made (your qrels, BEIR / ViDoRe's)
@@ -244,6 +258,8 @@ def run(ctx: StageContext) -> StageResult:
 
     # save
     res.table("question_validation", validation, sort_by=["query_id"])
+    res.table("question_cleaning", cleaning, sort_by=["query_id", "rule"])
+    res.table("question_cleaning_summary", cleaning_summary)
     res.table("questions_validated", validated, sort_by=["query_id"])
     res.table("validation_judgements", judgements, sort_by=["query_id", "attempt", "role", "axis", "unit_ids"])
     res.table("validation_tallies", shares.merge(tally.drop(columns=["checked", "answerable"]), on="axis", how="left"), sort_by=["axis"])
