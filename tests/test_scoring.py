@@ -90,3 +90,18 @@ def test_macro_figures_state_each_structures_n_and_warn_when_one_is_thin():
     assert "page-multi n = 1, page-single n = 49" in said and "Micro averages all 50" in said
     assert "Caution: page-multi (1) has fewer than 10 questions" in said
     assert "Caution" not in S.macro_weights(pd.DataFrame(rows[:1]))
+
+
+def test_evidence_complete_states_an_interval_for_every_figure():
+    rng = np.random.default_rng(2)
+    qids = [f"q{i}" for i in range(40)]
+    qrels = pd.DataFrame({"query_id": qids, "unit_id": [f"u{i}" for i in range(40)], "relevance": 1})
+    questions = pd.DataFrame({"query_id": qids, "evidence_structure": ["page-single"] * 30 + ["doc-far"] * 10})
+    rows = [(q, f"u{i}" if rng.random() < 0.6 else "x", 2.0) for i, q in enumerate(qids)]
+    table, _ = S.evidence_complete(qrels, {"sys": run(rows)}, questions, ks=(3,))
+    assert table[["value_lo", "value_hi"]].notna().all().all()
+    assert (table["value_lo"] <= table["value"] + 1e-12).all() and (table["value"] <= table["value_hi"] + 1e-12).all()
+    t = table.set_index(["aggregate", "evidence_structure", "measure"])
+    # the Macro interval rests on 10 doc-far questions weighing as much as 30 page-single ones: wider than Micro's
+    width = lambda key: t.loc[key, "value_hi"] - t.loc[key, "value_lo"]  # noqa: E731
+    assert width(("macro", "all", "Recall")) > width(("micro", "all", "Recall"))

@@ -21,7 +21,7 @@ from lookalike.retrieval import systems
 SUFFICIENCY_COLUMNS = ["system", "negatives", "k", "n", "sufficient", "sufficient_lo", "sufficient_hi",
                        "supporting_only", "supporting_only_lo", "supporting_only_hi", "neither", "neither_lo",
                        "neither_hi", "judged", "interval"]
-EVIDENCE_COLUMNS = ["system", "aggregate", "evidence_structure", "measure", "k", "value", "n"]
+EVIDENCE_COLUMNS = ["system", "aggregate", "evidence_structure", "measure", "k", "value", "value_lo", "value_hi", "n"]
 EVIDENCE_MEASURES = {"nDCG": "ndcg_cut", "Recall": "recall", "nDCGAll": "ndcg_all", "RecallAll": "recall_all"}
 
 
@@ -92,9 +92,13 @@ def slot_gain(frame: pd.DataFrame, a: str, b: str, seed: int = 0, n_boot: int = 
 
 
 def evidence_complete(qrels: pd.DataFrame, runs: Mapping[str, pd.DataFrame], questions: pd.DataFrame,
-                      ks: Sequence[int] = (3, 5, 10)) -> tuple[pd.DataFrame, dict]:
+                      ks: Sequence[int] = (3, 5, 10), seed: int = 0, n_boot: int = 2000,
+                      clusters: pd.Series | None = None) -> tuple[pd.DataFrame, dict]:
     """nDCG@k, Recall@k, nDCGAll@k, RecallAll@k by evidence structure, Macro over structures and
-    Micro over questions. Returns the long table and per-query frames (system -> frame)."""
+    Micro over questions, each with a bootstrap 95% CI: within a structure its questions (their
+    clusters when given) are resampled; Macro resamples every structure on its own and averages the
+    structure means (a stratified bootstrap); Micro resamples all questions. Every system draws the
+    same resamples. Returns the long table and per-query frames (system -> frame)."""
     measures = [f"{code}_{k}" for code in EVIDENCE_MEASURES.values() for k in ks]
     structure = questions.set_index("query_id")["evidence_structure"]
     rows, frames = [], {}
@@ -102,17 +106,29 @@ def evidence_complete(qrels: pd.DataFrame, runs: Mapping[str, pd.DataFrame], que
         pq = per_query(qrels, run, measures, list(questions["query_id"]))
         frames[name] = pq
         groups = structure.reindex(pq.index)
-        for label, code in EVIDENCE_MEASURES.items():
+        for j, (label, code) in enumerate(EVIDENCE_MEASURES.items()):
             for k in ks:
                 col = pq[f"{code}_{k}"]
-                by = col.groupby(groups, sort=True).agg(["mean", "size"])
-                for st, r in by.iterrows():
+                draws = {}
+                for i, (st, part) in enumerate(col.groupby(groups, sort=True)):
+                    cl = stats.cluster_array(clusters, list(part.index))
+                    draws[st] = stats._boot_means(part.to_numpy(dtype=np.float64), n_boot,
+                                                  np.random.default_rng([seed, 16, i]), cl)
+                    lo, hi = np.quantile(draws[st], [0.025, 0.975])
                     rows.append({"system": name, "aggregate": "structure", "evidence_structure": st, "measure": label,
-                                 "k": k, "value": float(r["mean"]), "n": int(r["size"])})
+                                 "k": k, "value": float(part.mean()), "value_lo": float(lo), "value_hi": float(hi),
+                                 "n": len(part)})
+                macro = np.mean(np.vstack(list(draws.values())), axis=0) if draws else np.array([np.nan])
+                by_mean = col.groupby(groups, sort=True).mean()
                 rows.append({"system": name, "aggregate": "macro", "evidence_structure": "all", "measure": label,
-                             "k": k, "value": float(by["mean"].mean()) if len(by) else float("nan"), "n": len(by)})
+                             "k": k, "value": float(by_mean.mean()) if len(by_mean) else float("nan"),
+                             "value_lo": float(np.quantile(macro, 0.025)), "value_hi": float(np.quantile(macro, 0.975)),
+                             "n": len(by_mean)})
+                ci = stats.bootstrap_ci(col.to_numpy(), n_boot, rng=np.random.default_rng([seed, 17]),
+                                        clusters=stats.cluster_array(clusters, list(col.index)))
                 rows.append({"system": name, "aggregate": "micro", "evidence_structure": "all", "measure": label,
-                             "k": k, "value": float(col.mean()) if len(col) else float("nan"), "n": len(col)})
+                             "k": k, "value": float(col.mean()) if len(col) else float("nan"), "value_lo": ci.lo,
+                             "value_hi": ci.hi, "n": len(col)})
     return pd.DataFrame(rows, columns=EVIDENCE_COLUMNS), frames
 
 

@@ -282,7 +282,6 @@ def read_columns(path: Path | str, kind: str) -> Columns | None:
     this path changes no result and no message, only the speed."""
     import numpy as np
     import pyarrow as pa
-    import pyarrow.compute as pc
     import pyarrow.csv as pacsv
 
     path = Path(path)

@@ -13,6 +13,7 @@ from lookalike.analysis import calibration as C
 from lookalike.analysis import haystack as H
 from lookalike.analysis import negatives as N
 from lookalike.report import browse, charts
+from lookalike.report import tables as readable
 from lookalike.judging import judges as J
 from lookalike.judging import store as L
 from lookalike.report import site as report
@@ -136,7 +137,7 @@ def run(ctx: StageContext) -> StageResult:
 
     res.section("significance")
     evidence_qrels = systems.evidence_qrels(strict)
-    evidence, frames_ev = S.evidence_complete(evidence_qrels, corpus_runs, strict)
+    evidence, frames_ev = S.evidence_complete(evidence_qrels, corpus_runs, strict, seed=seed, clusters=clusters)
     sig = []
     # every pair of systems, Holm-adjusted within each measure: which differences are real
     for measure, frames, col in (("sufficient@5 (hard)", frames_hard, "sufficient_5"),
@@ -230,9 +231,9 @@ def run(ctx: StageContext) -> StageResult:
         res.say(agg.pivot_table(index=["system", "aggregate"], columns="measure", values="value").to_string()
               if len(agg) else "no validated questions")
         if len(agg):
-            wide = agg.pivot_table(index=["system", "aggregate", "n"], columns="measure", values="value").reset_index()
-            wide.columns.name = None
-            res.html_table("evidence", wide)
+            wide = _ci_pivot(agg, ["system", "aggregate", "n"])
+            res.html_table("evidence", wide, caption="each cell: estimate [95% CI]; Macro resamples each evidence "
+                                                     "structure on its own (stratified), Micro all questions")
         res.say()
         st = evidence[(evidence["aggregate"] == "structure") & (evidence["k"] == 10) & (evidence["measure"] == "RecallAll")]
         res.say(S.macro_weights(evidence))
@@ -320,9 +321,8 @@ def run(ctx: StageContext) -> StageResult:
     res.table("haystack_curve", haystack, sort_by=["system", "measure", "corpus_size"])
     res.table("fusion_trace", trace, sort_by=["method", "query_id"])
     res.table("fusion_trace_counts", trace_counts, sort_by=["method", "component"])
-    macro = evidence[(evidence["aggregate"] == "macro") & (evidence["k"] == 10)].pivot_table(
-        index="system", columns="measure", values="value").reset_index() if len(evidence) else pd.DataFrame()
-    macro.columns.name = None
+    macro = (_ci_pivot(evidence[(evidence["aggregate"] == "macro") & (evidence["k"] == 10)], ["system", "n"])
+             if len(evidence) else pd.DataFrame())
     lost = (trace_counts.pivot_table(index="component", columns="method", values="questions_lost", aggfunc="sum")
             .astype(int).reset_index() if len(trace_counts) else None)
     if lost is not None:
@@ -333,7 +333,7 @@ def run(ctx: StageContext) -> StageResult:
                  "competitors are pages one fact away from the answer (validated questions). The columns do not "
                  "share a denominator: each has its own n and 95% CI, and they are not subtracted from one another.",
          "figure": "07_sufficiency"},
-        {"heading": "Evidence-complete retrieval (Macro over evidence structures, k = 10)", "table": macro.round(3),
+        {"heading": "Evidence-complete retrieval (Macro over evidence structures, k = 10)", "table": macro,
          "text": "nDCG and Recall credit any evidence page found; nDCGAll and RecallAll only when every evidence "
                  "page of a question is in the top 10. " + S.macro_weights(evidence)},
         {"heading": "Where fusion loses evidence", "table": lost,
@@ -430,3 +430,12 @@ def haystack_sentence(curve: pd.DataFrame, corpus_size: int) -> str:
 def _sentence(text: str) -> str:
     """A clause as a sentence: capital first letter, full stop."""
     return f"{text[:1].upper()}{text[1:]}." if text else ""
+
+
+def _ci_pivot(long: pd.DataFrame, index: list[str]) -> pd.DataFrame:
+    """One row per index, one column per measure, each cell 'estimate [lo, hi]'."""
+    cells = long.assign(cell=[readable.fmt_ci(v, lo, hi) for v, lo, hi in
+                              zip(long["value"], long["value_lo"], long["value_hi"])])
+    wide = cells.pivot_table(index=index, columns="measure", values="cell", aggfunc="first").reset_index()
+    wide.columns.name = None
+    return wide
