@@ -67,7 +67,7 @@ def curve(per_query: Mapping[tuple[str, str], pd.DataFrame], target_size: int | 
             continue
         cl = stats.cluster_array(clusters, list(frame.index))
         # the same seed for every size: the same resampled questions at every point of the curve
-        draws = np.column_stack([stats._boot_means(frame[c].to_numpy(dtype=np.float64), n_boot,
+        draws = np.column_stack([stats.bootstrap_means(frame[c].to_numpy(dtype=np.float64), n_boot,
                                                    np.random.default_rng([seed, 71, j]), cl) for c in frame.columns])
         means = frame.mean(axis=0).to_numpy()
         lo, hi = np.quantile(draws, [0.025, 0.975], axis=0)

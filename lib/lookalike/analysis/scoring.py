@@ -112,7 +112,7 @@ def evidence_complete(qrels: pd.DataFrame, runs: Mapping[str, pd.DataFrame], que
                 draws = {}
                 for i, (st, part) in enumerate(col.groupby(groups, sort=True)):
                     cl = stats.cluster_array(clusters, list(part.index))
-                    draws[st] = stats._boot_means(part.to_numpy(dtype=np.float64), n_boot,
+                    draws[st] = stats.bootstrap_means(part.to_numpy(dtype=np.float64), n_boot,
                                                   np.random.default_rng([seed, 16, i]), cl)
                     lo, hi = np.quantile(draws[st], [0.025, 0.975])
                     rows.append({"system": name, "aggregate": "structure", "evidence_structure": st, "measure": label,

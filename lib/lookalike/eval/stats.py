@@ -24,7 +24,7 @@ def _rng(rng) -> np.random.Generator:
     return rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
 
 
-def _boot_means(values: np.ndarray, n_boot: int, rng: np.random.Generator, clusters=None,
+def bootstrap_means(values: np.ndarray, n_boot: int, rng: np.random.Generator, clusters=None,
                 chunk: int = 2_000_000) -> np.ndarray:
     """n_boot bootstrap means of values (resampling queries, or clusters of queries)."""
     values = np.asarray(values, dtype=np.float64)
@@ -58,7 +58,7 @@ def bootstrap_ci(values, n_boot: int = 2000, alpha: float = 0.05, rng=0, cluster
     values = np.asarray(values, dtype=np.float64)
     if len(values) == 0:
         return Interval(math.nan, math.nan, math.nan, 0, "bootstrap")
-    means = _boot_means(values, n_boot, _rng(rng), clusters)
+    means = bootstrap_means(values, n_boot, _rng(rng), clusters)
     lo, hi = np.quantile(means, [alpha / 2, 1 - alpha / 2])
     method = "cluster bootstrap" if clusters is not None else "bootstrap"
     return Interval(float(values.mean()), float(lo), float(hi), len(values), method)
@@ -100,7 +100,7 @@ def paired_bootstrap(a, b, n_boot: int = 2000, alpha: float = 0.05, rng=0, clust
     either side of 0 (with one added to numerator and denominator, so it is never 0).
     """
     d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
-    means = _boot_means(d, n_boot, _rng(rng), clusters)
+    means = bootstrap_means(d, n_boot, _rng(rng), clusters)
     lo, hi = np.quantile(means, [alpha / 2, 1 - alpha / 2])
     below = (np.sum(means <= 0) + 1) / (n_boot + 1)
     above = (np.sum(means >= 0) + 1) / (n_boot + 1)
