@@ -53,3 +53,16 @@ def test_prose_columns_wrap_and_numbers_stay_on_one_line():
     html = T.html_table(df, "p")
     assert "#T_p_row0_col1 {" in html and "white-space: normal" in html
     assert "#T_p_row0_col0 {" not in html and "#T_p_row0_col2 {" not in html
+
+
+def test_a_stage_says_one_interval_wording_once_under_its_table(tmp_path):
+    from lookalike.stages.base import StageResult
+
+    res = StageResult("07_x", "t", tmp_path)
+    df = pd.DataFrame({"system": ["a", "b"], "top1": [0.5, 0.6], "top1_lo": [0.4, 0.5], "top1_hi": [0.6, 0.7],
+                       "interval": ["bootstrap 95%, documents resampled"] * 2})
+    res.html_table("x", df)
+    html = res.html["x"]
+    assert html.count("documents resampled") == 1 and "<caption>intervals: bootstrap 95%" in html
+    res.html_table("y", df.assign(interval=["one", "two"]))                # differing wordings stay per row
+    assert "<td" in res.html["y"] and ">one<" in res.html["y"] and ">two<" in res.html["y"]

@@ -109,7 +109,8 @@ pre{background:#f6f7fa;padding:.6rem;overflow-x:auto;font-size:.85rem}
 .output_stderr{display:none} .cell{margin:.6rem 0} img,svg{max-width:100%;height:auto}
 .stage{border:1px solid #dde;border-radius:6px;padding:1rem;margin:1rem 0} .muted{color:#667}
 .numbers td{text-align:left} .wide{overflow-x:auto;max-width:100%} table.metric td{white-space:nowrap}
-table.metric caption{text-align:left;color:#667}
+table.metric caption{text-align:left;color:#667;caption-side:bottom;font-size:.85rem}
+.output_html,.jp-RenderedHTML,.jp-OutputArea-output{overflow-x:auto;max-width:100%}
 """
 
 

@@ -128,7 +128,12 @@ class StageResult:
     def html_table(self, name: str, df: pd.DataFrame, digits: int = 3, caption: str = "") -> None:
         """Keep an HTML rendering of df for the notebook and its report (CI triples folded into
         one 'estimate [lo, hi]' cell); the plain-text block nbval checks is built separately."""
-        self.html[name] = readable.html_table(readable.with_ci(df), f"{self.stage}-{name}", digits=digits, caption=caption)
+        shown = readable.with_ci(df)
+        if "interval" in shown.columns and shown["interval"].nunique() == 1 and len(shown):
+            # one wording for every row: said once, under the table, instead of in each row
+            said = f"intervals: {shown['interval'].iloc[0]}"
+            caption, shown = (f"{caption}; {said}" if caption else said), shown.drop(columns=["interval"])
+        self.html[name] = readable.html_table(shown, f"{self.stage}-{name}", digits=digits, caption=caption)
 
     def figure(self, name: str, fig) -> None:
         if fig is not None:
