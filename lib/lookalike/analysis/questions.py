@@ -30,6 +30,7 @@ from typing import Callable, Mapping
 
 import pandas as pd
 
+from lookalike import progress as bars
 from lookalike.data.schema import read_required_csv
 from lookalike.io import pagebase
 from lookalike.vocab import METRIC_LABELS
@@ -141,7 +142,8 @@ def validate(questions: pd.DataFrame, distractors: pd.DataFrame, judge, view: Ca
     by_gold = {g: list(zip(d["unit_id"], d["axis"])) for g, d in hard.groupby("gold_unit_id", sort=False)}
     meta = units.set_index("unit_id")
     rows, kept, logs = [], [], []
-    for q in questions.to_dict("records"):
+    for q in bars.bar(questions.to_dict("records"), desc=f"validating ({getattr(judge, 'name', 'judge')})",
+                      unit="question"):
         if NOT_ANSWERABLE.fullmatch(str(q.get("answer", "") or "").strip()):
             # the dataset says no page answers it: its own slice, never a retrieval failure
             rows.append(dict(query_id=q["query_id"], status="not_answerable", axis="", repaired=False,

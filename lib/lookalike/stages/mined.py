@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import altair as alt
 import pandas as pd
+from lookalike import progress as bars
 from lookalike.judging import judges as J
 from lookalike.judging import store as L
 from lookalike.analysis import mining as Mi
@@ -81,7 +82,9 @@ def run(ctx: StageContext) -> StageResult:
         mined = Mi.mine(runs[set_name], {q: set(g) for q, g in gold.items()}, n=mining_depth)
         budget = mined[mined["rank"] <= mining_judge_top]
         budget_labels = budget[["query_id", "unit_id"]].assign(
-            label=[memo.label(judge, qrec, q, u) for q, u in zip(budget["query_id"], budget["unit_id"])])
+            label=[memo.label(judge, qrec, q, u) for q, u in bars.bar(
+                zip(budget["query_id"], budget["unit_id"]), total=len(budget), desc=f"judging mined ({judge.name})",
+                unit="pair")])
         chosen = (pd.concat([Mi.select(mined, r, k=mining_negatives, judged_labels=budget_labels, seed=seed) for r in rules],
                             ignore_index=True) if len(mined) else pd.DataFrame(columns=Mi.CHOSEN_COLUMNS))
         need = pd.concat([budget[["query_id", "unit_id"]], chosen[["query_id", "unit_id"]]]).drop_duplicates()
