@@ -52,7 +52,7 @@ def test_ci_run_validates_labels_and_tabulates(ci_run):
     assert set(t("questions_validated")["query_id"]) == set(validation.loc[validation["slice"] != "dropped", "query_id"])
     assert list(t("sufficiency").columns[:6]) == ["system", "negatives", "k", "n", "sufficient", "sufficient_lo"]
     assert list(t("evidence_complete").columns) == ["system", "aggregate", "evidence_structure", "measure", "k",
-                                                     "value", "n"]
+                                                     "value", "n", "value_lo", "value_hi"]
     systems = set(t("sufficiency")["system"])
     assert {"ocr-minilm", "ocr-bm25", "caption-minilm", "hybrid-rrf"} <= systems
     current = t("labels_current")

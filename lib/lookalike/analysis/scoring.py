@@ -21,7 +21,7 @@ from lookalike.retrieval import systems
 SUFFICIENCY_COLUMNS = ["system", "negatives", "k", "n", "sufficient", "sufficient_lo", "sufficient_hi",
                        "supporting_only", "supporting_only_lo", "supporting_only_hi", "neither", "neither_lo",
                        "neither_hi", "judged", "interval"]
-EVIDENCE_COLUMNS = ["system", "aggregate", "evidence_structure", "measure", "k", "value", "value_lo", "value_hi", "n"]
+EVIDENCE_COLUMNS = ["system", "aggregate", "evidence_structure", "measure", "k", "value", "n", "value_lo", "value_hi"]
 EVIDENCE_MEASURES = {"nDCG": "ndcg_cut", "Recall": "recall", "nDCGAll": "ndcg_all", "RecallAll": "recall_all"}
 
 
