@@ -46,3 +46,27 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "ci_run" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
+
+
+def chromium_binary() -> str | None:
+    """Debian's chromium (or chromium-browser) on PATH, if any."""
+    return next((shutil.which(n) for n in ("chromium", "chromium-browser") if shutil.which(n)), None)
+
+
+# the end-to-end page tests drive a real headless browser; without one they skip and say why
+needs_chromium = pytest.mark.skipif(chromium_binary() is None or shutil.which("chromedriver") is None,
+                                    reason="needs Debian's chromium and chromium-driver (make setup installs them)")
+
+
+def headless_chrome(*extra_args: str, prefs: dict | None = None):
+    """A selenium driver on headless Chromium (the caller quits it)."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = chromium_binary()
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", *extra_args):
+        opts.add_argument(arg)
+    if prefs:
+        opts.add_experimental_option("prefs", prefs)
+    return webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=opts)

@@ -1,11 +1,9 @@
 """The failure browser: what each row says, an offline escaped page, and the page working in a browser."""
 
-import shutil
-
 import pandas as pd
 import pytest
 
-from conftest import make_png
+from conftest import headless_chrome, make_png, needs_chromium
 from lookalike.report import browse as B
 
 
@@ -91,32 +89,17 @@ def test_an_unreadable_page_is_reported_and_the_row_kept(corpus):
     assert '"rows": [' in html and html.count('"q": "q2"') == 3
 
 
-def _chromium():
-    for name in ("chromium", "chromium-browser"):
-        if shutil.which(name):
-            return shutil.which(name)
-    return None
-
-
 @pytest.mark.browser
 @pytest.mark.slow
-@pytest.mark.skipif(_chromium() is None or shutil.which("chromedriver") is None,
-                    reason="needs Debian's chromium and chromium-driver (make setup installs them)")
+@needs_chromium
 def test_browser_filters_counts_and_opens_a_page_in_headless_chromium(corpus):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
 
     root, units, questions, labels, distractors, runs = corpus
     f = B.failure_rows(questions, runs, labels, units, distractors)
     page = B.write_browser(root, f, questions, units, root)
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = _chromium()
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                "--allow-file-access-from-files"):
-        opts.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=opts)
+    driver = headless_chrome("--allow-file-access-from-files")
     try:
         driver.get(page.as_uri())
         count = lambda: driver.find_element(By.ID, "count").text  # noqa: E731

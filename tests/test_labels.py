@@ -9,7 +9,7 @@ import pytest
 from lookalike.judging import pool as JP
 from lookalike.judging import store as L
 
-from conftest import make_png
+from conftest import headless_chrome, make_png, needs_chromium
 
 
 def test_pool_is_the_union_of_top_k_plus_candidates():
@@ -123,32 +123,17 @@ def test_import_merges_and_keeps_conflicts(page_setup, tmp_path):
         L.import_export(bad, root / "labelling" / "key.csv", store)
 
 
-def _chromium():
-    for name in ("chromium", "chromium-browser"):
-        if shutil.which(name):
-            return shutil.which(name)
-    return None
-
-
 @pytest.mark.browser
 @pytest.mark.slow
-@pytest.mark.skipif(_chromium() is None or shutil.which("chromedriver") is None,
-                    reason="needs Debian's chromium and chromium-driver (make setup installs them)")
+@needs_chromium
 def test_labelling_page_end_to_end_in_headless_chromium(page_setup, tmp_path):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
 
     root, page, pairs = page_setup
     downloads = tmp_path / "downloads"
     downloads.mkdir()
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = _chromium()
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
-        opts.add_argument(arg)
-    opts.add_experimental_option("prefs", {"download.default_directory": str(downloads),
-                                           "download.prompt_for_download": False})
-    driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=opts)
+    driver = headless_chrome(prefs={"download.default_directory": str(downloads),
+                                    "download.prompt_for_download": False})
     try:
         driver.get(page.as_uri())
         body = driver.find_element(By.TAG_NAME, "body")

@@ -61,28 +61,20 @@ def test_files_the_fast_path_declines_are_read_by_the_line_reader(tmp_path, text
     pd.testing.assert_frame_equal(ranking.Run.read(path).frame(), _slow_run(path).frame())
 
 
-@pytest.mark.parametrize("text, message", [
-    ("q1 Q0 d1 1 0.5 t\nq1 Q0 d1 2 0.4 t\n", r"x\.run:2: unit 'd1' listed twice"),
-    ("q1 Q0 d1 1 nan t\n", r"x\.run:1: score 'nan' is not finite"),
-    ("q1 Q0 d1 1 0.5 t\nq1 Q0 d2 0.4 t\n", r"x\.run:2: expected 6 fields"),
+@pytest.mark.parametrize("name, text, message", [
+    ("x.run", "q1 Q0 d1 1 0.5 t\nq1 Q0 d1 2 0.4 t\n", r"x\.run:2: unit 'd1' listed twice"),
+    ("x.run", "q1 Q0 d1 1 nan t\n", r"x\.run:1: score 'nan' is not finite"),
+    ("x.run", "q1 Q0 d1 1 0.5 t\nq1 Q0 d2 0.4 t\n", r"x\.run:2: expected 6 fields"),
+    ("x.qrels", "q1 0 d1 1\nq1 0 d1 0\n", r"x\.qrels:2: unit 'd1' judged twice"),
+    ("x.qrels", "q1 0 d1 1.5\n", r"x\.qrels:1: relevance '1\.5' is not an integer"),
+    ("x.qrels", "q1 0 d1 NA\n", r"x\.qrels:1: relevance 'NA' is not an integer"),
 ])
-def test_bad_runs_keep_the_line_readers_messages(tmp_path, text, message):
-    path = tmp_path / "x.run"
+def test_bad_files_keep_the_line_readers_messages(tmp_path, name, text, message):
+    path = tmp_path / name
     path.write_text(text, encoding="utf-8")
+    read = ranking.Run.read if name.endswith(".run") else ranking.Qrels.read
     with pytest.raises(trec.TrecFormatError, match=message):
-        ranking.Run.read(path)
-
-
-@pytest.mark.parametrize("text, message", [
-    ("q1 0 d1 1\nq1 0 d1 0\n", r"x\.qrels:2: unit 'd1' judged twice"),
-    ("q1 0 d1 1.5\n", r"x\.qrels:1: relevance '1\.5' is not an integer"),
-    ("q1 0 d1 NA\n", r"x\.qrels:1: relevance 'NA' is not an integer"),
-])
-def test_bad_qrels_keep_the_line_readers_messages(tmp_path, text, message):
-    path = tmp_path / "x.qrels"
-    path.write_text(text, encoding="utf-8")
-    with pytest.raises(trec.TrecFormatError, match=message):
-        ranking.Qrels.read(path)
+        read(path)
 
 
 def test_tab_separated_files_take_the_fast_path(tmp_path):

@@ -71,7 +71,7 @@ class Run:
         order = _canonical_order(qcode, scores, units, ucode)
         self.query_ids = query_ids
         self.offsets = np.concatenate([[0], np.cumsum(np.bincount(qcode, minlength=len(query_ids)))]).astype(np.int64)
-        if len(order) and order[0] == 0 and order[-1] == len(order) - 1 and (np.diff(order) == 1).all():
+        if order is None:
             self.unit_codes, self.scores, self._qcode = ucode, scores, qcode        # already in rank order
         else:
             self.unit_codes, self.scores, self._qcode = ucode[order], scores[order], qcode[order]
@@ -128,8 +128,9 @@ def _is_clean_run_frame(run) -> bool:
 
 
 def _canonical_order(qcode: np.ndarray, scores: np.ndarray, units: np.ndarray,
-                     ucode: np.ndarray | None = None) -> np.ndarray:
-    """Permutation putting entries in (query asc, score desc, unit id desc) order — trec_eval's rule.
+                     ucode: np.ndarray | None = None) -> np.ndarray | None:
+    """Permutation putting entries in (query asc, score desc, unit id desc) order — trec_eval's rule;
+    None when they already stand in that order (a run file written in rank order: nothing to sort).
 
     ucode: codes of units in sorted (strcmp) order, when the caller has them; otherwise only the
     units of queries that hold a score tie are ranked by string, which is all the tie-break needs.
@@ -138,7 +139,7 @@ def _canonical_order(qcode: np.ndarray, scores: np.ndarray, units: np.ndarray,
     if n == 0:
         return np.zeros(0, dtype=np.int64)
     if ucode is not None and _already_canonical(qcode, scores, ucode):
-        return np.arange(n, dtype=np.int64)          # a run file written in rank order: nothing to sort
+        return None
     counts = np.bincount(qcode)
     grouped = bool(np.all(qcode[1:] >= qcode[:-1]))
     if grouped and counts.min() == counts.max() and counts[0] > 1:

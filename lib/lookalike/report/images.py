@@ -35,11 +35,8 @@ def montage(units: pd.DataFrame, base_dir: Path, per_template: int = 3, thumb_wi
 def data_uri(path: Path | str, width: int) -> str:
     """The image at path as a JPEG data URI, at most width pixels wide (for self-contained pages)."""
     with Image.open(path) as im:
-        im = im.convert("RGB")
-        if im.width > width:
-            im = im.resize((width, round(im.height * width / im.width)))
         buf = io.BytesIO()
-        im.save(buf, format="JPEG", quality=82, optimize=True)
+        _at_most(im, width).save(buf, format="JPEG", quality=82, optimize=True)
     return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
@@ -91,8 +88,11 @@ def save_jpeg(path: Path | str, out: Path | str, width: int) -> Path:
     """The image at path written as a JPEG at most width pixels wide (what a browser can always show)."""
     out = Path(out)
     with Image.open(path) as im:
-        im = im.convert("RGB")
-        if im.width > width:
-            im = im.resize((width, round(im.height * width / im.width)))
-        im.save(out, format="JPEG", quality=85, optimize=True)
+        _at_most(im, width).save(out, format="JPEG", quality=85, optimize=True)
     return out
+
+
+def _at_most(im: Image.Image, width: int) -> Image.Image:
+    """The image in RGB, scaled down (aspect kept) when wider than width."""
+    im = im.convert("RGB")
+    return im.resize((width, round(im.height * width / im.width))) if im.width > width else im

@@ -8,6 +8,7 @@ plain-text blocks nbval checks are built separately and are not touched.
 
 from __future__ import annotations
 
+import html
 import re
 
 import numpy as np
@@ -70,12 +71,6 @@ def html_table(df: pd.DataFrame, table_id: str, digits: int = 3, caption: str = 
         styler = styler.set_properties(subset=prose, **{"white-space": "normal", "text-align": "left",
                                                         "min-width": "14rem", "overflow-wrap": "anywhere"})
     if caption:
-        styler = styler.set_caption(_escape(caption))
+        styler = styler.set_caption(html.escape(str(caption)))
     # Styler writes an empty <style> block when no cell is styled: left out
     return re.sub(r'^<style type="text/css">\s*</style>\s*', "", styler.to_html())
-
-
-def _escape(text: str) -> str:
-    import html
-
-    return html.escape(str(text))

@@ -434,8 +434,7 @@ def _sentence(text: str) -> str:
 
 def _ci_pivot(long: pd.DataFrame, index: list[str]) -> pd.DataFrame:
     """One row per index, one column per measure, each cell 'estimate [lo, hi]'."""
-    cells = long.assign(cell=[readable.fmt_ci(v, lo, hi) for v, lo, hi in
-                              zip(long["value"], long["value_lo"], long["value_hi"])])
-    wide = cells.pivot_table(index=index, columns="measure", values="cell", aggfunc="first").reset_index()
+    wide = readable.with_ci(long).pivot_table(index=index, columns="measure", values="value",
+                                              aggfunc="first").reset_index()
     wide.columns.name = None
     return wide
