@@ -66,3 +66,13 @@ def test_fit_line_recovers_a_line_in_log_size():
     logs = np.log(np.array([10.0, 100.0, 1000.0]))
     values = np.array([[0.9, 0.7, 0.5]])
     assert stats.fit_log_line(logs, values, np.log(10000.0))[0] == pytest.approx(0.3)
+
+
+def test_the_summary_sentence_states_n_interval_and_what_it_rests_on():
+    from lookalike.stages.metric_tables import haystack_sentence
+
+    curve = H.curve({("sys", "recall_10"): _falling()}, target_size=500, seed=1)
+    said = haystack_sentence(curve, 80, rests_on="the demo generator's evidence pages",
+                             interval="bootstrap 95%, documents resampled")
+    assert "n = 60 validated questions" in said and "evidence pages" in said and "documents resampled" in said
+    assert "an extrapolation, not a measurement" in said

@@ -81,6 +81,8 @@ def haystack(curve: pd.DataFrame) -> alt.FacetChart:
         layers.append(base.mark_point(filled=False, size=70).encode(
             x=x, y=y, color=color, shape=alt.Shape("kind:N", title=None), tooltip=tip)
             .transform_filter(alt.datum.layer == "guess"))
-    title = "How the figures fall as the corpus grows" + (" (dashed: extrapolated, not measured)" if len(dashed) else "")
+    n = int(curve["n"].max()) if len(curve) else 0
+    title = (f"How the figures fall as the corpus grows (n = {n} questions, 95% CI bars"
+             + ("; dashed: extrapolated, not measured)" if len(dashed) else ")"))
     return alt.layer(*layers, data=rows).properties(width=300, height=220).facet(
         column=alt.Column("measure:N", title=None)).properties(title=title)

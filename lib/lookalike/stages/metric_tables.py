@@ -368,7 +368,10 @@ def run(ctx: StageContext) -> StageResult:
                                   f"corpus. {int(effects['ok'].sum())} of {len(effects)} effects recovered."})
     if len(haystack):
         blocks.append({"heading": "How the figures fall as the corpus grows", "figure": "07_haystack",
-                       "text": haystack_sentence(haystack, len(units))})
+                       "text": haystack_sentence(
+                           haystack, len(units), interval=stats.interval_words(clusters),
+                           rests_on=("the demo generator's evidence pages" if ctx.get("corpus.source") == "demo"
+                                     else "the evidence pages your judgements name") + ", not the labels")})
     hard_plan = plan[plan["measure"] == "sufficient@5 (hard)"] if len(plan) else plan
     if len(hard_plan):
         # unresolved as the planner reads it: a difference smaller than what this n resolves (its CI holds 0)
@@ -404,7 +407,7 @@ def run(ctx: StageContext) -> StageResult:
 
 
 
-def haystack_sentence(curve: pd.DataFrame, corpus_size: int) -> str:
+def haystack_sentence(curve: pd.DataFrame, corpus_size: int, rests_on: str = "", interval: str = "") -> str:
     """What the haystack curve says, for the summary page: the system best at full size, its
     recall@10 from the smallest subsample to the whole corpus and, when there is one, its
     extrapolation, called one."""
@@ -418,7 +421,8 @@ def haystack_sentence(curve: pd.DataFrame, corpus_size: int) -> str:
     said = (f"Every question was ranked again against nested random subsamples of the corpus, its gold and hard "
             f"distractors always kept. Recall@10 of {best} (the best at full size) is {first['value']:.2f} "
             f"[{first['lo']:.2f}, {first['hi']:.2f}] at {int(first['corpus_size'])} units and {last['value']:.2f} "
-            f"[{last['lo']:.2f}, {last['hi']:.2f}] at {int(last['corpus_size'])} (n = {int(last['n'])} questions).")
+            f"[{last['lo']:.2f}, {last['hi']:.2f}] at {int(last['corpus_size'])} (n = {int(last['n'])} validated "
+            f"questions{', scored against ' + rests_on if rests_on else ''}{'; ' + interval if interval else ''}).")
     if len(guess):
         g = guess.iloc[0]
         said += (f" A line in log corpus size puts it at {g['value']:.2f} [{g['lo']:.2f}, {g['hi']:.2f}] at "
