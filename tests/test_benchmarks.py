@@ -3,6 +3,8 @@
 import importlib.util
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -30,10 +32,14 @@ def test_metrics_benchmark_from_files_agrees_and_ends_with_the_ratios(capsys):
     assert out[-1].startswith("vs_pytrec_eval=") and " vs_ir_measures=" in out[-1]
 
 
-def test_maxsim_benchmark_agrees_with_colpali_engine_at_toy_scale(capsys):
+@pytest.mark.parametrize("corpus", ["structured", "uniform"])
+def test_maxsim_benchmark_checks_the_pruned_topk_against_exact_and_ends_with_the_line(capsys, corpus):
     bench = _load("maxsim")
-    assert bench.main(["--queries", "4", "--pages", "12", "--page-tokens", "50", "--dim", "16"]) == 0
-    assert "max abs difference" in capsys.readouterr().out
+    assert bench.main(["--corpus", corpus, "--queries", "6", "--pages", "80", "--page-tokens", "40", "--dim", "32",
+                       "--k", "5", "--clusters", "24", "--repeat", "1"]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert any("exact vs colpali-engine scores" in line for line in out)
+    assert out[-1].startswith("speedup_vs_colpali_engine=") and "topk_identical=True" in out[-1]
 
 
 def test_encode_benchmark_runs_at_toy_scale(capsys):
