@@ -99,6 +99,23 @@ def test_judge_door_sees_a_judge_that_metadata_moves():
     assert s["gained_with_term"] == 1.0 and s["others_with_term"] == 0.0
 
 
+def test_judge_door_reuses_blind_labels_it_is_given_and_refuses_labels_of_other_pairs():
+    units = pd.DataFrame({"unit_id": ["a:1", "b:1"], "filename": ["halvorsen_energy_revenue.png", "IMG_1.png"],
+                          "caption": ["Halvorsen Energy operating income", ""], "entity": ["Halvorsen Energy", "X"],
+                          "metric": ["operating_income", "revenue"]})
+    questions = pd.DataFrame({"query_id": ["q1"], "text": ["What was Halvorsen Energy's operating income?"],
+                              "answer": ["$9M"]})
+    pairs = pd.DataFrame({"query_id": ["q1", "q1"], "unit_id": ["a:1", "b:1"]})
+    view = J.unit_viewer(units.assign(image_path=["a.png", "b.png"]), {"a:1": "Risk factors", "b:1": ""})
+    judge = J.AnswerStringJudge.from_resources(units=units)
+    blind = J.label_pairs(judge, pairs, questions, view)
+    fresh = JD.judge_door(judge, pairs, questions, view, units)
+    reused = JD.judge_door(judge, pairs, questions, view, units, blind=blind)
+    assert fresh[0].equals(reused[0]) and fresh[1].equals(reused[1])
+    with pytest.raises(ValueError, match="not of these pairs"):
+        JD.judge_door(judge, pairs, questions, view, units, blind=blind.iloc[::-1].reset_index(drop=True))
+
+
 # ----------------------------------------------------------------------------- planted effects
 
 def _inputs(**over):

@@ -37,13 +37,16 @@ def metadata_text(unit: Mapping) -> str:
 
 
 def judge_door(judge: Judge, pairs: pd.DataFrame, questions: pd.DataFrame, view: Callable[[list], Mapping],
-               units: pd.DataFrame, name: str = "") -> tuple[pd.DataFrame, pd.DataFrame]:
+               units: pd.DataFrame, name: str = "", blind: pd.DataFrame | None = None
+               ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(per pair, summary): the judge's label blind and with metadata appended, whether the pair
     gained relevance (irrelevant -> supporting / sufficient), and whether the unit's metadata holds
     a word of the question. The summary gives both counts of relevant labels and the share of
     gains (and of the other pairs) whose metadata holds a query term, with bootstrap 95% intervals
     that resample whole documents of the judged units.
-    name: what the summary calls the judge (default its registry name)."""
+    name: what the summary calls the judge (default its registry name).
+    blind: this judge's labels of these pairs through this view, when the caller already has them
+    (stage 06's model pre-labels): the blind pass is then not run again."""
     if not judge.capabilities.reads_text or judge.capabilities.needs_endpoint:
         raise ValueError(f"the {judge.name} judge does not read text here; the judge door runs text-reading judges only")
     meta = {r["unit_id"]: metadata_text(r) for r in units.to_dict("records")}
@@ -53,7 +56,11 @@ def judge_door(judge: Judge, pairs: pd.DataFrame, questions: pd.DataFrame, view:
         shown["text"] = "\n".join([str(shown.get("text", ""))] + [meta.get(u, "") for u in ids])
         return shown
 
-    blind = label_pairs(judge, pairs, questions, view)
+    if blind is None:
+        blind = label_pairs(judge, pairs, questions, view)
+    elif not (blind["query_id"].tolist() == pairs["query_id"].tolist()
+              and blind["unit_id"].tolist() == pairs["unit_id"].tolist()):
+        raise ValueError("judge_door: the blind labels given are not of these pairs, in this order")
     seen = label_pairs(judge, pairs, questions, leaky_view)
     asked = dict(zip(questions["query_id"], questions["text"]))
     out = pd.DataFrame({"query_id": blind["query_id"], "unit_id": blind["unit_id"], "blind": blind["label"],

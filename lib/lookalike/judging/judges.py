@@ -33,6 +33,7 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Mapping, Protocol, Sequence
 
@@ -114,13 +115,32 @@ def unit_view(units: pd.DataFrame, unit_ids: Sequence[str], texts: Mapping[str, 
     """What a judge may see of one unit or of an evidence set judged together: ids, image paths (in
     order, ``image_paths``; ``image_path`` too for one unit) and OCR text — never file names or
     captions. Several ids: texts are joined, ``unit_ids`` lists them."""
-    ids = list(unit_ids)
-    paths = units.set_index("unit_id")["image_path"]
-    view = {"unit_id": ";".join(ids), "unit_ids": ids,
-            "text": "\n".join((texts or {}).get(u, "") for u in ids)}
-    view["image_paths"] = [str(resolve_image(paths[u], base_dir)) if base_dir is not None else paths[u] for u in ids]
-    if len(ids) == 1:
-        view["image_path"] = view["image_paths"][0]
+    return unit_viewer(units, texts, base_dir)(unit_ids)
+
+
+def unit_viewer(units: pd.DataFrame, texts: Mapping[str, str] | None = None,
+                base_dir: Path | str | None = None) -> Callable[[Sequence[str]], dict]:
+    """unit_view for many calls: the id -> image path table is built once (a stage judges tens of
+    thousands of pairs; building it per pair was most of their cost)."""
+    raw = dict(zip(units["unit_id"], units["image_path"]))
+    resolved: dict[str, str] = {}
+    texts = texts or {}
+
+    def path(u: str) -> str:
+        if base_dir is None:
+            return raw[u]
+        if u not in resolved:
+            resolved[u] = str(resolve_image(raw[u], base_dir))
+        return resolved[u]
+
+    def view(unit_ids: Sequence[str]) -> dict:
+        ids = list(unit_ids)
+        shown = {"unit_id": ";".join(ids), "unit_ids": ids, "text": "\n".join(texts.get(u, "") for u in ids),
+                 "image_paths": [path(u) for u in ids]}
+        if len(ids) == 1:
+            shown["image_path"] = shown["image_paths"][0]
+        return shown
+
     return view
 
 
@@ -264,6 +284,12 @@ STOPWORDS = {"what", "which", "was", "were", "the", "of", "in", "for", "at", "an
 def normalise_numbers(text: str) -> list[float]:
     """Every number in text as a float: thousands separators dropped, $ ignored, scale words applied
     (k, m/million, bn/billion; '$1,234M' -> 1.234e9), minus signs and accounting parentheses kept."""
+    return list(_numbers(text))
+
+
+@lru_cache(maxsize=1 << 16)
+def _numbers(text: str) -> tuple[float, ...]:
+    # a page's text is matched against every question pooled with it: read its numbers once
     out = []
     for m in _NUMBER.finditer(text):
         value = float(re.sub(r"[,\u202f ]", "", m.group("num")) + (m.group("dec") or ""))
@@ -273,11 +299,12 @@ def normalise_numbers(text: str) -> list[float]:
         if m.group("sign") in ("-", "−", "–", "("):
             value = -value
         out.append(value)
-    return out
+    return tuple(out)
 
 
-def _words(text: str) -> set[str]:
-    return {w for w in re.findall(r"[a-z][a-z]+", text.lower()) if w not in STOPWORDS}
+@lru_cache(maxsize=1 << 16)
+def _words(text: str) -> frozenset[str]:
+    return frozenset(w for w in re.findall(r"[a-z][a-z]+", text.lower()) if w not in STOPWORDS)
 
 
 def content_words(text: str) -> set[str]:
@@ -288,8 +315,8 @@ def content_words(text: str) -> set[str]:
 def answer_in_text(answer: str, text: str) -> bool:
     """The answer appears in the text: every number of the answer (normalised) and every word of a
     non-numeric answer."""
-    nums = normalise_numbers(answer)
-    have = normalise_numbers(text)
+    nums = _numbers(answer)
+    have = _numbers(text)
     if nums:
         return all(any(abs(n - h) <= 1e-9 * max(1.0, abs(n)) for h in have) for n in nums)
     words = _words(answer)
@@ -315,6 +342,8 @@ class AnswerStringJudge:
     def __init__(self, entities: Sequence[str] = (), metrics: Sequence[str] = ()):
         self.entities = sorted({e.lower() for e in entities if e}, key=len, reverse=True)
         self.metrics = sorted({m.lower() for m in metrics if m}, key=len, reverse=True)
+        self._patterns = {n: re.compile(rf"\b{re.escape(n)}\b") for n in self.entities + self.metrics}
+        self._asked: dict[str, tuple[list[str], list[str]]] = {}
 
     @classmethod
     def from_resources(cls, units=None, **_):
@@ -323,14 +352,20 @@ class AnswerStringJudge:
         metrics = [METRIC_LABELS.get(m, str(m).replace("_", " ")) for m in units["metric"].astype(str).unique() if m]
         return cls(units["entity"].astype(str).unique(), metrics)
 
-    @staticmethod
-    def _named(names: Sequence[str], text: str) -> list[str]:
+    def _named(self, names: Sequence[str], text: str) -> list[str]:
         found, rest = [], text
         for name in names:                       # longest first: "operating income" before "income"
-            if re.search(rf"\b{re.escape(name)}\b", rest):
+            pattern = self._patterns.get(name) or re.compile(rf"\b{re.escape(name)}\b")
+            if pattern.search(rest):
                 found.append(name)
-                rest = re.sub(rf"\b{re.escape(name)}\b", " ", rest)
+                rest = pattern.sub(" ", rest)
         return found
+
+    def _asked_names(self, asked: str) -> tuple[list[str], list[str]]:
+        """The entities and metrics a question names (once per question text)."""
+        if asked not in self._asked:
+            self._asked[asked] = (self._named(self.entities, asked), self._named(self.metrics, asked))
+        return self._asked[asked]
 
     def judge(self, question: Mapping, unit: Mapping) -> Judgement:
         text = str(unit.get("text", ""))
@@ -338,9 +373,9 @@ class AnswerStringJudge:
         if answer and answer_in_text(answer, text):
             return Judgement("sufficient", f"the answer {answer!r} appears on the page", self.name, answer)
         asked, low = str(question.get("text", "")).lower(), text.lower()
-        entities, metrics = self._named(self.entities, asked), self._named(self.metrics, asked)
+        entities, metrics = self._asked_names(asked)
         if entities or metrics:
-            if all(re.search(rf"\b{re.escape(n)}\b", low) for n in entities + metrics):
+            if all(self._patterns[n].search(low) for n in entities + metrics):
                 return Judgement("supporting", f"names {', '.join(entities + metrics)} as the question does, but not "
                                                "the answer", self.name)
             return Judgement("irrelevant", "the answer does not appear, and the page does not name the asked "
@@ -594,11 +629,11 @@ def label_pairs(judge: Judge, pairs: pd.DataFrame, questions: pd.DataFrame, view
     """Label every (query_id, unit_id) of pairs with judge, as rows for the label store: query_id,
     unit_id, question_sha, label, judge, source (the judge's capability), note (its rationale)."""
     columns = ["query_id", "unit_id", "question_sha", "label", "judge", "source", "note"]
-    qrec = questions.set_index("query_id")
+    asked = {r["query_id"]: r for r in questions.to_dict("records")}
     rows = []
     for q, u in bars.bar(zip(pairs["query_id"], pairs["unit_id"]), total=len(pairs), desc=f"judging ({judge.name})",
                          unit="pair"):
-        j = judge.judge({**qrec.loc[q].to_dict(), "query_id": q}, view([u]))
+        j = judge.judge(dict(asked[q]), view([u]))
         rows.append({"query_id": q, "unit_id": u, "question_sha": (shas or {}).get(q, ""), "label": j.label,
                      "judge": judge.name, "source": judge.capabilities.source, "note": j.rationale})
     return pd.DataFrame(rows, columns=columns)

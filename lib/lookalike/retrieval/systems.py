@@ -25,6 +25,7 @@ from lookalike.eval import ranking, stats
 from lookalike.io.cache import Cache
 from lookalike.retrieval import encoders as E
 from lookalike.retrieval import indexes as retrieve
+from lookalike.retrieval import runstore
 from lookalike.retrieval.encoders import ocr
 
 PIXEL_SYSTEMS = ("ocr-minilm", "ocr-bm25", "pixels-rrf", "colpali")
@@ -58,21 +59,37 @@ def encode_units(units: pd.DataFrame, base_dir: Path, names: Sequence[str], cach
     return out, pd.DataFrame(rows)
 
 
-def ocr_texts(units: pd.DataFrame, base_dir: Path, cache: Cache, engine: str = "", workers: int = 0) -> dict[str, str]:
-    """OCR text per unit id (from the cache when stage 02 already read the page) — what text judges see."""
-    paths = [str(resolve_image(p, base_dir)) for p in units["image_path"]]
-    texts, _ = ocr.ocr_many(paths, engine or None, cache, workers, progress=False)
-    return dict(zip(units["unit_id"], texts))
+def ocr_texts(units: pd.DataFrame, base_dir: Path, cache: Cache, engine: str = "", workers: int = 0,
+              run_store: bool = True) -> dict[str, str]:
+    """OCR text per unit id — what text judges see. From the run's store (retrieval.runstore) when
+    an earlier stage of this run already asked; else from the OCR cache (stage 02 read the pages),
+    and then kept in the store for the stages after."""
+    paths = [resolve_image(p, base_dir) for p in units["image_path"]]
+
+    def compute() -> dict[str, str]:
+        texts, _ = ocr.ocr_many([str(p) for p in paths], engine or None, cache, workers, progress=False)
+        return dict(zip(units["unit_id"], texts))
+
+    if not run_store:
+        return compute()
+    return runstore.page_texts(base_dir, ocr.engine_id(engine or ocr.default_engine()), list(units["unit_id"]),
+                               paths, compute)
 
 
-def encode_queries(questions: pd.DataFrame, names: Sequence[str], **kw) -> dict:
-    """Query vectors for each encoder that has a text side (appearance has none)."""
+def encode_queries(questions: pd.DataFrame, names: Sequence[str], run_dir: Path | None = None, **kw) -> dict:
+    """Query vectors for each encoder that has a text side (appearance has none). With run_dir, a
+    question already encoded by an earlier stage of the run is read from the run's store
+    (retrieval.runstore), so every stage sees the same vector and none encodes it twice."""
     out = {}
+    texts, ids = list(questions["text"]), list(questions["query_id"])
     for name in names:
         if name == "appearance":
             continue
         enc = E.make_encoder(name, **encoder_settings(name, **kw))
-        out[name] = enc.encode_queries(list(questions["text"]), list(questions["query_id"]))
+        if run_dir is None or enc.kind == "text":
+            out[name] = enc.encode_queries(texts, ids)
+        else:
+            out[name], _ = runstore.query_vectors(run_dir, name, enc.id, ids, texts, enc.encode_queries)
     return out
 
 

@@ -68,7 +68,7 @@ def run(ctx: StageContext) -> StageResult:
         res.say("no template metadata: the nearest-neighbour template check does not apply")
 
     res.section("runs")
-    query_vectors = systems.encode_queries(questions, encode_encoders, **settings) if len(questions) else {}
+    query_vectors = systems.encode_queries(questions, encode_encoders, run_dir=RUN, **settings) if len(questions) else {}
     runs = systems.build_runs(unit_vectors, query_vectors, retrieve_depth, retrieve_rrf_k, retrieve_memory_budget_mb)
     systems.write_runs(runs, RUN)
     if not runs:

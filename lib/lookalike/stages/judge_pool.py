@@ -51,7 +51,7 @@ def run(ctx: StageContext) -> StageResult:
     validated, facts, answer_key, distractors = read("questions_validated"), read("facts"), read("answer_key"), read("distractors")
     cache = Cache(encode_cache_dir or None)
     texts = systems.ocr_texts(units, RUN, cache, encode_ocr_engine, encode_workers)
-    view = lambda ids: J.unit_view(units, ids, texts, RUN)  # noqa: E731
+    view = J.unit_viewer(units, texts, RUN)
     model = J.make_judge(labels_model_judge, units=units, url=validate_judge_url, model=validate_judge_model,
                          samples=ctx.get("validate.judge_samples"), temperature=ctx.get("validate.judge_temperature"),
                          cache_dir=cache.root / "judges")
@@ -67,7 +67,7 @@ def run(ctx: StageContext) -> StageResult:
     res.section("systems")
     names = [n for n in ("ocr-minilm", "ocr-bm25", "caption-minilm") if (RUN / "vectors" / f"{n}.npz").is_file()]
     unit_vectors = {n: Vectors.load(RUN / "vectors" / f"{n}.npz") for n in names}
-    settings = dict(ocr_engine=encode_ocr_engine, device="auto", batch_size=32, workers=encode_workers)
+    settings = dict(ocr_engine=encode_ocr_engine, device="auto", batch_size=32, workers=encode_workers, run_dir=RUN)
     query_vectors = systems.encode_queries(validated, names, **settings) if len(validated) else {}
     runs = systems.build_runs(unit_vectors, query_vectors, retrieve_depth, retrieve_rrf_k) if len(validated) else {}
     if len(runs) >= 3 and "caption-minilm" in runs:
@@ -171,7 +171,9 @@ def run(ctx: StageContext) -> StageResult:
     if ctx.has_table("planted") and (read("planted")["effect"].str.startswith("judge door")).any():
         door_judges.append((JD.subject_terms_judge(), f"{C.DOOR_JUDGE} (planted: a lenient judge, half of the "
                                                       "question's words on the page make it supporting)"))
-    doors = [JD.judge_door(j, pooled, validated, view, units, name) for j, name in door_judges] if len(pooled) else []
+    # the model judge's blind pass is its pre-labels above: the same judge, pairs and view
+    doors = [JD.judge_door(j, pooled, validated, view, units, name, blind=pre if j is model else None)
+             for j, name in door_judges] if len(pooled) else []
     if doors:
         door = pd.concat([d.assign(judge=name) for (d, _), (_, name) in zip(doors, door_judges)],
                          ignore_index=True)[["judge"] + JD.DOOR_COLUMNS]

@@ -57,7 +57,7 @@ def run(ctx: StageContext) -> StageResult:
     EXTERNAL = ({n: trec.read_run(RUN / "runs" / f"{n}.run")[0]
                  for n in sorted(sys_table.loc[sys_table["provenance"] == "external", "system"])}
                 if "provenance" in sys_table.columns else {})
-    settings = dict(ocr_engine=encode_ocr_engine, device="auto", batch_size=32, workers=encode_workers)
+    settings = dict(ocr_engine=encode_ocr_engine, device="auto", batch_size=32, workers=encode_workers, run_dir=RUN)
 
 
     scorer = S.CandidateSystems(units, unit_vectors, FUSIONS, EXTERNAL, settings, retrieve_rrf_k, retrieve_depth, seed)

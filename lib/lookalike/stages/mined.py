@@ -58,7 +58,7 @@ def run(ctx: StageContext) -> StageResult:
         runs[name] = trec.read_run(path)[0] if len(qs) else pd.DataFrame(columns=["query_id", "unit_id", "score"])
     cache = Cache(encode_cache_dir or None)
     texts = systems.ocr_texts(units, RUN, cache, encode_ocr_engine, encode_workers)
-    view = lambda ids: J.unit_view(units, ids, texts, RUN)  # noqa: E731
+    view = J.unit_viewer(units, texts, RUN)
     jargs = dict(facts=facts, answer_key=answer_key, units=units, url=validate_judge_url, model=validate_judge_model,
                  samples=ctx.get("validate.judge_samples"), temperature=ctx.get("validate.judge_temperature"),
                  cache_dir=cache.root / "judges")

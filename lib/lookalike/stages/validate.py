@@ -48,7 +48,7 @@ def run(ctx: StageContext) -> StageResult:
     distractors = read("distractors")
     cache = Cache(encode_cache_dir or None)
     texts = systems.ocr_texts(units, RUN, cache, encode_ocr_engine, encode_workers)
-    view = lambda ids: J.unit_view(units, ids, texts, RUN)  # noqa: E731
+    view = J.unit_viewer(units, texts, RUN)
     judge_args = dict(facts=facts, answer_key=answer_key, units=units, labels=str(P.repo_path(validate_labels) or ""),
                       page_base=ctx.get("corpus.page_base"), samples=ctx.get("validate.judge_samples"),
                       temperature=ctx.get("validate.judge_temperature"),
@@ -167,7 +167,7 @@ def run(ctx: StageContext) -> StageResult:
 
     res.section("top1")
     single = validated[(validated["evidence_structure"] == "page-single")].reset_index(drop=True)
-    settings = dict(ocr_engine=encode_ocr_engine, device="auto", batch_size=32, workers=encode_workers)
+    settings = dict(ocr_engine=encode_ocr_engine, device="auto", batch_size=32, workers=encode_workers, run_dir=RUN)
     names = [n for n in ("ocr-minilm", "ocr-bm25") if (RUN / "vectors" / f"{n}.npz").is_file()]
     unit_vectors = {n: Vectors.load(RUN / "vectors" / f"{n}.npz") for n in names}
     top1_rows = []
