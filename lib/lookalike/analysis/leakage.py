@@ -507,14 +507,17 @@ def injected_text(units: pd.DataFrame, inject: str) -> list[str]:
 
 
 def inject_leak(image_vectors: Vectors, units: pd.DataFrame, texts: Mapping[str, str], inject: str,
-                device: str = "cpu") -> Vectors:
+                device: str = "cpu", cache: Cache | None = None) -> Vectors:
     """The image path's vectors as a leaky pipeline makes them: the page's OCR text with the unit's
-    metadata (INJECTIONS) appended, through the same text model. Provenance says what went in."""
+    metadata (INJECTIONS) appended, through the same text model. Provenance says what went in.
+    With a cache, each joined text's vector is kept (by the text's hash), so a re-run embeds none."""
     from lookalike.retrieval.encoders import text as text_model
 
     extra = dict(zip(units["unit_id"], injected_text(units, inject)))
     joined = [f"{texts.get(u, '')} {extra.get(u, '')}".strip() for u in image_vectors.ids]
-    data = text_model.embed(joined, device if device != "auto" else "cpu")
+    device = device if device != "auto" else "cpu"
+    data = (text_model.embed_cached(joined, cache, f"minilm-{text_model.model_revision()}|joined-text|{device}",
+                                    device) if cache is not None else text_model.embed(joined, device))
     return Vectors(f"{image_vectors.encoder_id}+{inject}", f"pixels+{inject}", list(image_vectors.ids), data)
 
 
@@ -542,7 +545,7 @@ def run_ablation(units: pd.DataFrame, base_dir: Path, seed: int, cache: Cache | 
         vectors = image_enc.encode_units(us, base_dir, cache)
         if inject:
             texts = systems.ocr_texts(us, base_dir, cache, ocr_engine, workers)
-            vectors = inject_leak(vectors, us, texts, inject, image_enc.device)
+            vectors = inject_leak(vectors, us, texts, inject, image_enc.device, cache)
         return vectors
 
     def bm25_path(us: pd.DataFrame) -> Vectors:

@@ -42,3 +42,19 @@ def embed(texts, device: str = "cpu", batch_size: int = 64, progress: bool = Fal
     vecs = model.encode(list(texts), batch_size=batch_size, normalize_embeddings=True,
                         show_progress_bar=progress, convert_to_numpy=True)
     return np.asarray(vecs, dtype=np.float32).reshape(len(texts), -1)
+
+
+def embed_cached(texts, cache, key_id: str, device: str = "cpu", batch_size: int = 64,
+                 progress: bool = False) -> np.ndarray:
+    """embed, with each text's vector kept in the cache (lookalike.io.cache) under the sha256 of the
+    text and key_id (the model and settings). A warm run reads every vector; the texts not held are
+    embedded together, in the order given."""
+    shas = [hashlib.sha256(str(t).encode("utf-8")).hexdigest() for t in texts]
+    vecs = [cache.get_array(s, key_id) for s in shas]
+    todo = [i for i, v in enumerate(vecs) if v is None]
+    if todo:
+        new = embed([texts[i] for i in todo], device, batch_size, progress)
+        for i, v in zip(todo, new):
+            vecs[i] = v
+            cache.put_array(shas[i], key_id, v)
+    return np.stack(vecs).astype(np.float32) if vecs else np.zeros((0, 384), np.float32)
