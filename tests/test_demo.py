@@ -104,3 +104,18 @@ def test_demo_size_is_about_600(tmp_path):
     c = demo.generate("demo", 7, tmp_path / "corpus")
     assert 560 <= len(c.units) <= 640
     assert len(c.questions) >= 180
+
+
+def test_a_rerun_keeps_page_files_that_hold_the_same_pixels_and_rewrites_a_changed_one(tmp_path):
+    from lookalike.data import demo as demo_module
+
+    out = tmp_path / "corpus"
+    first = demo_module.generate("ci", 0, out)
+    files = sorted((out / "images").glob("*.png"))
+    stamps = {p.name: p.stat().st_mtime_ns for p in files}
+    good = files[0].read_bytes()
+    files[0].write_bytes(b"not a png")                      # a page changed on disk
+    again = demo_module.generate("ci", 0, out)
+    assert again.units.equals(first.units)
+    assert files[0].read_bytes() == good                    # rewritten from the render
+    assert all(p.stat().st_mtime_ns == stamps[p.name] for p in files[1:])   # the rest were not touched

@@ -16,8 +16,11 @@ saying which facts each question asks for (the `reference` judge reads facts and
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -151,8 +154,47 @@ def _period_code(period: str) -> str:
     return f"{fy[2:]}{q.lower()}"  # 'Q2 FY2024' -> '2024q2'
 
 
+@lru_cache(maxsize=64)
 def _font(size: int) -> ImageFont.FreeTypeFont:
     return ImageFont.load_default(size=size)
+
+
+class _WrittenPages:
+    """Writes the demo's page images, skipping a page whose file already holds exactly these pixels.
+
+    A re-run renders every page again (its drawing also gives the page's visible texts), but PNG
+    encoding was half of that time. ``.pixels.json`` beside the images records, per file, the
+    sha256 of the pixels written and the file's size and modification time. A file is written
+    again unless all three still match, so a page changed or replaced on disk is never kept.
+    """
+
+    INDEX = ".pixels.json"
+
+    def __init__(self, folder: Path):
+        self.folder = Path(folder)
+        try:
+            self.held = json.loads((self.folder / self.INDEX).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            self.held = {}
+        self.now: dict[str, dict] = {}
+
+    def save(self, img: Image.Image, path: Path) -> None:
+        digest = hashlib.sha256(img.mode.encode() + repr(img.size).encode() + img.tobytes()).hexdigest()
+        entry = self.held.get(path.name)
+        try:
+            st = path.stat()
+            same = (entry is not None and entry.get("pixels") == digest and entry.get("size") == st.st_size
+                    and entry.get("mtime_ns") == st.st_mtime_ns)
+        except OSError:
+            same = False
+        if not same:
+            img.save(path, format="PNG", optimize=False)
+            st = path.stat()
+        self.now[path.name] = {"pixels": digest, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+    def close(self) -> None:
+        body = json.dumps(dict(sorted({**self.held, **self.now}.items())), indent=0)
+        (self.folder / self.INDEX).write_text(body, encoding="utf-8")
 
 
 def _fmt(metric: str, value: float) -> str:
@@ -706,6 +748,7 @@ def generate(size: str, seed: int, out_dir: Path | str, drawn: dict | None = Non
                               period=period, revision=2, slug=ent.slug))
     by_slug = {e.slug: e for e in ents}
     unit_rows, fact_rows, visible_rows = [], [], []
+    written = _WrittenPages(img_dir)
     for page in pages:
         page["unit_id"] = f"{page['doc_id']}:{page['page']}"
         ent = by_slug[page["slug"]]
@@ -718,13 +761,14 @@ def generate(size: str, seed: int, out_dir: Path | str, drawn: dict | None = Non
         if drawn is not None:
             drawn[page["unit_id"]] = texts
         rel = Path(out_dir.name) / "images" / f"{page['doc_id']}_p{page['page']:02d}.png"
-        img.save(out_dir.parent / rel, format="PNG", optimize=False)
+        written.save(img, out_dir.parent / rel)
         caps = _captions(page, ent, page_rng)
         unit_rows.append(dict(unit_id=page["unit_id"], doc_id=page["doc_id"], page=page["page"],
                               image_path=rel.as_posix(), template_id=page["template_id"], entity=page["entity"],
                               metric=page["metric"], period=page["period"], revision=page["revision"],
                               content_type=CONTENT_TYPE[page["template_id"]], entity_kind=ent.kind, **caps))
         fact_rows.extend(facts)
+    written.close()
     units = pd.DataFrame(unit_rows)[UNIT_COLUMNS]
     facts = pd.DataFrame(fact_rows, columns=FACT_COLUMNS)
     questions, answer_key = _questions(units, by_slug, ents, book, spec["questions"], rng)
