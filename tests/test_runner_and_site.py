@@ -184,3 +184,24 @@ def test_written_html_carries_no_warning_and_no_machine_path(ci_run):
     for path in [ci_run / "index.html", ci_run / "summary.html", ci_run / "browse" / "index.html",
                  *sorted((ci_run / "html").glob("*.html"))]:
         assert _dirty(path.read_text(encoding="utf-8")) == [], path.name
+
+
+def test_a_failing_stage_keeps_its_partial_notebook_with_the_error(tmp_path, monkeypatch):
+    # the runner writes a stage notebook once, at the end, not after every cell: a failure must
+    # still leave the cells that ran and the error in the kept notebook
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell("run_dir = ''", metadata={"tags": ["parameters"]}),
+                nbformat.v4.new_code_cell("print('first cell ran')"),
+                nbformat.v4.new_code_cell("raise ValueError('a planted failure')"),
+                nbformat.v4.new_code_cell("print('never')")]
+    (tmp_path / "src").mkdir()
+    nbformat.write(nb, tmp_path / "src" / "99_boom.ipynb")
+    monkeypatch.setattr(run, "NOTEBOOK_DIR", tmp_path / "src")
+    nb_dir = tmp_path / "out" / "notebooks"
+    nb_dir.mkdir(parents=True)
+    with pytest.raises(run.StageFailed, match="a planted failure") as failed:
+        run._run_stages(["99_boom"], {"99_boom": {"run_dir": str(tmp_path / "out")}}, {"run": "t"}, nb_dir,
+                        tmp_path / "out", lambda *_: None)
+    kept = failed.value.notebook.read_text(encoding="utf-8")
+    assert "first cell ran" in kept and "a planted failure" in kept and "never\\n" not in kept

@@ -115,8 +115,11 @@ def _run_stages(stages: list[str], plan: dict, merged: dict, nb_dir: Path, run_d
         log(f"[lookalike] {merged['run']}: stage {stage} ...")
         t0 = time.perf_counter()
         try:
+            # the notebook is written once, when it ends (or fails): saving it after every cell, as
+            # papermill does by default, rewrote the growing notebook dozens of times per stage
             pm.execute_notebook(str(NOTEBOOK_DIR / f"{stage}.ipynb"), str(out_nb), parameters=plan[stage],
-                                cwd=str(nb_dir), kernel_name="python3", progress_bar=False, log_output=False)
+                                cwd=str(nb_dir), kernel_name="python3", progress_bar=False, log_output=False,
+                                request_save_on_cell_execute=False, autosave_cell_every=0)
         except pm.PapermillExecutionError as exc:
             raise StageFailed(stage, out_nb, f"{exc.ename}: {exc.evalue}") from None
         timings[stage] = time.perf_counter() - t0
