@@ -147,8 +147,19 @@ def _colpali(**kw):
     return ColPaliEncoder(**kw)
 
 
+def _endpoint(**kw):
+    from lookalike.retrieval.encoders.endpoint import EndpointEncoder
+
+    return EndpointEncoder(**kw)
+
+
+# the lazy constructors (their modules import heavy packages) declare what their encoders read,
+# as the classes do: systems.declared_provenance asks every registry entry
+_colpali.provenance = _endpoint.provenance = "pixels"
+_colpali.kind, _endpoint.kind = "multi", "single"
+
 ENCODERS = {"ocr-minilm": OcrMiniLM, "ocr-bm25": OcrBM25, "caption-minilm": CaptionMiniLM,
-            "appearance": Appearance, "colpali": _colpali}
+            "appearance": Appearance, "colpali": _colpali, "endpoint": _endpoint}
 
 
 def make_encoder(name: str, **settings) -> Encoder:

@@ -1,0 +1,219 @@
+"""A hosted embedding model as an encoder: an OpenAI-compatible ``/v1/embeddings`` endpoint.
+
+Texts go in batches as ``{"model": ..., "input": [text, ...], "encoding_format": "float"}``. A
+page image goes one per request, as the chat-style embedding request that multimodal servers such
+as vLLM take: ``{"model": ..., "messages": [{"role": "user", "content": [{"type": "image_url",
+"image_url": {"url": "data:image/png;base64,..."}}, {"type": "text", "text": image_prompt}]}]}``.
+A server that embeds text only serves the query and caption side; pages then need another encoder.
+
+* Retries with exponential backoff (``Retry-After`` honoured) on a network error, a timeout, HTTP
+  429 or 5xx. Any other HTTP error, or a reply that is not the expected JSON, is not retried: a
+  batch that fails that way is split and its items sent one by one. The item that still fails is
+  reported in ``Vectors.stats["failed"]`` (its id and the server's reason) and left out of the
+  vectors; the rest of the batch is kept.
+* Each vector is cached (lookalike.io.cache) under the sha256 of the content -- the text, or the
+  image file's bytes -- and the encoder id (endpoint URL and model, dimensions, image prompt), so a
+  re-run sends nothing it already has. After every retry with no reply the pass stops
+  (EndpointUnavailable): a server that is down is not a page that failed.
+* The API key is read from the environment variable named by ``api_key_env`` when a request is
+  made. It is never written: not in the encoder id, the cache, the vectors or an error message.
+
+Tested here only against a local HTTP server that a test starts, not against a real model server
+(none can be reached from this machine).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import mimetypes
+import os
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from lookalike.data.schema import resolve_image
+from lookalike.io.cache import Cache, image_sha256
+from lookalike.retrieval.encoders.base import EncodeError, Encoder, Vectors
+
+
+class EndpointError(EncodeError):
+    """The embedding endpoint refused or garbled a request; the message names the item and why."""
+
+
+class EndpointUnavailable(EndpointError):
+    """No reply after every retry: the server is down or unreachable (the whole pass stops)."""
+
+
+class _Transient(Exception):
+    """Worth retrying: network trouble, a timeout, 429 or 5xx."""
+
+    def __init__(self, reason: str, wait: float | None = None):
+        super().__init__(reason)
+        self.wait = wait
+
+
+def data_url(path: Path) -> str:
+    mime = mimetypes.guess_type(str(path))[0] or "image/png"
+    return f"data:{mime};base64,{base64.b64encode(Path(path).read_bytes()).decode('ascii')}"
+
+
+class EndpointEncoder(Encoder):
+    """Units and queries through an OpenAI-compatible embeddings endpoint (single vectors)."""
+
+    name, provenance, kind = "endpoint", "pixels", "single"
+
+    def __init__(self, url: str = "", model: str = "", api_key_env: str = "LOOKALIKE_EMBEDDINGS_API_KEY",
+                 dimensions: int = 0, image_prompt: str = "", timeout_s: float = 60.0, retries: int = 4,
+                 backoff_s: float = 1.0, **kw):
+        if not url or not model:
+            raise EncodeError("the endpoint encoder needs a url (the server's base, e.g. http://host:8000/v1) "
+                              "and a model name")
+        kw.pop("device", None)                        # the model runs on the server
+        super().__init__(device="cpu", url=url, model=model, dimensions=int(dimensions), image_prompt=image_prompt,
+                         **kw)
+        base = url.rstrip("/")
+        self.url = base if base.endswith("/embeddings") else base + "/embeddings"
+        self.model, self.api_key_env, self.dimensions = model, api_key_env, int(dimensions)
+        self.image_prompt = image_prompt
+        self.timeout_s, self.retries, self.backoff_s = float(timeout_s), int(retries), float(backoff_s)
+        self.revision = "openai-embeddings-1"
+        self.requests = 0
+
+    # ------------------------------------------------------------------ HTTP
+
+    def _post(self, payload: dict) -> dict:
+        headers = {"Content-Type": "application/json"}
+        key = os.environ.get(self.api_key_env, "") if self.api_key_env else ""
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        req = urllib.request.Request(self.url, data=json.dumps(payload).encode("utf-8"), headers=headers,
+                                     method="POST")
+        self.requests += 1
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
+                body = resp.read()
+        except urllib.error.HTTPError as exc:
+            detail = exc.read()[:300].decode("utf-8", errors="replace")
+            if exc.code == 429 or exc.code >= 500:
+                retry_after = exc.headers.get("Retry-After") if exc.headers else None
+                wait = float(retry_after) if retry_after and retry_after.replace(".", "", 1).isdigit() else None
+                raise _Transient(f"HTTP {exc.code}: {detail}", wait) from None
+            raise EndpointError(f"{self.url}: HTTP {exc.code}: {detail}") from None
+        except (urllib.error.URLError, TimeoutError, OSError) as exc:
+            raise _Transient(f"{type(exc).__name__}: {exc}") from None
+        try:
+            return json.loads(body.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            raise EndpointError(f"{self.url}: the reply is not JSON: {body[:120]!r}") from None
+
+    def _request(self, payload: dict) -> dict:
+        last = ""
+        for attempt in range(self.retries + 1):
+            try:
+                return self._post(payload)
+            except _Transient as exc:
+                last = str(exc)
+                if attempt < self.retries:
+                    time.sleep(exc.wait if exc.wait is not None else self.backoff_s * 2 ** attempt)
+        raise EndpointUnavailable(f"{self.url}: no reply after {self.retries + 1} attempts: {last}")
+
+    def _vectors(self, reply: dict, n: int) -> list[np.ndarray]:
+        data = reply.get("data") if isinstance(reply, dict) else None
+        if not isinstance(data, list) or len(data) != n:
+            got = len(data) if isinstance(data, list) else type(data).__name__
+            raise EndpointError(f"{self.url}: expected 'data' with {n} embeddings, got {got}")
+        out: list[np.ndarray | None] = [None] * n
+        for pos, item in enumerate(data):
+            index = item.get("index", pos) if isinstance(item, dict) else pos
+            emb = item.get("embedding") if isinstance(item, dict) else None
+            if not isinstance(index, int) or not 0 <= index < n or not isinstance(emb, list) or not emb:
+                raise EndpointError(f"{self.url}: embedding {pos} of the reply is malformed")
+            try:
+                vec = np.asarray(emb, dtype=np.float32)
+            except (TypeError, ValueError):
+                raise EndpointError(f"{self.url}: embedding {pos} of the reply holds non-numbers") from None
+            if vec.ndim != 1 or not np.isfinite(vec).all():
+                raise EndpointError(f"{self.url}: embedding {pos} of the reply is not a finite vector")
+            out[index] = vec
+        if any(v is None for v in out):
+            raise EndpointError(f"{self.url}: the reply's indexes do not cover the {n} inputs")
+        return out  # type: ignore[return-value]
+
+    def _payload(self, **fields) -> dict:
+        payload = {"model": self.model, "encoding_format": "float", **fields}
+        if self.dimensions:
+            payload["dimensions"] = self.dimensions
+        return payload
+
+    def _embed_texts(self, texts: list[str]) -> list[np.ndarray | str]:
+        """One vector per text, or the reason it failed (a batch that fails is split to find its item)."""
+        try:
+            return self._vectors(self._request(self._payload(input=texts)), len(texts))
+        except EndpointUnavailable:
+            raise
+        except EndpointError as exc:
+            if len(texts) == 1:
+                return [str(exc)]
+            half = len(texts) // 2
+            return self._embed_texts(texts[:half]) + self._embed_texts(texts[half:])
+
+    def _embed_image(self, path: Path) -> np.ndarray | str:
+        content = [{"type": "image_url", "image_url": {"url": data_url(path)}}]
+        if self.image_prompt:
+            content.append({"type": "text", "text": self.image_prompt})
+        try:
+            return self._vectors(self._request(self._payload(messages=[{"role": "user", "content": content}])), 1)[0]
+        except EndpointUnavailable:
+            raise
+        except EndpointError as exc:
+            return str(exc)
+
+    # ------------------------------------------------------------------ encoder
+
+    def _cached(self, ids: Sequence[str], keys: Sequence[str], compute, cache: Cache, provenance: str,
+                what: str) -> Vectors:
+        t0 = time.perf_counter()
+        held = [cache.get_array(k, self.id) for k in keys]
+        todo = [i for i, v in enumerate(held) if v is None]
+        failed: list[tuple[str, str]] = []
+        for start in range(0, len(todo), self.batch_size):
+            chunk = todo[start:start + self.batch_size]
+            for i, got in zip(chunk, compute(chunk)):
+                if isinstance(got, str):
+                    failed.append((ids[i], got))
+                else:
+                    held[i] = got
+                    cache.put_array(keys[i], self.id, got)
+        keep = [i for i, v in enumerate(held) if v is not None]
+        dims = {held[i].shape[0] for i in keep}
+        if len(dims) > 1:
+            raise EndpointError(f"{self.url}: the endpoint returned vectors of different sizes {sorted(dims)} "
+                                f"for one model")
+        data = np.stack([held[i] for i in keep]) if keep else np.zeros((0, 0), np.float32)
+        stats = {"computed": len(todo) - len(failed), "cached": len(keys) - len(todo), "requests": self.requests,
+                 "failed": failed, "seconds": round(time.perf_counter() - t0, 2), "what": what}
+        return Vectors(self.id, provenance, [ids[i] for i in keep], data, "single", stats)
+
+    def encode_units(self, units: pd.DataFrame, base_dir: Path, cache: Cache | None = None) -> Vectors:
+        cache = cache or Cache()
+        paths = [resolve_image(p, base_dir) for p in units["image_path"]]
+        keys = [image_sha256(str(p)) for p in paths]
+        return self._cached(list(units["unit_id"]), keys, lambda chunk: [self._embed_image(paths[i]) for i in chunk],
+                            cache, self.provenance, "page images")
+
+    def encode_texts(self, texts: Sequence[str], ids: Sequence[str], provenance: str,
+                     cache: Cache | None = None) -> Vectors:
+        texts = [str(t) for t in texts]
+        keys = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts]
+        return self._cached(list(ids), keys, lambda chunk: self._embed_texts([texts[i] for i in chunk]),
+                            cache or Cache(), provenance, "texts")
+
+    def encode_queries(self, texts: Sequence[str], ids: Sequence[str]) -> Vectors:
+        return self.encode_texts(texts, ids, "query-text", Cache())

@@ -1,0 +1,146 @@
+"""The OpenAI-compatible embeddings encoder against a local HTTP server the test starts
+(no real model server can be reached from here)."""
+
+import hashlib
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from lookalike.io.cache import Cache
+from lookalike.retrieval import encoders as E
+from lookalike.retrieval import systems
+from lookalike.retrieval.encoders.endpoint import EndpointUnavailable
+
+from conftest import make_png
+
+
+def _vector(text: str) -> list[float]:
+    digest = hashlib.sha256(text.encode("utf-8")).digest()
+    return [b / 255.0 for b in digest[:8]]
+
+
+class FakeServer:
+    """POST /v1/embeddings. mode: ok | malformed | slow-first | bad-item | down."""
+
+    def __init__(self, mode="ok", delay=0.0):
+        self.mode, self.delay, self.calls, self.headers = mode, delay, [], []
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                fake.calls.append(body)
+                fake.headers.append(dict(self.headers))
+                if fake.mode == "slow-first" and len(fake.calls) == 1:
+                    time.sleep(fake.delay)
+                if fake.mode == "down":
+                    return self._send(503, {"error": "overloaded"})
+                if fake.mode == "malformed":
+                    return self._send(200, {"data": "not a list"})
+                if "messages" in body:
+                    url = body["messages"][0]["content"][0]["image_url"]["url"]
+                    return self._send(200, {"data": [{"index": 0, "embedding": _vector(url[-40:])}]})
+                inputs = body["input"]
+                if fake.mode == "bad-item" and "BAD" in inputs:
+                    return self._send(400, {"error": "input 'BAD' is not allowed"})
+                return self._send(200, {"data": [{"index": i, "embedding": _vector(t)} for i, t in enumerate(inputs)]})
+
+            def _send(self, code, payload):
+                data = json.dumps(payload).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _encoder(server, **kw):
+    return E.make_encoder("endpoint", url=server.url, model="toy-embed", backoff_s=0.01, **kw)
+
+
+def test_texts_are_batched_cached_and_the_key_is_sent_but_never_kept(tmp_path, monkeypatch):
+    monkeypatch.setenv("TOY_KEY", "sk-secret-123")
+    cache = Cache(tmp_path / "cache")
+    with FakeServer() as server:
+        enc = _encoder(server, api_key_env="TOY_KEY", batch_size=2)
+        v = enc.encode_texts(["alpha", "beta", "gamma"], ["a", "b", "c"], "caption-text", cache)
+        assert v.ids == ["a", "b", "c"] and np.allclose(v.data[1], _vector("beta"))
+        assert [c["input"] for c in server.calls] == [["alpha", "beta"], ["gamma"]]
+        assert all(h["Authorization"] == "Bearer sk-secret-123" for h in server.headers)
+        again = _encoder(server, api_key_env="TOY_KEY").encode_texts(["gamma", "alpha"], ["c", "a"], "caption-text",
+                                                                     cache)
+        assert len(server.calls) == 2 and again.stats["cached"] == 2       # nothing sent twice
+    stored = b"".join(p.read_bytes() for p in (tmp_path / "cache").rglob("*") if p.is_file())
+    assert b"sk-secret-123" not in stored and "sk-secret-123" not in enc.id
+
+
+def test_page_images_go_one_per_request_as_data_urls(tmp_path):
+    make_png(tmp_path / "p1.png", color=(200, 30, 30))
+    make_png(tmp_path / "p2.png", color=(30, 30, 200))
+    units = pd.DataFrame({"unit_id": ["u1", "u2"], "image_path": ["p1.png", "p2.png"]})
+    with FakeServer() as server:
+        v = _encoder(server, image_prompt="Represent this page.").encode_units(units, tmp_path, Cache(tmp_path / "c"))
+    assert v.ids == ["u1", "u2"] and v.provenance == "pixels" and v.data.shape == (2, 8)
+    assert len(server.calls) == 2 and not np.allclose(v.data[0], v.data[1])
+    first = server.calls[0]["messages"][0]["content"]
+    assert first[0]["image_url"]["url"].startswith("data:image/png;base64,") and first[1]["text"] == "Represent this page."
+
+
+def test_a_malformed_reply_is_reported_per_item_and_nothing_is_invented(tmp_path):
+    with FakeServer("malformed") as server:
+        v = _encoder(server).encode_texts(["one", "two"], ["q1", "q2"], "query-text", Cache(tmp_path))
+    assert v.ids == [] and [f[0] for f in v.stats["failed"]] == ["q1", "q2"]
+    assert "expected 'data' with 1 embeddings" in v.stats["failed"][0][1]
+
+
+def test_a_timeout_is_retried_and_then_succeeds(tmp_path):
+    with FakeServer("slow-first", delay=1.5) as server:
+        v = _encoder(server, timeout_s=0.5).encode_texts(["late"], ["q"], "query-text", Cache(tmp_path))
+    assert v.ids == ["q"] and len(server.calls) >= 2
+
+
+def test_one_failing_item_in_a_batch_is_isolated_and_the_rest_kept(tmp_path):
+    with FakeServer("bad-item") as server:
+        v = _encoder(server, batch_size=8).encode_texts(["ok one", "BAD", "ok two", "ok three"],
+                                                        ["a", "b", "c", "d"], "caption-text", Cache(tmp_path))
+    assert v.ids == ["a", "c", "d"] and np.allclose(v.data[2], _vector("ok three"))
+    assert v.stats["failed"][0][0] == "b" and "HTTP 400" in v.stats["failed"][0][1]
+
+
+def test_a_server_that_stays_down_stops_the_pass_with_the_url_and_the_attempts(tmp_path):
+    with FakeServer("down") as server:
+        with pytest.raises(EndpointUnavailable, match=r"no reply after 3 attempts: HTTP 503"):
+            _encoder(server, retries=2).encode_texts(["x"], ["q"], "query-text", Cache(tmp_path))
+        assert len(server.calls) == 3
+
+
+def test_the_endpoint_encoder_needs_a_url_and_a_model():
+    with pytest.raises(E.EncodeError, match="needs a url"):
+        E.make_encoder("endpoint")
+
+
+def test_every_registry_entry_declares_what_it_reads():
+    # the lazy entries (colpali, endpoint) used to be plain functions without a provenance, so
+    # indexing a colpali system raised AttributeError in systems.declared_provenance
+    for name in E.ENCODERS:
+        assert systems.declared_provenance(name) in ("pixels", "caption-text")
