@@ -83,13 +83,19 @@ def test_hard_candidates_hold_every_look_alike_of_the_gold(ci_demo):
 
 # ----------------------------------------------------------------------------- judge door
 
-def test_judge_door_sees_a_judge_that_metadata_moves():
+def _door_case():
+    """Two pooled pairs of one question: a:1's file name and caption name the asked entity and metric."""
     units = pd.DataFrame({"unit_id": ["a:1", "b:1"], "filename": ["halvorsen_energy_revenue.png", "IMG_1.png"],
                           "caption": ["Halvorsen Energy operating income", ""], "entity": ["Halvorsen Energy", "X"],
                           "metric": ["operating_income", "revenue"]})
     questions = pd.DataFrame({"query_id": ["q1"], "text": ["What was Halvorsen Energy's operating income?"],
                               "answer": ["$9M"]})
     pairs = pd.DataFrame({"query_id": ["q1", "q1"], "unit_id": ["a:1", "b:1"]})
+    return units, questions, pairs
+
+
+def test_judge_door_sees_a_judge_that_metadata_moves():
+    units, questions, pairs = _door_case()
     view = lambda ids: {"unit_id": ids[0], "unit_ids": ids, "text": "Risk factors"}  # noqa: E731
     judge = J.AnswerStringJudge.from_resources(units=units)
     per_pair, summary = JD.judge_door(judge, pairs, questions, view, units)
@@ -100,12 +106,7 @@ def test_judge_door_sees_a_judge_that_metadata_moves():
 
 
 def test_judge_door_reuses_blind_labels_it_is_given_and_refuses_labels_of_other_pairs():
-    units = pd.DataFrame({"unit_id": ["a:1", "b:1"], "filename": ["halvorsen_energy_revenue.png", "IMG_1.png"],
-                          "caption": ["Halvorsen Energy operating income", ""], "entity": ["Halvorsen Energy", "X"],
-                          "metric": ["operating_income", "revenue"]})
-    questions = pd.DataFrame({"query_id": ["q1"], "text": ["What was Halvorsen Energy's operating income?"],
-                              "answer": ["$9M"]})
-    pairs = pd.DataFrame({"query_id": ["q1", "q1"], "unit_id": ["a:1", "b:1"]})
+    units, questions, pairs = _door_case()
     view = J.unit_viewer(units.assign(image_path=["a.png", "b.png"]), {"a:1": "Risk factors", "b:1": ""})
     judge = J.AnswerStringJudge.from_resources(units=units)
     blind = J.label_pairs(judge, pairs, questions, view)
