@@ -144,3 +144,23 @@ def test_every_registry_entry_declares_what_it_reads():
     # indexing a colpali system raised AttributeError in systems.declared_provenance
     for name in E.ENCODERS:
         assert systems.declared_provenance(name) in ("pixels", "caption-text")
+
+
+def test_an_endpoint_system_is_built_from_run_parameters_and_ranks_queries(tmp_path):
+    make_png(tmp_path / "p1.png", color=(200, 30, 30))
+    make_png(tmp_path / "p2.png", color=(30, 30, 200))
+    units = pd.DataFrame({"unit_id": ["u1", "u2"], "image_path": ["p1.png", "p2.png"]})
+    questions = pd.DataFrame({"query_id": ["q1"], "text": ["which page is blue?"]})
+    with FakeServer() as server:
+        params = {"encode.ocr_engine": "", "encode.device": "auto", "encode.batch_size": 8, "encode.workers": 1,
+                  "encode.colpali_model": "", "encode.colpali_family": "", "encode.endpoint_url": server.url,
+                  "encode.endpoint_model": "toy-embed", "encode.endpoint_api_key_env": "NO_SUCH_KEY",
+                  "encode.endpoint_dimensions": 0, "encode.endpoint_image_prompt": ""}
+        settings = systems.run_settings(params.get)
+        unit_vectors, table = systems.encode_units(units, tmp_path, ["endpoint"], Cache(tmp_path / "c"), **settings)
+        query_vectors = systems.encode_queries(questions, ["endpoint"], run_dir=tmp_path, **settings)
+    assert table["encoder_id"].iloc[0].startswith("endpoint@") and server.url in table["encoder_id"].iloc[0]
+    runs = systems.build_runs(unit_vectors, query_vectors, depth=10)
+    assert sorted(runs["endpoint"]["unit_id"]) == ["u1", "u2"]
+    unit_vectors["endpoint"].save(tmp_path / "vectors", "endpoint")
+    assert systems.base_systems(tmp_path, ["ocr-bm25", "endpoint", "appearance"]) == ["endpoint"]

@@ -32,13 +32,34 @@ PIXEL_SYSTEMS = ("ocr-minilm", "ocr-bm25", "pixels-rrf", "colpali")
 
 
 def encoder_settings(name: str, ocr_engine: str, device: str, batch_size: int, workers: int,
-                     colpali_model: str = "", colpali_family: str = "") -> dict:
+                     colpali_model: str = "", colpali_family: str = "", endpoint: dict | None = None) -> dict:
     settings: dict = {"device": device, "batch_size": batch_size}
     if name in ("ocr-minilm", "ocr-bm25"):
         settings.update(ocr_engine=ocr_engine, workers=workers)
     if name == "colpali":
         settings.update(model=colpali_model, family=colpali_family)
+    if name == "endpoint":
+        settings.update(endpoint or {})
     return settings
+
+
+def run_settings(get, device: str | None = None, batch_size: int | None = None) -> dict:
+    """Every encoder's settings from a run's parameters (get: StageContext.get), so each stage
+    builds its encoders (and their ids, the cache keys) the same way. device / batch_size: a
+    stage's own choice instead of encode.device / encode.batch_size."""
+    return dict(ocr_engine=get("encode.ocr_engine"), device=device or get("encode.device"),
+                batch_size=batch_size or get("encode.batch_size"), workers=get("encode.workers"),
+                colpali_model=get("encode.colpali_model"), colpali_family=get("encode.colpali_family"),
+                endpoint={"url": get("encode.endpoint_url"), "model": get("encode.endpoint_model"),
+                          "api_key_env": get("encode.endpoint_api_key_env"),
+                          "dimensions": get("encode.endpoint_dimensions"),
+                          "image_prompt": get("encode.endpoint_image_prompt")})
+
+
+def base_systems(run_dir: Path, encoders: Sequence[str]) -> list[str]:
+    """The run's encoded retrieval systems, in encode.encoders order: every encoder stage 02 wrote
+    vectors for, except appearance (it has no text side, so it answers no query)."""
+    return [n for n in encoders if n != "appearance" and (Path(run_dir) / "vectors" / f"{n}.npz").is_file()]
 
 
 def encode_units(units: pd.DataFrame, base_dir: Path, names: Sequence[str], cache: Cache, **kw) -> tuple[dict, pd.DataFrame]:

@@ -24,13 +24,8 @@ TITLE = 'Encoders and systems'
 def run(ctx: StageContext) -> StageResult:
     seed = ctx.get('seed')
     encode_encoders = ctx.get('encode.encoders')
-    encode_ocr_engine = ctx.get('encode.ocr_engine')
     encode_device = ctx.get('encode.device')
-    encode_batch_size = ctx.get('encode.batch_size')
-    encode_workers = ctx.get('encode.workers')
     encode_cache_dir = ctx.get('encode.cache_dir')
-    encode_colpali_model = ctx.get('encode.colpali_model')
-    encode_colpali_family = ctx.get('encode.colpali_family')
     retrieve_depth = ctx.get('retrieve.depth')
     retrieve_rrf_k = ctx.get('retrieve.rrf_k')
     retrieve_memory_budget_mb = ctx.get('retrieve.memory_budget_mb')
@@ -42,8 +37,7 @@ def run(ctx: StageContext) -> StageResult:
     units = ctx.units()
     questions = ctx.table("questions")
     cache = Cache(encode_cache_dir or None)
-    settings = dict(ocr_engine=encode_ocr_engine, device=encode_device, batch_size=encode_batch_size,
-                    workers=encode_workers, colpali_model=encode_colpali_model, colpali_family=encode_colpali_family)
+    settings = systems.run_settings(ctx.get)
 
     res.section("device")
     device, dtype = resolve_device(encode_device)
@@ -55,6 +49,10 @@ def run(ctx: StageContext) -> StageResult:
     unit_vectors, encode_table = systems.encode_units(units, RUN, encode_encoders, cache, **settings)
     res.show["encode"] = encode_table.drop(columns=["seconds", "units_per_s", "cache_hits", "cache_misses"])
     res.timings["02_encode"] = encode_table[["encoder", "units", "cache_hits", "cache_misses", "seconds", "units_per_s"]]
+
+    for name, vecs in unit_vectors.items():
+        for unit_id, reason in vecs.stats.get("failed", []):      # reported and skipped, never dropped silently
+            res.say(f"{name}: unit {unit_id} could not be encoded and is left out of its index: {reason}")
 
     res.section("provenance")
     res.say(encode_table[["encoder", "provenance", "kind", "shape"]].to_string(index=False))

@@ -65,9 +65,9 @@ def run(ctx: StageContext) -> StageResult:
           + ("the demo's answer key (reference)" if adjudicator_name == "reference" else adjudicator_name))
 
     res.section("systems")
-    names = [n for n in ("ocr-minilm", "ocr-bm25", "caption-minilm") if (RUN / "vectors" / f"{n}.npz").is_file()]
+    names = systems.base_systems(RUN, ctx.get("encode.encoders"))
     unit_vectors = {n: Vectors.load(RUN / "vectors" / f"{n}.npz") for n in names}
-    settings = dict(ocr_engine=encode_ocr_engine, device="auto", batch_size=32, workers=encode_workers, run_dir=RUN)
+    settings = dict(systems.run_settings(ctx.get, device="auto", batch_size=32), run_dir=RUN)
     query_vectors = systems.encode_queries(validated, names, **settings) if len(validated) else {}
     runs = systems.build_runs(unit_vectors, query_vectors, retrieve_depth, retrieve_rrf_k) if len(validated) else {}
     if len(runs) >= 3 and "caption-minilm" in runs:

@@ -31,8 +31,6 @@ PLANNER_COLUMNS = ["measure", "system", "minus", "n", "difference", "se", "resol
 
 def run(ctx: StageContext) -> StageResult:
     seed = ctx.get('seed')
-    encode_ocr_engine = ctx.get('encode.ocr_engine')
-    encode_workers = ctx.get('encode.workers')
     retrieve_depth = ctx.get('retrieve.depth')
     retrieve_rrf_k = ctx.get('retrieve.rrf_k')
     res = StageResult('07_metric_tables', TITLE, ctx.run_dir)
@@ -49,7 +47,7 @@ def run(ctx: StageContext) -> StageResult:
     # intervals resample clusters of questions (stats.cluster: by default each question's gold document)
     clusters = ctx.clusters(dict(zip(questions["query_id"], questions["evidence_unit_ids"]))
                             | dict(zip(validated["query_id"], validated["evidence_unit_ids"])))
-    BASE = [n for n in ("ocr-minilm", "ocr-bm25", "caption-minilm") if (RUN / "vectors" / f"{n}.npz").is_file()]
+    BASE = systems.base_systems(RUN, ctx.get("encode.encoders"))
     FUSIONS = {"pixels-rrf": ["ocr-minilm", "ocr-bm25"], "hybrid-rrf": BASE}
     FUSIONS = {k: v for k, v in FUSIONS.items() if len(v) >= 2 and set(v) <= set(BASE)}
     unit_vectors = {n: Vectors.load(RUN / "vectors" / f"{n}.npz") for n in BASE}
@@ -57,7 +55,7 @@ def run(ctx: StageContext) -> StageResult:
     EXTERNAL = ({n: trec.read_run(RUN / "runs" / f"{n}.run")[0]
                  for n in sorted(sys_table.loc[sys_table["provenance"] == "external", "system"])}
                 if "provenance" in sys_table.columns else {})
-    settings = dict(ocr_engine=encode_ocr_engine, device="auto", batch_size=32, workers=encode_workers, run_dir=RUN)
+    settings = dict(systems.run_settings(ctx.get, device="auto", batch_size=32), run_dir=RUN)
 
 
     scorer = S.CandidateSystems(units, unit_vectors, FUSIONS, EXTERNAL, settings, retrieve_rrf_k, retrieve_depth, seed)

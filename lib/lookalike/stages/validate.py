@@ -167,7 +167,7 @@ def run(ctx: StageContext) -> StageResult:
 
     res.section("top1")
     single = validated[(validated["evidence_structure"] == "page-single")].reset_index(drop=True)
-    settings = dict(ocr_engine=encode_ocr_engine, device="auto", batch_size=32, workers=encode_workers, run_dir=RUN)
+    settings = dict(systems.run_settings(ctx.get, device="auto", batch_size=32), run_dir=RUN)
     names = [n for n in ("ocr-minilm", "ocr-bm25") if (RUN / "vectors" / f"{n}.npz").is_file()]
     unit_vectors = {n: Vectors.load(RUN / "vectors" / f"{n}.npz") for n in names}
     top1_rows = []
