@@ -60,17 +60,6 @@ def canonical_topk(scores: np.ndarray, k: int) -> np.ndarray:
     return np.stack([np.lexsort((-np.arange(n), -row))[:k] for row in scores])
 
 
-def pruned_topk(result, k: int) -> tuple[np.ndarray, np.ndarray]:
-    idx, sc = [], []
-    for ids, scores in zip(result.idx, result.scores):
-        keep = ids >= 0
-        ids, scores = ids[keep], scores[keep]
-        order = np.lexsort((-ids, -scores))[:k]
-        idx.append(ids[order])
-        sc.append(scores[order])
-    return np.stack(idx), np.stack(sc)
-
-
 def matmul_peak(repeat: int = 5) -> float:
     """The best float32 matmul rate over a few shapes like MaxSim's (k = 128), in GFLOP/s: a lower
     bound on the machine's peak (a share above 100% means the peak was missed, not exceeded)."""
@@ -124,7 +113,7 @@ def main(argv=None) -> int:
     exact_top = canonical_topk(exact, k)
     balls, t_build = timed(lambda: page_balls(ps_np, args.clusters), 1)
     result, t_search = timed(lambda: maxsim_topk(qs_np, ps_np, k, balls), args.repeat)
-    top, top_scores = pruned_topk(result, k)
+    top, top_scores = result.ranked(k)
 
     identical = bool(np.array_equal(top, exact_top))
     diff = float(np.abs(top_scores - np.take_along_axis(exact, exact_top, 1)).max()) if identical else float("inf")

@@ -22,16 +22,6 @@ def _exact_topk(scores, k):
     return idx, np.take_along_axis(scores, idx, 1)
 
 
-def _pruned_topk(result, k):
-    idx, sc = [], []
-    for ids, s in zip(result.idx, result.scores):
-        keep = ids >= 0
-        order = np.lexsort((-ids[keep], -s[keep]))[:k]
-        idx.append(ids[keep][order])
-        sc.append(s[keep][order])
-    return np.stack(idx), np.stack(sc)
-
-
 def _with_ties(rng, n_pages, dim, lengths=(3, 40)):
     """Random pages of varied length, some exact copies (ties), one empty page, unnormalised."""
     pages = []
@@ -55,7 +45,7 @@ def test_pruned_topk_equals_exact_maxsim_with_ties_and_ragged_pages(seed, k):
     queries.append(pages[3][:2].copy())                          # a query that is part of a page
     exact = maxsim(queries, pages)
     result = maxsim_topk(queries, pages, k, page_balls(pages, clusters=4))
-    idx, sc = _pruned_topk(result, k)
+    idx, sc = result.ranked(k)
     ref_idx, ref_sc = _exact_topk(exact, k)
     assert np.array_equal(idx, ref_idx)
     assert np.abs(sc - ref_sc).max() <= 1e-5
@@ -87,7 +77,7 @@ def test_pruning_skips_most_pages_on_structured_pages_and_none_are_lost():
                                            words_per_page=12)
     result = maxsim_topk(queries, pages, 5, page_balls(pages, clusters=24))
     assert result.share_pruned > 0.5
-    idx, sc = _pruned_topk(result, 5)
+    idx, sc = result.ranked(5)
     ref_idx, ref_sc = _exact_topk(maxsim(queries, pages), 5)
     assert np.array_equal(idx, ref_idx) and np.abs(sc - ref_sc).max() <= 1e-5
 
@@ -96,7 +86,7 @@ def test_when_bounds_separate_nothing_every_page_is_scored_and_the_answer_is_sti
     queries, pages, _ = corpora.uniform(200, 6, page_tokens=48, query_tokens=8, dim=32, seed=2)
     result = maxsim_topk(queries, pages, 10, page_balls(pages, clusters=4))
     assert result.stats["query_blocks_scored_in_full"] == 1 and result.share_pruned == 0.0
-    idx, _ = _pruned_topk(result, 10)
+    idx, _ = result.ranked(10)
     assert np.array_equal(idx, _exact_topk(maxsim(queries, pages), 10)[0])
 
 

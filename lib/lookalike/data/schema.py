@@ -137,3 +137,18 @@ def fingerprint(units: pd.DataFrame, base_dir: Path) -> str:
         h.update(rec.unit_id.encode("utf-8") + b"\0")
         h.update(resolve_image(rec.image_path, base_dir).read_bytes())
     return h.hexdigest()
+
+
+def image_data_url(path: Path | str) -> str:
+    """An image file as a data URL, its MIME type read from the file's content (not its name):
+    what the OpenAI-compatible judge and embedding clients send."""
+    import base64
+    import mimetypes
+
+    from PIL import Image
+
+    path = Path(path)
+    data = path.read_bytes()
+    with Image.open(path) as im:
+        mime = Image.MIME.get(im.format or "", "") or mimetypes.guess_type(path.name)[0] or "image/png"
+    return f"data:{mime};base64," + base64.b64encode(data).decode("ascii")

@@ -22,11 +22,9 @@ and the confusion matrix.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import itertools
 import json
-import mimetypes
 import os
 import re
 import time
@@ -42,7 +40,7 @@ import pandas as pd
 
 from lookalike import progress as bars
 from lookalike.data.demo import REGIONS
-from lookalike.data.schema import read_required_csv, resolve_image
+from lookalike.data.schema import image_data_url, read_required_csv, resolve_image
 from lookalike.io import pagebase
 from lookalike.vocab import LABEL_GRADES, LABEL_MEANINGS, LABELS, METRIC_LABELS, money
 
@@ -467,12 +465,7 @@ def majority(labels: Sequence[str]) -> str:
 
 def image_part(path: Path) -> dict:
     """One page for the request: a data URI with the MIME type of the file's content."""
-    from PIL import Image
-
-    data = path.read_bytes()
-    with Image.open(path) as im:
-        mime = Image.MIME.get(im.format or "", "") or mimetypes.guess_type(path.name)[0] or "image/png"
-    return {"type": "image_url", "image_url": {"url": f"data:{mime};base64," + base64.b64encode(data).decode("ascii")}}
+    return {"type": "image_url", "image_url": {"url": image_data_url(path)}}
 
 
 @register("openai-compatible", "a vision-language model's labels: model-only until their agreement with people's "

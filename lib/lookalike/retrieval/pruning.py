@@ -88,6 +88,17 @@ class TopK:
     def share_pruned(self) -> float:
         return 1.0 - self.pairs_scored / self.pairs_total if self.pairs_total else 0.0
 
+    def ranked(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(nq, k) page positions and scores in the canonical order: score descending, ties by
+        position descending (what a run cut by unit id gives when ids sort as positions)."""
+        idx, sc = [], []
+        for ids, scores in zip(self.idx, self.scores):
+            keep = ids >= 0
+            order = np.lexsort((-ids[keep], -scores[keep]))[:k]
+            idx.append(ids[keep][order])
+            sc.append(scores[keep][order])
+        return np.stack(idx), np.stack(sc)
+
 
 def page_balls(pages: Sequence[np.ndarray], clusters: int = DEFAULT_CLUSTERS, projection_dims: int = 16,
                block_pages: int = 64) -> PageBalls:
@@ -213,7 +224,8 @@ def maxsim_topk(queries: Sequence[np.ndarray], pages: Sequence[np.ndarray], k: i
         return TopK(np.zeros((nq, 0), np.int64), np.zeros((nq, 0), np.float32), 0, nq * n)
     if k >= n:
         s = maxsim(queries, pages)
-        return TopK(np.tile(np.arange(n), (nq, 1)), s, nq * n, nq * n, {"exact_seconds": 0.0, "bound_seconds": 0.0})
+        return TopK(np.tile(np.arange(n), (nq, 1)), s, nq * n, nq * n,
+                    {"exact_seconds": 0.0, "bound_seconds": 0.0, "query_blocks_scored_in_full": nq > 0})
     if balls is None:
         balls = page_balls(pages)
     dim = int(np.asarray(queries[0]).shape[1])

@@ -24,10 +24,8 @@ Tested here only against a local HTTP server that a test starts, not against a r
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
-import mimetypes
 import os
 import time
 import urllib.error
@@ -38,7 +36,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from lookalike.data.schema import resolve_image
+from lookalike.data.schema import image_data_url, resolve_image
 from lookalike.io.cache import Cache, image_sha256
 from lookalike.retrieval.encoders.base import EncodeError, Encoder, Vectors
 
@@ -57,11 +55,6 @@ class _Transient(Exception):
     def __init__(self, reason: str, wait: float | None = None):
         super().__init__(reason)
         self.wait = wait
-
-
-def data_url(path: Path) -> str:
-    mime = mimetypes.guess_type(str(path))[0] or "image/png"
-    return f"data:{mime};base64,{base64.b64encode(Path(path).read_bytes()).decode('ascii')}"
 
 
 class EndpointEncoder(Encoder):
@@ -165,7 +158,7 @@ class EndpointEncoder(Encoder):
             return self._embed_texts(texts[:half]) + self._embed_texts(texts[half:])
 
     def _embed_image(self, path: Path) -> np.ndarray | str:
-        content = [{"type": "image_url", "image_url": {"url": data_url(path)}}]
+        content = [{"type": "image_url", "image_url": {"url": image_data_url(path)}}]
         if self.image_prompt:
             content.append({"type": "text", "text": self.image_prompt})
         try:
