@@ -9,6 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pandas as pd
+from lookalike.stages.base import context
 import pytest
 
 from lookalike.io.cache import Cache
@@ -152,11 +153,9 @@ def test_an_endpoint_system_is_built_from_run_parameters_and_ranks_queries(tmp_p
     units = pd.DataFrame({"unit_id": ["u1", "u2"], "image_path": ["p1.png", "p2.png"]})
     questions = pd.DataFrame({"query_id": ["q1"], "text": ["which page is blue?"]})
     with FakeServer() as server:
-        params = {"encode.ocr_engine": "", "encode.device": "auto", "encode.batch_size": 8, "encode.workers": 1,
-                  "encode.colpali_model": "", "encode.colpali_family": "", "encode.endpoint_url": server.url,
-                  "encode.endpoint_model": "toy-embed", "encode.endpoint_api_key_env": "NO_SUCH_KEY",
-                  "encode.endpoint_dimensions": 0, "encode.endpoint_image_prompt": ""}
-        settings = systems.run_settings(params.get)
+        ctx = context(tmp_path, {"encode": {"batch_size": 8, "workers": 1, "endpoint_url": server.url,
+                                            "endpoint_model": "toy-embed", "endpoint_api_key_env": "NO_SUCH_KEY"}})
+        settings = systems.run_settings(ctx.get)
         unit_vectors, table = systems.encode_units(units, tmp_path, ["endpoint"], Cache(tmp_path / "c"), **settings)
         query_vectors = systems.encode_queries(questions, ["endpoint"], run_dir=tmp_path, **settings)
     assert table["encoder_id"].iloc[0].startswith("endpoint@") and server.url in table["encoder_id"].iloc[0]

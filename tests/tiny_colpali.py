@@ -92,3 +92,52 @@ def save(family: str, folder: Path):
     model.save_pretrained(folder)
     proc.save_pretrained(folder)
     return model, proc
+
+
+BI_FAMILIES = ("BiPali", "BiQwen2", "BiIdefics3", "BiModernVBert")
+
+
+def save_bi(family: str, folder: Path):
+    """A tiny random colpali-engine Bi* model (single-vector) of the family, with its Col* twin's
+    processor files (the Bi* processors mirror them), saved to folder."""
+    import colpali_engine.models as cm
+
+    col, proc = build(family.replace("Bi", "Col", 1))
+    torch.manual_seed(0)
+    model = getattr(cm, family)(col.config).eval()
+    model.save_pretrained(folder)
+    proc.save_pretrained(folder)
+    return model, proc
+
+
+DUAL_KINDS = ("clip", "siglip", "siglip2")
+
+
+def save_dual(kind: str, folder: Path):
+    """A tiny random CLIP / SigLIP / SigLIP-2 model and processor saved to folder (width 32, one layer)."""
+    import transformers as tf
+
+    torch.manual_seed(0)
+    tok = _tokenizer([])
+    small = _small()
+    text = dict(small, vocab_size=len(tok), max_position_embeddings=64)
+    if kind == "clip":
+        cfg = tf.CLIPConfig(text_config=dict(text, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
+                                             bos_token_id=tok.bos_token_id),
+                            vision_config=dict(small, image_size=32, patch_size=16), projection_dim=16)
+        model = tf.CLIPModel(cfg)
+        proc = tf.CLIPProcessor(image_processor=tf.CLIPImageProcessor(size={"shortest_edge": 32},
+                                                                      crop_size={"height": 32, "width": 32}),
+                                tokenizer=tok)
+    elif kind == "siglip":
+        model = tf.SiglipModel(tf.SiglipConfig(text_config=text, vision_config=dict(small, image_size=32, patch_size=16)))
+        proc = tf.SiglipProcessor(image_processor=tf.SiglipImageProcessor(size={"height": 32, "width": 32}), tokenizer=tok)
+    elif kind == "siglip2":
+        model = tf.Siglip2Model(tf.Siglip2Config(text_config=text, vision_config=dict(small, num_patches=4, patch_size=16)))
+        proc = tf.Siglip2Processor(image_processor=tf.Siglip2ImageProcessor(max_num_patches=4, patch_size=16),
+                                   tokenizer=tok)
+    else:
+        raise ValueError(kind)
+    model.eval().save_pretrained(folder)
+    proc.save_pretrained(folder)
+    return model, proc

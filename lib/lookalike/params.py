@@ -8,7 +8,8 @@ braces also fixes the allowed values —
   {>= 1}  {0..1}           numbers: a lower bound, or a closed range
   {matches: REGEX}         strings: the whole value matches
 Every key of a run file must exist in base.yaml, carry a value of the same type and satisfy its
-constraint; an error names the key, the file and what is allowed. Defaults live there only: the
+constraint (a key whose default is an empty mapping, {}, takes a mapping of any keys: per-encoder
+settings, read by the code that owns them); an error names the key, the file and what is allowed. Defaults live there only: the
 runner injects every parameter into every stage.
 """
 
@@ -72,7 +73,8 @@ def deep_merge(base: dict[str, Any], override: dict[str, Any], source: Path, pre
         if isinstance(default, dict):
             if not isinstance(value, dict):
                 raise ParamsError(f"{source}: key '{dotted}' must be a mapping, got {_type_name(value)}")
-            merged[key] = deep_merge(default, value, source, prefix=f"{dotted}.")
+            # an empty default mapping is an open one (its keys are names the owner checks)
+            merged[key] = dict(value) if not default else deep_merge(default, value, source, prefix=f"{dotted}.")
         elif not _compatible(default, value):
             raise ParamsError(
                 f"{source}: key '{dotted}' must be a {_type_name(default)} "

@@ -12,6 +12,7 @@ Systems (each a TREC run over the questions):
 
 from __future__ import annotations
 
+import inspect
 import time
 from pathlib import Path
 from typing import Sequence
@@ -31,16 +32,23 @@ from lookalike.retrieval.encoders import ocr
 PIXEL_SYSTEMS = ("ocr-minilm", "ocr-bm25", "pixels-rrf", "colpali")
 
 
-def encoder_settings(name: str, ocr_engine: str, device: str, batch_size: int, workers: int,
-                     colpali_model: str = "", colpali_family: str = "", endpoint: dict | None = None) -> dict:
-    settings: dict = {"device": device, "batch_size": batch_size}
+def encoder_settings(name: str, ocr_engine: str = "", device: str = "auto", batch_size: int = 32, workers: int = 0,
+                     colpali_model: str = "", colpali_family: str = "", endpoint: dict | None = None,
+                     settings: dict | None = None, encoders: Sequence[str] = ()) -> dict:
+    """The keywords the encoder named name (a system name or an encode.encoders entry) is built
+    with: device and batch size, its own built-in keys, then encode.settings[<system name>]."""
+    out: dict = {"device": device, "batch_size": batch_size}
     if name in ("ocr-minilm", "ocr-bm25"):
-        settings.update(ocr_engine=ocr_engine, workers=workers)
+        out.update(ocr_engine=ocr_engine, workers=workers)
     if name == "colpali":
-        settings.update(model=colpali_model, family=colpali_family)
+        out.update(model=colpali_model, family=colpali_family)
     if name == "endpoint":
-        settings.update(endpoint or {})
-    return settings
+        out.update(endpoint or {})
+    own = (settings or {}).get(E.system_name(name), {})
+    if not isinstance(own, dict):
+        raise E.EncodeError(f"encode.settings.{E.system_name(name)}: expected a mapping of settings, got {own!r}")
+    out.update(own)
+    return out
 
 
 def run_settings(get, device: str | None = None, batch_size: int | None = None) -> dict:
@@ -53,23 +61,69 @@ def run_settings(get, device: str | None = None, batch_size: int | None = None) 
                 endpoint={"url": get("encode.endpoint_url"), "model": get("encode.endpoint_model"),
                           "api_key_env": get("encode.endpoint_api_key_env"),
                           "dimensions": get("encode.endpoint_dimensions"),
-                          "image_prompt": get("encode.endpoint_image_prompt")})
+                          "image_prompt": get("encode.endpoint_image_prompt")},
+                settings=get("encode.settings"), encoders=list(get("encode.encoders")))
+
+
+def spec_of(name: str, encoders: Sequence[str] = ()) -> str:
+    """The encode.encoders entry behind a system name (a plug-in's import path), else the name."""
+    for spec in encoders:
+        if E.is_plugin(spec) and E.system_name(spec) == name:
+            return spec
+    return name
+
+
+def make_encoder(name: str, **kw) -> E.Encoder:
+    """The encoder behind a system name or encode.encoders entry, built with the run's settings
+    (kw: run_settings); a setting it does not take is named with the key to fix."""
+    spec = spec_of(name, kw.get("encoders", ()))
+    built = encoder_settings(spec, **kw)
+    try:
+        enc = E.make_encoder(spec, **built)
+    except TypeError as exc:
+        raise E.EncodeError(f"encoder {E.system_name(spec)}: {exc} (check encode.settings."
+                            f"{E.system_name(spec)})") from exc
+    own = set((kw.get("settings") or {}).get(E.system_name(spec), {}))
+    unknown = sorted(own - _keywords(type(enc))) if spec in E.ENCODERS else []
+    if unknown:        # a built-in encoder would carry a typo into its id and act on nothing: refuse it
+        raise E.EncodeError(f"encode.settings.{spec}: {', '.join(map(repr, unknown))} is not a setting of the {spec} "
+                            f"encoder; it takes {', '.join(sorted(_keywords(type(enc)) - {'progress'}))}")
+    return enc
+
+
+def _keywords(cls) -> set[str]:
+    """The named keywords the __init__ methods of cls and its bases take."""
+    names: set[str] = set()
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is not None and klass is not object:
+            params = inspect.signature(init).parameters.values()
+            names |= {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)} - {"self"}
+    return names
 
 
 def base_systems(run_dir: Path, encoders: Sequence[str]) -> list[str]:
     """The run's encoded retrieval systems, in encode.encoders order: every encoder stage 02 wrote
     vectors for, except appearance (it has no text side, so it answers no query)."""
-    return [n for n in encoders if n != "appearance" and (Path(run_dir) / "vectors" / f"{n}.npz").is_file()]
+    names = [E.system_name(n) for n in encoders]
+    return [n for n in names if n != "appearance" and (Path(run_dir) / "vectors" / f"{n}.npz").is_file()]
 
 
 def encode_units(units: pd.DataFrame, base_dir: Path, names: Sequence[str], cache: Cache, **kw) -> tuple[dict, pd.DataFrame]:
-    """Encode every unit with each named encoder. Returns ({name: Vectors}, a per-encoder summary frame)."""
+    """Encode every unit with each named encoder (encode.encoders entries). Returns ({system name:
+    Vectors}, a per-encoder summary frame). Each output is checked (``encoders.checked``)."""
     out, rows = {}, []
-    for name in names:
-        enc = E.make_encoder(name, **encoder_settings(name, **kw))
+    seen: dict[str, str] = {}
+    for spec in names:
+        name = E.system_name(spec)
+        if name in seen:
+            raise E.EncodeError(f"encode.encoders: {spec!r} and {seen[name]!r} both give the system {name!r}")
+        seen[name] = spec
+        enc = make_encoder(spec, **kw)
         before = cache.stats()
         t0 = time.perf_counter()
-        vecs = enc.encode_units(units, base_dir, cache)
+        vecs = E.checked(enc.encode_units(units, base_dir, cache), list(units["unit_id"]), f"encoder {name}",
+                         E.encoder_class(spec).provenance)
         seconds = time.perf_counter() - t0
         after = cache.stats()
         out[name] = vecs
@@ -103,14 +157,19 @@ def encode_queries(questions: pd.DataFrame, names: Sequence[str], run_dir: Path 
     (retrieval.runstore), so every stage sees the same vector and none encodes it twice."""
     out = {}
     texts, ids = list(questions["text"]), list(questions["query_id"])
-    for name in names:
+    for spec in names:
+        name = E.system_name(spec)
         if name == "appearance":
             continue
-        enc = E.make_encoder(name, **encoder_settings(name, **kw))
+        enc = make_encoder(spec, **kw)
+
+        def encode(t, i, enc=enc, name=name):
+            return E.checked(enc.encode_queries(t, i), list(i), f"encoder {name} (queries)")
+
         if run_dir is None or enc.kind == "text":
-            out[name] = enc.encode_queries(texts, ids)
+            out[name] = encode(texts, ids)
         else:
-            out[name], _ = runstore.query_vectors(run_dir, name, enc.id, ids, texts, enc.encode_queries)
+            out[name], _ = runstore.query_vectors(run_dir, name, enc.id, ids, texts, encode)
     return out
 
 
@@ -138,7 +197,8 @@ def build_runs(unit_vectors: dict, query_vectors: dict, depth: int = 100, rrf_k:
 
 def declared_provenance(name: str, vecs=None) -> str:
     """What the system named name declares it reads: its encoder class's provenance (pixels,
-    caption-text); an encoder outside the registry (a plug-in) declares through its vectors."""
+    caption-text); a plug-in declares through its vectors, which ``encode_units`` checked against
+    its class's declaration."""
     cls = E.ENCODERS.get(name)
     return cls.provenance if cls is not None else (vecs.provenance if vecs is not None else "pixels")
 

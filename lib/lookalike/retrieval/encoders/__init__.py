@@ -2,12 +2,21 @@
 
 Offline here: ocr-minilm, ocr-bm25 (pixels -> OCR -> MiniLM / BM25 text), caption-minilm (caption
 fields -> MiniLM; provenance caption-text), appearance (pixels -> layout/colour vector).
-With weights: colpali (ColPali, ColQwen2, ColIdefics3, ColModernVBert through colpali-engine).
+With weights: colpali (ColPali, ColQwen2, ColIdefics3, ColModernVBert through colpali-engine),
+bi (their single-vector Bi* twins), clip (CLIP / SigLIP / SigLIP-2 through transformers).
+With a server: endpoint (an OpenAI-compatible /v1/embeddings server).
+Your own: a plug-in named by import path, "package.module:Class" or "path/to/file.py:Class"
+(``encoder_class``); it declares name, provenance and kind like the built-in classes.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib
+import importlib.util
+import re
+import sys
 import time
 from pathlib import Path
 from typing import Sequence
@@ -153,19 +162,148 @@ def _endpoint(**kw):
     return EndpointEncoder(**kw)
 
 
+def _bi(**kw):
+    from lookalike.retrieval.encoders.colpali import BiEncoder
+
+    return BiEncoder(**kw)
+
+
+def _clip(**kw):
+    from lookalike.retrieval.encoders.clip import ClipEncoder
+
+    return ClipEncoder(**kw)
+
+
 # the lazy constructors (their modules import heavy packages) declare what their encoders read,
-# as the classes do: systems.declared_provenance asks every registry entry
-_colpali.provenance = _endpoint.provenance = "pixels"
-_colpali.kind, _endpoint.kind = "multi", "single"
+# as the classes do: systems.declared_provenance asks every registry entry; captions: whether the
+# encoder also embeds caption text in its query space (encode_captions: the leak ablation's
+# caption index for that model)
+_colpali.provenance = _endpoint.provenance = _bi.provenance = _clip.provenance = "pixels"
+_colpali.kind, _endpoint.kind, _bi.kind, _clip.kind = "multi", "single", "single", "single"
+_colpali.captions, _endpoint.captions, _bi.captions, _clip.captions = False, True, True, True
 
 ENCODERS = {"ocr-minilm": OcrMiniLM, "ocr-bm25": OcrBM25, "caption-minilm": CaptionMiniLM,
-            "appearance": Appearance, "colpali": _colpali, "endpoint": _endpoint}
+            "appearance": Appearance, "colpali": _colpali, "bi": _bi, "clip": _clip, "endpoint": _endpoint}
+
+KINDS = ("single", "multi", "text")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+PLUGIN_HOW_TO = ('name a plug-in as "package.module:Class" (importable: installed, or its folder on PYTHONPATH) or '
+                 '"path/to/file.py:Class" (relative to the repository root or the working directory)')
 
 
-def make_encoder(name: str, **settings) -> Encoder:
-    if name not in ENCODERS:
-        raise EncodeError(f"unknown encoder {name!r}; known: {', '.join(ENCODERS)}")
-    return ENCODERS[name](**settings)
+def is_plugin(spec: str) -> bool:
+    return ":" in str(spec)
+
+
+def encoder_class(spec: str):
+    """The class (or lazy constructor) an encode.encoders entry names: a built-in name, or a plug-in
+    by import path, imported once and checked (``check_plugin``)."""
+    spec = str(spec)
+    if spec in ENCODERS:
+        return ENCODERS[spec]
+    if not is_plugin(spec):
+        raise EncodeError(f"unknown encoder {spec!r}; known: {', '.join(ENCODERS)}; or {PLUGIN_HOW_TO}")
+    return _plugin(spec)
+
+
+@functools.lru_cache(maxsize=None)
+def _plugin(spec: str):
+    module_name, _, attr = spec.rpartition(":")
+    if not module_name or not attr:
+        raise EncodeError(f"encoder {spec!r}: expected module:Class; {PLUGIN_HOW_TO}")
+    if module_name.endswith(".py"):
+        from lookalike.params import repo_path
+
+        candidates = [Path(module_name), repo_path(module_name)]
+        path = next((p for p in candidates if p is not None and p.is_file()), None)
+        if path is None:
+            raise EncodeError(f"encoder {spec!r}: no file {module_name} (looked in the working directory and the "
+                              f"repository root); {PLUGIN_HOW_TO}")
+        key = "lookalike_plugin_" + hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
+        module_spec = importlib.util.spec_from_file_location(key, path)
+        module = importlib.util.module_from_spec(module_spec)
+        sys.modules[key] = module
+        try:
+            module_spec.loader.exec_module(module)
+        except Exception as exc:
+            del sys.modules[key]
+            raise EncodeError(f"encoder {spec!r}: importing {path} failed: {type(exc).__name__}: {exc}") from exc
+    else:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise EncodeError(f"encoder {spec!r}: cannot import {module_name} ({exc}); {PLUGIN_HOW_TO}") from exc
+    cls = getattr(module, attr, None)
+    if cls is None:
+        raise EncodeError(f"encoder {spec!r}: {module_name} has no {attr!r}")
+    check_plugin(cls, spec)
+    return cls
+
+
+def check_plugin(cls, spec: str = "") -> None:
+    """What lookalike needs of an encoder class, each failure named: a name (the system's name in
+    every table and file, not a built-in one), a provenance from PROVENANCES, a kind from KINDS,
+    callable encode_units and encode_queries (and encode_captions, when present)."""
+    where = f"encoder {spec or cls!r}"
+    name = getattr(cls, "name", None)
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or name == Encoder.name:
+        raise EncodeError(f"{where}: set a class attribute name (letters, digits, '.', '_', '-'): it names the "
+                          f"system in every table and file; got {name!r}")
+    if name in ENCODERS:
+        raise EncodeError(f"{where}: name {name!r} is a built-in encoder's; choose another")
+    if getattr(cls, "provenance", None) not in PROVENANCES:
+        raise EncodeError(f"{where}: provenance must be one of {', '.join(PROVENANCES)} (what its index reads), "
+                          f"got {getattr(cls, 'provenance', None)!r}")
+    if getattr(cls, "kind", None) not in KINDS:
+        raise EncodeError(f"{where}: kind must be one of {', '.join(KINDS)}, got {getattr(cls, 'kind', None)!r}")
+    for method in ("encode_units", "encode_queries"):
+        if not callable(getattr(cls, method, None)):
+            raise EncodeError(f"{where}: no {method} method (README: bring your own encoder)")
+        if getattr(cls, method) is getattr(Encoder, method):
+            raise EncodeError(f"{where}: {method} is the base class's, which encodes nothing; implement it")
+
+
+def system_name(spec: str) -> str:
+    """The system an encode.encoders entry gives: the built-in name, or the plug-in's declared name."""
+    return encoder_class(spec).name if is_plugin(spec) else str(spec)
+
+
+def has_captions(spec: str) -> bool:
+    """Whether the encoder also embeds caption text into its query space (encode_captions)."""
+    cls = encoder_class(spec)
+    return bool(getattr(cls, "captions", callable(getattr(cls, "encode_captions", None))))
+
+
+def make_encoder(spec: str, **settings) -> Encoder:
+    return encoder_class(spec)(**settings)
+
+
+def checked(vectors: Vectors, ids: Sequence[str], who: str, provenance: str | None = None) -> Vectors:
+    """An encoder's output, checked before anything indexes it: one item per id, in order, of its
+    declared kind and provenance — a plug-in that drops or reorders a unit is named, never trusted."""
+    if not isinstance(vectors, Vectors):
+        raise EncodeError(f"{who}: returned {type(vectors).__name__}, expected lookalike Vectors")
+    got = list(vectors.ids)
+    failed = {str(u) for u, _ in vectors.stats.get("failed", [])}     # reported by the encoder, left out
+    ids = [i for i in ids if i not in failed]
+    if got != list(ids):
+        missing = [i for i in ids if i not in set(got)]
+        raise EncodeError(f"{who}: returned {len(got)} ids for {len(ids)} items"
+                          + (f"; missing {missing[:3]}" if missing else "; in another order"))
+    if vectors.kind not in KINDS:
+        raise EncodeError(f"{who}: kind {vectors.kind!r} is not one of {', '.join(KINDS)}")
+    if vectors.kind == "single":
+        data = np.asarray(vectors.data)
+        if data.ndim != 2 or len(data) != len(got):
+            raise EncodeError(f"{who}: single-vector data must be (items, dim), got shape {data.shape}")
+        if not np.isfinite(data).all():
+            bad = [got[i] for i in np.flatnonzero(~np.isfinite(data).all(axis=1))[:3]]
+            raise EncodeError(f"{who}: non-finite values in the vectors of {bad}")
+    elif len(vectors.data) != len(got):
+        raise EncodeError(f"{who}: {len(vectors.data)} items of data for {len(got)} ids")
+    if provenance is not None and vectors.provenance != provenance:
+        raise EncodeError(f"{who}: vectors declare provenance {vectors.provenance!r}, the encoder {provenance!r}")
+    return vectors
 
 
 def text_sha(text: str) -> str:

@@ -210,3 +210,7 @@ class EndpointEncoder(Encoder):
 
     def encode_queries(self, texts: Sequence[str], ids: Sequence[str]) -> Vectors:
         return self.encode_texts(texts, ids, "query-text", Cache())
+
+    def encode_captions(self, texts: Sequence[str], ids: Sequence[str], cache: Cache | None = None) -> Vectors:
+        """Caption fields embedded as text by the same model: the leak ablation's caption index for it."""
+        return self.encode_texts(texts, ids, "caption-text", cache)
