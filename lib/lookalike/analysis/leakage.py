@@ -29,7 +29,7 @@ import os
 import re
 import shutil
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
@@ -484,6 +484,11 @@ class Ablation:
     dropped: pd.DataFrame | None = None  # your blind queries that could not be used, with the reason
     pixel_pq: pd.DataFrame | None = None  # recall@10 per pixel system (PIXEL_SYSTEMS) and query, for the gate
     probe: dict | None = None         # pixel system -> (units whose input changed with shuffled metadata, units)
+    # the same ablation for every dual encoder of the run (one model for pixels, caption text and
+    # queries: clip, bi, endpoint, a plug-in with encode_captions), one block of rows per system
+    systems_table: pd.DataFrame | None = None
+    systems_per_query: pd.DataFrame | None = None
+    systems_skipped: list = field(default_factory=list)   # (system, why) for duals the ablation cannot index
 
 
 # Fault injections. caption-index: the classic bug — the image path encodes the caption fields
@@ -525,10 +530,13 @@ def run_ablation(units: pd.DataFrame, base_dir: Path, seed: int, cache: Cache | 
                  inject: str = "", ocr_engine: str = "", workers: int = 0, device: str = "auto",
                  depth: int = 100, n_boot: int = 2000, blind_queries: str = "", page_base: int = 1,
                  cluster: str = "document", visible: pd.DataFrame | None = None,
-                 facts: pd.DataFrame | None = None) -> Ablation:
+                 facts: pd.DataFrame | None = None, duals: Mapping[str, object] | None = None) -> Ablation:
     """Encode, index, query and score the ablation on units (all of them, or a seeded subset).
     inject: '' for a clean run, or one of INJECTIONS (the gate must then fail). cluster: what the
-    intervals resample (stats.query_clusters of each query's target unit)."""
+    intervals resample (stats.query_clusters of each query's target unit). duals: system name ->
+    encoder with encode_captions; each gets its own image / caption / both indexes (``dual_ablation``),
+    and its image index joins the gate's pixel systems (clean runs and the caption-index injection;
+    the partial injections append text for the built-in text model only)."""
     cache = cache or Cache()
     if max_units is not None and len(units) > max_units:
         rng = np.random.default_rng([seed, 60])
@@ -566,8 +574,54 @@ def run_ablation(units: pd.DataFrame, base_dir: Path, seed: int, cache: Cache | 
     clusters = stats.query_clusters(dict(zip(queries["query_id"], queries["unit_id"])), units, cluster)
     table, per_query = ablation_table(runs, queries, qrels_for(queries), seed, n_boot, clusters=clusters)
     pixel_runs = pixel_system_runs(units, base_dir, cache, queries, runs["image"], inject, ocr_engine, workers, depth)
+    sys_tables, sys_pq, skipped = [], [], []
+    for name, enc in (duals or {}).items() if inject in ("", "caption-index") else ():
+        if enc.kind != "single":
+            skipped.append((name, f"a {enc.kind}-vector encoder: the 'both' index (a sum of normalised image and "
+                                  "caption vectors) is defined for single vectors only"))
+            continue
+        dual = dual_ablation(enc, name, units, base_dir, cache, queries, inject, depth)
+        t, pq = ablation_table(dual, queries, qrels_for(queries), seed, n_boot, clusters=clusters)
+        sys_tables.append(t.assign(system=name))
+        sys_pq.append(pq.assign(system=name))
+        pixel_runs[name] = dual["image"]
+        probe.update(metadata_probe({name: lambda us, enc=enc: _dual_image(enc, us, base_dir, cache, inject)},
+                                    units, seed))
+    systems_table = (pd.concat(sys_tables, ignore_index=True)[["system"] + list(table.columns)] if sys_tables
+                     else pd.DataFrame(columns=["system"] + list(table.columns)))
+    systems_pq = pd.concat(sys_pq, ignore_index=True) if sys_pq else None
     return Ablation(queries, runs, table, per_query, inject, clusters, dropped,
-                    pixel_per_query(pixel_runs, queries), probe)
+                    pixel_per_query(pixel_runs, queries), probe, systems_table, systems_pq, skipped)
+
+
+def _dual_image(enc, units: pd.DataFrame, base_dir: Path, cache: Cache, inject: str = "") -> Vectors:
+    """What a dual encoder's image index holds: its page vectors, or, under the caption-index
+    injection, its embedding of the caption fields (the classic bug, on purpose)."""
+    ids = list(units["unit_id"])
+    if inject == "caption-index":
+        return E.checked(enc.encode_captions([E.caption_text(r) for r in units.to_dict("records")], ids, cache), ids,
+                         f"encoder {enc.name} (captions)")
+    return E.checked(enc.encode_units(units, base_dir, cache), ids, f"encoder {enc.name}", "pixels")
+
+
+def dual_ablation(enc, name: str, units: pd.DataFrame, base_dir: Path, cache: Cache, queries: pd.DataFrame,
+                  inject: str = "", depth: int = 100) -> dict[str, pd.DataFrame]:
+    """One dual encoder's ablation runs: its page vectors (image), its embedding of the caption
+    fields (caption) and their normalised sum (both), each searched with the same model's query
+    vectors for both query sets. A unit the encoder could not read is out of all three indexes."""
+    image = _dual_image(enc, units, base_dir, cache, inject)
+    kept = units.set_index("unit_id").loc[list(image.ids)].reset_index()
+    caption = E.checked(enc.encode_captions([E.caption_text(r) for r in kept.to_dict("records")], list(image.ids),
+                                            cache), list(image.ids), f"encoder {name} (captions)")
+    if caption.provenance != "caption-text":
+        raise E.EncodeError(f"encoder {name}: encode_captions must return provenance 'caption-text', "
+                            f"got {caption.provenance!r}")
+    if inject == "caption-index":
+        image = Vectors(image.encoder_id + "+caption-index", "caption-text", list(image.ids), image.data)
+    indexes = build_indexes(image, caption, bool(inject))
+    query_vectors = E.checked(enc.encode_queries(list(queries["text"]), list(queries["query_id"])),
+                              list(queries["query_id"]), f"encoder {name} (queries)")
+    return search_all(indexes, query_vectors, depth)
 
 
 def shuffled_metadata(units: pd.DataFrame, seed: int) -> pd.DataFrame:
@@ -673,7 +727,9 @@ def gate_all(pixel_pq: pd.DataFrame, threshold: float = 0.05, n_boot: int = 2000
              unit_clusters: Mapping[str, str] | None = None, probe: Mapping[str, tuple] | None = None) -> list:
     """The paired gate on every pixel system (PIXEL_SYSTEMS present in pixel_pq), in order, each with
     its metadata probe when given."""
-    names = [n for n in PIXEL_SYSTEMS if n in set(pixel_pq["index"])] if len(pixel_pq) else ["image"]
+    present = list(dict.fromkeys(pixel_pq["index"])) if len(pixel_pq) else []
+    names = ([n for n in PIXEL_SYSTEMS if n in present] + [n for n in present if n not in PIXEL_SYSTEMS]
+             if present else ["image"])
     return [paired_gate(pixel_pq, n, threshold, n_boot, seed, unit_clusters, (probe or {}).get(n)) for n in names]
 
 

@@ -109,6 +109,17 @@ def base_systems(run_dir: Path, encoders: Sequence[str]) -> list[str]:
     return [n for n in names if n != "appearance" and (Path(run_dir) / "vectors" / f"{n}.npz").is_file()]
 
 
+def pixel_systems(run_dir: Path, encoders: Sequence[str]) -> list[str]:
+    """The run's encoded systems that read pixels only (the ones hard negatives and top-1 tables are
+    about): ocr-minilm and ocr-bm25, and colpali, clip, bi, endpoint or a plug-in when they ran."""
+    out = []
+    for name in base_systems(run_dir, encoders):
+        cls = E.encoder_class(spec_of(name, encoders))
+        if cls.provenance == "pixels":
+            out.append(name)
+    return out
+
+
 def encode_units(units: pd.DataFrame, base_dir: Path, names: Sequence[str], cache: Cache, **kw) -> tuple[dict, pd.DataFrame]:
     """Encode every unit with each named encoder (encode.encoders entries). Returns ({system name:
     Vectors}, a per-encoder summary frame). Each output is checked (``encoders.checked``)."""

@@ -77,8 +77,8 @@ def run(ctx: StageContext) -> StageResult:
     by_gold_hard = hard.groupby("gold_unit_id")["unit_id"].apply(list).to_dict()
     by_gold_rand = rand.groupby("gold_unit_id")["unit_id"].apply(list).to_dict()
     settings = dict(systems.run_settings(ctx.get, device="auto", batch_size=32), run_dir=RUN)
-    unit_vectors = {name: Vectors.load(RUN / "vectors" / f"{name}.npz") for name in ("ocr-minilm", "ocr-bm25")
-                    if (RUN / "vectors" / f"{name}.npz").is_file()}
+    unit_vectors = {name: Vectors.load(RUN / "vectors" / f"{name}.npz")
+                    for name in systems.pixel_systems(RUN, ctx.get("encode.encoders"))}
     query_vectors = systems.encode_queries(single, list(unit_vectors), **settings) if len(single) else {}
     scores = {name: systems.score_matrix(unit_vectors[name], query_vectors[name]) for name in unit_vectors} if len(single) else {}
     sets = {"random": {q: by_gold_rand.get(g, []) for q, g in gold.items()},
@@ -133,7 +133,7 @@ def run(ctx: StageContext) -> StageResult:
         docs = units.groupby("doc_id", sort=True)[["entity", "period"]].first().reset_index()
         d_hard, d_rand = N.document_negatives(docs, doc_gold, seed)
         doc_q = questions[questions["query_id"].isin(doc_gold)].reset_index(drop=True)
-        names = [n for n in ("ocr-minilm", "ocr-bm25") if (RUN / "vectors" / f"{n}.npz").is_file()]
+        names = systems.pixel_systems(RUN, ctx.get("encode.encoders"))
         if len(doc_q) and names:
             vecs = {n: Vectors.load(RUN / "vectors" / f"{n}.npz") for n in names}
             qv = systems.encode_queries(doc_q, names, **settings)

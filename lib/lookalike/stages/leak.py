@@ -11,6 +11,7 @@ from lookalike.analysis import leakage as L
 from lookalike.io.cache import Cache
 from lookalike.retrieval import encoders as E
 from lookalike.retrieval import indexes as retrieve
+from lookalike.retrieval import systems
 from lookalike.eval import stats
 from lookalike.vocab import LABELS
 
@@ -20,9 +21,17 @@ TITLE = 'Leak ablation'
 PLANTED_LEAK_COLUMNS = ["system", "input", "verdict", "probe_changed", "difference"]
 
 
+def dual_encoders(ctx: StageContext) -> dict:
+    """The run's dual encoders (encode.encoders entries that also embed caption text into their query
+    space: clip, bi, endpoint, a plug-in with encode_captions), built with the run's settings."""
+    settings = systems.run_settings(ctx.get)
+    return {E.system_name(spec): systems.make_encoder(spec, **settings)
+            for spec in ctx.get("encode.encoders") if E.has_captions(spec)}
+
+
 def ablation(ctx: StageContext, units: pd.DataFrame, cache: Cache, max_units: int | None = None,
              inject: str | None = None, n_boot: int = 2000, seed: int | None = None,
-             visible: pd.DataFrame | None = None, facts: pd.DataFrame | None = None):
+             visible: pd.DataFrame | None = None, facts: pd.DataFrame | None = None, duals: dict | None = None):
     """The ablation as stage 03 and ``lookalike leak-check`` compute it: encode and index (all units
     or a seeded subset of max_units), query with both sets, pool every index's top leak.pool_depth
     for blind judging, label the pool with the reference labels, and tabulate recall@10 / nDCG@10
@@ -40,7 +49,8 @@ def ablation(ctx: StageContext, units: pd.DataFrame, cache: Cache, max_units: in
                         ocr_engine=ctx.get("encode.ocr_engine"), workers=ctx.get("encode.workers"),
                         device=ctx.get("encode.device"), n_boot=n_boot,
                         blind_queries=str(ctx.path("leak.blind_queries") or ""), page_base=ctx.get("corpus.page_base"),
-                        cluster=ctx.get("stats.cluster"), visible=visible, facts=facts)
+                        cluster=ctx.get("stats.cluster"), visible=visible, facts=facts,
+                        duals=dual_encoders(ctx) if duals is None else duals)
     sheet = L.sheet(ab.runs, ab.queries, k=ctx.get("leak.pool_depth"), seed=seed)
     judgements = L.reference_labels(sheet, ab.queries, units)
     table, per_query = L.ablation_table(ab.runs, ab.queries, L.qrels_from_judgements(judgements), seed, n_boot=n_boot,
@@ -110,6 +120,21 @@ def run(ctx: StageContext) -> StageResult:
     res.html_table("ablation", table)
     res.html_table("ablation_ratios", L.ratios(table))
 
+    res.section("dual")
+    dual_table = ab.systems_table
+    if len(dual_table):
+        res.say("each dual encoder (one model for page pixels, caption text and questions) gets its own image, "
+                "caption and both indexes, queried by the same model; its image index is gated below like the "
+                "built-in pixel systems (relevance: the query's target unit)")
+        with pd.option_context("display.float_format", "{:.3f}".format):
+            res.say(dual_table.to_string(index=False))
+        res.html_table("ablation_systems", dual_table)
+    else:
+        res.say("no dual encoder in this run (clip, bi, endpoint or a plug-in with encode_captions): the ablation "
+                "above is the built-in text model's (ocr-minilm for pixels, caption-minilm for captions)")
+    for name, why in ab.systems_skipped:
+        res.say(f"{name}: no ablation indexes ({why})")
+
     res.section("chart")
     bars = alt.Chart(table).mark_bar().encode(
         x=alt.X("query_set:N", title=None, sort=list(L.QUERY_SETS)),
@@ -156,7 +181,7 @@ def run(ctx: StageContext) -> StageResult:
     if ctx.has_table("planted") and (ctx.table("planted")["effect"] == "leaky pixel system").any() and not ab.injected:
         # the demo plants a leaky pixel system: the same ablation with the file name appended to what the pixel
         # systems read; the gate must say LEAK for it (and said PASS above for the clean ones)
-        leaky, _, _, _, leaky_pq = ablation(ctx, units, cache, inject="filename")
+        leaky, _, _, _, leaky_pq = ablation(ctx, units, cache, inject="filename", duals={})
         leaky_gates = L.gate_results(leaky_pq, leaky.pixel_pq, leaky.probe, leak_threshold, seed=seed,
                                      unit_clusters=ctx.unit_clusters())
         planted = pd.DataFrame(
@@ -174,6 +199,7 @@ def run(ctx: StageContext) -> StageResult:
     # save
     res.table("leak_planted", planted)
     res.table("leak_ablation", table, sort_by=["index", "query_set"])
+    res.table("leak_ablation_systems", ab.systems_table, sort_by=["system", "index", "query_set"])
     res.table("leak_queries", ab.queries, sort_by=["query_id"])
     res.table("leak_caption_overlap", overlap)
     if ab.dropped is not None and len(ab.dropped):
