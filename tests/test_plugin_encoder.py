@@ -4,7 +4,6 @@ returns, per-encoder settings, and the worked example (examples/plugin_encoder) 
 from __future__ import annotations
 
 import sys
-import textwrap
 
 import numpy as np
 import pandas as pd
@@ -13,7 +12,7 @@ from lookalike import params as P
 from lookalike.io.cache import Cache
 from lookalike.retrieval import encoders as E
 from lookalike.retrieval import systems
-from lookalike.retrieval.encoders.base import EncodeError, Vectors
+from lookalike.retrieval.encoders.base import EncodeError
 from lookalike.stages.base import context
 
 from conftest import REPO, make_png
