@@ -3,7 +3,7 @@ returns, per-encoder settings, and the worked example (examples/plugin_encoder) 
 
 from __future__ import annotations
 
-import sys
+import textwrap
 
 import numpy as np
 import pandas as pd
@@ -147,27 +147,53 @@ def test_the_example_plugin_hashes_pages_queries_and_captions_into_one_space(tmp
 
 
 @pytest.mark.slow
-def test_the_example_plugin_runs_through_every_stage(tmp_path):
-    """make report PARAMS=params/examples/plugin-encoder.yaml: the plug-in system is in stage 02's
-    systems and runs, its own leak ablation (image / caption / both) and gate in stage 03, the
-    validated runs of stage 06, the metric tables of stage 07 and the mining of stage 08."""
+def test_the_example_plugin_runs_through_every_stage_with_rerank_and_split(tmp_path):
+    """make report PARAMS=params/examples/plugin-encoder.yaml, with the plug-in also reranked (a
+    /v1/rerank server) and split (a chat server) — both local stand-ins this test starts: the
+    plug-in and its +rerank / +split systems are in stage 02's systems and runs, its own leak
+    ablation (image / caption / both) and gate in stage 03, the validated runs and pool of stage 06,
+    the metric tables and settings view of stage 07 and the mining of stage 08."""
+    from fake_services import Services
     from lookalike.cli import run
 
-    out = run.execute(REPO / "params" / "examples" / "plugin-encoder.yaml", out_root=tmp_path, log=lambda *_: None)
+    with Services() as server:
+        params = tmp_path / "plugin-rerank-split.yaml"
+        params.write_text((REPO / "params" / "examples" / "plugin-encoder.yaml").read_text()
+                          + textwrap.dedent(f"""
+                          rerank:
+                            systems: [hashed-ocr]
+                            method: endpoint
+                            url: {server.url}
+                            model: toy-rerank
+                          split:
+                            systems: [hashed-ocr]
+                            url: {server.url}
+                            model: toy-chat
+                          """))
+        out = run.execute(params, out_root=tmp_path / "out", log=lambda *_: None)
     tables = out / "tables"
     read = lambda name: pd.read_csv(tables / f"{name}.csv", keep_default_na=False)  # noqa: E731
-    assert "hashed-ocr" in set(read("systems")["system"])
-    assert (out / "runs" / "hashed-ocr.run").is_file() and (out / "runs_validated" / "hashed-ocr.run").is_file()
+    systems_ = set(read("systems")["system"])
+    assert {"hashed-ocr", "hashed-ocr+rerank", "hashed-ocr+split"} <= systems_
+    for name in ("hashed-ocr", "hashed-ocr+rerank", "hashed-ocr+split"):
+        assert (out / "runs" / f"{name}.run").is_file() and (out / "runs_validated" / f"{name}.run").is_file()
+    assert set(read("rerank_scores_validated")["system"]) == {"hashed-ocr+rerank"}
+    assert read("query_splits")["sub_id"].nunique() >= read("query_splits")["query_id"].nunique()
     dual = read("leak_ablation_systems")
     assert set(dual["system"]) == {"hashed-ocr"}
     assert set(zip(dual["index"], dual["query_set"])) == {(i, q) for i in ("image", "caption", "both")
                                                           for q in ("blind", "caption-derived")}
-    cap = dual[dual["index"] == "caption"].set_index("query_set")["recall_10"]
+    cap = dual[dual["index"] == "caption"].set_index("query_set")["recall_10"].astype(float)
     assert cap["caption-derived"] > cap["blind"]             # its caption index finds caption-derived queries
     gate = read("leak_gate").set_index("system")
-    assert gate.loc["hashed-ocr", "verdict"] == "PASS" and gate.loc["hashed-ocr", "probe_changed"] == 0
-    assert "hashed-ocr" in set(read("sufficiency")["system"])
+    assert gate.loc["hashed-ocr", "verdict"] == "PASS" and int(gate.loc["hashed-ocr", "probe_changed"]) == 0
+    assert "hashed-ocr+rerank" in set(read("pool_by_system")["system"])
+    for name in ("hashed-ocr", "hashed-ocr+rerank", "hashed-ocr+split"):
+        assert name in set(read("sufficiency")["system"])
     assert "hashed-ocr" in set(read("top1_negatives")["system"])
+    settings = read("settings")
+    ran = settings[(settings["family"] == "hashed-ocr") & (settings["status"] == "ran")]
+    assert set(ran["setting"]) == {"Base", "Ctx", "B+Ctx", "Rerank", "Q-Split"}
+    assert "hashed-ocr+rerank" in set(read("recall_all_by_source")["system"])
     assert read("mined_candidates")["unit_id"].size > 0
     assert "hashed-ocr" in (out / "notebooks" / "08_mined_candidates.ipynb").read_text()
-    sys.modules.pop("lookalike_plugin", None)

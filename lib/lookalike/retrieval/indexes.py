@@ -255,6 +255,16 @@ def document_context_scores(queries: Sequence[np.ndarray], pages: Sequence[np.nd
     Each document's context vectors are the spherical k-means centroids (n_context) of all its
     pages' vectors; single-vector pages are treated as one-token pages.
     """
+    page_scores, context_scores = document_context_parts(queries, pages, doc_ids, n_context, seed, memory_budget_mb)
+    return page_scores + context_scores
+
+
+def document_context_parts(queries: Sequence[np.ndarray], pages: Sequence[np.ndarray], doc_ids: Sequence[str],
+                           n_context: int = 8, seed: int = 0, memory_budget_mb: float = 512.0
+                           ) -> tuple[np.ndarray, np.ndarray]:
+    """The two terms of ``document_context_scores`` apart, each (n_queries, n_pages): the page's own
+    MaxSim, and its document's context match (the same for every page of a document) — the
+    benchmark's Base and Ctx settings; their sum is B+Ctx."""
     pages = [p if p.ndim == 2 else p[None, :] for p in pages]
     queries = [q if q.ndim == 2 else q[None, :] for q in queries]
     page_scores = maxsim(queries, pages, memory_budget_mb)
@@ -265,4 +275,4 @@ def document_context_scores(queries: Sequence[np.ndarray], pages: Sequence[np.nd
                 for d in docs]
     doc_scores = maxsim(queries, contexts, memory_budget_mb)
     doc_index = {d: j for j, d in enumerate(docs)}
-    return page_scores + doc_scores[:, [doc_index[d] for d in doc_ids]]
+    return page_scores, doc_scores[:, [doc_index[d] for d in doc_ids]]

@@ -11,6 +11,7 @@ import pandas as pd
 import torch
 from lookalike.io import inputs as I
 from lookalike import params as P
+from lookalike.retrieval import derived as D
 from lookalike.retrieval import systems
 from lookalike.eval import ranking
 from lookalike.io.cache import Cache
@@ -86,6 +87,15 @@ def run(ctx: StageContext) -> StageResult:
         if len(ext_skipped):
             res.say(ext_skipped.head(10).to_string(index=False))
 
+    res.section("derived")
+    derived = D.build(runs, questions, unit_vectors, units, RUN, cache, ctx.get, settings, retrieve_depth)
+    for name, run in derived.runs.items():
+        runs[name] = run
+        provenance[name] = provenance.get(name.rsplit("+", 1)[0], "pixels")
+        ranking.write_run(run, RUN / "runs" / f"{name}.run", tag=name)
+    res.say("\n".join(derived.notes) if derived.notes else
+            "no reranking or query splitting configured (rerank.systems, split.systems)")
+
     res.section("first_look")
     given = pd.read_csv(RUN / "tables" / "qrels.csv", keep_default_na=False) if (RUN / "tables" / "qrels.csv").is_file() else None
     if given is not None and len(given) and (given["level"] == "document").all():
@@ -116,6 +126,9 @@ def run(ctx: StageContext) -> StageResult:
     systems_table = look.merge(encode_table.rename(columns={"encoder": "system"})[["system", "encoder_id", "kind"]],
                                on="system", how="left")
     res.table("systems", systems_table, sort_by=["system"])
+    res.table("rerank_scores", derived.rerank_scores, sort_by=["system", "query_id", "new_rank"])
+    res.table("query_splits", derived.splits, sort_by=["system", "query_id", "position"])
+    res.table("derived_failed", derived.failed, sort_by=["system", "query_id"])
     res.table("encoders", encode_table.drop(columns=["seconds", "units_per_s", "cache_hits", "cache_misses"]),
               sort_by=["encoder"])
     pixel_rows = (look[look["provenance"] == "pixels"].sort_values("recall_10", ascending=False, kind="mergesort")

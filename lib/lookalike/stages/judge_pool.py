@@ -18,6 +18,7 @@ from lookalike.judging import pool as JP
 from lookalike.judging import store as L
 from lookalike.eval import metrics as M
 from lookalike.retrieval import indexes as retrieve
+from lookalike.retrieval import derived as D
 from lookalike.retrieval import systems
 from lookalike.eval import ranking, trec
 from lookalike.io.cache import Cache
@@ -85,11 +86,15 @@ def run(ctx: StageContext) -> StageResult:
     for name in external:           # your runs: they ranked the questions as generated
         ext = trec.read_run(RUN / "runs" / f"{name}.run")[0]
         runs[name] = ext[ext["query_id"].isin(set(validated["query_id"]))].reset_index(drop=True)
+    derived = D.build(runs, validated, unit_vectors, units, RUN, cache, ctx.get, settings, retrieve_depth)
+    runs.update(derived.runs)
     out = RUN / "runs_validated"
     out.mkdir(exist_ok=True)
     for name, run in runs.items():
         ranking.write_run(run, out / f"{name}.run", tag=name)
     res.say("systems:", ", ".join(runs) if runs else "none (no validated questions)")
+    res.say("\n".join(derived.notes) if derived.notes else
+            "no reranking or query splitting configured (rerank.systems, split.systems)")
 
     res.section("pool")
     cands = N.hard_candidates(validated, distractors, units)   # gold, per-axis distractors, the template's look-alikes
@@ -200,6 +205,9 @@ def run(ctx: StageContext) -> StageResult:
 
     # save
     res.table("pool", pooled, sort_by=["query_id", "unit_id"])
+    res.table("rerank_scores_validated", derived.rerank_scores, sort_by=["system", "query_id", "new_rank"])
+    res.table("query_splits_validated", derived.splits, sort_by=["system", "query_id", "position"])
+    res.table("derived_failed_validated", derived.failed, sort_by=["system", "query_id"])
     res.table("pool_by_system", by_system, sort_by=["system"])
     res.table("labels_current", current, sort_by=["query_id", "unit_id"])
     (RUN / "qrels").mkdir(exist_ok=True)

@@ -18,6 +18,7 @@ from lookalike.judging import judges as J
 from lookalike.judging import store as L
 from lookalike.report import site as report
 from lookalike.analysis import scoring as S
+from lookalike.analysis import views as V
 from lookalike.eval import stats
 from lookalike.retrieval import systems
 from lookalike.eval import trec
@@ -55,6 +56,10 @@ def run(ctx: StageContext) -> StageResult:
     EXTERNAL = ({n: trec.read_run(RUN / "runs" / f"{n}.run")[0]
                  for n in sorted(sys_table.loc[sys_table["provenance"] == "external", "system"])}
                 if "provenance" in sys_table.columns else {})
+    # +rerank / +split systems: like your runs, only their top-depth ranking is known, so the candidate
+    # views restrict it (stage 02's, questions as generated) rather than re-score
+    EXTERNAL.update({p.stem: trec.read_run(p)[0] for p in sorted((RUN / "runs").glob("*.run"))
+                     if p.stem.endswith(("+rerank", "+split"))})
     settings = dict(systems.run_settings(ctx.get, device="auto", batch_size=32), run_dir=RUN)
 
 
@@ -238,6 +243,55 @@ def run(ctx: StageContext) -> StageResult:
         res.say("RecallAll@10 by evidence structure (n per cell in tables/evidence_complete.csv):")
         res.say(st.pivot_table(index="evidence_structure", columns="system", values="value").to_string() if len(st) else "-")
 
+    res.section("settings")
+    # the benchmark's settings per family: Base / Ctx / B+Ctx / Rerank / Q-Split (analysis.views)
+    ctx_qv = systems.encode_queries(strict, [n for n in BASE if unit_vectors[n].kind != "text"], **settings) \
+        if len(strict) else {}
+    ctx_runs, no_ctx = V.context_runs(BASE, unit_vectors, ctx_qv, units, list(strict["query_id"]), corpus_runs,
+                                      retrieve_depth, seed) if len(strict) else ({}, {})
+    extra = {k: r for k, r in ctx_runs.items() if k not in corpus_runs}
+    extra_ev, _ = (S.evidence_complete(evidence_qrels, extra, strict, seed=seed, clusters=clusters) if extra
+                   else (pd.DataFrame(columns=evidence.columns), {}))
+    settings_long = V.settings_table(BASE, evidence, extra_ev, no_ctx,
+                                     {"rerank": ctx.get("rerank.systems"), "split": ctx.get("split.systems")})
+    settings_view = V.settings_wide(settings_long)
+    if len(settings_view):
+        res.say(f"n = {len(strict)} validated single-gold questions, scored against their evidence units; "
+                "Macro averages the evidence structures (each resampled on its own), Micro the questions; "
+                f"{stats.interval_words(clusters)}")
+        res.say(settings_view.to_string(index=False))
+        res.html_table("settings", settings_view)
+    else:
+        res.say("no validated questions: no settings table")
+
+    res.section("source_structure")
+    source_column = ctx.get("report.source_column")
+    cells = pd.DataFrame(columns=V.HEATMAP_COLUMNS)
+    if source_column not in units.columns:
+        res.say(f"report.source_column {source_column!r} is not a units column ({', '.join(units.columns)}): "
+                "no source × structure view")
+    elif len(frames_ev):
+        cells = V.source_structure(frames_ev, strict, units, source_column, seed=seed, clusters=clusters)
+        with pd.option_context("display.float_format", "{:.2f}".format):
+            res.say(f"RecallAll@5 by {source_column} (rows) × evidence structure; n per cell in "
+                    "tables/recall_all_by_source.csv")
+            res.say(cells.pivot_table(index=["system", "source"], columns="evidence_structure",
+                                      values="recall_all_5").to_string())
+    else:
+        res.say("no validated questions: no source × structure view")
+    res.figure("07_source_structure", V.heatmap(cells, source_column) if len(cells) else None)
+
+    res.section("kinds")
+    kinds = V.kinds_table(unit_vectors, evidence)
+    if len(kinds):
+        with pd.option_context("display.float_format", "{:.3f}".format):
+            res.say(kinds.to_string(index=False))
+        res.html_table("kinds", kinds)
+    else:
+        present = sorted({v.kind for v in unit_vectors.values()})
+        res.say(f"single- vs multi-vector: only {', '.join(present) or 'no'} systems ran (add colpali and bi, or a "
+                "multi-vector plug-in, to compare the two kinds on this corpus)")
+
     res.section("failures")
     # every (question, system): the top 5 over the corpus, the gold's rank, and the look-alike that beat it
     failures = browse.failure_rows(strict, corpus_runs, current, units, distractors)
@@ -313,6 +367,9 @@ def run(ctx: StageContext) -> StageResult:
     if len(effects):
         res.table("planted_effects", effects)
     res.table("failures", failures, sort_by=["system", "query_id"])
+    res.table("settings", settings_long, sort_by=["family", "setting", "measure", "aggregate"])
+    res.table("recall_all_by_source", cells, sort_by=["system", "source", "evidence_structure"])
+    res.table("kinds", kinds, sort_by=["system", "measure", "aggregate"])
     if len(failures):
         res.after_save.append(lambda: browse.write_browser(RUN, failures, strict, units, RUN,
                                                            labels_note=_sentence(L.provenance(current, read("label_agreement"))[0])))
@@ -334,6 +391,16 @@ def run(ctx: StageContext) -> StageResult:
         {"heading": "Evidence-complete retrieval (Macro over evidence structures, k = 10)", "table": macro,
          "text": "nDCG and Recall credit any evidence page found; nDCGAll and RecallAll only when every evidence "
                  "page of a question is in the top 10. " + S.macro_weights(evidence)},
+        {"heading": "The benchmark's settings, per family", "table": settings_view,
+         "text": f"Each base system (family) as it stands (Base), ranking pages by their document's context "
+                 f"alone (Ctx), page score plus document context (B+Ctx), reranked (Rerank) and with query "
+                 f"splitting (Q-Split). n = {len(strict)} validated single-gold questions, scored against their "
+                 f"evidence pages; {stats.interval_words(clusters)}. A setting that did not run says why."}
+        if len(settings_view) else {},
+        {"heading": "Where evidence-complete retrieval fails", "figure": "07_source_structure",
+         "text": f"RecallAll@5 (every evidence page of a question in the top 5) by {source_column} and evidence "
+                 "structure, with each cell's n; tables/recall_all_by_source.csv holds the 95% CIs."}
+        if len(cells) else {},
         {"heading": "Where fusion loses evidence", "table": lost,
          "text": "Questions whose sufficient page a component system found but the fused top 10 dropped, by "
                  "component and fusion method."},
@@ -391,6 +458,7 @@ def run(ctx: StageContext) -> StageResult:
                        + (" (the demo generator's answer key)" if a["adjudicator"] == "reference" else "")
                        + f"; agreement on {int(float(a['n'] or 0))} pairs: {J.kappa_words(a)}. The tables use the adjudicated labels."})
     blocks.append({"heading": "What the labels rest on", "text": _sentence(L.provenance(current, labels_note)[0])})
+    blocks = [b for b in blocks if b]
     res.after_save.append(lambda: report.write_summary(RUN, "lookalike — summary", blocks))
     best = suff_hard[suff_hard["k"] == 1].sort_values(["sufficient", "system"], ascending=[False, True]).head(1)
     sentence = (f"Best sufficient@1 under hard negatives: {best['system'].iloc[0]} {best['sufficient'].iloc[0]:.2f} "

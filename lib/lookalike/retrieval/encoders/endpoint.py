@@ -25,11 +25,7 @@ Tested here only against a local HTTP server that a test starts, not against a r
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Sequence
 
@@ -39,22 +35,15 @@ import pandas as pd
 from lookalike.data.schema import image_data_url, resolve_image
 from lookalike.io.cache import Cache, image_sha256
 from lookalike.retrieval.encoders.base import EncodeError, Encoder, Vectors
+from lookalike.retrieval.http import JsonClient, ServiceError, ServiceUnavailable, endpoint_url
 
 
-class EndpointError(EncodeError):
+class EndpointError(EncodeError, ServiceError):
     """The embedding endpoint refused or garbled a request; the message names the item and why."""
 
 
-class EndpointUnavailable(EndpointError):
+class EndpointUnavailable(EndpointError, ServiceUnavailable):
     """No reply after every retry: the server is down or unreachable (the whole pass stops)."""
-
-
-class _Transient(Exception):
-    """Worth retrying: network trouble, a timeout, 429 or 5xx."""
-
-    def __init__(self, reason: str, wait: float | None = None):
-        super().__init__(reason)
-        self.wait = wait
 
 
 class EndpointEncoder(Encoder):
@@ -71,51 +60,19 @@ class EndpointEncoder(Encoder):
         kw.pop("device", None)                        # the model runs on the server
         super().__init__(device="cpu", url=url, model=model, dimensions=int(dimensions), image_prompt=image_prompt,
                          **kw)
-        base = url.rstrip("/")
-        self.url = base if base.endswith("/embeddings") else base + "/embeddings"
+        self.url = endpoint_url(url, "/embeddings")
         self.model, self.api_key_env, self.dimensions = model, api_key_env, int(dimensions)
         self.image_prompt = image_prompt
-        self.timeout_s, self.retries, self.backoff_s = float(timeout_s), int(retries), float(backoff_s)
+        self.client = JsonClient(self.url, api_key_env, timeout_s, retries, backoff_s, EndpointError,
+                                 EndpointUnavailable)
         self.revision = "openai-embeddings-1"
-        self.requests = 0
-
-    # ------------------------------------------------------------------ HTTP
-
-    def _post(self, payload: dict) -> dict:
-        headers = {"Content-Type": "application/json"}
-        key = os.environ.get(self.api_key_env, "") if self.api_key_env else ""
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        req = urllib.request.Request(self.url, data=json.dumps(payload).encode("utf-8"), headers=headers,
-                                     method="POST")
-        self.requests += 1
-        try:
-            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
-                body = resp.read()
-        except urllib.error.HTTPError as exc:
-            detail = exc.read()[:300].decode("utf-8", errors="replace")
-            if exc.code == 429 or exc.code >= 500:
-                retry_after = exc.headers.get("Retry-After") if exc.headers else None
-                wait = float(retry_after) if retry_after and retry_after.replace(".", "", 1).isdigit() else None
-                raise _Transient(f"HTTP {exc.code}: {detail}", wait) from None
-            raise EndpointError(f"{self.url}: HTTP {exc.code}: {detail}") from None
-        except (urllib.error.URLError, TimeoutError, OSError) as exc:
-            raise _Transient(f"{type(exc).__name__}: {exc}") from None
-        try:
-            return json.loads(body.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            raise EndpointError(f"{self.url}: the reply is not JSON: {body[:120]!r}") from None
 
     def _request(self, payload: dict) -> dict:
-        last = ""
-        for attempt in range(self.retries + 1):
-            try:
-                return self._post(payload)
-            except _Transient as exc:
-                last = str(exc)
-                if attempt < self.retries:
-                    time.sleep(exc.wait if exc.wait is not None else self.backoff_s * 2 ** attempt)
-        raise EndpointUnavailable(f"{self.url}: no reply after {self.retries + 1} attempts: {last}")
+        return self.client.request(payload)
+
+    @property
+    def requests(self) -> int:
+        return self.client.requests
 
     def _vectors(self, reply: dict, n: int) -> list[np.ndarray]:
         data = reply.get("data") if isinstance(reply, dict) else None

@@ -1,0 +1,121 @@
+"""The design's diagnostic settings as systems of their own: ``<base>+rerank`` (retrieval.rerank)
+and ``<base>+split`` (retrieval.splitting), built from a run's base rankings where the run's
+parameters ask for them (rerank.systems, split.systems). Stage 02 builds them for the questions as
+generated, stage 06 for the validated ones, so they are pooled, labelled and tabulated like any
+other system. A setting that cannot be built here (no endpoint, no model, a base system that did not
+run) is skipped with a note that says why — never approximated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping
+
+import pandas as pd
+
+from lookalike.io.cache import Cache
+from lookalike.retrieval import rerank as R
+from lookalike.retrieval import splitting as Q
+from lookalike.retrieval import systems
+from lookalike.retrieval.encoders import resolve_device
+
+RERANK_SCORE_COLUMNS = ["system", "query_id", "unit_id", "base_rank", "rerank_score", "new_rank"]
+SPLIT_COLUMNS = ["system", "query_id", "sub_id", "position", "text"]
+FAILED_COLUMNS = ["system", "query_id", "reason"]
+
+
+@dataclass
+class Derived:
+    runs: dict = field(default_factory=dict)                     # name -> run
+    notes: list = field(default_factory=list)                    # what was built or skipped, in words
+    rerank_scores: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=RERANK_SCORE_COLUMNS))
+    splits: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=SPLIT_COLUMNS))
+    failed: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=FAILED_COLUMNS))
+
+
+def _reranker(get: Callable, unit_vectors: Mapping, questions: pd.DataFrame, units: pd.DataFrame, run_dir: Path,
+              cache: Cache, settings: dict):
+    """(score function, reranker id) for rerank.method, or raises RerankError saying what is missing."""
+    method = get("rerank.method")
+    ids_text = dict(zip(questions["query_id"], questions["text"]))
+    if method == "maxsim":
+        name = get("rerank.maxsim_encoder")
+        vecs = unit_vectors.get(name)
+        if vecs is None or vecs.kind != "multi":
+            raise R.RerankError(f"rerank.maxsim_encoder {name!r} is not a multi-vector system of this run "
+                                f"(add it to encode.encoders with its model)")
+        qv = systems.encode_queries(questions, [name], run_dir=run_dir, **settings)[name]
+        reranker = R.MaxSimReranker(vecs.encoder_id, dict(zip(vecs.ids, vecs.data)), dict(zip(qv.ids, qv.data)))
+        return reranker.score_ids, reranker.id
+    if method == "endpoint":
+        reranker = R.EndpointReranker(get("rerank.url"), get("rerank.model"), get("rerank.api_key_env"),
+                                      cache_dir=cache.root)
+    else:
+        reranker = R.CrossEncoderReranker(get("rerank.model"), resolve_device(settings.get("device", "auto"))[0],
+                                          cache_dir=cache.root)
+    texts = systems.ocr_texts(units, run_dir, cache, get("encode.ocr_engine"), get("encode.workers"))
+    return R.text_scorer(reranker, ids_text, texts), reranker.id
+
+
+def build(runs: Mapping[str, pd.DataFrame], questions: pd.DataFrame, unit_vectors: Mapping, units: pd.DataFrame,
+          run_dir: Path, cache: Cache, get: Callable, settings: dict, depth: int) -> Derived:
+    """Every +rerank and +split system the parameters ask for, over these questions. settings:
+    systems.run_settings (a run_dir in it is ignored: run_dir is the one used)."""
+    settings = {k: v for k, v in settings.items() if k != "run_dir"}
+    out = Derived()
+    failed_rows: list = []
+    wanted = list(get("rerank.systems"))
+    if wanted and len(questions):
+        present = [s for s in wanted if s in runs]
+        for s in wanted:
+            if s not in runs:
+                out.notes.append(f"rerank: {s!r} is not a system of this run ({', '.join(sorted(runs))}); "
+                                 f"{s}{R.SUFFIX} not built")
+        try:
+            score, rid = _reranker(get, unit_vectors, questions, units, run_dir, cache, settings) if present else (None, "")
+        except R.RerankError as exc:
+            score = None
+            out.notes.append(f"rerank: {', '.join(s + R.SUFFIX for s in present)} not built: {exc}")
+        if score is not None:
+            frames = []
+            for s in present:
+                res = R.rerank_run(runs[s], int(get("rerank.depth")), score)
+                out.runs[s + R.SUFFIX] = res.run
+                frames.append(res.scores.assign(system=s + R.SUFFIX))
+                failed_rows += [(s + R.SUFFIX, q, why) for q, why in res.failed]
+                out.notes.append(f"rerank: {s}{R.SUFFIX} = the top {get('rerank.depth')} of {s} re-scored by {rid}"
+                                 f" ({len(res.failed)} of {questions['query_id'].nunique()} questions kept their "
+                                 f"base order: the reranker refused them)")
+            out.rerank_scores = pd.concat(frames, ignore_index=True)[RERANK_SCORE_COLUMNS]
+    wanted = list(get("split.systems"))
+    if wanted and len(questions):
+        encoded = [s for s in wanted if s in unit_vectors]
+        for s in wanted:
+            if s not in unit_vectors:
+                out.notes.append(f"split: {s!r} is not an encoded system of this run ({', '.join(sorted(unit_vectors))});"
+                                 f" {s}{Q.SUFFIX} not built")
+        splitter = None
+        if encoded:
+            try:
+                splitter = Q.ChatSplitter(get("split.url"), get("split.model"), get("split.api_key_env"),
+                                          get("split.max_subqueries"), cache_dir=cache.root)
+            except Q.SplitError as exc:
+                out.notes.append(f"split: {', '.join(s + Q.SUFFIX for s in encoded)} not built: {exc}")
+        if splitter is not None:
+            sp = Q.split_questions(splitter, questions)
+            subs = Q.sub_questions(sp.table)
+            frames = []
+            for s in encoded:
+                qv = systems.encode_queries(subs, [s], run_dir=run_dir, **settings)
+                sub_runs = systems.build_runs({s: unit_vectors[s]}, qv, depth)[s]
+                out.runs[s + Q.SUFFIX] = Q.merge_round_robin(sub_runs, sp.table, depth)
+                frames.append(sp.table.assign(system=s + Q.SUFFIX))
+                failed_rows += [(s + Q.SUFFIX, q, why) for q, why in sp.failed]
+            n_sub = sp.table.groupby("query_id").size()
+            out.notes.append(f"split: {', '.join(s + Q.SUFFIX for s in encoded)} = each question decomposed by "
+                             f"{splitter.id} into {n_sub.min()}–{n_sub.max()} sub-queries (median {n_sub.median():.0f}),"
+                             f" merged round-robin; {len(sp.failed)} questions could not be split and ran as they stand")
+            out.splits = pd.concat(frames, ignore_index=True)[SPLIT_COLUMNS]
+    out.failed = pd.DataFrame(failed_rows, columns=FAILED_COLUMNS)
+    return out
