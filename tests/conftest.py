@@ -31,6 +31,22 @@ def make_png(path: Path, color=(200, 30, 30), size=(64, 48)) -> Path:
     return path
 
 
+@pytest.fixture(scope="module")
+def tiny_pages(tmp_path_factory):
+    """(units, folder): three small coloured pages with a white box each, and a caption field."""
+    import pandas as pd
+    from PIL import Image
+
+    root = tmp_path_factory.mktemp("pages")
+    rows = []
+    for i, colour in enumerate([(200, 30, 30), (30, 200, 30), (30, 30, 200)]):
+        img = Image.new("RGB", (96, 54), colour)
+        img.paste((255, 255, 255), (10 + 10 * i, 10, 40 + 10 * i, 30))
+        img.save(root / f"p{i}.png")
+        rows.append({"unit_id": f"doc:{i + 1}", "image_path": f"p{i}.png", "caption": f"page {i} revenue"})
+    return pd.DataFrame(rows), root
+
+
 @pytest.fixture
 def shared_data() -> Path:
     if not SHARED_DATA.is_dir():

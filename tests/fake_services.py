@@ -35,11 +35,12 @@ def and_splitter(body: dict) -> tuple[int, dict]:
 
 class Services:
     """A local server: routes maps a path suffix ('/rerank', '/chat/completions') to a function
-    body -> (status, payload). Records every call; down=True answers 503 to everything."""
+    body -> (status, payload). requests: every (path, body, headers) received; down=True answers
+503 to everything."""
 
     def __init__(self, routes=None, down: bool = False):
         self.routes = routes or {"/rerank": lexical_rerank, "/chat/completions": and_splitter}
-        self.down, self.calls = down, []
+        self.down, self.requests = down, []
         services = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -48,7 +49,7 @@ class Services:
 
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                services.calls.append((self.path, body, dict(self.headers)))
+                services.requests.append((self.path, body, dict(self.headers)))
                 if services.down:
                     return self._send(503, {"error": "overloaded"})
                 for suffix, fn in services.routes.items():

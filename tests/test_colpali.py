@@ -13,23 +13,9 @@ from PIL import Image
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def pages(tmp_path_factory):
-    import pandas as pd
-
-    root = tmp_path_factory.mktemp("pages")
-    rows = []
-    for i, colour in enumerate([(200, 30, 30), (30, 200, 30), (30, 30, 200)]):
-        img = Image.new("RGB", (96, 54), colour)
-        img.paste((255, 255, 255), (10 + 10 * i, 10, 40 + 10 * i, 30))
-        img.save(root / f"p{i}.png")
-        rows.append({"unit_id": f"doc:{i + 1}", "image_path": f"p{i}.png"})
-    return pd.DataFrame(rows), root
-
-
 @pytest.mark.parametrize("family", tiny_colpali.FAMILIES)
-def test_family_encodes_offline_and_round_trips(family, tmp_path, pages):
-    units, root = pages
+def test_family_encodes_offline_and_round_trips(family, tmp_path, tiny_pages):
+    units, root = tiny_pages
     model, proc = tiny_colpali.save(family, tmp_path / "model")
     assert detect_family(tmp_path / "model") == family
     # what the in-memory model gives, before any save/load
@@ -59,8 +45,8 @@ def test_family_encodes_offline_and_round_trips(family, tmp_path, pages):
     assert len(run) == 4 and set(run["query_id"]) == {"q1", "q2"}
 
 
-def test_token_pooling_shrinks_pages(tmp_path, pages):
-    units, root = pages
+def test_token_pooling_shrinks_pages(tmp_path, tiny_pages):
+    units, root = tiny_pages
     tiny_colpali.save("ColIdefics3", tmp_path / "model")
     plain = E.make_encoder("colpali", model=str(tmp_path / "model"), device="cpu", progress=False)
     pooled = E.make_encoder("colpali", model=str(tmp_path / "model"), device="cpu", pool_factor=2, progress=False)
@@ -81,8 +67,8 @@ def test_unknown_family_and_missing_folder(tmp_path):
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 @pytest.mark.parametrize("family", tiny_colpali.FAMILIES)
-def test_auto_device_uses_cuda_bf16_and_agrees_with_cpu(family, tmp_path, pages):
-    units, root = pages
+def test_auto_device_uses_cuda_bf16_and_agrees_with_cpu(family, tmp_path, tiny_pages):
+    units, root = tiny_pages
     tiny_colpali.save(family, tmp_path / "model")
     gpu = E.make_encoder("colpali", model=str(tmp_path / "model"), device="auto", progress=False)
     assert (gpu.device, gpu.dtype) == ("cuda", "bfloat16")
@@ -102,3 +88,17 @@ def test_maxsim_on_cuda_equals_cpu():
     qs = [rng.standard_normal((int(rng.integers(3, 20)), 64)).astype(np.float32) for _ in range(9)]
     ps = [rng.standard_normal((int(rng.integers(10, 300)), 64)).astype(np.float32) for _ in range(40)]
     assert np.abs(retrieve.maxsim(qs, ps, 8, device="cuda") - retrieve.maxsim(qs, ps, 8)).max() < 1e-3
+
+
+def test_a_corrupt_page_is_reported_and_skipped_not_the_whole_pass(tmp_path, tiny_pages):
+    import pandas as pd
+
+    units, root = tiny_pages
+    tiny_colpali.save("ColIdefics3", tmp_path / "model")
+    (tmp_path / "bad.png").write_bytes(b"\x89PNG truncated")
+    more = pd.concat([units, pd.DataFrame([{"unit_id": "doc:9", "image_path": str(tmp_path / "bad.png")}])],
+                     ignore_index=True)
+    enc = E.make_encoder("colpali", model=str(tmp_path / "model"), device="cpu", progress=False)
+    vecs = enc.encode_units(more, root, Cache(tmp_path / "c"))
+    assert vecs.ids == list(units["unit_id"]) and len(vecs.data) == 3
+    assert [u for u, _ in vecs.stats["failed"]] == ["doc:9"]

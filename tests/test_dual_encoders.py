@@ -18,18 +18,6 @@ from PIL import Image
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def pages(tmp_path_factory):
-    root = tmp_path_factory.mktemp("pages")
-    rows = []
-    for i, colour in enumerate([(200, 30, 30), (30, 200, 30), (30, 30, 200)]):
-        img = Image.new("RGB", (96, 54), colour)
-        img.paste((255, 255, 255), (10 + 10 * i, 10, 40 + 10 * i, 30))
-        img.save(root / f"p{i}.png")
-        rows.append({"unit_id": f"doc:{i + 1}", "image_path": f"p{i}.png", "caption": f"page {i} revenue"})
-    return pd.DataFrame(rows), root
-
-
 def _direct_clip(model, proc, images, texts, siglip):
     with torch.no_grad():
         img = model.get_image_features(**proc(images=images, return_tensors="pt"))
@@ -41,8 +29,8 @@ def _direct_clip(model, proc, images, texts, siglip):
 
 
 @pytest.mark.parametrize("kind", tiny_colpali.DUAL_KINDS)
-def test_clip_encodes_images_captions_and_queries_in_one_space_offline(kind, tmp_path, pages):
-    units, root = pages
+def test_clip_encodes_images_captions_and_queries_in_one_space_offline(kind, tmp_path, tiny_pages):
+    units, root = tiny_pages
     model, _ = tiny_colpali.save_dual(kind, tmp_path / "model")
     import transformers as tf
 
@@ -73,8 +61,8 @@ def test_clip_encodes_images_captions_and_queries_in_one_space_offline(kind, tmp
     assert len(run) == 6
 
 
-def test_clip_reports_a_corrupt_page_and_encodes_the_rest(tmp_path, pages):
-    units, root = pages
+def test_clip_reports_a_corrupt_page_and_encodes_the_rest(tmp_path, tiny_pages):
+    units, root = tiny_pages
     tiny_colpali.save_dual("clip", tmp_path / "model")
     (tmp_path / "bad.png").write_bytes(b"not a png")
     more = pd.concat([units, pd.DataFrame([{"unit_id": "doc:9", "image_path": str(tmp_path / "bad.png")}])],
@@ -99,8 +87,8 @@ def test_clip_needs_a_model_and_a_dual_model(tmp_path):
 
 
 @pytest.mark.parametrize("family", tiny_colpali.BI_FAMILIES)
-def test_bi_family_encodes_single_vectors_offline_and_round_trips(family, tmp_path, pages):
-    units, root = pages
+def test_bi_family_encodes_single_vectors_offline_and_round_trips(family, tmp_path, tiny_pages):
+    units, root = tiny_pages
     model, proc = tiny_colpali.save_bi(family, tmp_path / "model")
     from lookalike.retrieval.encoders.colpali import BI_FAMILIES, detect_family
 
@@ -131,9 +119,9 @@ def test_bi_family_encodes_single_vectors_offline_and_round_trips(family, tmp_pa
     np.testing.assert_array_equal(Vectors.load(tmp_path / "v" / "bi.npz").data, vecs.data)
 
 
-def test_bi_and_colpali_compare_on_one_corpus_through_the_run_settings(tmp_path, pages):
+def test_bi_and_colpali_compare_on_one_corpus_through_the_run_settings(tmp_path, tiny_pages):
     """A single- and a multi-vector model of one family, both from encode.settings / colpali_model."""
-    units, root = pages
+    units, root = tiny_pages
     tiny_colpali.save_bi("BiIdefics3", tmp_path / "bi")
     tiny_colpali.save("ColIdefics3", tmp_path / "col")
     ctx = context(tmp_path, {"encode": {"encoders": ["bi", "colpali"], "colpali_model": str(tmp_path / "col"),
@@ -151,8 +139,8 @@ def test_bi_and_colpali_compare_on_one_corpus_through_the_run_settings(tmp_path,
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 @pytest.mark.parametrize("kind", ["clip", "siglip2"])
-def test_clip_on_cuda_bf16_agrees_with_cpu(kind, tmp_path, pages):
-    units, root = pages
+def test_clip_on_cuda_bf16_agrees_with_cpu(kind, tmp_path, tiny_pages):
+    units, root = tiny_pages
     tiny_colpali.save_dual(kind, tmp_path / "model")
     gpu = E.make_encoder("clip", model=str(tmp_path / "model"), device="auto", progress=False)
     assert (gpu.device, gpu.dtype) == ("cuda", "bfloat16")
@@ -164,8 +152,8 @@ def test_clip_on_cuda_bf16_agrees_with_cpu(kind, tmp_path, pages):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
-def test_bi_on_cuda_bf16_agrees_with_cpu(tmp_path, pages):
-    units, root = pages
+def test_bi_on_cuda_bf16_agrees_with_cpu(tmp_path, tiny_pages):
+    units, root = tiny_pages
     tiny_colpali.save_bi("BiIdefics3", tmp_path / "model")
     gpu = E.make_encoder("bi", model=str(tmp_path / "model"), device="auto", progress=False)
     cpu = E.make_encoder("bi", model=str(tmp_path / "model"), device="cpu", progress=False)

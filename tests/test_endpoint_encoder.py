@@ -2,10 +2,7 @@
 (no real model server can be reached from here)."""
 
 import hashlib
-import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pandas as pd
@@ -18,6 +15,7 @@ from lookalike.retrieval import systems
 from lookalike.retrieval.encoders.endpoint import EndpointUnavailable
 
 from conftest import make_png
+from fake_services import Services
 
 
 def _vector(text: str) -> list[float]:
@@ -25,54 +23,30 @@ def _vector(text: str) -> list[float]:
     return [b / 255.0 for b in digest[:8]]
 
 
-class FakeServer:
-    """POST /v1/embeddings. mode: ok | malformed | slow-first | bad-item | down."""
+class FakeServer(Services):
+    """POST /v1/embeddings. mode: ok | malformed | slow-first | bad-item | down. calls: the request
+    bodies; headers: their headers."""
 
     def __init__(self, mode="ok", delay=0.0):
-        self.mode, self.delay, self.calls, self.headers = mode, delay, [], []
-        fake = self
+        self.mode, self.delay = mode, delay
+        super().__init__({"/embeddings": self._embeddings}, down=mode == "down")
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
+    @property
+    def bodies(self):
+        return [body for _, body, _ in self.requests]
 
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                fake.calls.append(body)
-                fake.headers.append(dict(self.headers))
-                if fake.mode == "slow-first" and len(fake.calls) == 1:
-                    time.sleep(fake.delay)
-                if fake.mode == "down":
-                    return self._send(503, {"error": "overloaded"})
-                if fake.mode == "malformed":
-                    return self._send(200, {"data": "not a list"})
-                if "messages" in body:
-                    url = body["messages"][0]["content"][0]["image_url"]["url"]
-                    return self._send(200, {"data": [{"index": 0, "embedding": _vector(url[-40:])}]})
-                inputs = body["input"]
-                if fake.mode == "bad-item" and "BAD" in inputs:
-                    return self._send(400, {"error": "input 'BAD' is not allowed"})
-                return self._send(200, {"data": [{"index": i, "embedding": _vector(t)} for i, t in enumerate(inputs)]})
-
-            def _send(self, code, payload):
-                data = json.dumps(payload).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    def _embeddings(self, body):
+        if self.mode == "slow-first" and len(self.requests) == 1:
+            time.sleep(self.delay)
+        if self.mode == "malformed":
+            return 200, {"data": "not a list"}
+        if "messages" in body:
+            url = body["messages"][0]["content"][0]["image_url"]["url"]
+            return 200, {"data": [{"index": 0, "embedding": _vector(url[-40:])}]}
+        inputs = body["input"]
+        if self.mode == "bad-item" and "BAD" in inputs:
+            return 400, {"error": "input 'BAD' is not allowed"}
+        return 200, {"data": [{"index": i, "embedding": _vector(t)} for i, t in enumerate(inputs)]}
 
 
 def _encoder(server, **kw):
@@ -86,11 +60,11 @@ def test_texts_are_batched_cached_and_the_key_is_sent_but_never_kept(tmp_path, m
         enc = _encoder(server, api_key_env="TOY_KEY", batch_size=2)
         v = enc.encode_texts(["alpha", "beta", "gamma"], ["a", "b", "c"], "caption-text", cache)
         assert v.ids == ["a", "b", "c"] and np.allclose(v.data[1], _vector("beta"))
-        assert [c["input"] for c in server.calls] == [["alpha", "beta"], ["gamma"]]
-        assert all(h["Authorization"] == "Bearer sk-secret-123" for h in server.headers)
+        assert [c["input"] for c in server.bodies] == [["alpha", "beta"], ["gamma"]]
+        assert all(h["Authorization"] == "Bearer sk-secret-123" for h in [h for _, _, h in server.requests])
         again = _encoder(server, api_key_env="TOY_KEY").encode_texts(["gamma", "alpha"], ["c", "a"], "caption-text",
                                                                      cache)
-        assert len(server.calls) == 2 and again.stats["cached"] == 2       # nothing sent twice
+        assert len(server.bodies) == 2 and again.stats["cached"] == 2       # nothing sent twice
     stored = b"".join(p.read_bytes() for p in (tmp_path / "cache").rglob("*") if p.is_file())
     assert b"sk-secret-123" not in stored and "sk-secret-123" not in enc.id
 
@@ -102,8 +76,8 @@ def test_page_images_go_one_per_request_as_data_urls(tmp_path):
     with FakeServer() as server:
         v = _encoder(server, image_prompt="Represent this page.").encode_units(units, tmp_path, Cache(tmp_path / "c"))
     assert v.ids == ["u1", "u2"] and v.provenance == "pixels" and v.data.shape == (2, 8)
-    assert len(server.calls) == 2 and not np.allclose(v.data[0], v.data[1])
-    first = server.calls[0]["messages"][0]["content"]
+    assert len(server.bodies) == 2 and not np.allclose(v.data[0], v.data[1])
+    first = server.bodies[0]["messages"][0]["content"]
     assert first[0]["image_url"]["url"].startswith("data:image/png;base64,") and first[1]["text"] == "Represent this page."
 
 
@@ -117,7 +91,7 @@ def test_a_malformed_reply_is_reported_per_item_and_nothing_is_invented(tmp_path
 def test_a_timeout_is_retried_and_then_succeeds(tmp_path):
     with FakeServer("slow-first", delay=1.5) as server:
         v = _encoder(server, timeout_s=0.5).encode_texts(["late"], ["q"], "query-text", Cache(tmp_path))
-    assert v.ids == ["q"] and len(server.calls) >= 2
+    assert v.ids == ["q"] and len(server.bodies) >= 2
 
 
 def test_one_failing_item_in_a_batch_is_isolated_and_the_rest_kept(tmp_path):
@@ -132,7 +106,7 @@ def test_a_server_that_stays_down_stops_the_pass_with_the_url_and_the_attempts(t
     with FakeServer("down") as server:
         with pytest.raises(EndpointUnavailable, match=r"no reply after 3 attempts: HTTP 503"):
             _encoder(server, retries=2).encode_texts(["x"], ["q"], "query-text", Cache(tmp_path))
-        assert len(server.calls) == 3
+        assert len(server.bodies) == 3
 
 
 def test_the_endpoint_encoder_needs_a_url_and_a_model():

@@ -49,13 +49,13 @@ def test_endpoint_reranker_speaks_the_shared_rerank_shape_and_caches(tmp_path, m
         rr = R.EndpointReranker(server.url, "toy-rerank", "RERANK_KEY_FOR_TEST", backoff_s=0.01, cache_dir=tmp_path)
         s = rr.score("revenue by region", ["headcount table", "revenue by region table", "region map"])
         assert int(np.argmax(s)) == 1
-        path, body, headers = server.calls[0]
+        path, body, headers = server.requests[0]
         assert path == "/v1/rerank" and body["model"] == "toy-rerank" and body["top_n"] == 3
         assert body["documents"][1] == "revenue by region table" and headers["Authorization"] == "Bearer sekret"
         again = R.EndpointReranker(server.url, "toy-rerank", "RERANK_KEY_FOR_TEST", cache_dir=tmp_path)
         np.testing.assert_array_equal(again.score("revenue by region", ["headcount table", "revenue by region table",
                                                                       "region map"]), s)
-        assert len(server.calls) == 1                    # the second came from the cache
+        assert len(server.requests) == 1                    # the second came from the cache
     assert "sekret" not in "".join(p.read_text() for p in (tmp_path / "rerank").glob("*.json"))
 
 
@@ -69,7 +69,7 @@ def test_endpoint_reranker_names_a_malformed_reply_and_a_server_that_is_down(tmp
     with Services(down=True) as server:
         with pytest.raises(R.RerankUnavailable, match="no reply after 3 attempts"):
             R.EndpointReranker(server.url, "m", retries=2, backoff_s=0.01).score("q", ["a"])
-        assert len(server.calls) == 3
+        assert len(server.requests) == 3
 
 
 @pytest.mark.slow
@@ -133,11 +133,11 @@ def test_chat_splitter_decomposes_caches_and_lists_what_it_could_not_split(tmp_p
         out = Q.split_questions(sp, questions)
         assert list(out.table["text"]) == ["revenue in 2023", "revenue in 2024", "UNREADABLE question"]
         assert out.failed and out.failed[0][0] == "q2" and "no sub-queries" in out.failed[0][1]
-        path, body, _ = server.calls[0]
+        path, body, _ = server.requests[0]
         assert path == "/v1/chat/completions" and body["temperature"] == 0 and body["model"] == "toy-chat"
-        n = len(server.calls)
+        n = len(server.requests)
         Q.split_questions(Q.ChatSplitter(server.url, "toy-chat", max_subqueries=3, cache_dir=tmp_path), questions)
-        assert len(server.calls) == n                    # both replies cached (the unreadable one reads the same again)
+        assert len(server.requests) == n                    # both replies cached (the unreadable one reads the same again)
     with Services(down=True) as server:
         with pytest.raises(Q.SplitUnavailable):
             Q.split_questions(Q.ChatSplitter(server.url, "m", retries=1, backoff_s=0.01), questions)

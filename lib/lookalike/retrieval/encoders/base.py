@@ -133,3 +133,43 @@ class Encoder:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.id} device={self.device}>"
+
+
+def cached_pages(enc: "Encoder", units: pd.DataFrame, base_dir: Path, cache, embed) -> tuple[list[str], list, dict]:
+    """The page-image loop an image encoder shares: each unit's vector from the cache (keyed by the
+    image's sha256 and enc.id), else embed(list of RGB images) in batches of enc.batch_size, then
+    cached. A page that cannot be read is reported in stats["failed"] as (unit_id, reason) and
+    left out, not the whole pass. Returns (kept ids, their vectors, stats)."""
+    import time
+
+    from PIL import Image
+
+    from lookalike import progress as bars
+    from lookalike.data.schema import resolve_image
+    from lookalike.io.cache import image_sha256
+
+    t0 = time.perf_counter()
+    ids = list(units["unit_id"])
+    paths = [resolve_image(p, base_dir) for p in units["image_path"]]
+    shas = [image_sha256(p) for p in paths]
+    vecs = [cache.get_array(s, enc.id) for s in shas]
+    todo = [i for i, v in enumerate(vecs) if v is None]
+    failed: list[tuple[str, str]] = []
+    for start in bars.bar(range(0, len(todo), enc.batch_size), desc=f"{enc.name} pages", unit="batch",
+                          min_total=max(1, bars.MIN_TOTAL // enc.batch_size)):
+        chunk, images = [], []
+        for i in todo[start:start + enc.batch_size]:
+            try:
+                with Image.open(paths[i]) as im:
+                    images.append(im.convert("RGB"))
+                chunk.append(i)
+            except OSError as exc:
+                failed.append((ids[i], f"{paths[i]}: cannot read image ({exc})"))
+        if images:
+            for i, v in zip(chunk, embed(images)):
+                vecs[i] = np.asarray(v, dtype=np.float32)
+                cache.put_array(shas[i], enc.id, vecs[i])
+    keep = [i for i, v in enumerate(vecs) if v is not None]
+    stats = {"computed": len(todo) - len(failed), "cached": len(vecs) - len(todo), "failed": failed,
+             "seconds": round(time.perf_counter() - t0, 2)}
+    return [ids[i] for i in keep], [vecs[i] for i in keep], stats

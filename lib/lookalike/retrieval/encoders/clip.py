@@ -14,7 +14,6 @@ path is tested with tiny randomly initialised CLIP, SigLIP and SigLIP-2 models b
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Sequence
 
@@ -22,10 +21,8 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
-from lookalike import progress as bars
-from lookalike.data.schema import resolve_image
-from lookalike.io.cache import Cache, image_sha256
-from lookalike.retrieval.encoders.base import EncodeError, Encoder, Vectors
+from lookalike.io.cache import Cache
+from lookalike.retrieval.encoders.base import EncodeError, Encoder, Vectors, cached_pages
 from lookalike.retrieval.encoders.colpali import _model_revision
 
 HOW_TO = ("set encode.settings.clip.model to a local folder holding a CLIP / SigLIP / SigLIP-2 model (config.json, "
@@ -107,33 +104,9 @@ class ClipEncoder(Encoder):
         return np.concatenate(out) if out else np.zeros((0, 0), np.float32)
 
     def encode_units(self, units: pd.DataFrame, base_dir: Path, cache: Cache | None = None) -> Vectors:
-        cache = cache or Cache()
-        t0 = time.perf_counter()
-        paths = [resolve_image(p, base_dir) for p in units["image_path"]]
-        shas = [image_sha256(p) for p in paths]
-        vecs = [cache.get_array(s, self.id) for s in shas]
-        todo = [i for i, v in enumerate(vecs) if v is None]
-        failed: list[tuple[str, str]] = []
-        ids = list(units["unit_id"])
-        for start in bars.bar(range(0, len(todo), self.batch_size), desc=f"{self.name} pages", unit="batch",
-                              min_total=max(1, bars.MIN_TOTAL // self.batch_size)):
-            chunk, images = [], []
-            for i in todo[start:start + self.batch_size]:
-                try:
-                    with Image.open(paths[i]) as im:
-                        images.append(im.convert("RGB"))
-                    chunk.append(i)
-                except OSError as exc:            # a corrupt page is reported and left out, not the run
-                    failed.append((ids[i], f"{paths[i]}: cannot read image ({exc})"))
-            if images:
-                for i, v in zip(chunk, self.encode_images(images)):
-                    vecs[i] = v
-                    cache.put_array(shas[i], self.id, v)
-        keep = [i for i, v in enumerate(vecs) if v is not None]
-        data = np.stack([vecs[i] for i in keep]).astype(np.float32) if keep else np.zeros((0, 0), np.float32)
-        stats = {"computed": len(todo) - len(failed), "cached": len(vecs) - len(todo), "failed": failed,
-                 "seconds": round(time.perf_counter() - t0, 2)}
-        return Vectors(self.id, self.provenance, [ids[i] for i in keep], data, "single", stats)
+        ids, vecs, stats = cached_pages(self, units, base_dir, cache or Cache(), self.encode_images)
+        data = np.stack(vecs).astype(np.float32) if vecs else np.zeros((0, 0), np.float32)
+        return Vectors(self.id, self.provenance, ids, data, "single", stats)
 
     def encode_queries(self, texts: Sequence[str], ids: Sequence[str]) -> Vectors:
         return Vectors(self.id, "query-text", list(ids), self._texts(texts), "single")

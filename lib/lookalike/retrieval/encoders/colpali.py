@@ -12,7 +12,6 @@ clustering (colpali-engine's HierarchicalTokenPooler) to cut storage and MaxSim 
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Sequence
 
@@ -20,10 +19,8 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
-from lookalike import progress as bars
-from lookalike.data.schema import resolve_image
-from lookalike.io.cache import Cache, image_sha256
-from lookalike.retrieval.encoders.base import EncodeError, Encoder, Vectors
+from lookalike.io.cache import Cache
+from lookalike.retrieval.encoders.base import EncodeError, Encoder, Vectors, cached_pages
 
 FAMILIES = {
     # family: (model class, processor class, config model_type values that select it)
@@ -156,25 +153,8 @@ class ColPaliEncoder(Encoder):
         return self._pool(out)
 
     def encode_units(self, units: pd.DataFrame, base_dir: Path, cache: Cache | None = None) -> Vectors:
-        cache = cache or Cache()
-        t0 = time.perf_counter()
-        paths = [resolve_image(p, base_dir) for p in units["image_path"]]
-        shas = [image_sha256(p) for p in paths]
-        vecs = [cache.get_array(s, self.id) for s in shas]
-        todo = [i for i, v in enumerate(vecs) if v is None]
-        starts = range(0, len(todo), self.batch_size)
-        for start in bars.bar(starts, desc=f"{self.name} pages", unit="batch",
-                              min_total=max(1, bars.MIN_TOTAL // self.batch_size)):
-            chunk = todo[start:start + self.batch_size]
-            images = []
-            for i in chunk:
-                with Image.open(paths[i]) as im:
-                    images.append(im.convert("RGB"))
-            for i, v in zip(chunk, self.encode_images(images)):
-                vecs[i] = v.astype(np.float32)
-                cache.put_array(shas[i], self.id, vecs[i])
-        stats = {"computed": len(todo), "cached": len(vecs) - len(todo), "seconds": round(time.perf_counter() - t0, 2)}
-        return Vectors(self.id, self.provenance, list(units["unit_id"]), self._data(vecs), self.kind, stats)
+        ids, vecs, stats = cached_pages(self, units, base_dir, cache or Cache(), self.encode_images)
+        return Vectors(self.id, self.provenance, ids, self._data(vecs), self.kind, stats)
 
     def _data(self, vecs: list[np.ndarray]):
         if self.kind == "multi":
