@@ -92,12 +92,17 @@ class MultiVectorIndex:
     """MaxSim over multi-vector pages (ColPali family), exact, within a memory budget."""
 
     def __init__(self, accepts: Sequence[str] = ("pixels",), name: str = "multivector", memory_budget_mb: float = 512.0,
-                 device: str = "cpu", allow_foreign_provenance: bool = False):
+                 device: str = "cpu", allow_foreign_provenance: bool = False, search: str = "exact",
+                 n_candidates: int = 400, clusters: int = 32):
+        if search not in ("exact", "candidates"):
+            raise ValueError(f"{name}: search must be 'exact' or 'candidates', got {search!r}")
         self.accepts, self.name, self.memory_budget_mb, self.device = tuple(accepts), name, memory_budget_mb, device
         self.allow_foreign_provenance = allow_foreign_provenance
+        self.search_mode, self.n_candidates, self.clusters = search, int(n_candidates), int(clusters)
         self.unit_ids: list[str] = []
         self.pages: list[np.ndarray] = []
         self._balls = None
+        self._centroids = None
         self.last_search: dict = {}
 
     def add(self, vectors: Vectors) -> "MultiVectorIndex":
@@ -113,7 +118,18 @@ class MultiVectorIndex:
 
     def search(self, queries: Vectors, k: int = 100) -> pd.DataFrame:
         """Each query's exact top k. From PRUNE_FROM_PAGES pages on, pages whose score bound
-        cannot reach the k-th are skipped (retrieval.pruning): the same run, less work."""
+        cannot reach the k-th are skipped (retrieval.pruning): the same run, less work. With
+        search="candidates": the top k among each query's n_candidates best pages by centroid
+        MaxSim (retrieval.store), scored exactly — approximate; ``candidate_recall`` says how much."""
+        if self.search_mode == "candidates" and len(self.pages) > self.n_candidates and len(queries):
+            from lookalike.retrieval import store
+
+            if self._centroids is None or self._centroids[0] != len(self.pages):
+                self._centroids = (len(self.pages), list(store.centroid_pages(self.pages, self.clusters)))
+            idx, scores, cand = store.candidate_search(queries.data, self.pages, self._centroids[1], k,
+                                                       self.n_candidates, self.memory_budget_mb)
+            self.last_search = {"candidates": cand, "query_ids": list(queries.ids)}
+            return _run_frame(queries.ids, self.unit_ids, scores, idx, k)
         if len(self.pages) >= PRUNE_FROM_PAGES and k < len(self.pages) and self.device == "cpu":
             from lookalike.retrieval.pruning import maxsim_topk, page_balls
 
@@ -125,6 +141,23 @@ class MultiVectorIndex:
         s = self.scores(queries)
         idx = np.tile(np.arange(len(self.unit_ids)), (len(s), 1))
         return _run_frame(queries.ids, self.unit_ids, s, idx, k)
+
+
+    def candidate_recall(self, queries: Vectors, sample: int = 100, seed: int = 0) -> dict:
+        """After a candidate search: on a seeded sample of its queries, the share of each query's
+        exact top 10 / top 100 (exact MaxSim over every page) found among its candidates.
+        {"n": queries sampled, "candidates": n_candidates, "recall_10", "recall_100"}; {} for an
+        exact search."""
+        if "candidates" not in self.last_search:
+            return {}
+        from lookalike.retrieval import store
+
+        cand = self.last_search["candidates"]
+        rng = np.random.default_rng([seed, 18])
+        pick = np.sort(rng.choice(len(cand), size=min(sample, len(cand)), replace=False))
+        exact = store.topk(maxsim([queries.data[i] for i in pick], self.pages, self.memory_budget_mb, self.device), 100)
+        got = store.candidate_recall(exact, cand[pick])
+        return {"n": len(pick), "candidates": self.n_candidates, "recall_10": got[10], "recall_100": got[100]}
 
 
 class BM25Index:

@@ -14,8 +14,12 @@ import numpy as np
 
 def padded_block(pages: Sequence[np.ndarray], idx: Sequence[int], dim: int):
     """Pages idx as one (m, longest, d) float32 tensor, each padded by repeating its first vector
-    (a repeated vector changes no maximum); an empty page is all zeros and scores 0."""
+    (a repeated vector changes no maximum); an empty page is all zeros and scores 0. A page
+    sequence with its own ``block(idx)`` (retrieval.store.StoredPages) builds the block itself."""
     import torch
+
+    if hasattr(pages, "block"):
+        return pages.block(idx)
 
     longest = max(1, max(len(pages[i]) for i in idx))
     block = torch.empty((len(idx), longest, dim), dtype=torch.float32)
@@ -71,7 +75,7 @@ def maxsim(queries: Sequence[np.ndarray], pages: Sequence[np.ndarray], memory_bu
     for i, q in enumerate(queries):
         Q[i, : len(q)] = torch.as_tensor(np.asarray(q, dtype=np.float32))
     Q = Q.to(dev)
-    page_lengths = np.array([len(p) for p in pages])
+    page_lengths = pages.lengths() if hasattr(pages, "lengths") else np.array([len(p) for p in pages])
     # float32 elements in one similarity block: the budget caps it, and blocks larger than about
     # 32 MiB only get slower here (measured: 512 MiB blocks run at half the speed of 32 MiB ones).
     budget = min(memory_budget_mb, BLOCK_TARGET_MB) * 2**20 / 4
@@ -92,7 +96,8 @@ def maxsim(queries: Sequence[np.ndarray], pages: Sequence[np.ndarray], memory_bu
             for qs in range(0, nq, q_block):
                 qb = Q[qs:qs + q_block]
                 sims = qb.reshape(-1, dim) @ flat
-                best = sims.view(len(qb), qlen, stop - start, longest).amax(dim=3)
+                # the block's own width: an empty page alone in a block is padded to one zero vector
+                best = sims.view(len(qb), qlen, stop - start, block.shape[1]).amax(dim=3)
                 out[qs:qs + len(qb), start:stop] = token_sum(best).float().cpu()
             start = stop
     return out.numpy()

@@ -185,8 +185,11 @@ def encode_queries(questions: pd.DataFrame, names: Sequence[str], run_dir: Path 
 
 
 def build_runs(unit_vectors: dict, query_vectors: dict, depth: int = 100, rrf_k: int = 60,
-               memory_budget_mb: float = 512.0) -> dict[str, pd.DataFrame]:
-    """Index each encoder's unit vectors and search the queries. What an index accepts comes from
+               memory_budget_mb: float = 512.0, search: str = "exact", n_candidates: int = 400, clusters: int = 32,
+               recall: dict | None = None, recall_sample: int = 100, seed: int = 0) -> dict[str, pd.DataFrame]:
+    """Index each encoder's unit vectors and search the queries (multi-vector ones exactly, or by
+    candidates: then recall, when given, gets each such system's candidate recall against exact
+    MaxSim on recall_sample queries). What an index accepts comes from
     the system's *declared* provenance (its encoder class), never from the vectors it is handed, so
     caption vectors handed to a pixel system are refused (retrieval.indexes.ProvenanceError)."""
     runs: dict[str, pd.DataFrame] = {}
@@ -197,10 +200,14 @@ def build_runs(unit_vectors: dict, query_vectors: dict, depth: int = 100, rrf_k:
         if vecs.kind == "text":
             index = retrieve.BM25Index(accepts=accepts, name=name)
         elif vecs.kind == "multi":
-            index = retrieve.MultiVectorIndex(accepts=accepts, name=name, memory_budget_mb=memory_budget_mb)
+            index = retrieve.MultiVectorIndex(accepts=accepts, name=name, memory_budget_mb=memory_budget_mb,
+                                              search=search, n_candidates=n_candidates, clusters=clusters)
         else:
             index = retrieve.DenseIndex(accepts=accepts, name=name)
         runs[name] = index.add(vecs).search(query_vectors[name], k=depth)
+        if recall is not None and vecs.kind == "multi" and search == "candidates":
+            # an approximate search is reported with its candidate recall against exact MaxSim
+            recall[name] = index.candidate_recall(query_vectors[name], recall_sample, seed)
     if "ocr-minilm" in runs and "ocr-bm25" in runs:
         runs["pixels-rrf"] = retrieve.rrf([runs["ocr-minilm"], runs["ocr-bm25"]], k=rrf_k, depth=depth)
     return runs

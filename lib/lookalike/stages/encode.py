@@ -68,7 +68,15 @@ def run(ctx: StageContext) -> StageResult:
 
     res.section("runs")
     query_vectors = systems.encode_queries(questions, encode_encoders, run_dir=RUN, **settings) if len(questions) else {}
-    runs = systems.build_runs(unit_vectors, query_vectors, retrieve_depth, retrieve_rrf_k, retrieve_memory_budget_mb)
+    candidate_recall: dict = {}
+    runs = systems.build_runs(unit_vectors, query_vectors, retrieve_depth, retrieve_rrf_k, retrieve_memory_budget_mb,
+                              search=ctx.get("retrieve.search"), n_candidates=ctx.get("retrieve.candidates"),
+                              clusters=ctx.get("retrieve.centroids"), recall=candidate_recall,
+                              recall_sample=ctx.get("retrieve.recall_sample"), seed=seed)
+    for name, r in sorted(candidate_recall.items()):
+        res.say(f"{name}: candidate search ({r['candidates']} pages per question by centroid MaxSim, then exact) — "
+                f"candidate recall against exact MaxSim on {r['n']} sampled questions: top 10 {r['recall_10']:.3f}, "
+                f"top 100 {r['recall_100']:.3f}")
     systems.write_runs(runs, RUN)
     if not runs:
         res.say("no questions with this corpus: nothing to rank (supply questions to get runs)")
@@ -125,6 +133,12 @@ def run(ctx: StageContext) -> StageResult:
         vecs.save(RUN / "vectors", name)
     systems_table = look.merge(encode_table.rename(columns={"encoder": "system"})[["system", "encoder_id", "kind"]],
                                on="system", how="left")
+    if len(systems_table):
+        # exact systems: "exact"; candidate-based ones: the share of the exact top 10 / 100 their candidates hold
+        systems_table["search"] = ["candidates" if n in candidate_recall else "exact" for n in systems_table["system"]]
+        for k in (10, 100):
+            systems_table[f"candidate_recall_{k}"] = [candidate_recall[n][f"recall_{k}"] if n in candidate_recall
+                                                      else float("nan") for n in systems_table["system"]]
     res.table("systems", systems_table, sort_by=["system"])
     res.table("rerank_scores", derived.rerank_scores, sort_by=["system", "query_id", "new_rank"])
     res.table("query_splits", derived.splits, sort_by=["system", "query_id", "position"])

@@ -1,0 +1,119 @@
+"""The float16 page store, exact MaxSim over it, and candidate search with its measured recall."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+from lookalike.retrieval import indexes as retrieve
+from lookalike.retrieval import store as S
+from lookalike.retrieval import systems
+from lookalike.retrieval.encoders.base import Vectors
+from lookalike.retrieval.late_interaction import maxsim, padded_block
+
+from conftest import REPO
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+import corpora  # noqa: E402
+
+
+def ragged(rng, n=30, dim=16):
+    pages = [rng.standard_normal((int(rng.integers(1, 40)), dim)).astype(np.float32) for _ in range(n)]
+    pages[3] = np.zeros((0, dim), np.float32)                 # an empty page
+    return pages
+
+
+def test_store_round_trips_pages_as_float16_and_builds_the_same_blocks(tmp_path):
+    rng = np.random.default_rng(0)
+    pages = ragged(rng)
+    st = S.PageStore.write(tmp_path / "s", [f"u{i}" for i in range(len(pages))], iter(pages), 16, "enc")
+    half = [p.astype(np.float16).astype(np.float32) for p in pages]
+    again = S.PageStore(tmp_path / "s")
+    assert again.ids[5] == "u5" and again.encoder_id == "enc" and len(again) == 30
+    assert again.nbytes == sum(len(p) for p in pages) * 16 * 2
+    for i in (0, 3, 29):
+        np.testing.assert_array_equal(again.read(i), half[i])
+    idx = [0, 3, 7, 29]
+    assert bool((again.pages().block(idx) == padded_block(half, idx, 16)).all())
+    assert list(again.pages().lengths()) == [len(p) for p in pages]
+
+
+def test_exact_scores_over_the_store_equal_maxsim_in_memory_bit_for_bit(tmp_path):
+    rng = np.random.default_rng(1)
+    pages = ragged(rng)
+    queries = [rng.standard_normal((int(rng.integers(1, 9)), 16)).astype(np.float32) for _ in range(7)]
+    st = S.PageStore.write(tmp_path / "s", [f"u{i}" for i in range(len(pages))], pages, 16)
+    half = [p.astype(np.float16).astype(np.float32) for p in pages]
+    np.testing.assert_array_equal(S.exact_scores(queries, st, memory_budget_mb=0.01), maxsim(queries, half))
+
+
+def test_candidate_search_is_exact_when_every_page_is_a_candidate_and_rescore_keeps_the_bits(tmp_path):
+    rng = np.random.default_rng(2)
+    pages = ragged(rng, n=40)
+    pages[10] = pages[11].copy()                                # a tie
+    queries = [rng.standard_normal((5, 16)).astype(np.float32) for _ in range(6)]
+    st = S.PageStore.write(tmp_path / "s", [f"u{i}" for i in range(40)], pages, 16)
+    cent = S.CentroidIndex.build(st, tmp_path / "c", clusters=4)
+    exact = S.exact_scores(queries, st)
+    idx, scores, cand = S.candidate_search(queries, st, cent, k=10, n_candidates=40)
+    np.testing.assert_array_equal(idx, S.topk(exact, 10))
+    np.testing.assert_array_equal(scores, np.take_along_axis(exact, idx, axis=1))
+    assert S.candidate_recall(S.topk(exact, 100), cand) == {10: 1.0, 100: 1.0}
+    some = np.sort(rng.choice(40, size=(6, 9)), axis=1)
+    np.testing.assert_array_equal(S.rescore(queries, st, some), np.take_along_axis(exact, some, axis=1))
+
+
+def test_candidate_recall_counts_what_the_candidates_miss():
+    exact_top = np.array([[0, 1, 2, 3], [4, 5, 6, 7]])
+    cand = np.array([[0, 1, 9], [4, 5, 6]])
+    assert S.candidate_recall(exact_top, cand, ks=(2, 4)) == {2: 1.0, 4: (2 / 4 + 3 / 4) / 2}
+
+
+def test_candidates_find_the_exact_top_10_on_structured_pages(tmp_path):
+    queries, pages, _ = corpora.structured(400, 30, page_tokens=120, dim=64, seed=3)
+    st = S.PageStore.write(tmp_path / "s", [f"u{i}" for i in range(400)], pages, 64)
+    cent = S.CentroidIndex.build(st, tmp_path / "c", clusters=16)
+    exact = S.topk(S.exact_scores(queries, st), 100)
+    _, _, cand = S.candidate_search(queries, st, cent, k=10, n_candidates=60)
+    assert S.candidate_recall(exact, cand)[10] >= 0.95
+
+
+def test_a_truncated_store_names_the_page(tmp_path):
+    st = S.PageStore.write(tmp_path / "s", ["a", "b"], [np.ones((3, 4)), np.ones((5, 4))], 4)
+    with open(tmp_path / "s" / S.VECTORS, "r+b") as fh:
+        fh.truncate(3 * 4 * 2 + 8)
+    with pytest.raises(OSError, match="page 1 is cut short"):
+        S.PageStore(tmp_path / "s").read(1)
+    with pytest.raises(ValueError, match="expected \\(tokens, 4\\)"):
+        S.PageStore.write(tmp_path / "t", ["a"], [np.ones((3, 5))], 4)
+    assert len(st) == 2
+
+
+def test_a_candidate_system_reports_its_candidate_recall_against_exact(tmp_path):
+    queries, pages, targets = corpora.structured(300, 12, page_tokens=80, dim=32, seed=4)
+    units = Vectors("toy-multi", "pixels", [f"u{i:03d}" for i in range(300)], pages, "multi")
+    qv = Vectors("toy-multi", "query-text", [f"q{i}" for i in range(12)], queries, "multi")
+    recall: dict = {}
+    runs = systems.build_runs({"toy": units}, {"toy": qv}, depth=20, search="candidates", n_candidates=40,
+                              clusters=8, recall=recall, recall_sample=12)
+    assert set(recall) == {"toy"} and recall["toy"]["n"] == 12 and recall["toy"]["candidates"] == 40
+    assert 0.0 <= recall["toy"]["recall_100"] <= recall["toy"]["recall_10"] <= 1.0
+    assert len(runs["toy"]) == 12 * 20
+    exact = systems.build_runs({"toy": units}, {"toy": qv}, depth=20, recall=(plain := {}))
+    assert plain == {}                                   # an exact search has nothing to report
+    top1 = lambda r: r.sort_values(["query_id", "score"], ascending=[True, False]).groupby("query_id").head(1)  # noqa: E731
+    agree = (top1(runs["toy"]).set_index("query_id")["unit_id"] == top1(exact["toy"]).set_index("query_id")["unit_id"])
+    assert agree.mean() >= 0.9
+    with pytest.raises(ValueError, match="search must be"):
+        retrieve.MultiVectorIndex(search="approximate")
+    assert isinstance(runs["toy"], pd.DataFrame)
+
+
+def test_maxsim_scores_an_empty_page_alone_in_a_block_as_zero():
+    """A defect found here: with a budget so small that an empty page got a block of its own, the
+    similarity view used width 0 and maxsim raised."""
+    q = [np.ones((3, 4), np.float32)]
+    pages = [np.ones((2, 4), np.float32), np.zeros((0, 4), np.float32)]
+    np.testing.assert_array_equal(maxsim(q, pages, memory_budget_mb=1e-6), np.array([[6.0, 0.0]], np.float32))
