@@ -195,16 +195,14 @@ def rescore(queries: Sequence[np.ndarray], pages, cand: np.ndarray, block_pages:
     with torch.no_grad():
         for s in range(0, len(union), block_pages):
             block_ids = union[s:s + block_pages]
-            block = padded_block(pages, block_ids, dim)                # (m, L, d)
-            m, L, _ = block.shape
-            need = sorted({qi for p in block_ids for qi in wanted[p]})
-            qb = Q[need]
-            sims = qb.reshape(-1, dim) @ block.reshape(-1, dim).T
-            best = token_sum(sims.view(len(need), qlen, m, L).amax(dim=3)).numpy()
-            row = {qi: r for r, qi in enumerate(need)}
+            block = padded_block(pages, block_ids, dim)                # (m, L, d): read once
             for j, p in enumerate(block_ids):
-                for qi in wanted[p]:
-                    got[(qi, p)] = float(best[row[qi], j])
+                need = wanted[p]
+                # only the queries that asked for this page: one GEMM of their tokens against it
+                sims = Q[need].reshape(-1, dim) @ block[j].T
+                best = token_sum(sims.view(len(need), qlen, 1, -1).amax(dim=3)).numpy()[:, 0]
+                for r, qi in enumerate(need):
+                    got[(qi, p)] = float(best[r])
     return np.asarray([[got[(qi, int(p))] for p in cand[qi]] for qi in range(nq)], dtype=np.float32)
 
 
