@@ -43,6 +43,7 @@ def search(folder: Path, clusters: int, n_candidates: int, budget_mb: float) -> 
         queries = [z[f"q{i}"] for i in range(int(z["n"]))]
     t0 = time.perf_counter()
     cent = S.CentroidIndex.build(pages, folder / "centroids", clusters=clusters)
+    cent.padded()                                  # loaded and padded once: part of the build
     build_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     exact = S.exact_scores(queries, pages, budget_mb)
@@ -67,10 +68,11 @@ def main(argv=None) -> int:
     ap.add_argument("--pages", type=int, default=100_000)
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--tokens", type=int, default=1030)
-    ap.add_argument("--clusters", type=int, default=32)
-    ap.add_argument("--candidates", type=int, default=400)
+    ap.add_argument("--clusters", type=int, default=64)
+    ap.add_argument("--candidates", type=int, default=200)
     ap.add_argument("--budget-mb", type=float, default=512.0)
-    ap.add_argument("--dir", default="", help="where the store goes (default: a temporary folder, removed after)")
+    ap.add_argument("--dir", default="", help="where the store goes (default: a temporary folder, removed after); "
+                                              "a store already there for the same sizes is reused")
     ap.add_argument("--search", default="", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.search:
@@ -87,13 +89,17 @@ def main(argv=None) -> int:
         fits = int(free / (args.tokens * 128 * 2 * 1.05))
         print(f"does not fit: at most about {fits:,} pages fit here; rerun with --pages {fits // 1000 * 1000}")
         return 2
+    tag = f"structured-stream:{n}:{args.queries}:{args.tokens}"
     try:
         t0 = time.perf_counter()
-        corpus = StructuredStream(n, args.queries, page_tokens=args.tokens, seed=0)
-        S.PageStore.write(root / "pages", [f"p{i}" for i in range(n)], corpus.pages(), 128, "structured-stream")
-        qs = corpus.queries()
-        np.savez(root / "queries.npz", n=len(qs), **{f"q{i}": q for i, q in enumerate(qs)})
-        print(f"generated and written in {time.perf_counter() - t0:.1f} s")
+        if (root / "pages" / S.META).is_file() and S.PageStore(root / "pages").encoder_id == tag:
+            print("reusing the store already in", root)
+        else:
+            corpus = StructuredStream(n, args.queries, page_tokens=args.tokens, seed=0)
+            S.PageStore.write(root / "pages", [f"p{i}" for i in range(n)], corpus.pages(), 128, tag)
+            qs = corpus.queries()
+            np.savez(root / "queries.npz", n=len(qs), **{f"q{i}": q for i, q in enumerate(qs)})
+            print(f"generated and written in {time.perf_counter() - t0:.1f} s")
         out = subprocess.run([sys.executable, __file__, "--search", str(root), "--clusters", str(args.clusters),
                               "--candidates", str(args.candidates), "--budget-mb", str(args.budget_mb)],
                              check=True, capture_output=True, text=True)

@@ -117,3 +117,13 @@ def test_maxsim_scores_an_empty_page_alone_in_a_block_as_zero():
     q = [np.ones((3, 4), np.float32)]
     pages = [np.ones((2, 4), np.float32), np.zeros((0, 4), np.float32)]
     np.testing.assert_array_equal(maxsim(q, pages, memory_budget_mb=1e-6), np.array([[12.0, 0.0]], np.float32))
+
+
+def test_padded_centroids_from_disk_equal_those_from_memory(tmp_path):
+    rng = np.random.default_rng(5)
+    pages = [rng.standard_normal((int(rng.integers(1, 6)), 8)).astype(np.float32) for _ in range(9)]
+    st = S.PageStore.write(tmp_path / "c", [f"u{i}" for i in range(9)], pages, 8)
+    a, b = S.PaddedPages(st, 8), S.PaddedPages([st.read(i) for i in range(9)], 8)
+    assert bool((a.tensor == b.tensor).all()) and a.width == 5
+    np.testing.assert_array_equal(a[2], st.read(2))
+    np.testing.assert_array_equal(a.block(range(2, 5)).numpy(), b.block([2, 3, 4]).numpy())

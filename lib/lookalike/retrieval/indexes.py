@@ -93,7 +93,7 @@ class MultiVectorIndex:
 
     def __init__(self, accepts: Sequence[str] = ("pixels",), name: str = "multivector", memory_budget_mb: float = 512.0,
                  device: str = "cpu", allow_foreign_provenance: bool = False, search: str = "exact",
-                 n_candidates: int = 400, clusters: int = 32):
+                 n_candidates: int = 200, clusters: int = 64):
         if search not in ("exact", "candidates"):
             raise ValueError(f"{name}: search must be 'exact' or 'candidates', got {search!r}")
         self.accepts, self.name, self.memory_budget_mb, self.device = tuple(accepts), name, memory_budget_mb, device
@@ -125,7 +125,9 @@ class MultiVectorIndex:
             from lookalike.retrieval import store
 
             if self._centroids is None or self._centroids[0] != len(self.pages):
-                self._centroids = (len(self.pages), list(store.centroid_pages(self.pages, self.clusters)))
+                dim = int(np.asarray(self.pages[0]).shape[1])
+                self._centroids = (len(self.pages),
+                                   store.PaddedPages(list(store.centroid_pages(self.pages, self.clusters)), dim))
             idx, scores, cand = store.candidate_search(queries.data, self.pages, self._centroids[1], k,
                                                        self.n_candidates, self.memory_budget_mb)
             self.last_search = {"candidates": cand, "query_ids": list(queries.ids)}

@@ -33,6 +33,41 @@ import numpy as np
 VECTORS, OFFSETS, IDS, META = "vectors.f16", "offsets.npy", "ids.json", "meta.json"
 
 
+class PaddedPages(Sequence):
+    """Small pages (centroids) padded once into one float16 tensor (P, width, d): late_interaction
+    takes contiguous blocks of it as views, converted to float32 per block, with no per-call
+    padding. Padding repeats a page's first vector, as padded_block does."""
+
+    def __init__(self, pages, dim: int):
+        import torch
+
+        from lookalike.retrieval.late_interaction import padded_block
+
+        if isinstance(pages, PageStore):              # straight from disk into the float16 tensor
+            self._lengths = (pages.offsets[1:] - pages.offsets[:-1]).astype(np.int64)
+            self.tensor = pages.block(range(len(pages)), half=True)
+        else:
+            self._lengths = np.asarray([len(p) for p in pages], dtype=np.int64)
+            self.tensor = torch.cat([padded_block(pages, range(s, min(len(pages), s + 4096)), dim).half()
+                                     for s in range(0, len(pages), 4096)]) if len(pages) else torch.zeros((0, 1, dim))
+        self.width = int(self.tensor.shape[1])
+
+    def __len__(self) -> int:
+        return int(self.tensor.shape[0])
+
+    def __getitem__(self, i):
+        return self.tensor[i, : max(1, int(self._lengths[i]))].float().numpy()
+
+    def lengths(self) -> np.ndarray:
+        return np.full(len(self), self.width, dtype=np.int64)       # every block is width wide already
+
+    def block(self, idx):
+        idx = list(idx)
+        if idx and idx == list(range(idx[0], idx[-1] + 1)):
+            return self.tensor[idx[0]: idx[-1] + 1].float()
+        return self.tensor[idx].float()
+
+
 class StoredPages(Sequence):
     """A PageStore's pages as a sequence of float32 (tokens, dim) arrays, each read when asked for."""
 
@@ -113,16 +148,18 @@ class PageStore:
         # torch converts float16 with the CPU's vector instructions (numpy's astype: about 17x slower here)
         return torch.frombuffer(buf, dtype=torch.float16).float().numpy().reshape(stop - start, self.dim)
 
-    def block(self, pages: Sequence[int]):
-        """Stored pages as one padded float32 tensor (m, longest, d) (see StoredPages.block)."""
+    def block(self, pages: Sequence[int], half: bool = False):
+        """Stored pages as one padded float32 tensor (m, longest, d) (see StoredPages.block);
+        half: keep it float16."""
         import torch
 
         if self._fh is None:
             self._fh = open(self.folder / VECTORS, "rb")
         lengths = [int(self.offsets[i + 1] - self.offsets[i]) for i in pages]
         longest = max(1, max(lengths, default=1))
-        half = torch.zeros((len(pages), longest, self.dim), dtype=torch.float16)
-        view = half.numpy()
+        keep_half = half
+        half_t = torch.zeros((len(pages), longest, self.dim), dtype=torch.float16)
+        view = half_t.numpy()
         for j, (i, n) in enumerate(zip(pages, lengths)):
             if n == 0:
                 continue
@@ -131,7 +168,7 @@ class PageStore:
                 raise OSError(f"{self.folder / VECTORS}: page {i} is cut short (the store is truncated)")
             if n < longest:
                 view[j, n:] = view[j, 0]
-        return half.float()
+        return half_t if keep_half else half_t.float()
 
     def pages(self, index: Sequence[int] | None = None) -> StoredPages:
         return StoredPages(self, index)
@@ -157,9 +194,16 @@ class CentroidIndex:
     store: PageStore
     clusters: int
     seconds: float
+    _padded: "PaddedPages | None" = None
+
+    def padded(self) -> "PaddedPages":
+        """The centroids in memory, padded once (float16: 2 x clusters x dim bytes per page)."""
+        if self._padded is None:
+            self._padded = PaddedPages(self.store, self.store.dim)
+        return self._padded
 
     @classmethod
-    def build(cls, pages: PageStore, folder: Path | str, clusters: int = 32) -> "CentroidIndex":
+    def build(cls, pages: PageStore, folder: Path | str, clusters: int = 64) -> "CentroidIndex":
         import time
 
         t0 = time.perf_counter()
@@ -176,7 +220,7 @@ def rescore(queries: Sequence[np.ndarray], pages, cand: np.ndarray, block_pages:
     StoredPages, or a list of arrays."""
     import torch
 
-    from lookalike.retrieval.late_interaction import padded_block, token_sum
+    from lookalike.retrieval.late_interaction import token_sum
 
     if isinstance(pages, PageStore):
         pages = pages.pages()
@@ -186,27 +230,37 @@ def rescore(queries: Sequence[np.ndarray], pages, cand: np.ndarray, block_pages:
     Q = torch.zeros((nq, qlen, dim), dtype=torch.float32)
     for i, q in enumerate(queries):
         Q[i, : len(q)] = torch.as_tensor(np.asarray(q, dtype=np.float32))
-    wanted: dict[int, list[int]] = {}
-    for qi in range(nq):
-        for p in cand[qi]:
-            wanted.setdefault(int(p), []).append(qi)
-    union = sorted(wanted)
-    got: dict[tuple[int, int], float] = {}
+    # for every candidate page, the (query, slot in its candidate row) pairs that asked for it
+    rows = np.repeat(np.arange(nq), cand.shape[1])
+    slots = np.tile(np.arange(cand.shape[1]), nq)
+    flat = cand.ravel()
+    order = np.argsort(flat, kind="stable")
+    pages_sorted, rows, slots = flat[order], rows[order], slots[order]
+    union, starts = np.unique(pages_sorted, return_index=True)
+    ends = np.append(starts[1:], len(pages_sorted))
+    out = np.empty(cand.shape, dtype=np.float32)
     with torch.no_grad():
         for s in range(0, len(union), block_pages):
-            block_ids = union[s:s + block_pages]
-            block = padded_block(pages, block_ids, dim)                # (m, L, d): read once
+            block_ids = [int(p) for p in union[s:s + block_pages]]
+            maxima, who = [], []
             for j, p in enumerate(block_ids):
-                need = wanted[p]
+                a, b = starts[s + j], ends[s + j]
+                need = torch.as_tensor(rows[a:b])
+                page = torch.as_tensor(np.asarray(pages[p], dtype=np.float32))          # read once
+                if len(page) == 0:
+                    page = torch.zeros((1, dim))                       # an empty page scores 0, as in maxsim
                 # only the queries that asked for this page: one GEMM of their tokens against it
-                sims = Q[need].reshape(-1, dim) @ block[j].T
-                best = token_sum(sims.view(len(need), qlen, 1, -1).amax(dim=3)).numpy()[:, 0]
-                for r, qi in enumerate(need):
-                    got[(qi, p)] = float(best[r])
-    return np.asarray([[got[(qi, int(p))] for p in cand[qi]] for qi in range(nq)], dtype=np.float32)
+                sims = Q[need].reshape(-1, dim) @ page.T
+                maxima.append(sims.view(b - a, qlen, -1).amax(dim=2))
+                who.append((a, b))
+            # one fixed-order token sum for the block's pairs (the same bits as maxsim's)
+            totals = token_sum(torch.cat(maxima)[:, :, None])[:, 0].numpy()
+            lo = who[0][0]
+            out[rows[lo:who[-1][1]], slots[lo:who[-1][1]]] = totals
+    return out
 
 
-def centroid_pages(pages: Sequence[np.ndarray], clusters: int = 32, block_pages: int = 512):
+def centroid_pages(pages: Sequence[np.ndarray], clusters: int = 64, block_pages: int = 512):
     """Each page's centroids (pruning.page_balls: farthest-point seeds, member means), a page at a
     time (a generator: what PageStore.write takes)."""
     from lookalike.retrieval.pruning import page_balls
@@ -229,9 +283,10 @@ def candidate_search(queries: Sequence[np.ndarray], pages, centroids, k: int, n_
     from lookalike.retrieval.late_interaction import maxsim
 
     if isinstance(centroids, CentroidIndex):
-        centroids = centroids.store
-    if isinstance(centroids, PageStore):
-        centroids = centroids.pages()
+        centroids = centroids.padded()
+    if not isinstance(centroids, PaddedPages):
+        # padded once (float16): the first stage is then one blocked GEMM with no copies per call
+        centroids = PaddedPages(centroids, int(np.asarray(queries[0]).shape[1]))
     approx = maxsim(queries, centroids, memory_budget_mb)
     n = min(n_candidates, len(pages))
     cand = np.sort(np.argsort(-approx, axis=1, kind="stable")[:, :n], axis=1)

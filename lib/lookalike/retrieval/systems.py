@@ -185,7 +185,7 @@ def encode_queries(questions: pd.DataFrame, names: Sequence[str], run_dir: Path 
 
 
 def build_runs(unit_vectors: dict, query_vectors: dict, depth: int = 100, rrf_k: int = 60,
-               memory_budget_mb: float = 512.0, search: str = "exact", n_candidates: int = 400, clusters: int = 32,
+               memory_budget_mb: float = 512.0, search: str = "exact", n_candidates: int = 200, clusters: int = 64,
                recall: dict | None = None, recall_sample: int = 100, seed: int = 0) -> dict[str, pd.DataFrame]:
     """Index each encoder's unit vectors and search the queries (multi-vector ones exactly, or by
     candidates: then recall, when given, gets each such system's candidate recall against exact
