@@ -127,3 +127,55 @@ def test_padded_centroids_from_disk_equal_those_from_memory(tmp_path):
     assert bool((a.tensor == b.tensor).all()) and a.width == 5
     np.testing.assert_array_equal(a[2], st.read(2))
     np.testing.assert_array_equal(a.block(range(2, 5)).numpy(), b.block([2, 3, 4]).numpy())
+
+
+MULTI_PLUGIN = '''
+import hashlib
+import numpy as np
+from PIL import Image
+from lookalike.retrieval.encoders import Encoder, Vectors
+
+def _word(w):
+    h = hashlib.blake2b(w.encode(), digest_size=8).digest()
+    v = np.frombuffer(h, dtype=np.uint8).astype(np.float32) - 127.5
+    return v / np.linalg.norm(v)
+
+class Patches(Encoder):
+    """A toy multi-vector encoder: 8-dim vectors of a page's 4 x 4 grid of patches; words hashed."""
+    name, provenance, kind = "patches", "pixels", "multi"
+
+    def encode_units(self, units, base_dir, cache=None):
+        from lookalike.data.schema import resolve_image
+        out = []
+        for p in units["image_path"]:
+            with Image.open(resolve_image(p, base_dir)) as im:
+                a = np.asarray(im.convert("L").resize((32, 32)), np.float32) / 255
+            cells = a.reshape(4, 8, 4, 8).transpose(0, 2, 1, 3).reshape(16, 64)
+            v = cells[:, ::8] - cells.mean()
+            out.append((v / (np.linalg.norm(v, axis=1, keepdims=True) + 1e-6)).astype(np.float32))
+        return Vectors(self.id, self.provenance, list(units["unit_id"]), out, "multi")
+
+    def encode_queries(self, texts, ids):
+        return Vectors(self.id, "query-text", list(ids),
+                       [np.stack([_word(w) for w in (t.split() or ["?"])]) for t in texts], "multi")
+'''
+
+
+@pytest.mark.slow
+def test_stage_02_reports_the_candidate_recall_of_a_candidate_based_system(tmp_path):
+    import importlib
+
+    from lookalike import params as P
+    from lookalike import stages
+
+    (tmp_path / "patches.py").write_text(MULTI_PLUGIN)
+    run_file = tmp_path / "run.yaml"
+    run_file.write_text(f'encode:\n  encoders: ["ocr-bm25", "{tmp_path / "patches.py"}:Patches"]\n'
+                        "retrieve:\n  search: candidates\n  candidates: 30\n  centroids: 4\n  recall_sample: 40\n")
+    ctx = stages.context(tmp_path / "run", P.load_params(run_file))
+    for module in ("stratify", "encode"):
+        importlib.import_module(f"lookalike.stages.{module}").run(ctx).save()
+    table = pd.read_csv(tmp_path / "run" / "tables" / "systems.csv").set_index("system")
+    assert table.loc["patches", "search"] == "candidates" and table.loc["ocr-bm25", "search"] == "exact"
+    assert 0.0 <= table.loc["patches", "candidate_recall_100"] <= table.loc["patches", "candidate_recall_10"] <= 1.0
+    assert pd.isna(table.loc["ocr-bm25", "candidate_recall_10"])
