@@ -47,6 +47,15 @@ def tiny_pages(tmp_path_factory):
     return pd.DataFrame(rows), root
 
 
+def with_corrupt_page(units, folder: Path, data: bytes = b"not a png"):
+    """units plus one unit (doc:9) whose image file is not a readable image."""
+    import pandas as pd
+
+    (folder / "bad.png").write_bytes(data)
+    return pd.concat([units, pd.DataFrame([{"unit_id": "doc:9", "image_path": str(folder / "bad.png")}])],
+                     ignore_index=True)
+
+
 @pytest.fixture
 def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
@@ -54,7 +63,7 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
-__all__ = ["REPO", "write_params", "make_png", "shutil"]
+__all__ = ["REPO", "write_params", "make_png", "shutil", "with_corrupt_page"]
 
 
 def pytest_collection_modifyitems(config, items):

@@ -10,6 +10,8 @@ from lookalike.retrieval import indexes as retrieve
 from lookalike.retrieval.encoders.colpali import detect_family
 from PIL import Image
 
+from conftest import with_corrupt_page
+
 pytestmark = pytest.mark.slow
 
 
@@ -91,13 +93,9 @@ def test_maxsim_on_cuda_equals_cpu():
 
 
 def test_a_corrupt_page_is_reported_and_skipped_not_the_whole_pass(tmp_path, tiny_pages):
-    import pandas as pd
-
     units, root = tiny_pages
     tiny_colpali.save("ColIdefics3", tmp_path / "model")
-    (tmp_path / "bad.png").write_bytes(b"\x89PNG truncated")
-    more = pd.concat([units, pd.DataFrame([{"unit_id": "doc:9", "image_path": str(tmp_path / "bad.png")}])],
-                     ignore_index=True)
+    more = with_corrupt_page(units, tmp_path, b"\x89PNG truncated")
     enc = E.make_encoder("colpali", model=str(tmp_path / "model"), device="cpu", progress=False)
     vecs = enc.encode_units(more, root, Cache(tmp_path / "c"))
     assert vecs.ids == list(units["unit_id"]) and len(vecs.data) == 3

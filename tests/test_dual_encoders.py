@@ -15,6 +15,8 @@ from lookalike.retrieval.encoders.base import EncodeError, Vectors
 from lookalike.stages.base import context
 from PIL import Image
 
+from conftest import with_corrupt_page
+
 pytestmark = pytest.mark.slow
 
 
@@ -64,9 +66,7 @@ def test_clip_encodes_images_captions_and_queries_in_one_space_offline(kind, tmp
 def test_clip_reports_a_corrupt_page_and_encodes_the_rest(tmp_path, tiny_pages):
     units, root = tiny_pages
     tiny_colpali.save_dual("clip", tmp_path / "model")
-    (tmp_path / "bad.png").write_bytes(b"not a png")
-    more = pd.concat([units, pd.DataFrame([{"unit_id": "doc:9", "image_path": str(tmp_path / "bad.png")}])],
-                     ignore_index=True)
+    more = with_corrupt_page(units, tmp_path)
     enc = E.make_encoder("clip", model=str(tmp_path / "model"), device="cpu", progress=False)
     vecs = enc.encode_units(more, root, Cache(tmp_path / "c"))
     assert vecs.ids == list(units["unit_id"])

@@ -189,7 +189,7 @@ def rerank_run(base: pd.DataFrame, depth: int, score: Callable[[str, list[str]],
             order = sorted(range(len(head)), key=lambda i: (-s[i], i))      # ties: the base order
         except RerankUnavailable:
             raise
-        except (RerankError, ServiceError) as exc:
+        except ServiceError as exc:          # a refusal (RerankError among them): this question only
             failed.append((str(qid), str(exc)))
             s, order = np.full(len(head), np.nan), list(range(len(head)))
         new = [head[i] for i in order] + tail
