@@ -95,3 +95,17 @@ def headless_chrome(*extra_args: str, prefs: dict | None = None):
     if prefs:
         opts.add_experimental_option("prefs", prefs)
     return webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=opts)
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """One local Ray cluster for the whole test session (Ray has no local mode): 2 CPUs and an object
+    store sized explicitly (a container's small /dev/shm is a known trap). Yields its address, which
+    other processes (a stage kernel, a driver the test kills) connect to."""
+    import ray
+
+    from lookalike.retrieval import engine
+
+    engine.connect("", num_cpus=2, object_store_mb=256)
+    yield ray.get_runtime_context().gcs_address
+    ray.shutdown()

@@ -38,6 +38,7 @@ class Cache:
         self.hits = 0
         self.misses = 0
         self.corrupt = 0
+        self.writes = 0
 
     def _path(self, image_sha: str, encoder_id: str, suffix: str) -> Path:
         enc = hashlib.sha256(encoder_id.encode("utf-8")).hexdigest()[:16]
@@ -61,6 +62,7 @@ class Cache:
         with os.fdopen(fd, "wb") as fh:
             fh.write(payload + hashlib.sha256(payload).digest())
         os.replace(tmp, path)
+        self.writes += 1
 
     def get_text(self, image_sha: str, encoder_id: str) -> str | None:
         payload = self._read(self._path(image_sha, encoder_id, "txt"))

@@ -120,9 +120,13 @@ def pixel_systems(run_dir: Path, encoders: Sequence[str]) -> list[str]:
     return out
 
 
-def encode_units(units: pd.DataFrame, base_dir: Path, names: Sequence[str], cache: Cache, **kw) -> tuple[dict, pd.DataFrame]:
+def encode_units(units: pd.DataFrame, base_dir: Path, names: Sequence[str], cache: Cache, engine: str = "local",
+                 ray_address: str = "", ray_object_store_mb: int = 512, engine_log: list | None = None,
+                 **kw) -> tuple[dict, pd.DataFrame]:
     """Encode every unit with each named encoder (encode.encoders entries). Returns ({system name:
-    Vectors}, a per-encoder summary frame). Each output is checked (``encoders.checked``)."""
+    Vectors}, a per-encoder summary frame). Each output is checked (``encoders.checked``).
+    engine "ray": the pages are first encoded on Ray into the cache (retrieval.engine.prefill; its
+    per-stage summary frame is appended to engine_log), then read back here as on a warm cache."""
     out, rows = {}, []
     seen: dict[str, str] = {}
     for spec in names:
@@ -130,6 +134,17 @@ def encode_units(units: pd.DataFrame, base_dir: Path, names: Sequence[str], cach
         if name in seen:
             raise E.EncodeError(f"encode.encoders: {spec!r} and {seen[name]!r} both give the system {name!r}")
         seen[name] = spec
+    if engine == "ray":
+        from lookalike.retrieval import engine as engines
+
+        summary = engines.prefill(units, base_dir, names, cache, kw, address=ray_address, workers=kw.get("workers", 0),
+                                  object_store_mb=ray_object_store_mb)
+        if engine_log is not None:
+            engine_log.append(summary)
+    elif engine != "local":
+        raise E.EncodeError(f"encode.engine: {engine!r} is not one of local, ray")
+    for spec in names:
+        name = E.system_name(spec)
         enc = make_encoder(spec, **kw)
         before = cache.stats()
         t0 = time.perf_counter()

@@ -47,7 +47,20 @@ def run(ctx: StageContext) -> StageResult:
         res.say("GPU:", torch.cuda.get_device_name(0))
 
     res.section("encode")
-    unit_vectors, encode_table = systems.encode_units(units, RUN, encode_encoders, cache, **settings)
+    engine, engine_log = ctx.get("encode.engine"), []
+    unit_vectors, encode_table = systems.encode_units(units, RUN, encode_encoders, cache, engine=engine,
+                                                      ray_address=ctx.get("encode.ray_address"),
+                                                      ray_object_store_mb=ctx.get("encode.ray_object_store_mb"),
+                                                      engine_log=engine_log, **settings)
+    if engine == "ray":
+        ray_table = pd.concat(engine_log, ignore_index=True)
+        res.timings["02_engine_ray"] = ray_table           # workers, items and seconds depend on the cluster
+        res.say("engine: ray — pages encoded by Ray Data actors into the cache, then read back here (per-stage "
+                "workers, items and seconds: timings/02_engine_ray.csv); "
+                + "; ".join(f"{r.encoder}: {r.computed} computed" + (f", {r.failed} failed" if r.failed else "")
+                            for r in ray_table.itertuples() if not r.note))
+    else:
+        res.say("engine: local — pages encoded in this process (OCR in worker processes)")
     res.show["encode"] = encode_table.drop(columns=["seconds", "units_per_s", "cache_hits", "cache_misses"])
     res.timings["02_encode"] = encode_table[["encoder", "units", "cache_hits", "cache_misses", "seconds", "units_per_s"]]
 

@@ -51,6 +51,7 @@ class OcrMiniLM(Encoder):
     """Page pixels -> OCR -> all-MiniLM-L6-v2 (384-dim, normalised)."""
 
     name, provenance, kind = "ocr-minilm", "pixels", "single"
+    distributable = reads_ocr = True        # retrieval.engine: runs on Ray, after its OCR stage
 
     def __init__(self, ocr_engine: str = "", workers: int = 0, **kw):
         super().__init__(ocr_engine=ocr_engine or _ocr.default_engine(), **kw)
@@ -70,7 +71,7 @@ class OcrMiniLM(Encoder):
         vecs = [cache.get_array(s, key_id) for s in shas]
         todo = [i for i, v in enumerate(vecs) if v is None]
         if todo:
-            new = _text.embed([texts[i] for i in todo], self.device, self.batch_size, self.progress)
+            new = _text.embed_batches([texts[i] for i in todo], self.device, self.batch_size, self.progress)
             for i, v in zip(todo, new):
                 vecs[i] = v
                 cache.put_array(shas[i], key_id, v)
@@ -101,6 +102,7 @@ class CaptionMiniLM(Encoder):
     """The unit's caption fields (file name, alt text, caption) -> all-MiniLM-L6-v2. Provenance caption-text."""
 
     name, provenance, kind = "caption-minilm", "caption-text", "single"
+    distributable = True
 
     def __init__(self, **kw):
         super().__init__(**kw)
@@ -123,6 +125,7 @@ class Appearance(Encoder):
     """Page pixels -> layout / edge / colour vector (see encoders/appearance.py). Pages only."""
 
     name, provenance, kind = "appearance", "pixels", "single"
+    distributable = True
     revision = _appearance.VERSION
 
     def encode_units(self, units: pd.DataFrame, base_dir: Path, cache: Cache | None = None) -> Vectors:
@@ -181,6 +184,9 @@ def _clip(**kw):
 _colpali.provenance = _endpoint.provenance = _bi.provenance = _clip.provenance = "pixels"
 _colpali.kind, _endpoint.kind, _bi.kind, _clip.kind = "multi", "single", "single", "single"
 _colpali.captions, _endpoint.captions, _bi.captions, _clip.captions = False, True, True, True
+# retrieval.engine: the page encoders that cache every page run on Ray; the endpoint's work is a server's
+_colpali.distributable = _bi.distributable = _clip.distributable = True
+_endpoint.distributable = False
 
 ENCODERS = {"ocr-minilm": OcrMiniLM, "ocr-bm25": OcrBM25, "caption-minilm": CaptionMiniLM,
             "appearance": Appearance, "colpali": _colpali, "bi": _bi, "clip": _clip, "endpoint": _endpoint}

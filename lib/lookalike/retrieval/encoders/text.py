@@ -44,16 +44,25 @@ def embed(texts, device: str = "cpu", batch_size: int = 64, progress: bool = Fal
     return np.asarray(vecs, dtype=np.float32).reshape(len(texts), -1)
 
 
+def embed_batches(texts, device: str = "cpu", batch_size: int = 64, progress: bool = False) -> np.ndarray:
+    """embed, one call per batch_size consecutive texts in the order given. A text's vector depends
+    (in its last bits) on the batch it was padded in; fixed consecutive batches are what the Ray
+    engine's actors also form (retrieval.engine), so both engines give the same bits."""
+    texts = list(texts)
+    parts = [embed(texts[s:s + batch_size], device, batch_size, progress) for s in range(0, len(texts), batch_size)]
+    return np.concatenate(parts) if parts else np.zeros((0, 384), dtype=np.float32)
+
+
 def embed_cached(texts, cache, key_id: str, device: str = "cpu", batch_size: int = 64,
                  progress: bool = False) -> np.ndarray:
     """embed, with each text's vector kept in the cache (lookalike.io.cache) under the sha256 of the
     text and key_id (the model and settings). A warm run reads every vector; the texts not held are
-    embedded together, in the order given."""
+    embedded in consecutive batches, in the order given (embed_batches)."""
     shas = [hashlib.sha256(str(t).encode("utf-8")).hexdigest() for t in texts]
     vecs = [cache.get_array(s, key_id) for s in shas]
     todo = [i for i, v in enumerate(vecs) if v is None]
     if todo:
-        new = embed([texts[i] for i in todo], device, batch_size, progress)
+        new = embed_batches([texts[i] for i in todo], device, batch_size, progress)
         for i, v in zip(todo, new):
             vecs[i] = v
             cache.put_array(shas[i], key_id, v)
