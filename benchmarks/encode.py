@@ -91,7 +91,7 @@ def ray_ocr(pages: int, repeats: int) -> int:
     """OCR pages/s: the Ray engine's OCR stage with 1 and 2 workers and the local engine with the same."""
     import statistics
 
-    from lookalike.retrieval import engine
+    from lookalike.retrieval import engine, systems
 
     if not ocr.tesseract_available():
         print("tesseract is not installed: nothing to measure")
@@ -109,7 +109,7 @@ def ray_ocr(pages: int, repeats: int) -> int:
             for workers in (1, 2):
                 cache = Cache(Path(tmp) / f"ray-{rep}-{workers}")
                 summary = engine.prefill(units, Path(tmp), ["ocr-bm25"], cache, dict(kw, workers=workers),
-                                         workers=workers)
+                                         systems.make_encoder, workers=workers)
                 row = summary[summary["stage"] == "ocr"].iloc[0]
                 assert row["computed"] == len(units), summary
                 rates.setdefault(("ray", workers), []).append(len(units) / row["seconds"])

@@ -62,7 +62,21 @@ def test_the_ray_engine_gives_the_local_engines_vectors_bit_for_bit(tiny_pages, 
     rerun: list = []
     encode(units, folder, BUILT_IN, tmp_path / "ray", "ray", rerun)
     assert rerun[0]["computed"].sum() == 0
-    assert rerun[0].loc[rerun[0]["stage"] == "ocr", "items"].sum() == 0
+    assert rerun[0]["items"].sum() == 0            # every encoder said it lacks nothing: no Ray stage ran
+
+
+def test_on_a_partly_filled_cache_ray_batches_only_what_is_missing_as_the_local_engine(tiny_pages, tmp_path,
+                                                                                      ray_cluster):
+    units, folder = tiny_pages
+    for cache in ("local", "ray"):                  # the same two of three pages already held by both
+        encode(units.iloc[[0, 2]], folder, BUILT_IN, tmp_path / cache, "local")
+    local, _ = encode(units, folder, BUILT_IN, tmp_path / "local", "local", batch_size=1)
+    log: list = []
+    ray_out, _ = encode(units, folder, BUILT_IN, tmp_path / "ray", "ray", log, batch_size=1)
+    rows = log[0].set_index(["stage", "encoder"])
+    assert rows["items"].tolist() == [1, 1, 1, 1]   # OCR of doc:2, then one batch per encoder
+    for name in BUILT_IN:
+        assert same(ray_out[name], local[name]), name
 
 
 def test_a_corrupt_page_is_reported_and_skipped_on_ray_as_locally(tiny_pages, tmp_path, ray_cluster):

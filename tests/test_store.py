@@ -49,7 +49,7 @@ def test_exact_scores_over_the_store_equal_maxsim_in_memory_bit_for_bit(tmp_path
     np.testing.assert_array_equal(S.exact_scores(queries, st, memory_budget_mb=0.01), maxsim(queries, half))
 
 
-def test_candidate_search_is_exact_when_every_page_is_a_candidate_and_rescore_keeps_the_bits(tmp_path):
+def test_candidate_search_is_exact_when_every_page_is_a_candidate_and_rescore_agrees(tmp_path):
     rng = np.random.default_rng(2)
     pages = ragged(rng, n=40)
     pages[10] = pages[11].copy()                                # a tie
@@ -61,8 +61,13 @@ def test_candidate_search_is_exact_when_every_page_is_a_candidate_and_rescore_ke
     np.testing.assert_array_equal(idx, S.topk(exact, 10))
     np.testing.assert_array_equal(scores, np.take_along_axis(exact, idx, axis=1))
     assert S.candidate_recall(S.topk(exact, 100), cand) == {10: 1.0, 100: 1.0}
+    # rescore multiplies only the queries that asked for a page, so its GEMMs have other shapes than
+    # exact MaxSim's. Whether that moves the last bit depends on the CPU's BLAS kernels: on the
+    # Intel machines of earlier sessions it did not; on an AMD EPYC, with this 16-dim toy, it did (up
+    # to 3.8e-6 on scores near 30). So here the scores must agree to float32 rounding.
     some = np.sort(rng.choice(40, size=(6, 9)), axis=1)
-    np.testing.assert_array_equal(S.rescore(queries, st, some), np.take_along_axis(exact, some, axis=1))
+    np.testing.assert_allclose(S.rescore(queries, st, some), np.take_along_axis(exact, some, axis=1),
+                               rtol=4e-7, atol=0)
 
 
 def test_candidate_recall_counts_what_the_candidates_miss():

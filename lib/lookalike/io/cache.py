@@ -72,6 +72,11 @@ class Cache:
     def put_text(self, image_sha: str, encoder_id: str, text: str) -> None:
         self._write(self._path(image_sha, encoder_id, "txt"), text.encode("utf-8"))
 
+    def holds_array(self, image_sha: str, encoder_id: str) -> bool:
+        """Whether an entry exists (not read, not checked, not counted): a cheap question for
+        planning work. A corrupt entry still fails get_array's check and is recomputed there."""
+        return self._path(image_sha, encoder_id, "npy").is_file()
+
     def get_array(self, image_sha: str, encoder_id: str) -> np.ndarray | None:
         payload = self._read(self._path(image_sha, encoder_id, "npy"))
         self._count(payload)

@@ -13,8 +13,9 @@ Per encoder, the work is Ray Data stages over rows that name work items:
   model is loaded once per actor; one GPU per actor when the encoder runs on CUDA) -> write (the
   encoder's own cache writes).
 The encoder actor runs the encoder's own ``encode_units`` on one batch of ``encode.batch_size``
-consecutive units, the batch the local engine would form on an empty cache, so a model sees the
-same batches (and gives the same bits) on either engine. The per-batch functions are plain Python
+consecutive units among those the cache lacks (``Encoder.pending``), the batch the local engine
+forms on the same cache, so a model sees the same batches (and gives the same bits) on either
+engine. An encoder that cannot say what it lacks gets every unit, and skips what it holds. The per-batch functions are plain Python
 (``ocr_one``, ``encode_batch``): the local engine and the actors call the same code.
 
 A cluster other than this machine must see the same paths: the corpus folder, the run folder and
@@ -144,13 +145,11 @@ class _EncoderActor:
     """An encoder actor: the encoder built once (its model loaded once), then one batch per row (the
     batch's rows of the units table travel pickled in the row itself, so no actor holds the corpus)."""
 
-    def __init__(self, spec: str, settings: dict, base_dir: str, cache_root: str, threads: int):
+    def __init__(self, spec: str, settings: dict, make, base_dir: str, cache_root: str, threads: int):
         import torch
 
-        from lookalike.retrieval import systems
-
         torch.set_num_threads(threads)              # the driver's count: a CPU kernel's bits can depend on it
-        self.enc = systems.make_encoder(spec, **settings)
+        self.enc = make(spec, **settings)
         self.enc.progress = False                   # no bars from an actor
         self.base_dir = Path(base_dir)
         self.cache = Cache(cache_root)
@@ -197,8 +196,10 @@ def _cpu_workers(resources: dict, workers: int) -> int:
 
 
 def prefill(units: pd.DataFrame, base_dir: Path, specs: Sequence[str], cache: Cache, settings: dict,
-            address: str = "", workers: int = 0, object_store_mb: int = 512) -> pd.DataFrame:
-    """Run every distributable encoder of specs over units on Ray, into cache. Returns one row per
+            make_encoder, address: str = "", workers: int = 0, object_store_mb: int = 512) -> pd.DataFrame:
+    """Run every distributable encoder of specs over units on Ray, into cache. make_encoder(spec,
+    **settings) builds an encoder as the local engine does (systems.make_encoder; actors receive it by
+    reference, and the model is built in each actor). Returns one row per
     Ray stage: stage, encoder, items (pages or batches), computed, failed, workers, gpus, seconds.
     Encoders that do not run on Ray are left to the local pass (a row says so)."""
     import torch
@@ -217,9 +218,7 @@ def prefill(units: pd.DataFrame, base_dir: Path, specs: Sequence[str], cache: Ca
             rows.append(dict(stage="encode", encoder=name, items=0, computed=0, failed=0, workers=0, gpus=0,
                              seconds=0.0, note="runs in the driver (not distributable)"))
             continue
-        from lookalike.retrieval import systems
-
-        enc = systems.make_encoder(spec, **settings)
+        enc = make_encoder(spec, **settings)
         if needs_ocr(spec):
             engine = enc.settings["ocr_engine"]
             if engine == "tesseract" and not ocr.tesseract_available():
@@ -243,15 +242,24 @@ def prefill(units: pd.DataFrame, base_dir: Path, specs: Sequence[str], cache: Ca
             if enc.kind == "text":           # BM25 reads the OCR text itself: nothing more to compute
                 continue
         t0 = time.perf_counter()
-        ranges = batches(len(units), enc.batch_size)
+        # only the units the cache lacks, when the encoder can tell: the batches encode_units forms
+        # on this cache, and a warm rerun starts no Ray stage at all
+        pending = enc.pending(units, base_dir, Cache(cache.root))
+        todo_units = units if pending is None else units.iloc[pending]
+        if pending is not None and not pending:
+            rows.append(dict(stage="encode", encoder=name, items=0, computed=0, failed=0, workers=0, gpus=0,
+                             seconds=round(time.perf_counter() - t0, 2), note=""))
+            continue
+        ranges = batches(len(todo_units), enc.batch_size)
         on_gpu = str(enc.device).startswith("cuda") and gpus > 0
         # On CPU an encoder actor runs with the driver's torch thread count (so its kernels, and bits,
         # are the local engine's) and holds that many of the cluster's CPUs: on one machine that is
         # one actor using every core, as the local engine; on a cluster, one per that many CPUs.
         threads = max(1, min(torch.get_num_threads(), int(resources.get("CPU", 1)) or 1))
         actors = gpus if on_gpu else max(1, int(resources.get("CPU", 1)) // threads)
-        rows_in = [{"batch": b, "units": pickle.dumps(units.iloc[start:stop])} for b, (start, stop) in enumerate(ranges)]
-        got = _run(rows_in, _EncoderActor, dict(spec=spec, settings=settings, base_dir=str(base_dir),
+        rows_in = [{"batch": b, "units": pickle.dumps(todo_units.iloc[start:stop])}
+                   for b, (start, stop) in enumerate(ranges)]
+        got = _run(rows_in, _EncoderActor, dict(spec=spec, settings=settings, make=make_encoder, base_dir=str(base_dir),
                                                 cache_root=cache_root, threads=threads), actors,
                    num_gpus=1 if on_gpu else 0, num_cpus=1 if on_gpu else threads)
         rows.append(dict(stage="encode", encoder=name, items=len(ranges), computed=sum(r["computed"] for r in got),

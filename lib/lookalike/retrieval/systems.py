@@ -137,8 +137,8 @@ def encode_units(units: pd.DataFrame, base_dir: Path, names: Sequence[str], cach
     if engine == "ray":
         from lookalike.retrieval import engine as engines
 
-        summary = engines.prefill(units, base_dir, names, cache, kw, address=ray_address, workers=kw.get("workers", 0),
-                                  object_store_mb=ray_object_store_mb)
+        summary = engines.prefill(units, base_dir, names, cache, kw, make_encoder, address=ray_address,
+                                  workers=kw.get("workers", 0), object_store_mb=ray_object_store_mb)
         if engine_log is not None:
             engine_log.append(summary)
     elif engine != "local":

@@ -31,6 +31,7 @@ from lookalike.retrieval.encoders import appearance as _appearance
 from lookalike.retrieval.encoders import ocr as _ocr
 from lookalike.retrieval.encoders import text as _text
 from lookalike.retrieval.encoders.base import PROVENANCES, EncodeError, Encoder, Vectors, resolve_device
+from lookalike.retrieval.encoders.base import pending_pages as _pending_pages
 
 __all__ = ["Encoder", "Vectors", "EncodeError", "PROVENANCES", "make_encoder", "ENCODERS", "caption_text",
            "resolve_device"]
@@ -82,6 +83,10 @@ class OcrMiniLM(Encoder):
     def encode_queries(self, texts: Sequence[str], ids: Sequence[str]) -> Vectors:
         return Vectors(self.id, "query-text", list(ids), _text.embed(list(texts), self.device, self.batch_size), "single")
 
+    def pending(self, units: pd.DataFrame, base_dir: Path, cache: Cache) -> list[int]:
+        key_id = f"{self.id}|{_ocr.engine_id(self.settings['ocr_engine'])}"
+        return _pending_pages(units, base_dir, cache, key_id)
+
 
 class OcrBM25(OcrMiniLM):
     """Page pixels -> OCR text, for a BM25 index (bm25s)."""
@@ -96,6 +101,9 @@ class OcrBM25(OcrMiniLM):
 
     def encode_queries(self, texts: Sequence[str], ids: Sequence[str]) -> Vectors:
         return Vectors(self.id, "query-text", list(ids), list(texts), "text")
+
+    def pending(self, units, base_dir, cache):
+        return None          # its work is the OCR, which the engine plans itself
 
 
 class CaptionMiniLM(Encoder):
@@ -119,6 +127,11 @@ class CaptionMiniLM(Encoder):
 
     def encode_queries(self, texts: Sequence[str], ids: Sequence[str]) -> Vectors:
         return Vectors(self.id, "query-text", list(ids), _text.embed(list(texts), self.device, self.batch_size), "single")
+
+    def pending(self, units: pd.DataFrame, base_dir: Path, cache: Cache) -> list[int]:
+        key_id = f"{self.id}|caption-text"
+        return [i for i, row in enumerate(units.to_dict("records"))
+                if not cache.holds_array(text_sha(caption_text(row)), key_id)]
 
 
 class Appearance(Encoder):
@@ -147,6 +160,9 @@ class Appearance(Encoder):
         data = np.stack(vecs) if vecs else np.zeros((0, 1), np.float32)
         stats = {"computed": computed, "cached": len(vecs) - computed, "seconds": round(time.perf_counter() - t0, 2)}
         return Vectors(self.id, self.provenance, list(units["unit_id"]), data, "single", stats)
+
+    def pending(self, units: pd.DataFrame, base_dir: Path, cache: Cache) -> list[int]:
+        return _pending_pages(units, base_dir, cache, self.id)
 
     def encode_queries(self, texts, ids):
         raise EncodeError("the appearance encoder encodes pages only (it has no text side); use it for "

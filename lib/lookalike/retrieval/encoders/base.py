@@ -131,6 +131,12 @@ class Encoder:
     def encode_queries(self, texts: Sequence[str], ids: Sequence[str]) -> Vectors:
         raise NotImplementedError
 
+    def pending(self, units: pd.DataFrame, base_dir: Path, cache) -> list[int] | None:
+        """Positions of the units whose result the cache lacks, in order; None when the encoder
+        cannot tell. The Ray engine (retrieval.engine) batches only these, as encode_units would
+        on this cache; with None it sends every unit and encode_units skips what is held."""
+        return None
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.id} device={self.device}>"
 
@@ -173,3 +179,20 @@ def cached_pages(enc: "Encoder", units: pd.DataFrame, base_dir: Path, cache, emb
     stats = {"computed": len(todo) - len(failed), "cached": len(vecs) - len(todo), "failed": failed,
              "seconds": round(time.perf_counter() - t0, 2)}
     return [ids[i] for i in keep], [vecs[i] for i in keep], stats
+
+
+def pending_pages(units: pd.DataFrame, base_dir: Path, cache, key: str) -> list[int]:
+    """Positions of the units whose page has no cache entry under key (encoders built on
+    cached_pages use their id). A page that cannot be read counts as pending: its encoder reports it."""
+    from lookalike.data.schema import resolve_image
+    from lookalike.io.cache import image_sha256
+
+    out = []
+    for i, p in enumerate(units["image_path"]):
+        try:
+            held = cache.holds_array(image_sha256(resolve_image(p, base_dir)), key)
+        except OSError:
+            held = False
+        if not held:
+            out.append(i)
+    return out

@@ -22,7 +22,7 @@ import pandas as pd
 from PIL import Image
 
 from lookalike.io.cache import Cache
-from lookalike.retrieval.encoders.base import EncodeError, Encoder, Vectors, cached_pages
+from lookalike.retrieval.encoders.base import EncodeError, Encoder, Vectors, cached_pages, pending_pages
 from lookalike.retrieval.encoders.colpali import _model_revision
 
 HOW_TO = ("set encode.settings.clip.model to a local folder holding a CLIP / SigLIP / SigLIP-2 model (config.json, "
@@ -102,6 +102,9 @@ class ClipEncoder(Encoder):
             batch = {k: v for k, v in batch.items() if k in ("input_ids", "attention_mask", "position_ids")}
             out.append(self._run("get_text_features", batch))
         return np.concatenate(out) if out else np.zeros((0, 0), np.float32)
+
+    def pending(self, units: pd.DataFrame, base_dir: Path, cache) -> list[int]:
+        return pending_pages(units, base_dir, cache, self.id)
 
     def encode_units(self, units: pd.DataFrame, base_dir: Path, cache: Cache | None = None) -> Vectors:
         ids, vecs, stats = cached_pages(self, units, base_dir, cache or Cache(), self.encode_images)

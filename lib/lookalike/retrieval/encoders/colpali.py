@@ -20,7 +20,7 @@ import pandas as pd
 from PIL import Image
 
 from lookalike.io.cache import Cache
-from lookalike.retrieval.encoders.base import EncodeError, Encoder, Vectors, cached_pages
+from lookalike.retrieval.encoders.base import EncodeError, Encoder, Vectors, cached_pages, pending_pages
 
 FAMILIES = {
     # family: (model class, processor class, config model_type values that select it)
@@ -151,6 +151,9 @@ class ColPaliEncoder(Encoder):
             batch = processor.process_images(list(images[start:start + self.batch_size]))
             out.extend(self._embed(batch))
         return self._pool(out)
+
+    def pending(self, units: pd.DataFrame, base_dir: Path, cache) -> list[int]:
+        return pending_pages(units, base_dir, cache, self.id)
 
     def encode_units(self, units: pd.DataFrame, base_dir: Path, cache: Cache | None = None) -> Vectors:
         ids, vecs, stats = cached_pages(self, units, base_dir, cache or Cache(), self.encode_images)
