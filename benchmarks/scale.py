@@ -1,5 +1,5 @@
 """Multi-vector search at scale: the float16 on-disk page store, exact MaxSim over it within a memory
-budget, and candidate search (centroid MaxSim, then exact MaxSim on the candidates) with its
+budget, and candidate search (centroid MaxSim in int8, then exact MaxSim on the candidates) with its
 measured candidate recall against exact.
 
     python benchmarks/scale.py --quick          # 10,000 pages x 1,030 x 128 (2.6 GB on disk), 100 queries
@@ -43,7 +43,7 @@ def search(folder: Path, clusters: int, n_candidates: int, budget_mb: float) -> 
         queries = [z[f"q{i}"] for i in range(int(z["n"]))]
     t0 = time.perf_counter()
     cent = S.CentroidIndex.build(pages, folder / "centroids", clusters=clusters)
-    cent.padded()                                  # loaded and padded once: part of the build
+    cent.first_stage()                             # loaded, padded and quantized once: part of the build
     build_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     exact = S.exact_scores(queries, pages, budget_mb)
@@ -111,7 +111,7 @@ def main(argv=None) -> int:
     print(f"pages {r['pages']:,}; queries {r['queries']}; store {r['store_gb']:.2f} GB fp16; centroids "
           f"({args.clusters}/page) {r['centroid_gb']:.2f} GB, built in {r['build_s']:.1f} s")
     print(f"exact MaxSim over every page: {r['exact_s']:.1f} s ({exact_qps:.2f} queries/s)")
-    print(f"candidates ({args.candidates} by centroid MaxSim, then exact): {r['cand_s']:.1f} s ({cand_qps:.2f} queries/s); "
+    print(f"candidates ({args.candidates} by int8 centroid MaxSim, then exact): {r['cand_s']:.1f} s ({cand_qps:.2f} queries/s); "
           f"with the build: {r['queries'] / (r['cand_s'] + r['build_s']):.2f} queries/s")
     print(f"candidate recall vs exact: @10 {r['recall_10']:.4f}, @100 {r['recall_100']:.4f}; top 10 identical for "
           f"{r['top10_identical_share']:.0%} of queries; max |score - exact| {r['max_abs_diff']:.2e}")

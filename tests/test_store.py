@@ -124,14 +124,43 @@ def test_maxsim_scores_an_empty_page_alone_in_a_block_as_zero():
     np.testing.assert_array_equal(maxsim(q, pages, memory_budget_mb=1e-6), np.array([[12.0, 0.0]], np.float32))
 
 
-def test_padded_centroids_from_disk_equal_those_from_memory(tmp_path):
+def test_int8_centroids_from_disk_equal_those_from_memory(tmp_path):
     rng = np.random.default_rng(5)
     pages = [rng.standard_normal((int(rng.integers(1, 6)), 8)).astype(np.float32) for _ in range(9)]
     st = S.PageStore.write(tmp_path / "c", [f"u{i}" for i in range(9)], pages, 8)
-    a, b = S.PaddedPages(st, 8), S.PaddedPages([st.read(i) for i in range(9)], 8)
-    assert bool((a.tensor == b.tensor).all()) and a.width == 5
-    np.testing.assert_array_equal(a[2], st.read(2))
-    np.testing.assert_array_equal(a.block(range(2, 5)).numpy(), b.block([2, 3, 4]).numpy())
+    a, b = S.Int8Centroids(st, 8, block_pages=4), S.Int8Centroids([st.read(i) for i in range(9)], 8)
+    assert bool((a.tensor == b.tensor).all()) and a.width == 5 and a.scale == b.scale
+    assert int(a.tensor.abs().max()) == 127 and a.nbytes == 9 * 5 * 8
+    # a page's padding repeats its first vector; the quantized values are within half a step
+    lengths = [len(p) for p in pages]
+    two = a.tensor[2].float() * a.scale
+    np.testing.assert_allclose(two[: lengths[2]].numpy(), st.read(2), atol=a.scale / 2 + 1e-7)
+    assert bool((a.tensor[2, lengths[2]:] == a.tensor[2, 0]).all())
+
+
+def test_the_int8_first_stage_is_exact_integer_arithmetic_whatever_the_gemm_or_blocking(tmp_path, monkeypatch):
+    """Its scores equal a plain recomputation (float64 from the same integers), do not depend on
+    the block size, and the float32 fallback (a torch without _int_mm) gives the same bits."""
+    rng = np.random.default_rng(6)
+    pages = [rng.standard_normal((int(rng.integers(1, 7)), 16)).astype(np.float32) for _ in range(50)]
+    queries = [rng.standard_normal((int(rng.integers(1, 9)), 16)).astype(np.float32) for _ in range(7)]
+    queries[3][1] = 0.0                                   # a zero token contributes 0
+    c = S.Int8Centroids(pages, 16)
+    got = c.scores(queries, memory_budget_mb=64)
+    np.testing.assert_array_equal(c.scores(queries, memory_budget_mb=1e-6), got)
+    C = c.tensor.numpy().astype(np.float64)
+    for qi, q in enumerate(queries):
+        qs = np.abs(q).max(axis=1) / 127
+        qi8 = np.round(q / np.where(qs > 0, qs, 1)[:, None]).clip(-127, 127)
+        dots = np.einsum("td,pkd->tpk", qi8, C).max(axis=2)          # (tokens, pages) integers
+        np.testing.assert_allclose(got[qi], (dots * qs[:, None]).sum(axis=0) * c.scale, rtol=1e-6, atol=1e-5)
+    monkeypatch.setattr(S, "_INT_MM", False)
+    np.testing.assert_array_equal(c.scores(queries), got)
+    # and it tracks float MaxSim against the centroids closely
+    np.testing.assert_allclose(got, maxsim(queries, [p.astype(np.float16).astype(np.float32) for p in pages]),
+                               atol=0.05 * max(len(q) for q in queries))
+    with pytest.raises(ValueError, match="at most 1040"):
+        S.Int8Centroids([np.zeros((2, 2000), np.float32)], 2000)
 
 
 MULTI_PLUGIN = '''

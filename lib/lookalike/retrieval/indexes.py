@@ -127,7 +127,7 @@ class MultiVectorIndex:
             if self._centroids is None or self._centroids[0] != len(self.pages):
                 dim = int(np.asarray(self.pages[0]).shape[1])
                 self._centroids = (len(self.pages),
-                                   store.PaddedPages(list(store.centroid_pages(self.pages, self.clusters)), dim))
+                                   store.Int8Centroids(list(store.centroid_pages(self.pages, self.clusters)), dim))
             idx, scores, cand = store.candidate_search(queries.data, self.pages, self._centroids[1], k,
                                                        self.n_candidates, self.memory_budget_mb)
             self.last_search = {"candidates": cand, "query_ids": list(queries.ids)}
