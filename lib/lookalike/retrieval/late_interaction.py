@@ -33,6 +33,18 @@ def padded_block(pages: Sequence[np.ndarray], idx: Sequence[int], dim: int):
     return block
 
 
+def padded_queries(queries: Sequence[np.ndarray], dim: int):
+    """Queries as one (nq, longest, d) float32 tensor (at least 1 token wide), padded with zero
+    tokens: a zero token adds exactly 0 to a MaxSim sum."""
+    import torch
+
+    qlen = max(1, max((len(q) for q in queries), default=1))
+    Q = torch.zeros((len(queries), qlen, dim), dtype=torch.float32)
+    for i, q in enumerate(queries):
+        Q[i, : len(q)] = torch.as_tensor(np.asarray(q, dtype=np.float32))
+    return Q
+
+
 BLOCK_TARGET_MB = 32.0
 
 
@@ -70,10 +82,8 @@ def maxsim(queries: Sequence[np.ndarray], pages: Sequence[np.ndarray], memory_bu
         return np.zeros((nq, npages), dtype=np.float32)
     dim = int(np.asarray(queries[0]).shape[1])
     dev = torch.device(device)
-    qlen = max(len(q) for q in queries)
-    Q = torch.zeros((nq, qlen, dim), dtype=torch.float32)
-    for i, q in enumerate(queries):
-        Q[i, : len(q)] = torch.as_tensor(np.asarray(q, dtype=np.float32))
+    Q = padded_queries(queries, dim)
+    qlen = Q.shape[1]
     Q = Q.to(dev)
     page_lengths = pages.lengths() if hasattr(pages, "lengths") else np.array([len(p) for p in pages])
     # float32 elements in one similarity block: the budget caps it, and blocks larger than about

@@ -37,7 +37,7 @@ from typing import Sequence
 
 import numpy as np
 
-from lookalike.retrieval.late_interaction import maxsim, padded_block, token_sum
+from lookalike.retrieval.late_interaction import maxsim, padded_block, padded_queries, token_sum
 
 DEFAULT_CLUSTERS = 64
 BLOCK_PAGES = 16
@@ -239,10 +239,8 @@ def maxsim_topk(queries: Sequence[np.ndarray], pages: Sequence[np.ndarray], k: i
         for qs in range(0, nq, query_block):
             qset = queries[qs:qs + query_block]
             b = len(qset)
-            qlen = max(len(q) for q in qset)
-            Q = torch.zeros((b, max(qlen, 1), dim), dtype=torch.float32)
-            for i, q in enumerate(qset):
-                Q[i, : len(q)] = torch.as_tensor(np.asarray(q, dtype=np.float32))
+            Q = padded_queries(qset, dim)
+            qlen = Q.shape[1]
             qnorm = Q.norm(dim=-1)
             tol = tol_per_token * max(qlen, 1)
             t0 = time.perf_counter()

@@ -122,16 +122,14 @@ class Int8Centroids:
         is summed in the same fixed token order, so blocking never changes a score."""
         import torch
 
-        from lookalike.retrieval.late_interaction import token_sum
+        from lookalike.retrieval.late_interaction import padded_queries, token_sum
 
         nq, n = len(queries), len(self)
         out = np.zeros((nq, n), dtype=np.float32)
         if not nq or not n:
             return out
-        qlen = max(1, max(len(q) for q in queries))
-        Q = torch.zeros((nq, qlen, self.dim), dtype=torch.float32)
-        for i, q in enumerate(queries):
-            Q[i, : len(q)] = torch.as_tensor(np.asarray(q, dtype=np.float32))
+        Q = padded_queries(queries, self.dim)
+        qlen = Q.shape[1]
         qscale = Q.abs().amax(dim=2) / 127.0                                            # (nq, qlen)
         safe = torch.where(qscale > 0, qscale, torch.ones_like(qscale))
         Qi = torch.round(Q / safe[:, :, None]).clamp_(-127, 127).to(torch.int8).reshape(nq * qlen, self.dim)
@@ -299,16 +297,14 @@ def rescore(queries: Sequence[np.ndarray], pages, cand: np.ndarray, block_pages:
     StoredPages, or a list of arrays."""
     import torch
 
-    from lookalike.retrieval.late_interaction import token_sum
+    from lookalike.retrieval.late_interaction import padded_queries, token_sum
 
     if isinstance(pages, PageStore):
         pages = pages.pages()
     nq = len(queries)
     dim = int(np.asarray(queries[0]).shape[1])
-    qlen = max(len(q) for q in queries)
-    Q = torch.zeros((nq, qlen, dim), dtype=torch.float32)
-    for i, q in enumerate(queries):
-        Q[i, : len(q)] = torch.as_tensor(np.asarray(q, dtype=np.float32))
+    Q = padded_queries(queries, dim)
+    qlen = Q.shape[1]
     # for every candidate page, the (query, slot in its candidate row) pairs that asked for it
     rows = np.repeat(np.arange(nq), cand.shape[1])
     slots = np.tile(np.arange(cand.shape[1]), nq)
@@ -356,8 +352,8 @@ def centroid_pages(pages: Sequence[np.ndarray], clusters: int = 64, block_pages:
 def candidate_search(queries: Sequence[np.ndarray], pages, centroids, k: int, n_candidates: int,
                      memory_budget_mb: float = 512.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(idx, scores, candidates): each query's top k by exact MaxSim among its n_candidates best
-    pages by the first stage (Int8Centroids.scores: centroid MaxSim in int8); idx / scores (nq, k) in canonical order (score desc, then page
-    position); candidates (nq, n_candidates) page positions, sorted. pages / centroids: PageStores,
+    pages by the first stage (Int8Centroids.scores: centroid MaxSim in int8); idx / scores (nq, k)
+    in canonical order (score desc, then page position); candidates (nq, n_candidates) page positions, sorted. pages / centroids: PageStores,
     a CentroidIndex, an Int8Centroids or in-memory lists of arrays (one centroid matrix per page)."""
     if isinstance(centroids, CentroidIndex):
         centroids = centroids.first_stage()
