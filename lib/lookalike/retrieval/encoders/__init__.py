@@ -72,7 +72,7 @@ class OcrMiniLM(Encoder):
         vecs = [cache.get_array(s, key_id) for s in shas]
         todo = [i for i, v in enumerate(vecs) if v is None]
         if todo:
-            new = _text.embed_batches([texts[i] for i in todo], self.device, self.batch_size, self.progress)
+            new = _text.embed([texts[i] for i in todo], self.device, self.progress)
             for i, v in zip(todo, new):
                 vecs[i] = v
                 cache.put_array(shas[i], key_id, v)
@@ -81,7 +81,7 @@ class OcrMiniLM(Encoder):
         return Vectors(key_id, self.provenance, list(units["unit_id"]), data, "single", stats)
 
     def encode_queries(self, texts: Sequence[str], ids: Sequence[str]) -> Vectors:
-        return Vectors(self.id, "query-text", list(ids), _text.embed(list(texts), self.device, self.batch_size), "single")
+        return Vectors(self.id, "query-text", list(ids), _text.embed(list(texts), self.device), "single")
 
     def pending(self, units: pd.DataFrame, base_dir: Path, cache: Cache) -> list[int]:
         key_id = f"{self.id}|{_ocr.engine_id(self.settings['ocr_engine'])}"
@@ -120,18 +120,17 @@ class CaptionMiniLM(Encoder):
         t0 = time.perf_counter()
         texts = [caption_text(row) for row in units.to_dict("records")]
         # keyed by the caption text itself: the leak check's shuffled captions are texts like any other
-        data = _text.embed_cached(texts, cache or Cache(), f"{self.id}|caption-text", self.device, self.batch_size,
-                                  self.progress)
+        data = _text.embed_cached(texts, cache or Cache(), f"{self.id}|caption-text", self.device, self.progress)
         stats = {"seconds": round(time.perf_counter() - t0, 2), "empty_captions": sum(not t for t in texts)}
         return Vectors(self.id, self.provenance, list(units["unit_id"]), data, "single", stats)
 
     def encode_queries(self, texts: Sequence[str], ids: Sequence[str]) -> Vectors:
-        return Vectors(self.id, "query-text", list(ids), _text.embed(list(texts), self.device, self.batch_size), "single")
+        return Vectors(self.id, "query-text", list(ids), _text.embed(list(texts), self.device), "single")
 
     def pending(self, units: pd.DataFrame, base_dir: Path, cache: Cache) -> list[int]:
         key_id = f"{self.id}|caption-text"
         return [i for i, row in enumerate(units.to_dict("records"))
-                if not cache.holds_array(text_sha(caption_text(row)), key_id)]
+                if not cache.holds_array(_text.text_sha(caption_text(row)), key_id)]
 
 
 class Appearance(Encoder):
@@ -326,7 +325,3 @@ def checked(vectors: Vectors, ids: Sequence[str], who: str, provenance: str | No
     if provenance is not None and vectors.provenance != provenance:
         raise EncodeError(f"{who}: vectors declare provenance {vectors.provenance!r}, the encoder {provenance!r}")
     return vectors
-
-
-def text_sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
