@@ -168,6 +168,27 @@ def test_input_forms_are_interchangeable(seed):
     assert trec.qrels_dict(qf) == qrels and trec.run_dict(rf) == run
 
 
+def test_a_run_from_dicts_is_coded_as_the_same_run_from_a_frame():
+    """Dict runs are coded in Arrow (string ids) or, for other ids, through pandas; both give the
+    frame path's canonical ranking: ties by code point order, non-ASCII ids, integer ids, a query
+    with no units; and ids UTF-8 cannot hold (a lone surrogate) still rank."""
+    for run in ({"q2": {"b": 0.5, "a": 0.5, "é": 0.5, "Z": 0.1}, "q1": {"z": 1.0, "ä": 1.0}, "q0": {}},
+                {"q1": {3: 0.5, 10: 0.5, 2: 0.9}},
+                {}):
+        rows = [(q, u, s) for q, d in run.items() for u, s in d.items()]
+        frame = pd.DataFrame({"query_id": pd.Series([r[0] for r in rows], dtype=object),
+                              "unit_id": pd.Series([r[1] for r in rows], dtype=object),
+                              "score": np.array([r[2] for r in rows], dtype=np.float64)})
+        from_dicts, from_frame = ranking.Run(run).frame(), ranking.Run(frame).frame()
+        pd.testing.assert_frame_equal(from_dicts, from_frame)
+    ranked = ranking.Run({"q": {"b": 0.5, "a": 0.5, "é": 0.5}}).frame()
+    assert list(ranked["unit_id"]) == ["é", "b", "a"]
+    odd = ranking.Run({"q": {"a\ud800": 0.2, "a": 0.2, "b": 0.3}})      # UTF-8 cannot hold a lone surrogate
+    assert list(odd.unit_ids) == ["b", "a\ud800", "a"] and list(odd.scores) == [0.3, 0.2, 0.2]
+    with pytest.raises(trec.TrecFormatError, match="query 'q' unit 'b' has a non-finite score nan"):
+        ranking.Run({"q": {"a": 0.1, "b": float("nan")}})
+
+
 # ----------------------------------------------------------------------------- I/O and bad input
 
 def test_trec_files_round_trip(tmp_path):

@@ -42,24 +42,23 @@ class Run:
         if isinstance(run, Run):
             self.__dict__.update(run.__dict__)
             return
+        # Units coded in sorted (strcmp) order: the tie-break of the canonical ranking and the
+        # join with judgements both use these codes.
         if isinstance(run, Mapping):
-            query_ids, lengths, units, scores = _flatten_nested(run)
+            query_ids, lengths, ucode, vocab, scores = _code_nested(run)
             qcode = np.repeat(np.arange(len(query_ids), dtype=np.int64), lengths)
-            duplicates_possible = False
+            units = None                    # a dict cannot hold a unit twice for a query
         else:
             frame = trec.run_frame(run, what) if not _is_clean_run_frame(run) else run
             qcode, query_ids = _factorize_sorted(frame["query_id"].to_numpy())
             units = frame["unit_id"].to_numpy(dtype=object)
             scores = frame["score"].to_numpy(dtype=np.float64)
-            duplicates_possible = True
+            ucode, vocab = _factorize_sorted(units)
         if not np.isfinite(scores).all():
             i = int(np.argmin(np.isfinite(scores)))
-            raise trec.TrecFormatError(f"{what}: query {query_ids[qcode[i]]!r} unit {units[i]!r} has a "
+            raise trec.TrecFormatError(f"{what}: query {query_ids[qcode[i]]!r} unit {vocab[ucode[i]]!r} has a "
                                        f"non-finite score {float(scores[i])!r}")
-        # Units coded in sorted (strcmp) order: the tie-break of the canonical ranking and the
-        # join with judgements both use these codes.
-        ucode, vocab = _factorize_sorted(units)
-        if duplicates_possible and trec.has_duplicates(qcode, ucode, len(vocab)):
+        if units is not None and trec.has_duplicates(qcode, ucode, len(vocab)):
             dup = pd.Index(qcode * np.int64(max(len(vocab), 1)) + ucode).duplicated()
             if dup.any():
                 i = int(np.argmax(dup))
@@ -120,6 +119,33 @@ def _flatten_nested(nested: Mapping) -> tuple[np.ndarray, np.ndarray, np.ndarray
     units = np.fromiter(chain.from_iterable(nested[q].keys() for q in qids), dtype=object, count=n)
     values = np.fromiter(chain.from_iterable(nested[q].values() for q in qids), dtype=np.float64, count=n)
     return np.asarray(qids, dtype=object), lengths, units, values
+
+
+def _code_nested(nested: Mapping) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """{qid: {uid: score}} -> (sorted query ids, per-query lengths, unit codes into the sorted unit
+    ids, the sorted unit ids, float64 scores), grouped by query in the dicts' own order.
+
+    String unit ids go from the dicts straight into one Arrow string array and are coded there
+    (dictionary_encode, then the dictionary sorted by UTF-8 bytes: strcmp order), which is about a
+    third faster than an object array through pandas' factorize; other ids take that slower path."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    qids = sorted(nested)
+    inner = [nested[q] for q in qids]
+    lengths = np.fromiter(map(len, inner), dtype=np.int64, count=len(inner))
+    n = int(lengths.sum())
+    values = np.fromiter(chain.from_iterable(d.values() for d in inner), dtype=np.float64, count=n)
+    try:
+        keys = pa.array(chain.from_iterable(d.keys() for d in inner), type=pa.string(), size=n)
+    except (pa.ArrowException, UnicodeError):
+        # not all str (ints, say), or a str UTF-8 cannot encode (a lone surrogate)
+        ucode, vocab = _factorize_sorted(np.fromiter(chain.from_iterable(d.keys() for d in inner),
+                                                     dtype=object, count=n))
+    else:
+        ucode, vocab = (trec.sorted_codes(pa.chunked_array([pc.dictionary_encode(keys)])) if n
+                        else (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=object)))
+    return np.asarray(qids, dtype=object), lengths, ucode, vocab, values
 
 
 def _is_clean_run_frame(run) -> bool:

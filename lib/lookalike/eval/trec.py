@@ -256,7 +256,7 @@ class Columns:
         self.values, self.tag = values, tag
 
 
-def _sorted_codes(column) -> tuple:
+def sorted_codes(column) -> tuple:
     """A dictionary-encoded Arrow column (as the CSV reader returns it, one dictionary per block)
     -> (int64 codes into the sorted unique values, the sorted values as an object array). Arrow
     orders strings by their UTF-8 bytes, which is code point order: strcmp's."""
@@ -313,8 +313,8 @@ def read_columns(path: Path | str, kind: str) -> Columns | None:
     values = value.to_numpy()
     if kind == "run" and not np.isfinite(values).all():
         return None
-    qcode, query_ids = _sorted_codes(table.column("f0"))
-    ucode, unit_ids = _sorted_codes(table.column("f2"))
+    qcode, query_ids = sorted_codes(table.column("f0"))
+    ucode, unit_ids = sorted_codes(table.column("f2"))
     # checked on the distinct ids, not on every line: an id that str.split() would not keep whole
     # (empty: a line that starts with a blank; or holding other whitespace, such as U+00A0) or a
     # query id that starts with '#' (a comment line with the right number of fields) sends the
