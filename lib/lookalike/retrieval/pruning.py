@@ -242,7 +242,7 @@ def maxsim_topk(queries: Sequence[np.ndarray], pages: Sequence[np.ndarray], k: i
             Q = padded_queries(qset, dim)
             qlen = Q.shape[1]
             qnorm = Q.norm(dim=-1)
-            tol = tol_per_token * max(qlen, 1)
+            tol = tol_per_token * qlen                       # padded_queries: at least 1 token
             t0 = time.perf_counter()
             U = bounds(Q, qnorm, balls)
             t_bound += time.perf_counter() - t0

@@ -66,6 +66,22 @@ def int8_dots(a, b):
 INT8_MAX_DIM = 1040                 # d x 127 x 127 < 2**24: the float32 fallback of int8_dots stays exact
 
 
+def _abs_max_half(pages, chunk: int = 1 << 23) -> float:
+    """The largest |component| of pages once rounded to float16 (as Int8Centroids stores them):
+    a PageStore's vector file read straight through in chunks of `chunk` components (16 MiB), or
+    in-memory arrays page by page (rounding is monotonic, so the float16 of the largest |x|)."""
+    import torch
+
+    if isinstance(pages, PageStore):
+        total = int(pages.offsets[-1]) * pages.dim
+        if not total:
+            return 0.0
+        data = np.memmap(pages.folder / VECTORS, dtype=np.float16, mode="r", shape=(total,))
+        return max(float(torch.from_numpy(np.array(data[s:s + chunk])).abs().max()) for s in range(0, total, chunk))
+    top = max((float(np.abs(np.asarray(p, dtype=np.float32)).max(initial=0.0)) for p in pages), default=0.0)
+    return float(np.float16(top))
+
+
 class Int8Centroids:
     """Per-page centroids for the first stage, padded once to the widest page (a page's padding
     repeats its first vector, which changes no maximum) and quantized once to int8 with one scale
@@ -103,10 +119,10 @@ class Int8Centroids:
                 block = torch.cat([block, block[:, :1].expand(-1, self.width - block.shape[1], -1)], dim=1)
             return block
 
-        top = max((float(widened(s, e).abs().max()) for s, e in spans), default=0.0)   # pass 1: the scale
+        top = _abs_max_half(pages)                          # the scale, from one plain read
         self.scale = top / 127.0 if top > 0 else 1.0
         self.tensor = torch.zeros((n, self.width, self.dim), dtype=torch.int8)
-        for s, e in spans:                                                              # pass 2: quantize
+        for s, e in spans:                                  # then quantized, a block of pages at a time
             self.tensor[s:e] = torch.round(widened(s, e) / self.scale).clamp_(-127, 127).to(torch.int8)
 
     def __len__(self) -> int:
