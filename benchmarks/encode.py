@@ -58,7 +58,7 @@ def main(argv=None) -> int:
         reps = max(1, 512 // len(sample))
         batch = sample * reps
         t0 = time.perf_counter()
-        text.embed(batch, batch_size=64)
+        text.embed(batch)
         print(f"MiniLM (all-MiniLM-L6-v2, CPU): {len(batch) / (time.perf_counter() - t0):.0f} units/s "
               f"({len(batch)} OCR texts)")
     return 0
