@@ -54,6 +54,7 @@ class Run:
             units = frame["unit_id"].to_numpy(dtype=object)
             scores = frame["score"].to_numpy(dtype=np.float64)
             ucode, vocab = _factorize_sorted(units)
+            lengths = None
         if not np.isfinite(scores).all():
             i = int(np.argmin(np.isfinite(scores)))
             raise trec.TrecFormatError(f"{what}: query {query_ids[qcode[i]]!r} unit {vocab[ucode[i]]!r} has a "
@@ -64,16 +65,21 @@ class Run:
                 i = int(np.argmax(dup))
                 raise trec.TrecFormatError(f"{what}: row {i} lists unit {units[i]!r} twice for query "
                                            f"{query_ids[qcode[i]]!r}")
-        self._hold(qcode, query_ids, ucode, vocab, scores, units)
+        self._hold(qcode, query_ids, ucode, vocab, scores, units, lengths)
 
-    def _hold(self, qcode, query_ids, ucode, vocab, scores, units=None) -> None:
-        order = _canonical_order(qcode, scores, units, ucode)
+    def _hold(self, qcode, query_ids, ucode, vocab, scores, units=None, lengths=None) -> None:
+        """lengths: the per-query counts when the caller knows qcode is grouped (a run from dicts)."""
+        grouped = lengths is not None or bool(np.all(qcode[1:] >= qcode[:-1]))
+        counts = np.bincount(qcode, minlength=len(query_ids)) if lengths is None else lengths
+        order = _canonical_order(qcode, scores, units, ucode, counts=counts, grouped=grouped)
         self.query_ids = query_ids
-        self.offsets = np.concatenate([[0], np.cumsum(np.bincount(qcode, minlength=len(query_ids)))]).astype(np.int64)
+        self.offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         if order is None:
             self.unit_codes, self.scores, self._qcode = ucode, scores, qcode        # already in rank order
         else:
-            self.unit_codes, self.scores, self._qcode = ucode[order], scores[order], qcode[order]
+            # a grouped qcode is already sorted, and the order sorts by query first: it stays as is
+            self.unit_codes, self.scores = ucode[order], scores[order]
+            self._qcode = qcode if grouped else qcode[order]
         self.vocab = vocab
         self._vocab_index: pd.Index | None = None
 
@@ -136,12 +142,14 @@ def _code_nested(nested: Mapping) -> tuple[np.ndarray, np.ndarray, np.ndarray, n
     lengths = np.fromiter(map(len, inner), dtype=np.int64, count=len(inner))
     n = int(lengths.sum())
     values = np.fromiter(chain.from_iterable(d.values() for d in inner), dtype=np.float64, count=n)
+    flat: list = []
+    for d in inner:                 # list.extend over each dict: faster than one chained iterator
+        flat.extend(d)
     try:
-        keys = pa.array(chain.from_iterable(d.keys() for d in inner), type=pa.string(), size=n)
+        keys = pa.array(flat, type=pa.string())
     except (pa.ArrowException, UnicodeError):
         # not all str (ints, say), or a str UTF-8 cannot encode (a lone surrogate)
-        ucode, vocab = _factorize_sorted(np.fromiter(chain.from_iterable(d.keys() for d in inner),
-                                                     dtype=object, count=n))
+        ucode, vocab = _factorize_sorted(np.fromiter(flat, dtype=object, count=n))
     else:
         ucode, vocab = (trec.sorted_codes(pa.chunked_array([pc.dictionary_encode(keys)])) if n
                         else (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=object)))
@@ -154,20 +162,22 @@ def _is_clean_run_frame(run) -> bool:
 
 
 def _canonical_order(qcode: np.ndarray, scores: np.ndarray, units: np.ndarray,
-                     ucode: np.ndarray | None = None) -> np.ndarray | None:
+                     ucode: np.ndarray | None = None, counts: np.ndarray | None = None,
+                     grouped: bool | None = None) -> np.ndarray | None:
     """Permutation putting entries in (query asc, score desc, unit id desc) order — trec_eval's rule;
     None when they already stand in that order (a run file written in rank order: nothing to sort).
 
     ucode: codes of units in sorted (strcmp) order, when the caller has them; otherwise only the
     units of queries that hold a score tie are ranked by string, which is all the tie-break needs.
+    counts, grouped: np.bincount(qcode) and whether qcode is non-decreasing, when already known.
     """
     n = len(scores)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
     if ucode is not None and _already_canonical(qcode, scores, ucode):
         return None
-    counts = np.bincount(qcode)
-    grouped = bool(np.all(qcode[1:] >= qcode[:-1]))
+    counts = np.bincount(qcode) if counts is None else counts
+    grouped = bool(np.all(qcode[1:] >= qcode[:-1])) if grouped is None else grouped
     if grouped and counts.min() == counts.max() and counts[0] > 1:
         # Every query has the same number of units, stored contiguously: sort each row on its own
         # by score, then re-sort with the unit-id tie-break only the rows that hold a tie — several
