@@ -15,6 +15,7 @@ the exact search's, the centroid build not counted; the build is printed beside 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import resource
 import shutil
@@ -62,6 +63,32 @@ def search(folder: Path, clusters: int, n_candidates: int, budget_mb: float) -> 
             "max_abs_diff": max_diff, "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}
 
 
+def report_index(folder: Path, mode: str, clusters: int, n_candidates: int, budget_mb: float) -> dict:
+    """A child process: the report's own path (stage 02's MultiVectorIndex) over the store, exact and
+    by candidates. mode "stored": the index reads the PageStore a block at a time (what stage 02 does
+    now); "memory": every page read into a float32 list first (what stage 02 did before)."""
+    from lookalike.retrieval import indexes as retrieve
+    from lookalike.retrieval.encoders.base import Vectors
+
+    pages = S.PageStore(folder / "pages")
+    with np.load(folder / "queries.npz") as z:
+        queries = [z[f"q{i}"] for i in range(int(z["n"]))]
+    qv = Vectors("bench", "query-text", [f"q{i}" for i in range(len(queries))], queries, "multi")
+    data = pages.pages() if mode == "stored" else [pages.read(i) for i in range(len(pages))]
+    units = Vectors("bench", "pixels", list(pages.ids), data, "multi")
+    out = {"mode": mode}
+    for search in ("exact", "candidates"):
+        t0 = time.perf_counter()
+        index = retrieve.MultiVectorIndex(search=search, n_candidates=n_candidates, clusters=clusters,
+                                          memory_budget_mb=budget_mb).add(units)
+        run = index.search(qv, k=100)
+        out[f"{search}_s"] = time.perf_counter() - t0
+        out[f"{search}_rows"] = len(run)
+        out[f"{search}_sha"] = hashlib.sha256(run.to_csv(index=False).encode()).hexdigest()
+    out["peak_rss_gib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="10,000 pages, 100 queries")
@@ -73,8 +100,16 @@ def main(argv=None) -> int:
     ap.add_argument("--budget-mb", type=float, default=512.0)
     ap.add_argument("--dir", default="", help="where the store goes (default: a temporary folder, removed after); "
                                               "a store already there for the same sizes is reused")
+    ap.add_argument("--report-index", action="store_true",
+                    help="also time stage 02's MultiVectorIndex over the store (stored) and over the pages read "
+                         "into memory first (the report's path before the store), with each one's peak RSS")
     ap.add_argument("--search", default="", help=argparse.SUPPRESS)
+    ap.add_argument("--index-mode", default="", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.search and args.index_mode:
+        print(json.dumps(report_index(Path(args.search), args.index_mode, args.clusters, args.candidates,
+                                      args.budget_mb)))
+        return 0
     if args.search:
         print(json.dumps(search(Path(args.search), args.clusters, args.candidates, args.budget_mb)))
         return 0
@@ -104,6 +139,12 @@ def main(argv=None) -> int:
                               "--candidates", str(args.candidates), "--budget-mb", str(args.budget_mb)],
                              check=True, capture_output=True, text=True)
         r = json.loads(out.stdout.strip().splitlines()[-1])
+        modes = {}
+        for mode in ("stored", "memory") if args.report_index else ():
+            child = subprocess.run([sys.executable, __file__, "--search", str(root), "--index-mode", mode,
+                                    "--clusters", str(args.clusters), "--candidates", str(args.candidates),
+                                    "--budget-mb", str(args.budget_mb)], check=True, capture_output=True, text=True)
+            modes[mode] = json.loads(child.stdout.strip().splitlines()[-1])
     finally:
         if not args.dir:
             shutil.rmtree(root, ignore_errors=True)
@@ -116,6 +157,13 @@ def main(argv=None) -> int:
     print(f"candidate recall vs exact: @10 {r['recall_10']:.4f}, @100 {r['recall_100']:.4f}; top 10 identical for "
           f"{r['top10_identical_share']:.0%} of queries; max |score - exact| {r['max_abs_diff']:.2e}")
     print(f"peak RSS of the search process: {r['peak_rss_gib']:.2f} GiB (memory budget {args.budget_mb:.0f} MB)")
+    for mode, m in modes.items():
+        print(f"stage 02's index, pages {'in the store, read a block at a time' if mode == 'stored' else 'read into memory first (before)'}: "
+              f"exact {m['exact_s']:.1f} s, candidates {m['candidates_s']:.1f} s (centroids built inside); "
+              f"peak RSS {m['peak_rss_gib']:.2f} GiB")
+    if len(modes) == 2:
+        same = all(modes["stored"][f"{x}_sha"] == modes["memory"][f"{x}_sha"] for x in ("exact", "candidates"))
+        print(f"stored and in-memory index give the same runs, byte for byte (exact and candidates): {same}")
     print(f"recall_at_100={r['recall_100']:.4f} speedup={exact_qps and cand_qps / exact_qps:.2f} "
           f"peak_rss_gib={r['peak_rss_gib']:.2f}")
     return 0

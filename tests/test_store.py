@@ -204,11 +204,14 @@ def test_stage_02_reports_the_candidate_recall_of_a_candidate_based_system(tmp_p
 
     (tmp_path / "patches.py").write_text(MULTI_PLUGIN)
     run_file = tmp_path / "run.yaml"
-    run_file.write_text(f'encode:\n  encoders: ["ocr-bm25", "{tmp_path / "patches.py"}:Patches"]\n'
+    run_file.write_text(f'encode:\n  encoders: ["ocr-bm25", "appearance", "{tmp_path / "patches.py"}:Patches"]\n'
                         "retrieve:\n  search: candidates\n  candidates: 30\n  centroids: 4\n  recall_sample: 40\n")
     ctx = stages.context(tmp_path / "run", P.load_params(run_file))
-    for module in ("stratify", "encode"):
+    for module in ("stratify", "encode", "leak", "hard_negatives"):
         importlib.import_module(f"lookalike.stages.{module}").run(ctx).save()
+    # the multi-vector pages live in the run's float16 store, which the later stages read (issue 18)
+    assert Vectors.load(tmp_path / "run" / "vectors" / "patches.npz").stored
+    assert (tmp_path / "run" / "vectors" / "patches.pages" / "centroids-4" / S.VECTORS).is_file()
     table = pd.read_csv(tmp_path / "run" / "tables" / "systems.csv").set_index("system")
     assert table.loc["patches", "search"] == "candidates" and table.loc["ocr-bm25", "search"] == "exact"
     assert 0.0 <= table.loc["patches", "candidate_recall_100"] <= table.loc["patches", "candidate_recall_10"] <= 1.0

@@ -164,7 +164,7 @@ def kinds_table(unit_vectors: Mapping, evidence: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for name in sorted(kinds):
         v = unit_vectors[name]
-        per_page = float(np.median([len(m) for m in v.data])) if v.kind == "multi" else 1.0
+        per_page = float(np.median(v.token_counts())) if v.kind == "multi" else 1.0
         dim = v.dim
         for r in ev[ev["system"] == name].sort_values(["measure", "aggregate"]).itertuples():
             rows.append((name, v.kind, per_page, dim, int(per_page * dim * 4), r.measure, r.aggregate, r.value,

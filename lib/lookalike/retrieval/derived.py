@@ -46,7 +46,8 @@ def _reranker(get: Callable, unit_vectors: Mapping, questions: pd.DataFrame, uni
             raise R.RerankError(f"rerank.maxsim_encoder {name!r} is not a multi-vector system of this run "
                                 f"(add it to encode.encoders with its model)")
         qv = systems.encode_queries(questions, [name], run_dir=run_dir, **settings)[name]
-        reranker = R.MaxSimReranker(vecs.encoder_id, dict(zip(vecs.ids, vecs.data)), dict(zip(qv.ids, qv.data)))
+        pages = vecs.data.by_id() if vecs.stored else dict(zip(vecs.ids, vecs.data))     # stored: read when asked
+        reranker = R.MaxSimReranker(vecs.encoder_id, pages, dict(zip(qv.ids, qv.data)))
         return reranker.score_ids, reranker.id
     if method == "endpoint":
         reranker = R.EndpointReranker(get("rerank.url"), get("rerank.model"), get("rerank.api_key_env"),

@@ -106,12 +106,24 @@ class MultiVectorIndex:
         self.last_search: dict = {}
 
     def add(self, vectors: Vectors) -> "MultiVectorIndex":
+        """Index the vectors' pages. Pages stored on disk (Vectors.stored: a float16 PageStore) stay
+        there and are read a block at a time by every search (memory follows memory_budget_mb, not
+        the corpus); they are indexed as given, once — a stored index takes no second add."""
         _check(vectors, self.accepts, self.allow_foreign_provenance, self.name)
         if vectors.kind != "multi":
             raise ValueError(f"{self.name}: MultiVectorIndex takes multi-vectors, got {vectors.kind}")
-        self.pages.extend(vectors.data)
+        if vectors.stored or self.stored:
+            if self.unit_ids:
+                raise ValueError(f"{self.name}: an index over stored pages is built from one add; got a second")
+            self.pages = vectors.data
+        else:
+            self.pages.extend(vectors.data)
         self.unit_ids.extend(vectors.ids)
         return self
+
+    @property
+    def stored(self) -> bool:
+        return hasattr(self.pages, "store")
 
     def scores(self, queries: Vectors) -> np.ndarray:
         return maxsim(queries.data, self.pages, self.memory_budget_mb, self.device)
@@ -125,12 +137,25 @@ class MultiVectorIndex:
             from lookalike.retrieval import store
 
             if self._centroids is None or self._centroids[0] != len(self.pages):
-                dim = int(np.asarray(self.pages[0]).shape[1])
-                self._centroids = (len(self.pages),
-                                   store.Int8Centroids(list(store.centroid_pages(self.pages, self.clusters)), dim))
+                if self.stored:
+                    # centroids go to disk beside the pages (float16), then into memory as int8 only
+                    folder = self.pages.store.folder / f"centroids-{self.clusters}"
+                    first = store.CentroidIndex.build(self.pages.store, folder, self.clusters).first_stage()
+                else:
+                    dim = int(np.asarray(self.pages[0]).shape[1])
+                    first = store.Int8Centroids(list(store.centroid_pages(self.pages, self.clusters)), dim)
+                self._centroids = (len(self.pages), first)
             idx, scores, cand = store.candidate_search(queries.data, self.pages, self._centroids[1], k,
                                                        self.n_candidates, self.memory_budget_mb)
             self.last_search = {"candidates": cand, "query_ids": list(queries.ids)}
+            return _run_frame(queries.ids, self.unit_ids, scores, idx, k)
+        if self.stored and len(queries):
+            # exact over stored pages: a chunk of pages at a time into a running top k (store.exact_topk),
+            # never a (queries x pages) matrix; ties at the cut are kept for the canonical rule
+            from lookalike.retrieval import store
+
+            idx, scores = store.exact_topk(queries.data, self.pages, k, self.memory_budget_mb)
+            self.last_search = {"pages": len(self.pages), "stored": True}
             return _run_frame(queries.ids, self.unit_ids, scores, idx, k)
         if len(self.pages) >= PRUNE_FROM_PAGES and k < len(self.pages) and self.device == "cpu":
             from lookalike.retrieval.pruning import maxsim_topk, page_balls
@@ -157,7 +182,12 @@ class MultiVectorIndex:
         cand = self.last_search["candidates"]
         rng = np.random.default_rng([seed, 18])
         pick = np.sort(rng.choice(len(cand), size=min(sample, len(cand)), replace=False))
-        exact = store.topk(maxsim([queries.data[i] for i in pick], self.pages, self.memory_budget_mb, self.device), 100)
+        sample = [queries.data[i] for i in pick]
+        if self.stored:             # the exact top 100 a chunk of pages at a time: no (sample x pages) matrix
+            idx, scores = store.exact_topk(sample, self.pages, 100, self.memory_budget_mb)
+            exact = store.canonical_rows(idx, scores, 100)
+        else:
+            exact = store.topk(maxsim(sample, self.pages, self.memory_budget_mb, self.device), 100)
         got = store.candidate_recall(exact, cand[pick])
         return {"n": len(pick), "candidates": self.n_candidates, "recall_10": got[10], "recall_100": got[100]}
 

@@ -28,7 +28,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -179,11 +179,35 @@ class StoredPages(Sequence):
         o = self.store.offsets
         return (o[self.index + 1] - o[self.index]).astype(np.int64)
 
+    def by_id(self) -> "StoredPagesById":
+        """The pages as a read-only mapping unit id -> float32 page, each read when asked for."""
+        return StoredPagesById(self)
+
     def block(self, idx: Sequence[int]):
         """Pages idx (positions in this sequence) as one padded (m, longest, d) float32 tensor, the
         same as late_interaction.padded_block gives: read as float16 straight into the block,
         padded by repeating each page's first vector, converted once."""
         return self.store.block([int(self.index[i]) for i in idx])
+
+
+class StoredPagesById(Mapping):
+    """StoredPages keyed by unit id (what a reranker looks pages up by); nothing is read until asked."""
+
+    def __init__(self, pages: StoredPages):
+        self.pages = pages
+        self._pos = {pages.store.ids[int(i)]: j for j, i in enumerate(pages.index)}
+
+    def __getitem__(self, unit_id):
+        return self.pages[self._pos[unit_id]]
+
+    def __contains__(self, unit_id) -> bool:
+        return unit_id in self._pos
+
+    def __iter__(self):
+        return iter(self._pos)
+
+    def __len__(self) -> int:
+        return len(self._pos)
 
 
 class PageStore:
@@ -201,22 +225,14 @@ class PageStore:
     def write(cls, folder: Path | str, ids: Sequence[str], pages: Iterable[np.ndarray], dim: int,
               encoder_id: str = "") -> "PageStore":
         """Write pages (an iterable: a generator keeps memory flat) as float16, in ids order."""
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
-        offsets = [0]
-        with open(folder / VECTORS, "wb") as fh:
-            for page in pages:
-                page = np.asarray(page)
-                if page.ndim != 2 or page.shape[1] != dim:
-                    raise ValueError(f"{folder}: page {len(offsets) - 1} has shape {page.shape}, expected (tokens, {dim})")
-                fh.write(np.ascontiguousarray(page, dtype=np.float16).tobytes())
-                offsets.append(offsets[-1] + len(page))
-        if len(offsets) - 1 != len(ids):
-            raise ValueError(f"{folder}: {len(offsets) - 1} pages written for {len(ids)} ids")
-        np.save(folder / OFFSETS, np.asarray(offsets, dtype=np.int64))
-        (folder / IDS).write_text(json.dumps(list(ids)))
-        (folder / META).write_text(json.dumps({"dim": dim, "dtype": "float16", "encoder_id": encoder_id}))
-        return cls(folder)
+        writer = PageWriter(folder, dim, encoder_id)
+        ids = list(ids)
+        for n, page in enumerate(pages):
+            writer.append(ids[n] if n < len(ids) else f"#{n}", page)
+        if writer.count != len(ids):
+            writer.abort()
+            raise ValueError(f"{folder}: {writer.count} pages written for {len(ids)} ids")
+        return writer.close()
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -271,12 +287,96 @@ class PageStore:
             self._fh = None
 
 
+class PageWriter:
+    """A PageStore written one page at a time (memory: one page), in the order pages are appended.
+
+    dim may be None: the first page sets it. A page that is not (tokens, dim), or whose values do
+    not survive float16 (beyond +-65504, or not finite), is refused with its unit id — a corrupt
+    vector never enters a store. ``close()`` writes the offsets, ids and meta and returns the store;
+    until then the folder holds no store (an interrupted encode leaves nothing readable)."""
+
+    def __init__(self, folder: Path | str, dim: int | None = None, encoder_id: str = ""):
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        for name in (META, OFFSETS, IDS):                 # an older store here is replaced, never mixed in
+            (self.folder / name).unlink(missing_ok=True)
+        self.dim, self.encoder_id = dim, encoder_id
+        self.ids: list[str] = []
+        self.offsets = [0]
+        self._fh = open(self.folder / VECTORS, "wb")
+
+    @property
+    def count(self) -> int:
+        return len(self.ids)
+
+    def append(self, unit_id: str, page) -> None:
+        page = np.asarray(page)
+        if self.dim is None and page.ndim == 2:
+            self.dim = int(page.shape[1])
+        if page.ndim != 2 or page.shape[1] != self.dim:
+            self.abort()
+            raise ValueError(f"{self.folder}: unit {unit_id!r} has vectors of shape {page.shape}, expected "
+                             f"(tokens, {self.dim})")
+        half = np.ascontiguousarray(page, dtype=np.float16)
+        if not np.isfinite(half).all():
+            self.abort()
+            raise ValueError(f"{self.folder}: unit {unit_id!r} has vectors that are not finite in float16 "
+                             f"(|x| > 65504, inf or nan); the store keeps float16")
+        self._fh.write(half.tobytes())
+        self.ids.append(str(unit_id))
+        self.offsets.append(self.offsets[-1] + len(page))
+
+    def close(self) -> "PageStore":
+        self._fh.close()
+        np.save(self.folder / OFFSETS, np.asarray(self.offsets, dtype=np.int64))
+        (self.folder / IDS).write_text(json.dumps(self.ids))
+        (self.folder / META).write_text(json.dumps({"dim": int(self.dim or 0), "dtype": "float16",
+                                                    "encoder_id": self.encoder_id}))
+        return PageStore(self.folder)
+
+    def abort(self) -> None:
+        if not self._fh.closed:
+            self._fh.close()
+
+
 def exact_scores(queries: Sequence[np.ndarray], store: PageStore, memory_budget_mb: float = 512.0) -> np.ndarray:
     """Exact MaxSim of every query against every stored page, (nq, pages) float32: the same scorer
     as in memory (late_interaction.maxsim), fed one padded block of stored pages at a time."""
     from lookalike.retrieval.late_interaction import maxsim
 
     return maxsim(queries, store.pages(), memory_budget_mb)
+
+
+def exact_topk(queries: Sequence[np.ndarray], pages, k: int, memory_budget_mb: float = 512.0
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """Each query's exact top k by MaxSim over every page, without a (queries x pages) matrix:
+    pages are scored a chunk at a time (late_interaction.maxsim, the same bits as over all pages at
+    once) and merged into a running top k that keeps every page tied with the k-th score, so the
+    canonical tie rule can still be applied to the result. Returns (idx, scores), (nq, w) with
+    w >= k, unordered within a row, padded with -1 / -inf. Memory: the chunk's scores and the
+    running top k (both within memory_budget_mb), plus maxsim's own blocks."""
+    from lookalike.retrieval.late_interaction import maxsim
+
+    nq, n = len(queries), len(pages)
+    k = max(1, min(int(k), n))
+    best_i = np.full((nq, 0), -1, dtype=np.int64)
+    best_s = np.full((nq, 0), -np.inf, dtype=np.float32)
+    if not nq or not n:
+        return best_i, best_s
+    chunk = int(max(4 * k, 256, (memory_budget_mb * 2**20 / 4 / 4) // nq))
+    for s in range(0, n, chunk):
+        e = min(n, s + chunk)
+        scores = np.concatenate([best_s, maxsim(queries, pages[s:e], memory_budget_mb)], axis=1)
+        idx = np.concatenate([best_i, np.broadcast_to(np.arange(s, e), (nq, e - s))], axis=1)
+        live = idx >= 0
+        kth = -np.partition(-np.where(live, scores, -np.inf), min(k, scores.shape[1]) - 1, axis=1)[:, min(k, scores.shape[1]) - 1]
+        keep = live & (scores >= kth[:, None])
+        width = int(keep.sum(axis=1).max())
+        order = np.argsort(~keep, axis=1, kind="stable")[:, :width]
+        kept = np.take_along_axis(keep, order, axis=1)
+        best_i = np.where(kept, np.take_along_axis(idx, order, axis=1), -1)
+        best_s = np.where(kept, np.take_along_axis(scores, order, axis=1), -np.inf).astype(np.float32)
+    return best_i, best_s
 
 
 @dataclass
@@ -396,6 +496,16 @@ def topk(scores: np.ndarray, k: int) -> np.ndarray:
     out = np.empty((scores.shape[0], min(k, scores.shape[1])), dtype=np.int64)
     for i, row in enumerate(scores):
         out[i] = np.lexsort((np.arange(len(row)), -row))[: out.shape[1]]
+    return out
+
+
+def canonical_rows(idx: np.ndarray, scores: np.ndarray, k: int) -> np.ndarray:
+    """exact_topk's rows as store.topk gives them: the first k positions by (score desc, position
+    asc); padding (-1) last. (nq, min(k, width)) int64."""
+    out = np.empty((idx.shape[0], min(k, idx.shape[1])), dtype=np.int64)
+    for i in range(idx.shape[0]):
+        pos = np.where(idx[i] >= 0, idx[i], np.iinfo(np.int64).max)
+        out[i] = idx[i][np.lexsort((pos, -scores[i]))[: out.shape[1]]]
     return out
 
 

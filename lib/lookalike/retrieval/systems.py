@@ -122,11 +122,14 @@ def pixel_systems(run_dir: Path, encoders: Sequence[str]) -> list[str]:
 
 def encode_units(units: pd.DataFrame, base_dir: Path, names: Sequence[str], cache: Cache, engine: str = "local",
                  ray_address: str = "", ray_object_store_mb: int = 512, engine_log: list | None = None,
-                 **kw) -> tuple[dict, pd.DataFrame]:
+                 store_root: Path | None = None, **kw) -> tuple[dict, pd.DataFrame]:
     """Encode every unit with each named encoder (encode.encoders entries). Returns ({system name:
     Vectors}, a per-encoder summary frame). Each output is checked (``encoders.checked``).
     engine "ray": the pages are first encoded on Ray into the cache (retrieval.engine.prefill; its
-    per-stage summary frame is appended to engine_log), then read back here as on a warm cache."""
+    per-stage summary frame is appended to engine_log), then read back here as on a warm cache.
+    store_root: multi-vector pages go to a float16 PageStore at store_root/<system>.pages and are
+    read from it lazily (retrieval.store) — streamed there page by page by an encoder that can
+    (its encode_units takes store_dir), else written there from what it returned."""
     out, rows = {}, []
     seen: dict[str, str] = {}
     for spec in names:
@@ -148,8 +151,17 @@ def encode_units(units: pd.DataFrame, base_dir: Path, names: Sequence[str], cach
         enc = make_encoder(spec, **kw)
         before = cache.stats()
         t0 = time.perf_counter()
-        vecs = E.checked(enc.encode_units(units, base_dir, cache), list(units["unit_id"]), f"encoder {name}",
-                         E.encoder_class(spec).provenance)
+        store_dir = Path(store_root) / f"{name}.pages" if store_root is not None and enc.kind == "multi" else None
+        if store_dir is not None and "store_dir" in inspect.signature(enc.encode_units).parameters:
+            got = enc.encode_units(units, base_dir, cache, store_dir=store_dir)
+        else:
+            got = enc.encode_units(units, base_dir, cache)
+        vecs = E.checked(got, list(units["unit_id"]), f"encoder {name}", E.encoder_class(spec).provenance)
+        if store_dir is not None and vecs.kind == "multi" and not vecs.stored:
+            from lookalike.retrieval.store import PageStore
+
+            stored = PageStore.write(store_dir, vecs.ids, vecs.data, vecs.dim, vecs.encoder_id)
+            vecs = E.Vectors(vecs.encoder_id, vecs.provenance, vecs.ids, stored.pages(), vecs.kind, vecs.stats)
         seconds = time.perf_counter() - t0
         after = cache.stats()
         out[name] = vecs

@@ -51,7 +51,7 @@ def run(ctx: StageContext) -> StageResult:
     unit_vectors, encode_table = systems.encode_units(units, RUN, encode_encoders, cache, engine=engine,
                                                       ray_address=ctx.get("encode.ray_address"),
                                                       ray_object_store_mb=ctx.get("encode.ray_object_store_mb"),
-                                                      engine_log=engine_log, **settings)
+                                                      engine_log=engine_log, store_root=RUN / "vectors", **settings)
     if engine == "ray":
         ray_table = pd.concat(engine_log, ignore_index=True)
         res.timings["02_engine_ray"] = ray_table           # workers, items and seconds depend on the cluster

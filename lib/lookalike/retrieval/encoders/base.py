@@ -45,44 +45,83 @@ class Vectors:
         return len(self.ids)
 
     @property
+    def stored(self) -> bool:
+        """Multi-vector pages held in an on-disk PageStore (retrieval.store), read when asked for."""
+        return hasattr(self.data, "store") and hasattr(self.data, "lengths")
+
+    @property
     def dim(self) -> int:
         if self.kind == "single":
             return int(self.data.shape[1])
         if self.kind == "multi":
-            return int(self.data[0].shape[1]) if self.data else 0
+            if self.stored:
+                return int(self.data.store.dim)
+            return int(self.data[0].shape[1]) if len(self.data) else 0
         return 0
+
+    def token_counts(self) -> np.ndarray:
+        """Vectors per item (multi-vector), int64; read from the store's offsets when stored."""
+        if self.stored:
+            return self.data.lengths()
+        return np.asarray([len(m) for m in self.data], dtype=np.int64)
 
     def describe(self) -> str:
         if self.kind == "single":
             return f"{len(self)} x {self.dim} float32"
         if self.kind == "multi":
-            lengths = [len(m) for m in self.data]
-            return f"{len(self)} x (≤{max(lengths) if lengths else 0} tokens) x {self.dim}"
+            lengths = self.token_counts()
+            where = " float16 on disk" if self.stored else ""
+            return f"{len(self)} x (≤{lengths.max() if len(lengths) else 0} tokens) x {self.dim}{where}"
         return f"{len(self)} texts"
 
     def save(self, folder: Path | str, name: str) -> Path:
-        """Write vectors to folder/name.npz (ids, provenance and encoder id included)."""
+        """Write vectors to folder/name.npz (ids, provenance and encoder id included). Stored
+        multi-vector pages stay in their PageStore: the npz names it (a folder beside the npz,
+        copied there if it lives elsewhere) instead of holding the vectors."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        meta = json.dumps({"encoder_id": self.encoder_id, "provenance": self.provenance, "kind": self.kind})
-        arrays = {"ids": np.asarray(self.ids, dtype=str), "meta": np.asarray(meta)}
-        if self.kind == "single":
+        meta = {"encoder_id": self.encoder_id, "provenance": self.provenance, "kind": self.kind}
+        arrays = {"ids": np.asarray(self.ids, dtype=str), "meta": None}      # meta is set below, in this place
+        if self.kind == "multi" and self.stored:
+            store_dir = self._place_store(folder / f"{name}.pages")
+            meta["store"] = store_dir.name
+        elif self.kind == "single":
             arrays["data"] = self.data
         elif self.kind == "multi":
             arrays["lengths"] = np.asarray([len(m) for m in self.data])
             arrays["data"] = np.concatenate(self.data) if self.data else np.zeros((0, 0), np.float32)
         else:
             arrays["data"] = np.asarray(self.data, dtype=str)
+        arrays["meta"] = np.asarray(json.dumps(meta))
         path = folder / f"{name}.npz"
         np.savez(path, **arrays)
         return path
+
+    def _place_store(self, target: Path) -> Path:
+        """The folder of this Vectors' PageStore at target: the store itself when it is there, else a
+        copy of exactly its pages (in this Vectors' order), written page by page."""
+        from lookalike.retrieval.store import PageStore
+
+        pages = self.data
+        if pages.store.folder.resolve() == target.resolve() and list(pages.store.ids) == list(self.ids):
+            return target
+        PageStore.write(target, self.ids, (pages[i] for i in range(len(pages))), pages.store.dim,
+                        pages.store.encoder_id)
+        return target
 
     @classmethod
     def load(cls, path: Path | str) -> "Vectors":
         with np.load(path, allow_pickle=False) as z:
             meta = json.loads(str(z["meta"]))
             ids = [str(x) for x in z["ids"]]
-            if meta["kind"] == "multi":
+            if meta["kind"] == "multi" and "store" in meta:
+                from lookalike.retrieval.store import PageStore
+
+                store = PageStore(Path(path).parent / meta["store"])
+                if list(store.ids) != ids:
+                    raise ValueError(f"{path}: its page store {store.folder} holds other units than the npz lists")
+                data = store.pages()
+            elif meta["kind"] == "multi":
                 data = np.split(z["data"], np.cumsum(z["lengths"])[:-1]) if len(ids) else []
             elif meta["kind"] == "text":
                 data = [str(x) for x in z["data"]]
@@ -141,11 +180,17 @@ class Encoder:
         return f"<{type(self).__name__} {self.id} device={self.device}>"
 
 
-def cached_pages(enc: "Encoder", units: pd.DataFrame, base_dir: Path, cache, embed) -> tuple[list[str], list, dict]:
+def cached_pages(enc: "Encoder", units: pd.DataFrame, base_dir: Path, cache, embed, sink=None
+                 ) -> tuple[list[str], list | None, dict]:
     """The page-image loop an image encoder shares: each unit's vector from the cache (keyed by the
     image's sha256 and enc.id), else embed(list of RGB images) in batches of enc.batch_size, then
     cached. A page that cannot be read is reported in stats["failed"] as (unit_id, reason) and
-    left out, not the whole pass. Returns (kept ids, their vectors, stats)."""
+    left out, not the whole pass. Returns (kept ids, their vectors, stats).
+
+    sink: a writer with append(unit_id, vector) (retrieval.store.PageWriter): every kept vector is
+    handed to it in unit order as soon as the pages before it are done, and none is kept here (the
+    vectors returned are None) — memory holds one batch, whatever the corpus size. The batches are
+    the same either way (the units the cache lacks, enc.batch_size at a time), so are the vectors."""
     import time
 
     from PIL import Image
@@ -158,26 +203,59 @@ def cached_pages(enc: "Encoder", units: pd.DataFrame, base_dir: Path, cache, emb
     ids = list(units["unit_id"])
     paths = [resolve_image(p, base_dir) for p in units["image_path"]]
     shas = [image_sha256(p) for p in paths]
-    vecs = [cache.get_array(s, enc.id) for s in shas]
-    todo = [i for i, v in enumerate(vecs) if v is None]
+    if sink is None:
+        vecs = [cache.get_array(s, enc.id) for s in shas]
+        todo = [i for i, v in enumerate(vecs) if v is None]
+    else:                                   # existence only: each vector is read when its turn comes
+        vecs = [None] * len(ids)
+        todo = [i for i, s in enumerate(shas) if not cache.holds_array(s, enc.id)]
     failed: list[tuple[str, str]] = []
-    for start in bars.bar(range(0, len(todo), enc.batch_size), desc=f"{enc.name} pages", unit="batch",
-                          min_total=max(1, bars.MIN_TOTAL // enc.batch_size)):
+    failed_at: set[int] = set()
+    done = 0                                # sink: units before this position are handed over
+
+    def hand_over(upto: int) -> None:
+        nonlocal done
+        for i in range(done, upto):
+            if i in failed_at:
+                continue
+            v = vecs[i] if vecs[i] is not None else cache.get_array(shas[i], enc.id)
+            if v is None:                   # held a moment ago, unreadable now (a corrupt entry the cache dropped)
+                v = encode([i])
+                if v is None:
+                    continue
+            sink.append(ids[i], v)
+            vecs[i] = None
+        done = max(done, upto)
+
+    def encode(batch: list[int]):
+        """Embed the pages at positions batch, cache them; the last one's vector (None if unreadable)."""
         chunk, images = [], []
-        for i in todo[start:start + enc.batch_size]:
+        for i in batch:
             try:
                 with Image.open(paths[i]) as im:
                     images.append(im.convert("RGB"))
                 chunk.append(i)
             except OSError as exc:
                 failed.append((ids[i], f"{paths[i]}: cannot read image ({exc})"))
+                failed_at.add(i)
         if images:
             for i, v in zip(chunk, embed(images)):
                 vecs[i] = np.asarray(v, dtype=np.float32)
                 cache.put_array(shas[i], enc.id, vecs[i])
-    keep = [i for i, v in enumerate(vecs) if v is not None]
-    stats = {"computed": len(todo) - len(failed), "cached": len(vecs) - len(todo), "failed": failed,
-             "seconds": round(time.perf_counter() - t0, 2)}
+        return vecs[batch[-1]] if batch else None
+
+    for start in bars.bar(range(0, len(todo), enc.batch_size), desc=f"{enc.name} pages", unit="batch",
+                          min_total=max(1, bars.MIN_TOTAL // enc.batch_size)):
+        encode(todo[start:start + enc.batch_size])
+        if sink is not None:
+            hand_over(todo[min(len(todo), start + enc.batch_size) - 1] + 1)
+    if sink is not None:
+        hand_over(len(ids))
+    keep = [i for i in range(len(ids)) if i not in failed_at]
+    stats = {"computed": len(todo) - len(failed_at & set(todo)), "cached": len(ids) - len(todo),
+             "failed": failed, "seconds": round(time.perf_counter() - t0, 2)}
+    if sink is not None:
+        return [ids[i] for i in keep], None, stats
     return [ids[i] for i in keep], [vecs[i] for i in keep], stats
 
 

@@ -155,7 +155,17 @@ class ColPaliEncoder(Encoder):
     def pending(self, units: pd.DataFrame, base_dir: Path, cache) -> list[int]:
         return pending_pages(units, base_dir, cache, self.id)
 
-    def encode_units(self, units: pd.DataFrame, base_dir: Path, cache: Cache | None = None) -> Vectors:
+    def encode_units(self, units: pd.DataFrame, base_dir: Path, cache: Cache | None = None,
+                     store_dir: Path | None = None) -> Vectors:
+        """store_dir (multi-vector only): stream the pages into a float16 PageStore there as they are
+        encoded or read from the cache (retrieval.store), and return its pages read lazily — memory
+        holds one batch, not the corpus."""
+        if store_dir is not None and self.kind == "multi":
+            from lookalike.retrieval.store import PageWriter
+
+            writer = PageWriter(store_dir, encoder_id=self.id)
+            ids, _, stats = cached_pages(self, units, base_dir, cache or Cache(), self.encode_images, sink=writer)
+            return Vectors(self.id, self.provenance, ids, writer.close().pages(), self.kind, stats)
         ids, vecs, stats = cached_pages(self, units, base_dir, cache or Cache(), self.encode_images)
         return Vectors(self.id, self.provenance, ids, self._data(vecs), self.kind, stats)
 
