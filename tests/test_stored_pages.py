@@ -139,3 +139,15 @@ def test_colpali_streams_its_pages_into_the_store_and_reports_a_corrupt_one(tmp_
         for a, b in zip(vecs.data, half(memory["colpali"].data)):
             np.testing.assert_array_equal(a, b)                         # the same batches, so the same vectors
     assert warm["colpali"].stats["computed"] == 0 and warm["colpali"].stats["cached"] == 3
+
+
+def test_candidate_search_in_blocks_of_questions_gives_the_same_candidates_and_scores(tmp_path):
+    """The first stage's (questions x pages) scores are bounded by the memory budget: questions go in
+    blocks (here one at a time), and nothing a question gets depends on its block."""
+    queries, pages, _ = corpora.structured(300, 7, page_tokens=30, dim=16, seed=5)
+    st = S.PageStore.write(tmp_path / "s", [f"u{i}" for i in range(300)], pages, 16)
+    cent = S.CentroidIndex.build(st, tmp_path / "c", clusters=4).first_stage()
+    whole = S.candidate_search(queries, st, cent, k=10, n_candidates=40, memory_budget_mb=512.0)
+    one_by_one = S.candidate_search(queries, st, cent, k=10, n_candidates=40, memory_budget_mb=0.003)
+    for a, b in zip(whole, one_by_one):
+        np.testing.assert_array_equal(a, b)

@@ -347,14 +347,21 @@ def exact_scores(queries: Sequence[np.ndarray], store: PageStore, memory_budget_
     return maxsim(queries, store.pages(), memory_budget_mb)
 
 
+# bytes per (question, page) cell while exact_topk merges a chunk: float32 scores, int64 positions,
+# the partition's copy, the argsort's int64 order and the gathered results, and two masks
+TOPK_BYTES_PER_CELL = 48
+
+
 def exact_topk(queries: Sequence[np.ndarray], pages, k: int, memory_budget_mb: float = 512.0
                ) -> tuple[np.ndarray, np.ndarray]:
     """Each query's exact top k by MaxSim over every page, without a (queries x pages) matrix:
     pages are scored a chunk at a time (late_interaction.maxsim, the same bits as over all pages at
     once) and merged into a running top k that keeps every page tied with the k-th score, so the
     canonical tie rule can still be applied to the result. Returns (idx, scores), (nq, w) with
-    w >= k, unordered within a row, padded with -1 / -inf. Memory: the chunk's scores and the
-    running top k (both within memory_budget_mb), plus maxsim's own blocks."""
+    w >= k, unordered within a row, padded with -1 / -inf. Memory: a chunk's scores and the
+    running top k with their merge temporaries (TOPK_BYTES_PER_CELL per question and page), held
+    within memory_budget_mb down to a floor of 4k pages per chunk, plus maxsim's own blocks — so it
+    grows with the questions (as the run itself does), never with the corpus."""
     from lookalike.retrieval.late_interaction import maxsim
 
     nq, n = len(queries), len(pages)
@@ -363,7 +370,7 @@ def exact_topk(queries: Sequence[np.ndarray], pages, k: int, memory_budget_mb: f
     best_s = np.full((nq, 0), -np.inf, dtype=np.float32)
     if not nq or not n:
         return best_i, best_s
-    chunk = int(max(4 * k, 256, (memory_budget_mb * 2**20 / 4 / 4) // nq))
+    chunk = int(max(4 * k, 256, (memory_budget_mb * 2**20 / TOPK_BYTES_PER_CELL) // nq))
     for s in range(0, n, chunk):
         e = min(n, s + chunk)
         scores = np.concatenate([best_s, maxsim(queries, pages[s:e], memory_budget_mb)], axis=1)
@@ -478,9 +485,15 @@ def candidate_search(queries: Sequence[np.ndarray], pages, centroids, k: int, n_
         centroids = Int8Centroids(centroids, int(np.asarray(queries[0]).shape[1]))
     # int32 similarity blocks of 8 MiB stay in cache: 0.29 s against 0.40 s with 32 MiB blocks on the
     # 10,000-page benchmark store (blocking never changes a score)
-    approx = centroids.scores(queries, min(memory_budget_mb, FIRST_STAGE_BLOCK_MB))
     n = min(n_candidates, len(pages))
-    cand = np.sort(np.argsort(-approx, axis=1, kind="stable")[:, :n], axis=1)
+    # the first stage a block of questions at a time: its (questions x pages) scores and their argsort
+    # (12 bytes a cell) stay within memory_budget_mb whatever the corpus size (a question's scores do
+    # not depend on the other questions of its block: per-token scales, exact integer products)
+    q_block = int(max(1, (memory_budget_mb * 2**20 / 12) // max(1, len(pages))))
+    cand = np.empty((len(queries), n), dtype=np.int64)
+    for s in range(0, len(queries), q_block):
+        approx = centroids.scores(queries[s:s + q_block], min(memory_budget_mb, FIRST_STAGE_BLOCK_MB))
+        cand[s:s + q_block] = np.sort(np.argsort(-approx, axis=1, kind="stable")[:, :n], axis=1)
     exact = rescore(queries, pages, cand)
     k = min(k, n)
     idx = np.empty((len(queries), k), dtype=np.int64)
