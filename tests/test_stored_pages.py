@@ -110,7 +110,10 @@ def test_a_plug_in_multi_vector_system_is_written_to_the_runs_store(tmp_path, ti
     plugin = f"{REPO / 'tests' / 'plugins' / 'word_vectors.py'}:WordVectors"
     kw = dict(ocr_engine="", device="cpu", batch_size=2, workers=0, colpali_model="", colpali_family="",
               settings={}, encoders=[plugin])
+    stale = tmp_path / "v" / "word-vectors.pages" / "centroids-4"
+    stale.mkdir(parents=True)                                        # an earlier run's candidate index
     vecs, table = systems.encode_units(units, root, [plugin], Cache(tmp_path / "c"), store_root=tmp_path / "v", **kw)
+    assert not stale.exists()                                        # new pages: the old centroids go too
     got = vecs["word-vectors"]
     assert got.stored and got.data.store.folder == tmp_path / "v" / "word-vectors.pages"
     assert "float16 on disk" in table.loc[0, "shape"]

@@ -154,7 +154,7 @@ class MultiVectorIndex:
             # never a (queries x pages) matrix; ties at the cut are kept for the canonical rule
             from lookalike.retrieval import store
 
-            idx, scores = store.exact_topk(queries.data, self.pages, k, self.memory_budget_mb)
+            idx, scores = store.exact_topk(queries.data, self.pages, k, self.memory_budget_mb, self.device)
             self.last_search = {"pages": len(self.pages), "stored": True}
             return _run_frame(queries.ids, self.unit_ids, scores, idx, k)
         if len(self.pages) >= PRUNE_FROM_PAGES and k < len(self.pages) and self.device == "cpu":
@@ -184,7 +184,7 @@ class MultiVectorIndex:
         pick = np.sort(rng.choice(len(cand), size=min(sample, len(cand)), replace=False))
         sample = [queries.data[i] for i in pick]
         if self.stored:             # the exact top 100 a chunk of pages at a time: no (sample x pages) matrix
-            idx, scores = store.exact_topk(sample, self.pages, 100, self.memory_budget_mb)
+            idx, scores = store.exact_topk(sample, self.pages, 100, self.memory_budget_mb, self.device)
             exact = store.canonical_rows(idx, scores, 100)
         else:
             exact = store.topk(maxsim(sample, self.pages, self.memory_budget_mb, self.device), 100)

@@ -352,8 +352,8 @@ def exact_scores(queries: Sequence[np.ndarray], store: PageStore, memory_budget_
 TOPK_BYTES_PER_CELL = 48
 
 
-def exact_topk(queries: Sequence[np.ndarray], pages, k: int, memory_budget_mb: float = 512.0
-               ) -> tuple[np.ndarray, np.ndarray]:
+def exact_topk(queries: Sequence[np.ndarray], pages, k: int, memory_budget_mb: float = 512.0,
+               device: str = "cpu") -> tuple[np.ndarray, np.ndarray]:
     """Each query's exact top k by MaxSim over every page, without a (queries x pages) matrix:
     pages are scored a chunk at a time (late_interaction.maxsim, the same bits as over all pages at
     once) and merged into a running top k that keeps every page tied with the k-th score, so the
@@ -373,7 +373,7 @@ def exact_topk(queries: Sequence[np.ndarray], pages, k: int, memory_budget_mb: f
     chunk = int(max(4 * k, 256, (memory_budget_mb * 2**20 / TOPK_BYTES_PER_CELL) // nq))
     for s in range(0, n, chunk):
         e = min(n, s + chunk)
-        scores = np.concatenate([best_s, maxsim(queries, pages[s:e], memory_budget_mb)], axis=1)
+        scores = np.concatenate([best_s, maxsim(queries, pages[s:e], memory_budget_mb, device)], axis=1)
         idx = np.concatenate([best_i, np.broadcast_to(np.arange(s, e), (nq, e - s))], axis=1)
         live = idx >= 0
         kth = -np.partition(-np.where(live, scores, -np.inf), min(k, scores.shape[1]) - 1, axis=1)[:, min(k, scores.shape[1]) - 1]

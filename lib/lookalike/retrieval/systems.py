@@ -13,6 +13,7 @@ Systems (each a TREC run over the questions):
 from __future__ import annotations
 
 import inspect
+import shutil
 import time
 from pathlib import Path
 from typing import Sequence
@@ -152,6 +153,8 @@ def encode_units(units: pd.DataFrame, base_dir: Path, names: Sequence[str], cach
         before = cache.stats()
         t0 = time.perf_counter()
         store_dir = Path(store_root) / f"{name}.pages" if store_root is not None and enc.kind == "multi" else None
+        if store_dir is not None:
+            shutil.rmtree(store_dir, ignore_errors=True)   # an earlier run's pages and centroids go with it
         if store_dir is not None and "store_dir" in inspect.signature(enc.encode_units).parameters:
             got = enc.encode_units(units, base_dir, cache, store_dir=store_dir)
         else:
