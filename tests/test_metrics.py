@@ -361,3 +361,19 @@ def test_sample_size_planner_from_a_paired_interval():
     half = stats.sample_size(delta=0.2, lo=0.1, hi=0.3, n=50)
     assert half["n_needed"] < plan["n_needed"] / 3                       # twice the difference, a quarter of the n
     assert stats.sample_size(0.0, -0.1, 0.1, 50)["n_needed"] == math.inf
+
+
+def test_a_run_over_exactly_the_judged_queries_scores_as_through_the_alignment():
+    """evaluate skips aligning query ids when the run holds exactly the judged queries; the values
+    must be those the alignment gives (reached here by one run-only query more)."""
+    rng = np.random.default_rng(11)
+    qrels = {f"q{i:02d}": {f"d{j}": int(rng.integers(0, 3)) for j in rng.choice(30, 6, replace=False)}
+             for i in range(40)}
+    run = {q: {f"d{j}": float(rng.random()) for j in rng.choice(30, 12, replace=False)} for q in qrels}
+    names = ["P_5", "recall_10", "recip_rank", "map", "ndcg_cut_10", "ndcg"]
+    fast = M.evaluate(qrels, run, names)
+    aligned = M.evaluate(qrels, {**run, "zz-run-only": {"d1": 1.0}}, names)
+    assert aligned.run_only_queries == ["zz-run-only"] and fast.run_only_queries == []
+    pd.testing.assert_frame_equal(fast.per_query, aligned.per_query)
+    complete = M.evaluate({**qrels, "zz-judged-only": {"d1": 1}}, run, names, complete=True)
+    pd.testing.assert_frame_equal(fast.per_query, complete.per_query.drop(index="zz-judged-only"))

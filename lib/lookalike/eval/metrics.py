@@ -142,14 +142,19 @@ def evaluate(qrels, run, names: Sequence[str] | None = None, *, level: int = 1, 
     R = run if isinstance(run, Run) else Run(run)
     grades = dict(LABEL_GRADES if grades is None else grades)
 
-    in_run = pd.Index(R.query_ids, dtype=object)
-    qrels_q = pd.Index(Q.query_ids, dtype=object)
-    run_only = sorted(set(R.query_ids) - set(Q.query_ids))
-    missing = sorted(set(Q.query_ids) - set(R.query_ids))
-    eval_q = Q.query_ids if complete else np.asarray(sorted(set(Q.query_ids) & set(R.query_ids)), dtype=object)
+    if len(Q.query_ids) == len(R.query_ids) and bool(np.array_equal(Q.query_ids, R.query_ids)):
+        # the usual case: a run over exactly the judged queries (both sorted): nothing to align
+        run_only, missing, eval_q = [], [], Q.query_ids
+        q_in_qrels = q_in_run = np.arange(len(eval_q), dtype=np.int64)
+    else:
+        in_run = pd.Index(R.query_ids, dtype=object)
+        qrels_q = pd.Index(Q.query_ids, dtype=object)
+        run_only = sorted(set(R.query_ids) - set(Q.query_ids))
+        missing = sorted(set(Q.query_ids) - set(R.query_ids))
+        eval_q = Q.query_ids if complete else np.asarray(sorted(set(Q.query_ids) & set(R.query_ids)), dtype=object)
+        q_in_qrels = qrels_q.get_indexer(eval_q)
+        q_in_run = in_run.get_indexer(eval_q)                # -1: empty ranking
     nq = len(eval_q)
-    q_in_qrels = qrels_q.get_indexer(eval_q)
-    q_in_run = in_run.get_indexer(eval_q)                    # -1: empty ranking
 
     # Judgements of the evaluated queries, with each one's rank in the run (0: not retrieved).
     lengths_q = np.diff(Q.offsets)[q_in_qrels]
