@@ -39,6 +39,7 @@ from lookalike.retrieval import encoders as E
 from lookalike.retrieval.encoders import ocr
 
 ENGINES = ("local", "ray")
+BLOCKS_PER_ACTOR = 32     # Ray Data blocks per actor of a stage (see _run)
 
 
 class EngineError(E.EncodeError):
@@ -175,8 +176,10 @@ def _run(dataset_rows: list[dict], actor, kwargs: dict, concurrency: int, num_gp
 
     if not dataset_rows:
         return []
-    # a few blocks per actor: few enough that scheduling costs little per page, enough to balance
-    blocks = max(1, min(len(dataset_rows), 4 * max(1, concurrency)))
+    # Small blocks (up to BLOCKS_PER_ACTOR per actor, one row each on small inputs): an actor that
+    # finishes early takes the next block, so the last one to finish waits on one small block, not a
+    # quarter of its share.
+    blocks = max(1, min(len(dataset_rows), BLOCKS_PER_ACTOR * max(1, concurrency)))
     ds = ray.data.from_items(dataset_rows, override_num_blocks=blocks)
     # max_restarts=0: Ray cannot restart an actor whose constructor arguments sit in the object store
     # (ray-project/ray#53727; Ray Data puts them there and logs an error on every run, #57733). An
