@@ -84,3 +84,20 @@ def test_caption_encoder_on_a_half_warm_cache_matches_a_cold_one(tmp_path):
     q = _texts(12, 11)
     full = enc.encode_queries(q, [f"q{i}" for i in range(12)]).data
     np.testing.assert_array_equal(enc.encode_queries(q[3:5], ["a", "b"]).data, full[3:5])
+
+
+@pytest.mark.parametrize("name", ["caption-minilm", "ocr-minilm"])
+def test_query_vectors_from_a_warm_cache_are_the_cold_bits_and_embed_nothing(tmp_path, monkeypatch, name):
+    """The leak check asks for the same ablation queries in every run (and twice in one: clean and
+    injected); with a cache, a warm call reads them and runs no model (before, every call embedded)."""
+    enc = E.make_encoder(name, progress=False)
+    q, ids = _texts(20, 12) + [""], [f"q{i}" for i in range(21)]
+    plain = enc.encode_queries(q, ids).data
+    cache = Cache(tmp_path / "c")
+    cold = enc.encode_queries(q[:7], ids[:7], cache).data           # part of them first: a half-warm cache
+    np.testing.assert_array_equal(cold, plain[:7])
+    np.testing.assert_array_equal(enc.encode_queries(q, ids, cache).data, plain)
+    monkeypatch.setattr(T, "embed", lambda *a, **k: pytest.fail("a warm cache embedded a query again"))
+    warm = enc.encode_queries(q, ids, cache)
+    np.testing.assert_array_equal(warm.data, plain)
+    assert warm.ids == ids and warm.provenance == "query-text"

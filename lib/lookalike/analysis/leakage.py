@@ -569,7 +569,7 @@ def run_ablation(units: pd.DataFrame, base_dir: Path, seed: int, cache: Cache | 
     if blind_queries:
         queries = queries[queries["unit_id"].isin(set(units["unit_id"]))].reset_index(drop=True)
     indexes = build_indexes(image_vectors, caption_vectors, bool(inject))
-    query_vectors = caption_enc.encode_queries(list(queries["text"]), list(queries["query_id"]))
+    query_vectors = caption_enc.encode_queries(list(queries["text"]), list(queries["query_id"]), cache)
     runs = search_all(indexes, query_vectors, depth)
     clusters = stats.query_clusters(dict(zip(queries["query_id"], queries["unit_id"])), units, cluster)
     table, per_query = ablation_table(runs, queries, qrels_for(queries), seed, n_boot, clusters=clusters)

@@ -80,8 +80,8 @@ class OcrMiniLM(Encoder):
         stats.update(ocr_seconds=round(t_ocr, 2), embedded=len(todo), seconds=round(time.perf_counter() - t0, 2))
         return Vectors(key_id, self.provenance, list(units["unit_id"]), data, "single", stats)
 
-    def encode_queries(self, texts: Sequence[str], ids: Sequence[str]) -> Vectors:
-        return Vectors(self.id, "query-text", list(ids), _text.embed(list(texts), self.device), "single")
+    def encode_queries(self, texts: Sequence[str], ids: Sequence[str], cache: Cache | None = None) -> Vectors:
+        return _minilm_queries(self, texts, ids, cache)
 
     def pending(self, units: pd.DataFrame, base_dir: Path, cache: Cache) -> list[int]:
         key_id = f"{self.id}|{_ocr.engine_id(self.settings['ocr_engine'])}"
@@ -106,6 +106,16 @@ class OcrBM25(OcrMiniLM):
         return None          # its work is the OCR, which the engine plans itself
 
 
+def _minilm_queries(enc: Encoder, texts: Sequence[str], ids: Sequence[str], cache: Cache | None) -> Vectors:
+    """A MiniLM encoder's query vectors. With a cache, each text's vector is kept under the text's
+    hash (text.embed_cached): a vector is a function of its text alone, so a warm run reads the
+    same bits a cold one computes, and loads no model when every text is held."""
+    texts = list(texts)
+    data = (_text.embed(texts, enc.device) if cache is None
+            else _text.embed_cached(texts, cache, f"{enc.id}|query-text", enc.device))
+    return Vectors(enc.id, "query-text", list(ids), data, "single")
+
+
 class CaptionMiniLM(Encoder):
     """The unit's caption fields (file name, alt text, caption) -> all-MiniLM-L6-v2. Provenance caption-text."""
 
@@ -124,8 +134,8 @@ class CaptionMiniLM(Encoder):
         stats = {"seconds": round(time.perf_counter() - t0, 2), "empty_captions": sum(not t for t in texts)}
         return Vectors(self.id, self.provenance, list(units["unit_id"]), data, "single", stats)
 
-    def encode_queries(self, texts: Sequence[str], ids: Sequence[str]) -> Vectors:
-        return Vectors(self.id, "query-text", list(ids), _text.embed(list(texts), self.device), "single")
+    def encode_queries(self, texts: Sequence[str], ids: Sequence[str], cache: Cache | None = None) -> Vectors:
+        return _minilm_queries(self, texts, ids, cache)
 
     def pending(self, units: pd.DataFrame, base_dir: Path, cache: Cache) -> list[int]:
         key_id = f"{self.id}|caption-text"
