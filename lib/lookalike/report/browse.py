@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 import pandas as pd
+from PIL import Image
 
 from lookalike.data.schema import resolve_image
 from lookalike.eval import ranking
@@ -113,9 +114,12 @@ def write_browser(run_dir: Path | str, failures: pd.DataFrame, questions: pd.Dat
     thumbs, missing = [], []
     for i, u in enumerate(shown):
         try:
-            src = resolve_image(paths[u], base_dir)
-            thumbs.append(images.data_uri(src, THUMB_WIDTH))
-            images.save_jpeg(src, out / "pages" / f"{i:06d}.jpg", FULL_WIDTH)
+            # each page decoded once for both sizes (it was read twice: a third of stage 07's save)
+            with Image.open(resolve_image(paths[u], base_dir)) as im:
+                im.load()
+                thumb = images.data_uri(im, THUMB_WIDTH)
+                images.save_jpeg(im, out / "pages" / f"{i:06d}.jpg", FULL_WIDTH)
+            thumbs.append(thumb)
         except (OSError, KeyError, ValueError) as exc:
             # a page that cannot be read is shown as missing, with the reason; the row stays
             thumbs.append("")

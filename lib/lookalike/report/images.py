@@ -32,12 +32,22 @@ def montage(units: pd.DataFrame, base_dir: Path, per_template: int = 3, thumb_wi
     return sheet
 
 
-def data_uri(path: Path | str, width: int) -> str:
-    """The image at path as a JPEG data URI, at most width pixels wide (for self-contained pages)."""
-    with Image.open(path) as im:
-        buf = io.BytesIO()
+def data_uri(src: Path | str | Image.Image, width: int) -> str:
+    """The image (a path, or an image already read) as a JPEG data URI, at most width pixels wide
+    (for self-contained pages)."""
+    buf = io.BytesIO()
+    with _opened(src) as im:
         _at_most(im, width).save(buf, format="JPEG", quality=82, optimize=True)
     return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _opened(src: Path | str | Image.Image):
+    """A context giving the image: opened from a path (and closed after), or the image itself."""
+    if isinstance(src, Image.Image):
+        from contextlib import nullcontext
+
+        return nullcontext(src)
+    return Image.open(src)
 
 
 def distractor_montage(gold_id: str, distractors: pd.DataFrame, units: pd.DataFrame, base_dir, axes: Sequence[str],
@@ -84,10 +94,11 @@ def pair_sheet(pairs: pd.DataFrame, units: pd.DataFrame, base_dir: Path | str, t
     return sheet
 
 
-def save_jpeg(path: Path | str, out: Path | str, width: int) -> Path:
-    """The image at path written as a JPEG at most width pixels wide (what a browser can always show)."""
+def save_jpeg(src: Path | str | Image.Image, out: Path | str, width: int) -> Path:
+    """The image (a path, or an image already read) written as a JPEG at most width pixels wide (what
+    a browser can always show)."""
     out = Path(out)
-    with Image.open(path) as im:
+    with _opened(src) as im:
         _at_most(im, width).save(out, format="JPEG", quality=85, optimize=True)
     return out
 
