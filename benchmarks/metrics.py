@@ -8,7 +8,8 @@ and evaluated (P_10, recall_100, recip_rank, map, ndcg_cut_10 for every query). 
 them with Ranking's Qrels.read / Run.read (Arrow's CSV reader straight into factorised arrays);
 pytrec_eval gets the usual Python parsing into its dicts; ranx its Qrels.from_file /
 Run.from_file; ir_measures read_trec_qrels / read_trec_run + calc_aggregate. Each library's whole
-job is timed REPEAT times and the median kept; the last line is each peer's ratio to lookalike.
+job is timed REPEAT times (rounds in rotating order, as below) and the median kept; the last line is
+each peer's ratio to lookalike.
 
 Every library starts from the same in-memory input (qrels[qid][uid] -> int, run[qid][uid] -> float,
 the form all four accept) and computes P_10, recall_100, recip_rank, map and ndcg_cut_10 for every
@@ -207,16 +208,19 @@ def from_files(args) -> int:
             ranx.evaluate(ranx.Qrels.from_file(str(wq), kind="trec"), ranx.Run.from_file(str(wr), kind="trec"),
                           ["precision@10", "recall@100", "mrr", "map", "ndcg@10"], make_comparable=True)  # JIT warm-up
         jobs = {"lookalike": files_lookalike, **{p: FILE_PEERS[p] for p in args.peers.split(",") if p}}
+        names = list(jobs)
+        runs: dict[str, list[float]] = {name: [] for name in names}
         times, means = {}, {}
-        for name, job in jobs.items():
-            runs = []
-            for _ in range(args.repeat):
+        # rounds with the order rotating, as from dicts: no library always pays the first allocations
+        for r in range(args.repeat):
+            for name in names[r % len(names):] + names[:r % len(names)]:
                 gc.collect()
-                result, elapsed, _ = measure(lambda: job(qpath, rpath))
-                runs.append(elapsed)
-            times[name], means[name] = statistics.median(runs), result
+                means[name], elapsed, _ = measure(lambda: jobs[name](qpath, rpath))
+                runs[name].append(elapsed)
+        for name in names:
+            times[name] = statistics.median(runs[name])
             print(f"{name:<12} whole job (read both files + evaluate), median of {args.repeat}: {times[name]:.2f} s "
-                  f"(runs: {', '.join(f'{t:.2f}' for t in runs)})")
+                  f"(rounds: {', '.join(f'{t:.2f}' for t in runs[name])})")
     ref = means["lookalike"]
     for name, got in means.items():
         for m in MEASURES:
