@@ -86,6 +86,15 @@ def measure(fn):
     return result, elapsed, peak / 1024.0
 
 
+def rotating_rounds(names: list[str], repeat: int):
+    """The libraries to run, in repeat rounds of each once, the first library rotating from round to
+    round: the first large allocations of a process cost more on these VMs (memory the host has not
+    yet backed), and a fixed order would charge them to whichever library always ran first."""
+    for r in range(repeat):
+        k = r % len(names)
+        yield from names[k:] + names[:k]
+
+
 def run_lookalike(qrels, run):
     (Q, R), t_prep, m_prep = measure(lambda: (M.Qrels(qrels), M.Run(run)))
     ev, t_eval, m_eval = measure(lambda: M.evaluate(Q, R, MEASURES))
@@ -211,12 +220,10 @@ def from_files(args) -> int:
         names = list(jobs)
         runs: dict[str, list[float]] = {name: [] for name in names}
         times, means = {}, {}
-        # rounds with the order rotating, as from dicts: no library always pays the first allocations
-        for r in range(args.repeat):
-            for name in names[r % len(names):] + names[:r % len(names)]:
-                gc.collect()
-                means[name], elapsed, _ = measure(lambda: jobs[name](qpath, rpath))
-                runs[name].append(elapsed)
+        for name in rotating_rounds(names, args.repeat):
+            gc.collect()
+            means[name], elapsed, _ = measure(lambda: jobs[name](qpath, rpath))
+            runs[name].append(elapsed)
         for name in names:
             times[name] = statistics.median(runs[name])
             print(f"{name:<12} whole job (read both files + evaluate), median of {args.repeat}: {times[name]:.2f} s "
@@ -252,16 +259,12 @@ def main(argv=None) -> int:
     small_q, small_r = ({k: d[k] for k in list(d)[:50]} for d in (qrels, run))
     for fn in [run_lookalike] + [PEERS[name] for name in peers]:
         fn(small_q, small_r)
-    # REPEAT rounds, each library once per round, the first library rotating: the first large
-    # allocations of a process cost more on this VM (memory the host has not yet backed), and a
-    # fixed order would charge them to whichever library always ran first
     jobs = {"lookalike": run_lookalike, **{name: PEERS[name] for name in peers}}
     names = list(jobs)
     rounds: dict[str, list[tuple]] = {name: [] for name in names}
-    for r in range(args.repeat):
-        for name in names[r % len(names):] + names[:r % len(names)]:
-            gc.collect()
-            rounds[name].append(jobs[name](qrels, run))
+    for name in rotating_rounds(names, args.repeat):
+        gc.collect()
+        rounds[name].append(jobs[name](qrels, run))
     ref = rounds["lookalike"][0][0]
     for name, got in rounds.items():
         for means, *_rest in got:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import io
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Sequence
 
@@ -43,11 +44,7 @@ def data_uri(src: Path | str | Image.Image, width: int) -> str:
 
 def _opened(src: Path | str | Image.Image):
     """A context giving the image: opened from a path (and closed after), or the image itself."""
-    if isinstance(src, Image.Image):
-        from contextlib import nullcontext
-
-        return nullcontext(src)
-    return Image.open(src)
+    return nullcontext(src) if isinstance(src, Image.Image) else Image.open(src)
 
 
 def distractor_montage(gold_id: str, distractors: pd.DataFrame, units: pd.DataFrame, base_dir, axes: Sequence[str],
