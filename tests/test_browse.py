@@ -134,3 +134,24 @@ def test_browser_filters_counts_and_opens_a_page_in_headless_chromium(corpus):
         assert not viewer.is_displayed()
     finally:
         driver.quit()
+
+
+def test_a_page_whose_full_size_image_fails_has_no_thumbnail_and_the_others_stay_in_place(corpus, monkeypatch):
+    """Each shown page has one thumbnail at its own position. Before, a page whose thumbnail was made
+    but whose full-size JPEG failed got two entries (the thumbnail, then ''), shifting every later one."""
+    root, units, questions, labels, distractors, runs = corpus
+    f = B.failure_rows(questions, runs, labels, units, distractors)
+    seen, save = {}, B.images.save_jpeg
+    monkeypatch.setattr(B.pages, "script_json", lambda data, _real=B.pages.script_json: seen.update(data) or _real(data))
+
+    def failing(src, out, width):
+        if out.name == "000002.jpg":                                   # d:3, the third page shown
+            raise OSError("disk full")
+        return save(src, out, width)
+
+    monkeypatch.setattr(B.images, "save_jpeg", failing)
+    html = B.write_browser(root, f, questions, units, root).read_text()
+    assert seen["units"] == ["d:1", "d:2", "d:3", "d:4", "d:5", "d:6"]
+    assert len(seen["thumbs"]) == 6 and seen["thumbs"][2] == "" and seen["missing"] == ["d:3"]
+    assert all(t.startswith("data:image/jpeg;base64,") for i, t in enumerate(seen["thumbs"]) if i != 2)
+    assert "disk full" in html
