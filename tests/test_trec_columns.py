@@ -105,3 +105,34 @@ def test_judgements_find_their_ranks_by_every_join(monkeypatch, cells, blocks):
     monkeypatch.setattr(M, "DENSE_CELLS", cells)
     monkeypatch.setattr(M, "DENSE_BLOCKS", blocks)
     pd.testing.assert_frame_equal(M.evaluate(qrels, run, names).per_query, expected)
+
+
+def test_sorted_codes_maps_every_blocks_own_dictionary_to_the_sorted_ids():
+    # as the CSV reader returns a column: one dictionary per block, each in its own order (and an
+    # empty block); the codes must be those of the sorted distinct ids, whatever block a row is in
+    import pyarrow as pa
+
+    blocks = [["b", "a", "b", "é"], [], ["zz", "a", "a"], ["é", "Z", "b", "😀"]]
+    column = pa.chunked_array([pa.array(b, type=pa.string()).dictionary_encode() for b in blocks],
+                              type=pa.dictionary(pa.int32(), pa.string()))
+    codes, values = trec.sorted_codes(column)
+    flat = [v for b in blocks for v in b]
+    want_codes, want_values = pd.factorize(np.asarray(flat, dtype=object), sort=True)
+    assert list(values) == list(want_values) == sorted(set(flat))          # code point order
+    assert codes.dtype == np.int32 and codes.tolist() == want_codes.tolist()
+    empty_codes, empty_values = trec.sorted_codes(pa.chunked_array([], type=pa.dictionary(pa.int32(), pa.string())))
+    assert len(empty_codes) == 0 and len(empty_values) == 0
+
+
+@pytest.mark.parametrize("slab", [1, 3, 4, 1 << 20])
+def test_duplicates_are_found_in_any_slab(monkeypatch, slab):
+    # 5 queries of 4 units each, stored together: the per-query path sorts a slab of queries at a
+    # time; a unit listed twice in the last query (or only in the first) must still be found
+    monkeypatch.setattr(trec, "DUPLICATE_SLAB", slab)
+    qcode = np.repeat(np.arange(5, dtype=np.int32), 4)
+    clean = np.array([0, 1, 2, 3] * 5, dtype=np.int32)
+    assert not trec.has_duplicates(qcode, clean, 4)
+    for where in (0, 19):
+        dup = clean.copy()
+        dup[where] = dup[where + (1 if where == 0 else -1)]
+        assert trec.has_duplicates(qcode, dup, 4)
