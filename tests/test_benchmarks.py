@@ -49,6 +49,20 @@ def test_encode_benchmark_runs_at_toy_scale(capsys):
     assert "MiniLM" in capsys.readouterr().out
 
 
+
+def test_the_ray_cpu_breakdown_counts_each_tesseract_once():
+    # a tesseract process is a descendant of its actor: seen running by the sampler and, once it
+    # exits, in the actor's children times. Counting both would charge its CPU to Ray's processes.
+    bench = _load("encode")
+    sampler = bench.CpuSampler()
+    sampler.base = {1: ("driver", 10.0, 0.0), 2: ("raylet", 5.0, 0.0)}
+    sampler.last = {1: ("driver", 10.5, 0.0), 2: ("raylet", 5.25, 0.0),
+                    3: ("ray::MapWorker(Map(_OcrActor))", 1.0, 4.0),      # started during the stage
+                    4: ("/usr/bin/tesseract", 0.75, 0.0),                  # the actor's child, seen running
+                    5: ("tesseract", 0.5, 0.0)}
+    assert sampler.by_role() == {"tesseract": 4.0, "actors' python": 1.0, "driver": 0.5,
+                                 "ray's other processes": 0.25}
+
 def test_negatives_benchmark_runs_at_toy_scale(capsys):
     bench = _load("negatives")
     assert bench.main(["--units", "8000", "--dim", "16"]) == 0
