@@ -248,3 +248,58 @@ def test_the_pipeline_refuses_caption_vectors_handed_to_a_pixel_system():
     with pytest.raises(retrieve.ProvenanceError, match="accepts \\['pixels'\\] vectors only; got 'caption-text'"):
         systems.build_runs({"ocr-minilm": caption}, {"ocr-minilm": queries})
     assert "caption-minilm" in systems.build_runs({"caption-minilm": caption}, {"caption-minilm": queries})
+
+
+def test_auto_device_without_an_nvidia_driver_is_cpu_and_asks_torch_nothing(monkeypatch):
+    # no libcuda.so.1: torch.cuda.is_available() could only say False, so torch is not asked (nor
+    # imported: 2-2.5 s in every stage that makes an encoder over a warm cache)
+    import ctypes
+    import sys
+
+    from lookalike.retrieval.encoders import base
+
+    def no_driver(name, *a, **k):
+        raise OSError(f"{name}: cannot open shared object file")
+
+    def must_not_ask():
+        raise AssertionError("torch was asked")
+
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setattr(ctypes, "CDLL", no_driver)
+    monkeypatch.setattr(torch.cuda, "is_available", must_not_ask)
+    assert base.resolve_device("auto") == ("cpu", "float32")
+    assert base.resolve_device("cpu") == ("cpu", "float32")
+    with pytest.raises(AssertionError, match="torch was asked"):
+        base.resolve_device("cuda")                 # an explicit GPU request is still checked with torch
+
+
+@pytest.mark.parametrize("platform, cuda", [("linux", True), ("linux", False), ("win32", True)])
+def test_auto_device_asks_torch_when_a_driver_may_be_there(monkeypatch, platform, cuda):
+    # the driver library loads (or the platform is not Linux): torch decides, as before
+    import ctypes
+    import sys
+
+    from lookalike.retrieval.encoders import base
+
+    monkeypatch.setattr(sys, "platform", platform)
+    monkeypatch.setattr(ctypes, "CDLL", lambda name, *a, **k: object())
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    assert base.resolve_device("auto") == (("cuda", "bfloat16") if cuda else ("cpu", "float32"))
+
+
+def test_a_stage_process_making_a_cpu_encoder_does_not_import_torch_here():
+    # on this machine (no NVIDIA driver) making an encoder over a warm cache needs no torch
+    import ctypes
+    import subprocess
+    import sys
+
+    try:
+        ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        pass
+    else:
+        pytest.skip("an NVIDIA driver is present: torch decides the device")
+    code = ("import sys; from lookalike.retrieval import systems; "
+            "systems.make_encoder('caption-minilm', device='auto'); print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "False", out.stderr

@@ -15,17 +15,21 @@ Every HTML file opens offline (no http(s) script or stylesheet) and escapes corp
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
+import os
 import platform
 import re
 import subprocess
+from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from lookalike.io.cache import default_cache_dir
 from lookalike.report import tables as readable
 
 LARGE_TABLE_ROWS = 100_000
@@ -75,8 +79,49 @@ def save_chart(chart, run_dir: Path | str, name: str):
     (out / f"{name}.vl.json").write_text(json.dumps(spec, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     svg = vlc.vegalite_to_svg(spec)
     (out / f"{name}.svg").write_text(svg, encoding="utf-8")
-    chart.save(str(out / f"{name}.html"), inline=True)
+    with _vega_bundle_from_disk(vlc):
+        chart.save(str(out / f"{name}.html"), inline=True)
     return SVG(svg)
+
+
+@contextmanager
+def _vega_bundle_from_disk(vlc):
+    """While altair saves a chart with Vega inlined, vl_convert's JavaScript bundle comes from the
+    cache folder. vl_convert builds the bundle (Vega, Vega-Lite, Vega-Embed: 0.9 MB) anew in every
+    process, 1.5-2 s here, and each stage is a process. The bundle depends only on vl_convert's
+    version and the Vega-Lite version asked for, which name the file; its sha256 is kept beside it,
+    and a copy that does not match is built again. Only the plain call altair makes (no snippet) is
+    served from disk; the original function is back when the block ends."""
+    original = vlc.javascript_bundle
+
+    def bundle(snippet=None, vl_version=None):
+        if snippet is not None:
+            return original(snippet, vl_version=vl_version)
+        folder = default_cache_dir() / "vega-bundles"
+        stem = re.sub(r"[^A-Za-z0-9._-]", "_", f"vl-convert-{metadata.version('vl-convert-python')}-vega-lite-{vl_version}")
+        js, digest = folder / f"{stem}.js", folder / f"{stem}.sha256"
+        try:
+            text = js.read_text(encoding="utf-8")
+            if hashlib.sha256(text.encode("utf-8")).hexdigest() == digest.read_text(encoding="ascii").strip():
+                return text
+        except (OSError, UnicodeDecodeError):
+            pass
+        text = original(vl_version=vl_version)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            for path, body in ((js, text), (digest, hashlib.sha256(text.encode("utf-8")).hexdigest() + "\n")):
+                tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+                tmp.write_text(body, encoding="utf-8")
+                os.replace(tmp, path)                 # whole files only, even with stages in parallel
+        except OSError:
+            pass                                      # an unwritable cache costs time, not the chart
+        return text
+
+    vlc.javascript_bundle = bundle
+    try:
+        yield
+    finally:
+        vlc.javascript_bundle = original
 
 
 def save_image(img, run_dir: Path | str, name: str):

@@ -130,8 +130,27 @@ class Vectors:
         return cls(meta["encoder_id"], meta["provenance"], ids, data, meta["kind"])
 
 
+def _no_cuda_driver() -> bool:
+    """True when this Linux machine has no NVIDIA driver library (libcuda.so.1, which the CUDA
+    runtime loads): then torch.cuda.is_available() is False for certain, and saying so costs no
+    ``import torch`` (2-2.5 s here, paid by every stage that makes an encoder, even over a warm
+    cache). Anywhere else, or with the library present, torch is asked as before."""
+    import ctypes
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return True
+    return False
+
+
 def resolve_device(device: str = "auto") -> tuple[str, str]:
     """(device, dtype): auto -> ('cuda', 'bfloat16') when a GPU is present, else ('cpu', 'float32')."""
+    if device == "cpu" or (device == "auto" and _no_cuda_driver()):
+        return "cpu", "float32"
     import torch
 
     if device == "auto":
