@@ -255,6 +255,38 @@ def test_kappa_ci_brackets_kappa_and_matches_the_slow_definition():
     assert J.kappa_ci(a[:1], b[:1]) != J.kappa_ci(a[:1], b[:1])          # nan: undefined on one pair
 
 
+
+def _kappa_ci_in_one_piece(a, b, n_boot=1000, seed=0, level=0.95):
+    # the bootstrap as first written: every (replicate, pair) cell in one int64 array
+    import numpy as np
+    code = {lab: i for i, lab in enumerate(J.LABELS)}
+    x = np.asarray([code[v] for v in a], dtype=np.int64)
+    y = np.asarray([code[v] for v in b], dtype=np.int64)
+    n, m = len(x), len(J.LABELS)
+    idx = np.random.default_rng([seed, 77]).integers(0, n, size=(n_boot, n))
+    cells = (x[idx] * m + y[idx]) + (np.arange(n_boot)[:, None] * m * m)
+    cm = np.bincount(cells.ravel(), minlength=n_boot * m * m).reshape(n_boot, m, m).astype(float)
+    po = np.trace(cm, axis1=1, axis2=2) / n
+    pe = (cm.sum(axis=2) * cm.sum(axis=1)).sum(axis=1) / n ** 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kappas = np.where(pe < 1.0, (po - pe) / (1 - pe), np.nan)
+    values = kappas[~np.isnan(kappas)]
+    lo, hi = np.quantile(values, [(1 - level) / 2, 1 - (1 - level) / 2])
+    return float(lo), float(hi)
+
+
+@pytest.mark.parametrize("n, slab", [(2, 1 << 20), (37, 100), (500, 1 << 20), (500, 1200), (2000, 1)])
+def test_kappa_ci_in_slabs_gives_the_one_piece_bounds_bit_for_bit(monkeypatch, n, slab):
+    # slabs of replicates (one replicate per slab, several with a remainder, or all in one): the
+    # same draws, the same counts, the same bounds as the one-piece computation
+    import numpy as np
+    rng = np.random.default_rng(n)
+    labs = np.array(J.LABELS, dtype=object)
+    a = list(labs[rng.integers(0, 3, n)])
+    b = [x if rng.random() < 0.6 else labs[rng.integers(0, 3)] for x in a]
+    monkeypatch.setattr(J, "KAPPA_SLAB", slab)
+    assert J.kappa_ci(a, b, n_boot=300, seed=3) == _kappa_ci_in_one_piece(a, b, n_boot=300, seed=3)
+
 def test_kappa_words_never_print_nan_and_read_csv_text():
     assert J.kappa_words({"kappa": 0.153, "kappa_lo": 0.11, "kappa_hi": 0.19}) == "kappa 0.15 [0.11, 0.19]"
     assert J.kappa_words({"kappa": "", "kappa_lo": "", "kappa_hi": ""}).startswith("kappa undefined")

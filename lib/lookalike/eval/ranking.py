@@ -267,6 +267,7 @@ def write_run(run, path: Path | str, tag: str = "lookalike") -> Path:
     ranked = rank(run)
     path = Path(path)
     with path.open("w", encoding="utf-8", newline="\n") as fh:
-        for q, u, r, s in zip(ranked["query_id"], ranked["unit_id"], ranked["rank"], ranked["score"]):
+        # lists, not the columns: iterating pandas 3's Arrow-backed strings costs ~1 µs an item
+        for q, u, r, s in zip(*(ranked[c].tolist() for c in ("query_id", "unit_id", "rank", "score"))):
             fh.write(f"{q} Q0 {u} {int(r)} {float(s)!r} {tag}\n")
     return path

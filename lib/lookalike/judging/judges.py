@@ -624,8 +624,8 @@ def label_pairs(judge: Judge, pairs: pd.DataFrame, questions: pd.DataFrame, view
     columns = ["query_id", "unit_id", "question_sha", "label", "judge", "source", "note"]
     asked = {r["query_id"]: r for r in questions.to_dict("records")}
     rows = []
-    for q, u in bars.bar(zip(pairs["query_id"], pairs["unit_id"]), total=len(pairs), desc=f"judging ({judge.name})",
-                         unit="pair"):
+    for q, u in bars.bar(zip(pairs["query_id"].tolist(), pairs["unit_id"].tolist()), total=len(pairs),
+                         desc=f"judging ({judge.name})", unit="pair"):
         j = judge.judge(dict(asked[q]), view([u]))
         rows.append({"query_id": q, "unit_id": u, "question_sha": (shas or {}).get(q, ""), "label": j.label,
                      "judge": judge.name, "source": judge.capabilities.source, "note": j.rationale})
@@ -658,6 +658,9 @@ def second_judge(first: Judge, name: str, **resources) -> Judge | None:
     return make_judge(name, **resources)
 
 
+KAPPA_SLAB = 1 << 20      # resampled pairs counted at a time by kappa_ci
+
+
 def kappa_ci(a: Sequence[str], b: Sequence[str], n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
     """Percentile bootstrap CI of Cohen's kappa, pairs resampled (nan when undefined)."""
     code = {lab: i for i, lab in enumerate(LABELS)}
@@ -666,9 +669,20 @@ def kappa_ci(a: Sequence[str], b: Sequence[str], n_boot: int = 1000, seed: int =
     n, m = len(x), len(LABELS)
     if n < 2:
         return float("nan"), float("nan")
-    idx = np.random.default_rng([seed, 77]).integers(0, n, size=(n_boot, n))
-    cells = (x[idx] * m + y[idx]) + (np.arange(n_boot)[:, None] * m * m)
-    cm = np.bincount(cells.ravel(), minlength=n_boot * m * m).reshape(n_boot, m, m).astype(float)
+    # The same draws as integers(0, n, size=(n_boot, n)) in int64 (numpy takes both from one 32-bit
+    # stream), held in int32; each pair's (first, second) cell coded once; the replicates' cells
+    # counted a slab at a time. So no (n_boot × n) array but the draws is made: at 55,000 pairs
+    # this took 13 s (four 440 MB arrays), now under 1 s, with the same counts.
+    idx = np.random.default_rng([seed, 77]).integers(0, n, size=(n_boot, n),
+                                                     dtype=np.int32 if n <= np.iinfo(np.int32).max else np.int64)
+    pair_cell = x * m + y
+    cm = np.empty((n_boot, m * m))
+    step = max(1, KAPPA_SLAB // n)
+    for start in range(0, n_boot, step):
+        rows = idx[start:start + step]
+        cells = pair_cell[rows] + (np.arange(len(rows), dtype=np.int64)[:, None] * (m * m))
+        cm[start:start + len(rows)] = np.bincount(cells.ravel(), minlength=len(rows) * m * m).reshape(len(rows), m * m)
+    cm = cm.reshape(n_boot, m, m)
     po = np.trace(cm, axis1=1, axis2=2) / n
     pe = (cm.sum(axis=2) * cm.sum(axis=1)).sum(axis=1) / n ** 2
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -27,7 +27,8 @@ def pool(runs: Mapping[str, pd.DataFrame], query_ids: Iterable[str], k: int,
         run = runs[name]
         mine = run[run["query_id"].isin(wanted)]
         ranked = rank(mine[["query_id", "unit_id", "score"]]) if len(mine) else pd.DataFrame(columns=["query_id", "unit_id", "rank"])
-        for q, u, r in zip(ranked["query_id"], ranked["unit_id"], ranked["rank"]):
+        # lists, not the columns: iterating pandas 3's Arrow-backed strings costs ~1 µs an item
+        for q, u, r in zip(ranked["query_id"].tolist(), ranked["unit_id"].tolist(), ranked["rank"].tolist()):
             if r > k:
                 continue
             row = rows.setdefault((q, u), {"systems": [], "best_rank": int(r), "hard_candidate": False})
