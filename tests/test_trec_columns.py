@@ -136,3 +136,17 @@ def test_duplicates_are_found_in_any_slab(monkeypatch, slab):
         dup = clean.copy()
         dup[where] = dup[where + (1 if where == 0 else -1)]
         assert trec.has_duplicates(qcode, dup, 4)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.one_of(st.text(st.characters(blacklist_categories=()), max_size=5), st.integers(-3, 3)), max_size=30))
+def test_ids_are_coded_in_pythons_sort_order_by_either_coder(ids):
+    # all-str ids are coded through Arrow (UTF-8 byte order), anything else through pandas'
+    # factorize (Python's order); lone surrogates, ints, a mix: the same codes and sorted ids
+    values = np.asarray(ids, dtype=object)
+    codes, uniques = ranking._factorize_sorted(values)
+    if all(isinstance(v, str) for v in ids):
+        assert list(uniques) == sorted(set(ids))
+    want_codes, want_uniques = pd.factorize(values, sort=True) if len(values) else (np.zeros(0, int), [])
+    assert codes.dtype == np.int64 and codes.tolist() == list(want_codes)
+    assert list(uniques) == list(want_uniques)

@@ -23,9 +23,24 @@ from lookalike.eval import trec
 def _factorize_sorted(values) -> tuple[np.ndarray, np.ndarray]:
     """Codes into the sorted unique values (code point order == strcmp order on UTF-8).
 
-    Works on a plain object ndarray: pandas 3 would otherwise convert the strings to Arrow and back.
+    Ids that are all str go through Arrow (trec.sorted_codes): coded in C and the distinct ids
+    sorted by their UTF-8 bytes, which is code point order — the order Python's sort gives them,
+    without its object comparisons (20 ms of a 42,000-row frame's 110 ms ranking). Any other ids
+    (not all str, or a str UTF-8 cannot hold) take pandas' factorize, on a plain object ndarray:
+    pandas 3 would otherwise convert the strings to Arrow and back.
     """
-    codes, uniques = pd.factorize(np.asarray(values, dtype=object), sort=True)
+    import pyarrow as pa
+
+    values = np.asarray(values, dtype=object)
+    if len(values) and pd.api.types.infer_dtype(values, skipna=False) == "string":
+        try:
+            keys = pa.array(values, type=pa.dictionary(pa.int32(), pa.string()))
+        except (pa.ArrowException, UnicodeError):
+            pass
+        else:
+            codes, uniques = trec.sorted_codes(pa.chunked_array([keys]))
+            return codes.astype(np.int64), uniques
+    codes, uniques = pd.factorize(values, sort=True)
     return codes.astype(np.int64, copy=False), np.asarray(uniques, dtype=object)
 
 
