@@ -133,7 +133,7 @@ class CpuSampler:
     def __init__(self, interval: float = 0.5):
         import threading
 
-        self.interval, self._stop, self._lock = interval, threading.Event(), threading.Lock()
+        self.interval, self._stop = interval, threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self.last: dict[int, tuple[str, float, float]] = {}
 
@@ -155,9 +155,7 @@ class CpuSampler:
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
-            snap = self._snapshot()
-            with self._lock:
-                self.last.update(snap)
+            self.last.update(self._snapshot())       # read only after the thread is joined
 
     def __enter__(self) -> "CpuSampler":
         self.base = self._snapshot()

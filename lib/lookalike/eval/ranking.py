@@ -29,19 +29,27 @@ def _factorize_sorted(values) -> tuple[np.ndarray, np.ndarray]:
     (not all str, or a str UTF-8 cannot hold) take pandas' factorize, on a plain object ndarray:
     pandas 3 would otherwise convert the strings to Arrow and back.
     """
-    import pyarrow as pa
-
     values = np.asarray(values, dtype=object)
     if len(values) and pd.api.types.infer_dtype(values, skipna=False) == "string":
-        try:
-            keys = pa.array(values, type=pa.dictionary(pa.int32(), pa.string()))
-        except (pa.ArrowException, UnicodeError):
-            pass
-        else:
-            codes, uniques = trec.sorted_codes(pa.chunked_array([keys]))
-            return codes.astype(np.int64), uniques
+        coded = _arrow_sorted_codes(values)
+        if coded is not None:
+            return coded[0].astype(np.int64), coded[1]
     codes, uniques = pd.factorize(values, sort=True)
     return codes.astype(np.int64, copy=False), np.asarray(uniques, dtype=object)
+
+
+def _arrow_sorted_codes(values) -> tuple[np.ndarray, np.ndarray] | None:
+    """str ids (a list or an object ndarray) straight into one Arrow dictionary array — Arrow codes
+    them as it copies them, with no intermediate string array and no dictionary_encode pass — then
+    trec.sorted_codes: (int32 codes, sorted ids). None when Arrow cannot take them (not all str, or
+    a str UTF-8 cannot encode, such as a lone surrogate)."""
+    import pyarrow as pa
+
+    try:
+        keys = pa.array(values, type=pa.dictionary(pa.int32(), pa.string()))
+    except (pa.ArrowException, UnicodeError):
+        return None
+    return trec.sorted_codes(pa.chunked_array([keys]))
 
 
 class Run:
@@ -149,8 +157,6 @@ def _code_nested(nested: Mapping) -> tuple[np.ndarray, np.ndarray, np.ndarray, n
     String unit ids go from the dicts straight into one Arrow dictionary array (coded as they are
     copied), whose dictionary is then sorted by UTF-8 bytes: strcmp order. That is faster than an
     object array through pandas' factorize; other ids take that slower path."""
-    import pyarrow as pa
-
     qids = sorted(nested)
     inner = [nested[q] for q in qids]
     lengths = np.fromiter(map(len, inner), dtype=np.int64, count=len(inner))
@@ -159,16 +165,11 @@ def _code_nested(nested: Mapping) -> tuple[np.ndarray, np.ndarray, np.ndarray, n
     flat: list = []
     for d in inner:                 # list.extend over each dict: faster than one chained iterator
         flat.extend(d)
-    try:
-        # straight into a dictionary array: Arrow codes the strings as it copies them, with no
-        # intermediate string array and no second pass (dictionary_encode) over it
-        keys = pa.array(flat, type=pa.dictionary(pa.int32(), pa.string()))
-    except (pa.ArrowException, UnicodeError):
+    coded = _arrow_sorted_codes(flat)
+    if coded is None:
         # not all str (ints, say), or a str UTF-8 cannot encode (a lone surrogate)
-        ucode, vocab = _factorize_sorted(np.fromiter(flat, dtype=object, count=n))
-    else:
-        ucode, vocab = (trec.sorted_codes(pa.chunked_array([keys])) if n
-                        else (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=object)))
+        coded = _factorize_sorted(np.fromiter(flat, dtype=object, count=n))
+    ucode, vocab = coded
     return np.asarray(qids, dtype=object), lengths, ucode, vocab, values
 
 
