@@ -105,7 +105,7 @@ def test_image_folder_skips_unreadable_oversized_and_duplicate(tmp_path):
     c = ingest.image_folder(folder, max_pixels=100_000)
     assert list(c.units["unit_id"]) == ["a:1"] and c.units["image_path"].iloc[0].endswith("a.png")
     problems = dict(zip(c.skipped["source"], c.skipped["problem"]))
-    assert "unreadable image" in problems["bad.jpg"]
+    assert "not a readable image" in problems["bad.jpg"]
     assert "over the limit" in problems["big.png"] and "400x300" in problems["big.png"]
     assert "duplicate doc id 'a'" in problems["sub/a.png"]
 

@@ -5,8 +5,11 @@ merge and the checks itself. base.yaml is the one schema, readable as it stands:
 its default (which fixes the type) and a comment; a comment that starts with a constraint in
 braces also fixes the allowed values —
   {one of: a, b, ''}       the value must be one of these ('' is the empty string)
-  {>= 1}  {0..1}           numbers: a lower bound, or a closed range
+  {>= 1}  {0..1}  {(0..1]} numbers: a lower bound, a closed range, or one open below
   {matches: REGEX}         strings: the whole value matches
+  {non-empty}              lists: at least one entry
+  {each: SPEC}             lists: every entry satisfies SPEC (named by its place when it does not)
+  several joined by ';' must all hold, e.g. {non-empty; each: (0..1]}
 Every key of a run file must exist in base.yaml, carry a value of the same type and satisfy its
 constraint (a key whose default is an empty mapping, {}, takes a mapping of any keys: per-encoder
 settings, read by the code that owns them); an error names the key, the file and what is allowed. Defaults live there only: the
@@ -136,8 +139,30 @@ def constraints(base_file: Path | str = BASE_PARAMS) -> dict[str, str]:
     return out
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def _violation(spec: str, value: Any) -> str | None:
-    """What is wrong with value under spec, or None."""
+    """What is wrong with value under spec, or None. Specs joined by ';' must all hold; list specs:
+    ``non-empty``, and ``each: SPEC`` (SPEC applied to every element, each named by its place)."""
+    if ";" in spec:
+        for part in spec.split(";"):
+            problem = _violation(part.strip(), value)
+            if problem:
+                return problem
+        return None
+    if spec == "non-empty":
+        return None if value else "must list at least one entry, got an empty list"
+    if spec.startswith("each:"):
+        inner = spec[len("each:"):].strip()
+        if not isinstance(value, list):
+            return f"must be a list, got {value!r}"
+        for i, item in enumerate(value):
+            problem = _violation(inner, item)
+            if problem:
+                return f"entry {i + 1} ({item!r}) {problem}"
+        return None
     if spec.startswith("one of:"):
         allowed = [a.strip() for a in spec[len("one of:"):].split(",")]
         allowed = ["" if a in ("''", '""') else a for a in allowed]
@@ -147,14 +172,22 @@ def _violation(spec: str, value: Any) -> str | None:
         return None
     if spec.startswith("matches:"):
         pattern = spec[len("matches:"):].strip()
-        return None if re.fullmatch(pattern, str(value)) else f"must match {pattern}, got {value!r}"
+        if not isinstance(value, str):
+            return f"must be text matching {pattern}, got {value!r}"
+        return None if re.fullmatch(pattern, value) else f"must match {pattern}, got {value!r}"
     m = re.fullmatch(r">=\s*(-?[\d.]+)", spec)
     if m:
+        if not _is_number(value):
+            return f"must be a number, got {value!r}"
         return None if value >= float(m.group(1)) else f"must be >= {m.group(1)}, got {value!r}"
-    m = re.fullmatch(r"(-?[\d.]+)\s*\.\.\s*(-?[\d.]+)", spec)
+    m = re.fullmatch(r"(\(?)(-?[\d.]+)\s*\.\.\s*(-?[\d.]+)\]?", spec)
     if m:
-        lo, hi = float(m.group(1)), float(m.group(2))
-        return None if lo <= value <= hi else f"must be between {m.group(1)} and {m.group(2)}, got {value!r}"
+        if not _is_number(value):
+            return f"must be a number, got {value!r}"
+        open_lo, lo, hi = bool(m.group(1)), float(m.group(2)), float(m.group(3))
+        ok = (lo < value if open_lo else lo <= value) and value <= hi
+        shown = f"above {m.group(2)} and at most {m.group(3)}" if open_lo else f"between {m.group(2)} and {m.group(3)}"
+        return None if ok else f"must be {shown}, got {value!r}"
     raise ParamsError(f"{BASE_PARAMS}: constraint {{{spec}}} is not understood")
 
 
@@ -166,6 +199,11 @@ def check_constraints(params: dict[str, Any], source: Path | str, base_file: Pat
         problem = _violation(spec, value)
         if problem:
             raise ParamsError(f"{source}: key '{dotted}' {problem}")
+    for i, window in enumerate(params["mining"]["windows"]):
+        lo, hi = (int(x) for x in window.split("-"))
+        if lo > hi:
+            raise ParamsError(f"{source}: key 'mining.windows' entry {i + 1} ({window!r}) must run from a lower rank "
+                              f"to a higher one, e.g. '{hi}-{lo}'")
 
 
 def check(params: dict[str, Any], source: str = "injected parameters") -> dict[str, Any]:

@@ -166,6 +166,18 @@ def for_questions(questions: pd.DataFrame, distractors: pd.DataFrame) -> pd.Data
                                                    ascending=[True, True, True, False, False], kind="mergesort")
 
 
+def without_copies(distractors: pd.DataFrame, duplicates: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(kept, dropped): distractor rows whose unit is a byte-identical copy of their gold unit
+    (io.corpus.identical_images: same duplicate_of) are dropped — a copy answers exactly as the
+    gold does and ties with it in every ranking, so it is no negative."""
+    if duplicates is None or not len(duplicates) or not len(distractors):
+        return distractors, distractors.head(0)
+    group = dict(zip(duplicates["unit_id"], duplicates["duplicate_of"]))
+    same = pd.Series([u in group and group[u] == group.get(g) for g, u in
+                      zip(distractors["gold_unit_id"], distractors["unit_id"])], index=distractors.index, dtype=bool)
+    return distractors[~same].reset_index(drop=True), distractors[same].reset_index(drop=True)
+
+
 def similarity_to_gold(distractors: pd.DataFrame, units: pd.DataFrame, vectors: np.ndarray) -> pd.DataFrame:
     """How close each kind of distractor is to its gold: mean cosine similarity of the appearance
     vectors per axis (random included), with n — hard distractors should sit closer than random."""

@@ -50,8 +50,14 @@ class Report:
             return [head + "REFUSED", f"  {self.refused}"]
         out = [head + f"{self.rows} rows read, {len(self.skipped)} skipped"]
         if len(self.skipped) and "problem" in self.skipped.columns:
-            reasons = self.skipped["problem"].str.replace(r"'[^']*'", "'…'", regex=True).value_counts()
-            out += [f"  skipped ×{n}: {why}" for why, n in reasons.items()]
+            # one line per kind of problem, with its first row and id: what to look for in the file
+            kinds = self.skipped.assign(kind=self.skipped["problem"].astype(str).str.replace(r"'[^']*'", "'…'", regex=True))
+            for why, group in kinds.groupby("kind", sort=False):
+                first = group.iloc[0]
+                where = ", ".join(x for x in (f"row {first['row']}" if "row" in group and str(first["row"]) != "" else "",
+                                              f"id {first['unit_id']!r}" if "unit_id" in group and first["unit_id"] else "")
+                                  if x)
+                out.append(f"  skipped ×{len(group)}: {why}" + (f" (first: {where}: {first['problem']})" if where else ""))
         out += [f"  {note}" for note in self.notes]
         return out
 
@@ -63,6 +69,11 @@ def _guard(report: Report, fn):
     except (CorpusError, J.JudgeError, ValueError, OSError) as exc:
         report.refused = str(exc)
         return None
+
+
+def _human_labels(path, unit_ids, page_base, qids) -> tuple[dict, pd.DataFrame]:
+    judge = J.HumanJudge(path, unit_ids, page_base, query_ids=qids or None)
+    return judge.labels, judge.skipped
 
 
 def check_inputs(prm: dict) -> list[Report]:
@@ -125,7 +136,7 @@ def check_inputs(prm: dict) -> list[Report]:
                 r.rows = len(run)
                 r.notes.append(f"{run['query_id'].nunique()} questions ranked")
         for key, name, read in (
-                ("validate.labels", "human labels", lambda p: J.HumanJudge(p, unit_ids, page_base).labels),
+                ("validate.labels", "human labels", lambda p: _human_labels(p, unit_ids, page_base, qids)),
                 ("validate.regressions", "regression reports", lambda p: Q.read_regressions(p, unit_ids, page_base)),
                 ("leak.blind_queries", "blind queries", lambda p: leakage.read_blind_queries(p, units, ctx.seed, page_base))):
             path = ctx.path(key)

@@ -83,7 +83,12 @@ def _block(per_query: pd.DataFrame, measures: list[str], label: str, args, runid
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.n_boot < 1:
+        parser.error(f"--n-boot must be at least 1 (resamples of the bootstrap), got {args.n_boot}")
+    if args.M is not None and args.M < 1:
+        parser.error(f"-M must be at least 1 (units kept per ranking), got {args.M}")
     try:
         measures = M.parse_measures(args.measures or M.TREC_DEFAULT)
         default = not args.measures

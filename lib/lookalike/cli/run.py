@@ -34,6 +34,10 @@ RUN_DIR_PARAM = "run_dir"
 PARAMS_PARAM = "params"
 
 
+class OutputError(OSError):
+    """The run folder cannot be made or written."""
+
+
 class StageFailed(RuntimeError):
     """A stage notebook raised; the partial executed notebook is kept at .notebook."""
 
@@ -83,7 +87,14 @@ def execute(params_file: Path | str, out_root: Path | str = P.REPO_ROOT / "outpu
         os.environ.setdefault(key, value)
     run_dir = Path(out_root) / merged["run"]
     nb_dir = run_dir / "notebooks"
-    nb_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        nb_dir.mkdir(parents=True, exist_ok=True)
+        probe = nb_dir / f".write-test-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise OutputError(f"cannot write the run folder {run_dir} ({exc.strerror or exc}); give --out a folder "
+                          "you can write") from None
     report.run_dirs(run_dir)
     stages = stages or STAGES
     unknown = [s for s in stages if s not in STAGES]
@@ -105,9 +116,43 @@ def execute(params_file: Path | str, out_root: Path | str = P.REPO_ROOT / "outpu
     return run_dir
 
 
+def _tie_to(parent: int):
+    """A Popen preexec_fn (Linux): the child is killed the moment the process that started it dies,
+    however it dies. A kernel started by a runner that then gets SIGKILL (no handler runs, and
+    ipykernel's own parent poller only starts once the kernel is up) would otherwise live on as an
+    orphan of several hundred MB."""
+    def tie() -> None:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)          # PR_SET_PDEATHSIG
+        if os.getppid() != parent:             # the runner died before the line above: go now
+            os._exit(1)
+    return tie
+
+
+def kernel_manager_class():
+    """jupyter_client's kernel manager whose kernels die with the runner (see _tie_to); the stock
+    one elsewhere than Linux, where prctl does not exist."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    if not sys.platform.startswith("linux"):
+        return AsyncKernelManager
+
+    class TiedKernelManager(AsyncKernelManager):
+        async def _async_launch_kernel(self, kernel_cmd, **kw):
+            kw.setdefault("preexec_fn", _tie_to(os.getpid()))
+            return await super()._async_launch_kernel(kernel_cmd, **kw)
+
+    return TiedKernelManager
+
+
 def _run_stages(stages: list[str], plan: dict, merged: dict, nb_dir: Path, run_dir: Path, log) -> dict[str, float]:
     """Execute each stage notebook with papermill, normalise it and export its HTML; stage -> seconds."""
     import papermill as pm
+
+    manager = kernel_manager_class()
 
     timings: dict[str, float] = {}
     for stage in stages:
@@ -119,7 +164,8 @@ def _run_stages(stages: list[str], plan: dict, merged: dict, nb_dir: Path, run_d
             # papermill does by default, rewrote the growing notebook dozens of times per stage
             pm.execute_notebook(str(NOTEBOOK_DIR / f"{stage}.ipynb"), str(out_nb), parameters=plan[stage],
                                 cwd=str(nb_dir), kernel_name="python3", progress_bar=False, log_output=False,
-                                request_save_on_cell_execute=False, autosave_cell_every=0)
+                                request_save_on_cell_execute=False, autosave_cell_every=0,
+                                kernel_manager_class=manager)
         except pm.PapermillExecutionError as exc:
             raise StageFailed(stage, out_nb, f"{exc.ename}: {exc.evalue}") from None
         timings[stage] = time.perf_counter() - t0
@@ -133,7 +179,7 @@ def _run_stages(stages: list[str], plan: dict, merged: dict, nb_dir: Path, run_d
 def main(params_file: str, out_root: str | None = None, stages: list[str] | None = None) -> int:
     try:
         execute(params_file, out_root or P.REPO_ROOT / "outputs", stages)
-    except (P.ParamsError, StageFailed) as exc:
+    except (P.ParamsError, StageFailed, OutputError) as exc:
         print(f"lookalike run: {exc}", file=sys.stderr)
-        return 2 if isinstance(exc, P.ParamsError) else 1
+        return 1 if isinstance(exc, StageFailed) else 2
     return 0

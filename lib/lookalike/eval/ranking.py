@@ -282,6 +282,7 @@ def write_run(run, path: Path | str, tag: str = "lookalike") -> Path:
     """Write a run (frame, dict or Run) as TREC lines in canonical rank order."""
     ranked = rank(run)
     path = Path(path)
+    trec.check_writable_ids(set(ranked["query_id"].tolist()) | set(ranked["unit_id"].tolist()), str(path))
     with path.open("w", encoding="utf-8", newline="\n") as fh:
         # lists, not the columns: iterating pandas 3's Arrow-backed strings costs ~1 µs an item
         for q, u, r, s in zip(*(ranked[c].tolist() for c in ("query_id", "unit_id", "rank", "score"))):

@@ -26,12 +26,26 @@ class TrecFormatError(ValueError):
     """A qrels or run file (or frame) breaks the format; the message names the file and line."""
 
 
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def check_writable_ids(ids, what: str) -> None:
+    """Refuse an id a TREC line cannot hold: empty, or with whitespace (every reader splits on it,
+    so "initech 2023:1" would come back as a unit "initech" and a shifted score)."""
+    for x in ids:
+        x = str(x)
+        if not x or any(c.isspace() for c in x):
+            raise TrecFormatError(f"{what}: id {x!r} is empty or contains whitespace; a TREC file cannot hold it")
+
+
 def _lines(path: Path) -> Iterable[tuple[int, list[str]]]:
     path = Path(path)
     if not path.is_file():
         raise TrecFormatError(f"{path}: file not found")
     try:
-        text = path.read_text(encoding="utf-8")
+        # utf-8-sig: a byte-order mark is not part of the first query id (Arrow's reader, the
+        # columnar path, drops it too, so both paths read the same ids from the same file)
+        text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
         raise TrecFormatError(f"{path}: not UTF-8 (byte {exc.start}); ids are compared as UTF-8 text") from exc
     any_line = False
@@ -62,6 +76,8 @@ def read_qrels(path: Path | str) -> pd.DataFrame:
             value = int(rel)
         except ValueError:
             raise TrecFormatError(f"{path}:{number}: relevance {rel!r} is not an integer") from None
+        if not INT64_MIN <= value <= INT64_MAX:
+            raise TrecFormatError(f"{path}:{number}: relevance {rel!r} is outside the 64-bit integer range")
         key = (qid, uid)
         if key in seen:
             raise TrecFormatError(f"{path}:{number}: unit {uid!r} judged twice for query {qid!r} "
@@ -111,6 +127,7 @@ def write_qrels(qrels, path: Path | str) -> Path:
     """Write qrels (frame or dict) as TREC lines, sorted by query_id then unit_id."""
     df = qrels_frame(qrels).sort_values(["query_id", "unit_id"], kind="mergesort")
     path = Path(path)
+    check_writable_ids(set(df["query_id"]) | set(df["unit_id"]), str(path))
     with path.open("w", encoding="utf-8", newline="\n") as fh:
         for q, u, r in zip(df["query_id"], df["unit_id"], df["relevance"]):
             fh.write(f"{q} 0 {u} {int(r)}\n")

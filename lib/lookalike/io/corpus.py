@@ -9,22 +9,27 @@ Manifest format (bring-your-own corpus, CSV or parquet), one row per unit:
 
 from __future__ import annotations
 
+import hashlib
+import re
 from pathlib import Path
 
 import pandas as pd
-from PIL import Image
 
 from lookalike.data import demo
 from lookalike.data.schema import CONTENT_TYPES, UNIT_COLUMNS, Corpus, CorpusError, read_table
 from lookalike.io import ingest
 
 
-def read_manifest(path: Path | str, root: Path | str | None = None, strict: bool = False) -> Corpus:
+def read_manifest(path: Path | str, root: Path | str | None = None, strict: bool = False,
+                  max_pixels: int = 40_000_000) -> Corpus:
     """Units from a manifest CSV/parquet; bad rows are skipped and listed (or raise when strict).
 
     Each problem names the manifest, the 1-based data row (header is row 0), the unit id and what
     was expected. Image paths are resolved against root (default: the manifest's folder) and may
-    not escape it.
+    not escape it. Ids may hold no whitespace: every TREC file splits on it, so "initech 2023:1"
+    would be read back as a unit "initech" (rows with one are skipped and named, never rewritten:
+    your qrels and runs name the ids as written). Every image is decoded once, and one over
+    max_pixels is skipped. A manifest with no data row is refused.
     """
     path = Path(path)
     root = Path(root) if root else path.parent
@@ -34,6 +39,8 @@ def read_manifest(path: Path | str, root: Path | str | None = None, strict: bool
         raise CorpusError(f"{path}: required column 'image_path' is missing (columns: {', '.join(raw.columns)})")
     if "unit_id" not in raw.columns and not {"doc_id", "page"} <= set(raw.columns):
         raise CorpusError(f"{path}: needs a 'unit_id' column or both 'doc_id' and 'page'")
+    if raw.empty:
+        raise CorpusError(f"{path}: the manifest has a header and no rows (expected one row per unit)")
     root_resolved = root.resolve()
     rows, skipped, seen = [], [], {}
     for i, rec in enumerate(raw.to_dict("records"), start=1):
@@ -47,6 +54,9 @@ def read_manifest(path: Path | str, root: Path | str | None = None, strict: bool
         problem = None
         if not uid:
             problem = "empty unit_id (expected 'doc_id:page' or doc_id and page columns)"
+        elif re.search(r"\s", uid) or re.search(r"\s", doc_id):
+            problem = (f"unit_id {uid!r} contains whitespace; TREC files split on it (write it without spaces, "
+                       "e.g. with '_', in the manifest and in every qrels or run that names it)")
         elif not str(page).isdigit() or int(page) < 1:
             problem = f"page {page!r} is not a 1-based page number"
         elif uid in seen:
@@ -64,11 +74,9 @@ def read_manifest(path: Path | str, root: Path | str | None = None, strict: bool
             elif not img.is_file():
                 problem = f"image {rec['image_path']!r} not found under {root}"
             else:
-                try:
-                    with Image.open(img) as im:
-                        im.verify()
-                except Exception as exc:
-                    problem = f"image {rec['image_path']!r} is not a readable image ({type(exc).__name__})"
+                why = ingest.image_problem(img, max_pixels)
+                if why:
+                    problem = f"image {rec['image_path']!r}: {why}"
         if problem:
             msg = f"{path}: row {i} (unit_id {uid!r}): {problem}"
             if strict:
@@ -96,13 +104,13 @@ def load(source: str, seed: int, out_dir: Path | str, demo_size: str = "ci", man
     if source == "manifest":
         if not manifest:
             raise CorpusError("corpus.source is manifest but corpus.manifest is empty; give the manifest's path")
-        return read_manifest(Path(manifest), Path(root) if root else None, strict=strict)
+        return read_manifest(Path(manifest), Path(root) if root else None, strict=strict, max_pixels=max_pixels)
     if source in ("pdf", "images", "beir", "vidore"):
         if not root:
             raise CorpusError(f"corpus.source is {source} but corpus.root is empty; give the folder (or file)")
         if source == "pdf":
             loaded = ingest.pdf_folder(root, out_dir, dpi=dpi, pages=pages, max_pages=max_pages, name_pattern=name_pattern,
-                                      render=render)
+                                      render=render, max_pixels=max_pixels)
         elif source == "beir":
             loaded = ingest.beir_folder(root, out_dir, max_pixels=max_pixels)
         elif source == "vidore":
@@ -114,3 +122,23 @@ def load(source: str, seed: int, out_dir: Path | str, demo_size: str = "ci", man
             loaded.skipped = pd.concat([loaded.skipped, extra], ignore_index=True)
         return loaded
     raise CorpusError(f"corpus.source must be 'demo', 'manifest', 'pdf', 'images', 'beir' or 'vidore', got {source!r}")
+
+
+DUPLICATE_COLUMNS = ["unit_id", "duplicate_of", "image_sha256"]
+
+
+def identical_images(units: pd.DataFrame, base_dir: Path | str) -> pd.DataFrame:
+    """Units whose image files are byte-identical: one row per unit of every group of two or more,
+    each naming its group's first unit id (code point order) as duplicate_of, with the group's
+    sha256 (16 hex). A copy of the gold page ties with it in every ranking and would "win" as a
+    distractor, so the stages keep a group's members out of each other's negative sets."""
+    from lookalike.data.schema import resolve_image
+
+    digests = {}
+    for uid, image in zip(units["unit_id"], units["image_path"]):
+        digests[uid] = hashlib.sha256(resolve_image(image, Path(base_dir)).read_bytes()).hexdigest()[:16]
+    groups: dict[str, list[str]] = {}
+    for uid in sorted(digests):
+        groups.setdefault(digests[uid], []).append(uid)
+    rows = [(u, ids[0], sha) for sha, ids in groups.items() if len(ids) > 1 for u in ids]
+    return pd.DataFrame(sorted(rows), columns=DUPLICATE_COLUMNS)

@@ -33,6 +33,7 @@ from lookalike.data.schema import CONTENT_TYPES, QUESTION_COLUMNS, UNIT_COLUMNS,
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".webp", ".bmp", ".gif")
 META_GROUPS = ("entity", "period", "metric", "template_id", "revision", "content_type")
 SKIP_COLUMNS = ["source", "row", "unit_id", "problem"]
+MAX_GRADE = 2**63 - 1     # relevance is held as int64; a larger grade would overflow far from the file that gave it
 
 
 def doc_id_from(path: Path) -> str:
@@ -74,10 +75,36 @@ def _files(folder: Path, suffixes, what: str, none: str) -> list[Path]:
     return files
 
 
+def image_problem(path: Path, max_pixels: int) -> str:
+    """What keeps an image file from being a unit, or "": over ``max_pixels`` (checked from the
+    header, before any pixel is decoded), or not decodable. Every pixel is decoded once here:
+    ``Image.verify()`` reads no pixel data, so a PNG with a broken data stream or a truncated JPEG
+    passed it and failed later, in a stage, with no file named."""
+    from PIL import Image
+
+    try:
+        with Image.open(path) as im:
+            w, h = im.size
+            if w * h > max_pixels:
+                return f"image is {w}x{h} = {w * h} pixels, over the limit of {max_pixels} (corpus.max_pixels)"
+            im.load()
+    except Exception as exc:  # noqa: BLE001 - PIL raises many types for broken files
+        return f"not a readable image ({type(exc).__name__}: {exc})"
+    return ""
+
+
+def leaves_root(path: Path, root: Path) -> bool:
+    """Whether path, symlinks followed, lies outside root (a link out of the corpus is refused
+    like a manifest path that leaves it)."""
+    return not path.resolve().is_relative_to(root.resolve())
+
+
 def _admit(path: Path, folder: Path, seen: dict, rx: re.Pattern | None) -> tuple[str, str, dict, str]:
     """(relative path, doc id, metadata from the name, problem or "") for one input file."""
     rel = path.relative_to(folder).as_posix()
     doc_id = doc_id_from(path)
+    if leaves_root(path, folder):
+        return rel, doc_id, {}, f"a symlink to {path.resolve()}, outside the corpus root {folder}"
     if doc_id in seen:
         return rel, doc_id, {}, f"duplicate doc id {doc_id!r} (also {seen[doc_id]})"
     meta = _metadata(path.stem, rx)
@@ -109,10 +136,12 @@ def _compile(pattern: str) -> re.Pattern | None:
 
 
 def pdf_folder(folder: Path | str, out_dir: Path | str, dpi: int = 110, pages: str = "", max_pages: int = 0,
-               name_pattern: str = "", render: bool = True) -> Corpus:
+               name_pattern: str = "", render: bool = True, max_pixels: int = 40_000_000) -> Corpus:
     """Render every PDF in folder into out_dir/images (paths in the table relative to out_dir's parent).
     render=False lists the same units (ids, pages, metadata) without rendering a page
-    (``lookalike check``); their image paths name the files a render would write."""
+    (``lookalike check``); their image paths name the files a render would write. A page whose
+    render at ``dpi`` would exceed ``max_pixels`` is skipped and named (its size is read from the
+    page box, so ``check`` names it too, and no render ever allocates it)."""
     import pypdfium2 as pdfium
 
     folder, out_dir = Path(folder), Path(out_dir)
@@ -154,6 +183,17 @@ def pdf_folder(folder: Path | str, out_dir: Path | str, dpi: int = 110, pages: s
             for p in todo:
                 target = out_dir / "images" / f"{doc_id}_p{p:04d}_{key}.png"
                 try:
+                    w_pt, h_pt = pdf[p - 1].get_size()
+                    pixels = round(w_pt * dpi / 72) * round(h_pt * dpi / 72)
+                except Exception as exc:  # noqa: BLE001 - a page pdfium cannot open is skipped, not fatal
+                    skipped.append(_skip(rel, p, f"{doc_id}:{p}", f"page {p} cannot be read: {exc}"))
+                    continue
+                if pixels > max_pixels:
+                    skipped.append(_skip(rel, p, f"{doc_id}:{p}", (
+                        f"page {p} is {w_pt / 72:.0f} x {h_pt / 72:.0f} inches: {pixels} pixels at {dpi} dpi, over "
+                        f"the limit of {max_pixels} (corpus.max_pixels); lower corpus.dpi or raise the limit")))
+                    continue
+                try:
                     if render and not target.is_file():
                         page = pdf[p - 1]
                         image = page.render(scale=dpi / 72).to_pil().convert("RGB")
@@ -169,8 +209,6 @@ def pdf_folder(folder: Path | str, out_dir: Path | str, dpi: int = 110, pages: s
 
 def image_folder(folder: Path | str, name_pattern: str = "", max_pixels: int = 40_000_000) -> Corpus:
     """One unit per image file, used in place (absolute image paths)."""
-    from PIL import Image
-
     folder = Path(folder)
     rx = _compile(name_pattern)
     files = _files(folder, IMAGE_SUFFIXES, "image folder", f"no image files ({', '.join(IMAGE_SUFFIXES)})")
@@ -180,16 +218,9 @@ def image_folder(folder: Path | str, name_pattern: str = "", max_pixels: int = 4
         if problem:
             skipped.append(_skip(rel, "", f"{doc_id}:1", problem))
             continue
-        try:
-            with Image.open(path) as im:
-                w, h = im.size
-                if w * h > max_pixels:
-                    skipped.append(_skip(rel, "", f"{doc_id}:1", f"image is {w}x{h} = {w * h} pixels, over the limit "
-                                                                  f"of {max_pixels} (corpus.max_pixels)"))
-                    continue
-                im.verify()
-        except Exception as exc:  # noqa: BLE001 - PIL raises many types for broken files
-            skipped.append(_skip(rel, "", f"{doc_id}:1", f"unreadable image: {exc}"))
+        problem = image_problem(path, max_pixels)
+        if problem:
+            skipped.append(_skip(rel, "", f"{doc_id}:1", problem))
             continue
         seen[doc_id] = rel
         units.append(_unit(doc_id, 1, str(path.resolve()), meta, path.name))
@@ -354,6 +385,7 @@ def beir_folder(folder: Path | str, out_dir: Path | str, split: str = "test", ma
             img = (folder / str(rec["image_path"])).resolve()
             problem = ("" if img.is_relative_to(folder.resolve()) and img.is_file()
                        else f"image_path {rec['image_path']!r} is missing or leaves the folder")
+            problem = problem or image_problem(img, max_pixels)
             image_path = str(img)
         else:
             raise CorpusError(f"{folder}: the corpus has no 'image' (embedded) or 'image_path' column")
@@ -375,14 +407,19 @@ def beir_folder(folder: Path | str, out_dir: Path | str, split: str = "test", ma
     s_c = col(qr, ("score", "relevance"), "qrels")
     known_q = {str(x) for x in queries[qid_col]}
     rows = []
+    qrels_name = "qrels.parquet" if qpath.is_file() else f"qrels/{split}.tsv"
     for i, r in enumerate(qr.to_dict("records"), start=1):
         q, c = str(r[q_c]), str(r[c_c])
+        score = str(r[s_c]).strip()
+        if not re.fullmatch(r"-?\d+(\.0*)?", score) or abs(int(score.split(".")[0])) > MAX_GRADE:
+            raise CorpusError(f"{folder / qrels_name}: row {i} (query {q!r}, corpus id {c!r}): column {s_c!r} is "
+                              f"{r[s_c]!r}; expected an integer relevance grade (64-bit)")
         if q not in known_q:
             skipped.append(_skip("qrels", i, c, f"unknown query {q!r}"))
         elif c not in unit_of:
             skipped.append(_skip("qrels", i, c, f"unknown or skipped corpus id {c!r}"))
         else:
-            rows.append((_safe_id(q), unit_of[c], int(float(r[s_c]))))
+            rows.append((_safe_id(q), unit_of[c], int(score.split(".")[0])))
     qrels = pd.DataFrame(rows, columns=["query_id", "unit_id", "relevance"])
     evidence = qrels[qrels["relevance"] > 0].groupby("query_id")["unit_id"].apply(lambda s: ";".join(sorted(s)))
     qs = pd.DataFrame({"query_id": [_safe_id(x) for x in queries[qid_col]], "text": queries[text_col].astype(str)})

@@ -56,61 +56,98 @@ def _mapping(spec: str | Mapping[str, str] | None) -> dict[str, str]:
     return out
 
 
+def _text_cell(value) -> str:
+    """A question field as text: '' for null or missing, numbers as written, never 'None' or 'nan'."""
+    if value is None or (isinstance(value, float) and value != value):
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
 def read_questions(path: Path | str, columns: str | Mapping[str, str] | None = None,
                    id_template: str = "q{row:04d}") -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(questions with QUESTION_FIELDS, skipped). Errors name the file and the row."""
+    """(questions with QUESTION_FIELDS, skipped). Errors name the file and the row (JSON Lines: the
+    line; CSV: the data row, the header being row 0): a line that is not a JSON object is refused; a null or missing id or text, or a field
+    that holds a list or an object, skips that row with the field named."""
     path = Path(path)
     if not path.is_file():
         raise CorpusError(f"{path}: questions file not found")
+    m = _mapping(columns)
+    rows: list[dict] = []
+    lines: list[int] = []
     try:
         if path.suffix.lower() in (".jsonl", ".ndjson"):
-            rows = []
             for n, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), start=1):
-                if line.strip():
-                    try:
-                        rows.append(json.loads(line))
-                    except json.JSONDecodeError as exc:
-                        raise CorpusError(f"{path}: line {n} is not JSON ({exc.msg})") from exc
-            raw = pd.DataFrame(rows)
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise CorpusError(f"{path}: line {n} is not JSON ({exc.msg})") from exc
+                if not isinstance(obj, dict):
+                    raise CorpusError(f"{path}: line {n} is a JSON {type(obj).__name__}, expected an object "
+                                      '({"query_id": ..., "text": ...})')
+                rows.append(obj)
+                lines.append(n)
+            names = list(dict.fromkeys(k for r in rows for k in r))
         else:
             raw = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig",
                               sep="\t" if path.suffix.lower() == ".tsv" else ",")
+            rows = raw.to_dict("records")
+            lines = [i + 1 for i in range(len(rows))]          # data rows from 1 (the header is row 0), as manifests
+            names = [str(c) for c in raw.columns]
     except UnicodeDecodeError as exc:
         raise CorpusError(f"{path}: not UTF-8 text (byte {exc.start}); save it as UTF-8") from exc
-    m = _mapping(columns)
-    out = pd.DataFrame(index=raw.index)
-    for f in QUESTION_FIELDS:
-        col = m.get(f, f)
-        out[f] = raw[col].astype(str) if col in raw.columns else ""
-    if "text" not in m and "text" not in raw.columns:
+    except pd.errors.ParserError as exc:
+        raise CorpusError(f"{path}: not a readable CSV ({exc})") from exc
+    except pd.errors.EmptyDataError as exc:
+        raise CorpusError(f"{path}: the questions file is empty") from exc
+    if not rows:
+        raise CorpusError(f"{path}: the questions file has no questions (expected one per line or row)")
+    if m.get("text", "text") not in names:
         raise CorpusError(f"{path}: no question text column (expected 'text', or map one: columns 'text=Question'); "
-                          f"columns are {', '.join(map(str, raw.columns))}")
-    if not (out["query_id"] != "").any():
-        out["query_id"] = [id_template.format(row=i) for i in range(len(out))]
+                          f"columns are {', '.join(map(str, names))}")
+    id_col = m.get("query_id", "query_id")
+    make_ids = id_col not in names or not any(_text_cell(r.get(id_col)).strip() for r in rows)
     skipped, seen, keep = [], set(), []
-    for i, r in enumerate(out.itertuples(index=False), start=1):
+    for i, (line, rec) in enumerate(zip(lines, rows)):
         problem = ""
-        if not r.query_id:
-            problem = "empty query_id"
-        elif not r.text.strip():
-            problem = "empty question text"
-        elif r.query_id in seen:
-            problem = f"duplicate query_id {r.query_id!r}"
-        elif re.search(r"\s", r.query_id):
-            problem = f"query_id {r.query_id!r} contains whitespace (TREC files split on it)"
+        row = {}
+        for f in QUESTION_FIELDS:
+            value = rec.get(m.get(f, f))
+            if isinstance(value, (list, dict)):
+                problem = problem or f"field {m.get(f, f)!r} holds a JSON {type(value).__name__}, expected text"
+            row[f] = _text_cell(value)
+        if make_ids:
+            row["query_id"] = id_template.format(row=i)
         if problem:
-            skipped.append({"source": path.name, "row": i, "unit_id": "", "problem": problem})
+            pass
+        elif not row["query_id"]:
+            problem = f"missing or empty {id_col!r}"
+        elif not row["text"].strip():
+            problem = f"missing or empty question text ({m.get('text', 'text')!r})"
+        elif row["query_id"] in seen:
+            problem = f"duplicate query_id {row['query_id']!r}"
+        elif re.search(r"\s", row["query_id"]):
+            problem = f"query_id {row['query_id']!r} contains whitespace (TREC files split on it)"
+        if problem:
+            skipped.append({"source": path.name, "row": line, "unit_id": "", "problem": problem})
             continue
-        seen.add(r.query_id)
-        keep.append(i - 1)
-    return out.iloc[keep].reset_index(drop=True), pd.DataFrame(skipped, columns=SKIP_COLUMNS)
+        seen.add(row["query_id"])
+        keep.append(row)
+    return (pd.DataFrame(keep, columns=list(QUESTION_FIELDS)).astype(str),
+            pd.DataFrame(skipped, columns=SKIP_COLUMNS))
 
 
 def _grade(value: str) -> int | None:
     v = str(value).strip()
     if v in LABEL_GRADES:
         return LABEL_GRADES[v]
-    return int(v) if re.fullmatch(r"-?\d+", v) else None
+    if not re.fullmatch(r"-?\d+", v):
+        return None
+    g = int(v)
+    return g if trec.INT64_MIN <= g <= trec.INT64_MAX else None    # held as int64: a larger one is no grade
 
 
 _shift_page = pagebase.shift
@@ -165,7 +202,7 @@ def read_judgements(path: Path | str, unit_ids: Iterable[str], query_ids: Iterab
         u = norm(uid)
         problem = ""
         if g is None:
-            problem = f"relevance {rel!r} is not an integer or one of {', '.join(LABEL_GRADES)}"
+            problem = f"relevance {rel!r} is not an integer (64-bit) or one of {', '.join(LABEL_GRADES)}"
         elif qid not in known_q:
             problem = f"unknown query {qid!r}"
         elif u not in known:

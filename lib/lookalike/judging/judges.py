@@ -408,8 +408,12 @@ class HumanJudge:
             raise JudgeError("the human judge needs validate.labels: a CSV of query_id, unit_id, label")
         return cls(labels, None if units is None else units["unit_id"], page_base)
 
-    def __init__(self, path: Path | str, unit_ids: Sequence[str] | None = None, page_base: int = 1):
-        """unit_ids: the corpus's, to check the file's page numbers against page_base (io.pagebase)."""
+    def __init__(self, path: Path | str, unit_ids: Sequence[str] | None = None, page_base: int = 1,
+                 query_ids: Sequence[str] | None = None):
+        """unit_ids: the corpus's, to check the file's page numbers against page_base (io.pagebase)
+        and to set aside rows naming no unit; query_ids: the run's questions, likewise. A pair
+        listed twice with different labels is a conflict: both rows are kept in ``skipped`` and
+        the pair has no label (never the later one silently); the same label twice is one label."""
         path = Path(path)
         df = read_required_csv(path, ("query_id", "unit_id", "label"), "label file", JudgeError)
         check_labels(df["label"], path, JudgeError)
@@ -419,8 +423,28 @@ class HumanJudge:
             except pagebase.PageBaseError as exc:
                 raise JudgeError(str(exc)) from exc
         df["unit_id"] = pagebase.normalise(df["unit_id"], page_base)
-        self.labels = {(q, u): (lab, note) for q, u, lab, note in
-                       zip(df["query_id"], df["unit_id"], df["label"], df.get("note", pd.Series([""] * len(df))))}
+        notes = df["note"] if "note" in df.columns else pd.Series([""] * len(df), index=df.index)
+        known_u = None if unit_ids is None else set(unit_ids)
+        known_q = None if query_ids is None else set(query_ids)
+        by_pair: dict[tuple, list[tuple[int, str, str]]] = {}
+        skipped = []
+        for row, (q, u, lab, note) in enumerate(zip(df["query_id"], df["unit_id"], df["label"], notes), start=1):
+            if known_q is not None and q not in known_q:
+                skipped.append((str(path), row, u, f"unknown query {q!r}"))
+            elif known_u is not None and u not in known_u:
+                skipped.append((str(path), row, u, f"unknown unit {u!r} (query {q!r})"))
+            else:
+                by_pair.setdefault((q, u), []).append((row, lab, note))
+        self.labels = {}
+        for (q, u), rows in by_pair.items():
+            if len({lab for _, lab, _ in rows}) > 1:
+                listed = ", ".join(f"row {r}: {lab}" for r, lab, _ in rows)
+                skipped += [(str(path), r, u, f"conflicting labels for query {q!r} ({listed}); the pair is left "
+                                              "unlabelled until one is removed") for r, _, _ in rows]
+            else:
+                _, lab, note = rows[-1]
+                self.labels[(q, u)] = (lab, note)
+        self.skipped = pd.DataFrame(sorted(skipped, key=lambda x: x[1]), columns=["source", "row", "unit_id", "problem"])
 
     def judge(self, question: Mapping, unit: Mapping) -> Judgement:
         key = (question["query_id"], unit["unit_id"])
@@ -486,10 +510,12 @@ class OpenAICompatibleJudge:
     capabilities = Capabilities("model", reads_image=True, judges_sets=True, returns_answer=True, needs_endpoint=True)
 
     @classmethod
-    def from_resources(cls, url="", model="", cache_dir=None, samples=1, temperature=0.0, **_):
+    def from_resources(cls, url="", model="", cache_dir=None, samples=1, temperature=0.0, timeout_s=60.0,
+                       max_attempts=4, **_):
         if not url or not model:
             raise JudgeError("the openai-compatible judge needs validate.judge_url and validate.judge_model")
-        return cls(url, model, cache_dir=cache_dir, samples=samples, temperature=temperature)
+        return cls(url, model, cache_dir=cache_dir, samples=samples, temperature=temperature, timeout=float(timeout_s),
+                   retries=max(int(max_attempts), 1) - 1)
 
     def __init__(self, base_url: str, model: str, api_key_env: str = "LOOKALIKE_JUDGE_API_KEY",
                  cache_dir: Path | str | None = None, timeout: float = 60.0, retries: int = 3, backoff: float = 1.0,

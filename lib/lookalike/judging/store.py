@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Mapping
@@ -59,16 +60,37 @@ class LabelStore:
     def __init__(self, path: Path | str):
         self.path = Path(path)
         self.rows: list[dict] = []
+        self.torn = ""
         if self.path.is_file():
-            for number, line in enumerate(self.path.read_text(encoding="utf-8").splitlines(), start=1):
+            lines = self.path.read_text(encoding="utf-8").splitlines()
+            last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
+            for number, line in enumerate(lines, start=1):
                 if not line.strip():
                     continue
                 try:
                     row = json.loads(line)
                 except json.JSONDecodeError as exc:
-                    raise LabelError(f"{self.path}: line {number} is not JSON ({exc.msg})") from exc
+                    if number - 1 == last:
+                        self._set_aside(lines[:last], line, number)
+                        break
+                    raise LabelError(f"{self.path}: line {number} is not JSON ({exc.msg}); only a torn last line "
+                                     "is set aside by itself — fix or remove this one") from exc
                 self.rows.append(_check(row, f"{self.path}: line {number}"))
         self._seen = {_identity(r) for r in self.rows}
+
+    def _set_aside(self, keep: list[str], torn: str, number: int) -> None:
+        """A write cut short (a killed process, a full disk) leaves a torn last line: it is moved to
+        ``<store>.torn`` (appended, never lost) and the store rewritten without it, so no later
+        stage is blocked and no later append is glued onto it. The note says where it went."""
+        aside = self.path.with_name(self.path.name + ".torn")
+        with aside.open("a", encoding="utf-8") as fh:
+            fh.write(torn + "\n")
+        tmp = self.path.with_name(f".{self.path.name}.tmp")
+        tmp.write_text("".join(line + "\n" for line in keep), encoding="utf-8")
+        tmp.replace(self.path)
+        self.torn = (f"{self.path}: line {number} was torn (not JSON: an interrupted write); it was set aside to "
+                     f"{aside} and the store kept the {sum(1 for line in keep if line.strip())} lines before it")
+        print(f"lookalike: {self.torn}", file=sys.stderr)
 
     def append(self, labels: Iterable[Mapping], time: str | None = None) -> int:
         """Append new labels (identical ones already held are skipped); returns how many were added."""
@@ -211,8 +233,12 @@ def read_export(path: Path | str) -> pd.DataFrame:
             df = pd.DataFrame(rows)
         else:
             df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except pd.errors.EmptyDataError as exc:
+        raise LabelError(f"{path}: the file is empty (a labelling-page export has a header: pair_id,label,note,time)") from exc
     except (json.JSONDecodeError, UnicodeDecodeError, pd.errors.ParserError) as exc:
         raise LabelError(f"{path}: cannot read it as a labelling export ({exc})") from exc
+    if df.empty:
+        raise LabelError(f"{path}: the export holds no labels")
     for col in ("pair_id", "label"):
         if col not in df.columns:
             raise LabelError(f"{path}: column {col!r} is missing (a labelling-page export has pair_id, label, note, time)")

@@ -19,6 +19,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
+import zipfile
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -27,6 +29,14 @@ import numpy as np
 from lookalike.retrieval.encoders.base import Vectors
 
 STORE = "store"
+# what a damaged store file raises when read: a truncated .npz is a BadZipFile (or an EOFError
+# inside numpy), a torn JSON a ValueError; each is reported, then rebuilt, never fatal
+DAMAGED = (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile)
+
+
+def report_damaged(path: Path, exc: BaseException) -> None:
+    """Say on stderr that a store file was damaged and is being rebuilt (the run goes on)."""
+    print(f"lookalike: {path} is damaged ({type(exc).__name__}: {exc}); rebuilding it", file=sys.stderr)
 
 
 def _atomic_write(path: Path, write: Callable[[Path], None]) -> None:
@@ -61,8 +71,8 @@ def page_texts(run_dir: Path, engine_id: str, unit_ids: Sequence[str], image_pat
             held = json.loads(path.read_text(encoding="utf-8"))
             if held.get("engine") == engine_id and held.get("fingerprint") == fingerprint:
                 return dict(held["texts"])
-        except (ValueError, KeyError):
-            pass                                   # unreadable: computed again and replaced
+        except DAMAGED as exc:
+            report_damaged(path, exc)              # computed again and replaced below
     texts = compute()
     body = json.dumps({"engine": engine_id, "fingerprint": fingerprint, "texts": texts}, ensure_ascii=False)
     _atomic_write(path, lambda tmp: tmp.write_text(body, encoding="utf-8"))
@@ -92,7 +102,8 @@ def query_vectors(run_dir: Path, name: str, encoder_id: str, ids: Sequence[str],
     if path.is_file():
         try:
             held = Vectors.load(path)
-        except (OSError, ValueError, KeyError):
+        except DAMAGED as exc:
+            report_damaged(path, exc)
             held = None
         if held is not None and held.encoder_id != encoder_id:
             held = None                            # another model or setting: start again

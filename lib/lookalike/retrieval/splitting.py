@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 import pandas as pd
@@ -88,7 +89,13 @@ class ChatSplitter:
             return None, None
         key = hashlib.sha256(json.dumps([self.id, question]).encode("utf-8")).hexdigest()
         path = self.folder / f"{key}.json"
-        return path, (json.loads(path.read_text())["reply"] if path.is_file() else None)
+        if not path.is_file():
+            return path, None
+        try:
+            return path, str(json.loads(path.read_text(encoding="utf-8"))["reply"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:     # a torn entry is asked again
+            print(f"lookalike: {path} is damaged ({type(exc).__name__}); asking the endpoint again", file=sys.stderr)
+            return path, None
 
     def reply(self, question: str) -> str:
         path, held = self._cached(question)

@@ -49,6 +49,11 @@ def run(ctx: StageContext) -> StageResult:
         hard, pool_sizes = N.cluster_negatives(units, appearance.data, golds, negatives_clusters, k=negatives_k, seed=seed)
     rand = N.random_negatives(units, golds, negatives_random, seed)
     distractors = N.for_questions(questions, pd.concat([hard, rand], ignore_index=True))
+    copies = ctx.table("duplicates") if ctx.has_table("duplicates") else None
+    distractors, dropped = N.without_copies(distractors, copies)
+    if len(dropped):
+        res.say(f"{len(dropped)} distractors left out: byte-identical copies of their gold page "
+                f"({', '.join(sorted(set(dropped['unit_id']))[:10])}; tables/duplicates.csv)")
     summary = N.pool_summary(pool_sizes)
     method = ("per-axis pools: pages of the gold's template that differ in one field (template_id metadata)"
               if has_metadata else

@@ -55,6 +55,7 @@ def run(ctx: StageContext) -> StageResult:
     view = J.unit_viewer(units, texts, RUN)
     model = J.make_judge(labels_model_judge, units=units, url=validate_judge_url, model=validate_judge_model,
                          samples=ctx.get("validate.judge_samples"), temperature=ctx.get("validate.judge_temperature"),
+                      timeout_s=ctx.get("judges.timeout_s"), max_attempts=ctx.get("judges.max_attempts"),
                          cache_dir=cache.root / "judges")
     adjudicator_name = labels_adjudicator
     if adjudicator_name == "auto":

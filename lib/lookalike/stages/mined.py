@@ -61,6 +61,7 @@ def run(ctx: StageContext) -> StageResult:
     view = J.unit_viewer(units, texts, RUN)
     jargs = dict(facts=facts, answer_key=answer_key, units=units, url=validate_judge_url, model=validate_judge_model,
                  samples=ctx.get("validate.judge_samples"), temperature=ctx.get("validate.judge_temperature"),
+                      timeout_s=ctx.get("judges.timeout_s"), max_attempts=ctx.get("judges.max_attempts"),
                  cache_dir=cache.root / "judges")
     judge = J.make_judge(mining_judge, **jargs)
     second = J.second_judge(judge, mining_compare_judge, **jargs)

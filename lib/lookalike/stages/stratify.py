@@ -65,6 +65,13 @@ def run(ctx: StageContext) -> StageResult:
         if len(skipped) > 40:
             res.say(f"... and {len(skipped) - 40} more in tables/skipped.csv")
 
+    duplicates = corpus_io.identical_images(units, RUN)
+    if len(duplicates):
+        groups = duplicates.groupby("duplicate_of")["unit_id"].apply(lambda s: ", ".join(s))
+        res.say(f"byte-identical page images: {len(duplicates)} units in {len(groups)} groups (tables/duplicates.csv); "
+                "they are kept, and kept out of each other's negative sets:")
+        res.say("\n".join(f"  {ids}" for ids in groups.head(20)))
+
     res.show["units"] = units.head(8)
 
     res.section("strata")
@@ -102,16 +109,18 @@ def run(ctx: StageContext) -> StageResult:
     res.table("skipped", skipped.assign(row=pd.to_numeric(skipped["row"], errors="coerce").astype("Int64")),
                        sort_by=["source", "row", "unit_id"])
     res.table("qrels", qrels, sort_by=["query_id", "unit_id"])
+    res.table("duplicates", duplicates, sort_by=["unit_id"])
     named = strata[strata["template_id"].astype(str) != ""]
     top = named.sort_values("units", ascending=False, kind="mergesort").iloc[0] if len(named) else None
     res.headline(
         f"{len(units)} units in {units['doc_id'].nunique()} documents"
         + (f" across {len(named)} templates; the largest template ({top['template_id']}) has {int(top['units'])} units."
            if top is not None else " (no template metadata: strata are by content type only).")
-        + f" {len(skipped)} rows skipped.",
+        + f" {len(skipped)} rows skipped."
+        + (f" {len(duplicates)} units are byte-identical copies of another (tables/duplicates.csv)." if len(duplicates) else ""),
         figure="01_strata",
         numbers={"units": len(units), "documents": int(units["doc_id"].nunique()), "questions": len(questions),
-                 "sampled": len(sample), "skipped": len(skipped)},
+                 "sampled": len(sample), "skipped": len(skipped), "duplicates": len(duplicates)},
     )
     return res
 

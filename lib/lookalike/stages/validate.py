@@ -52,6 +52,7 @@ def run(ctx: StageContext) -> StageResult:
     judge_args = dict(facts=facts, answer_key=answer_key, units=units, labels=str(P.repo_path(validate_labels) or ""),
                       page_base=ctx.get("corpus.page_base"), samples=ctx.get("validate.judge_samples"),
                       temperature=ctx.get("validate.judge_temperature"),
+                      timeout_s=ctx.get("judges.timeout_s"), max_attempts=ctx.get("judges.max_attempts"),
                       url=validate_judge_url, model=validate_judge_model, cache_dir=cache.root / "judges")
     judge = J.make_judge(validate_judge, **judge_args)
     second = J.second_judge(judge, validate_compare_judge, **judge_args)
