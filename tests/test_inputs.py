@@ -17,7 +17,7 @@ def test_questions_jsonl_and_csv_with_mapping(tmp_path):
                  '{"query_id": "a", "text": "dup"}\n{"query_id": "b c", "text": "space"}\n{"query_id": "d", "text": " "}\n')
     q, skipped = I.read_questions(p)
     assert list(q["query_id"]) == ["a"] and q.loc[0, "answer"] == "$5M"
-    assert [s.split(" ")[0] for s in skipped["problem"]] == ["duplicate", "query_id", "empty"]
+    assert [s.split(" ")[0] for s in skipped["problem"]] == ["duplicate", "query_id", "missing"]
     c = tmp_path / "qna.csv"
     c.write_text("\ufeffQuestion,Source Docs,Answer\nHow did sales change?,*AAPL*,Up\nAnd costs?,*AAPL*,Down\n",
                  encoding="utf-8")

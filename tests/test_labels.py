@@ -58,7 +58,8 @@ def test_store_is_append_only_and_people_win(tmp_path):
 
 def test_store_errors_name_the_file_and_line(tmp_path):
     path = tmp_path / "store.jsonl"
-    path.write_text(json.dumps(lab("q", "u", "sufficient")) + "\n{not json\n")
+    # a damaged line inside the store stops the read (only a torn last line is set aside by itself)
+    path.write_text(json.dumps(lab("q", "u", "sufficient")) + "\n{not json\n" + json.dumps(lab("q", "v", "supporting")) + "\n")
     with pytest.raises(L.LabelError, match="store.jsonl: line 2 is not JSON"):
         L.LabelStore(path)
     path.write_text(json.dumps(lab("q", "u", "relevant")) + "\n")

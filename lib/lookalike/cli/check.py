@@ -91,6 +91,11 @@ def check_inputs(prm: dict) -> list[Report]:
         units = corpus.units
         unit_ids = list(units["unit_id"])
         corpus_report.rows, corpus_report.skipped = len(units), corpus.skipped
+        if not len(units):
+            first = corpus.skipped["problem"].iloc[0] if len(corpus.skipped) else "the source lists none"
+            corpus_report.refused = (f"no unit is left to evaluate: {len(corpus.skipped)} skipped (first: "
+                                     f"{corpus.skipped['source'].iloc[0] if len(corpus.skipped) else ''}: {first})")
+            return reports
         corpus_report.notes.append(f"{units['doc_id'].nunique()} documents, {len(units)} pages"
                                    + ("" if prm["corpus"]["source"] != "pdf" else " (listed, not rendered)"))
         questions = corpus.questions
