@@ -391,3 +391,15 @@ def test_a_kernel_dies_with_the_runner_that_started_it(tmp_path):
             pytest.fail("the kernel outlived its runner")
     finally:
         proc.kill()
+
+
+def test_eval_warns_when_qrels_and_run_count_pages_differently(tmp_path):
+    (tmp_path / "x.qrels").write_text("q1 0 a:0 1\nq2 0 b:2 1\nq3 0 c:4 1\n")
+    (tmp_path / "x.run").write_text("q1 Q0 a:1 1 1.0 r\nq2 Q0 b:3 1 1.0 r\nq3 Q0 c:5 1 1.0 r\n")
+    res = subprocess.run([sys.executable, "-m", "lookalike", "eval", str(tmp_path / "x.qrels"), str(tmp_path / "x.run")],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0 and "count pages differently (the qrels from 0 and the run from 1)" in res.stderr
+    (tmp_path / "y.run").write_text("q1 Q0 a:0 1 1.0 r\nq2 Q0 b:2 1 1.0 r\nq3 Q0 c:4 1 1.0 r\n")
+    res = subprocess.run([sys.executable, "-m", "lookalike", "eval", str(tmp_path / "x.qrels"), str(tmp_path / "y.run")],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0 and "count pages" not in res.stderr

@@ -20,6 +20,7 @@ import pandas as pd
 from lookalike.eval import measures as measures_mod
 from lookalike.eval import metrics as M
 from lookalike.eval import ranking, stats, trec
+from lookalike.io import pagebase
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -82,6 +83,24 @@ def _block(per_query: pd.DataFrame, measures: list[str], label: str, args, runid
     return lines
 
 
+def page_base_note(judged_ids, ranked_ids) -> str:
+    """A warning when the qrels and the run seem to count pages from different bases: fewer judged
+    'doc:page' ids appear in the run as written than would with every page moved by one. The
+    scores are computed on the ids as written either way; this only says why they may be low."""
+    judged, ranked = set(map(str, judged_ids)), set(map(str, ranked_ids))
+    paged = [u for u in judged if pagebase.split(u)]
+    if not paged:
+        return ""
+    as_written = len(judged & ranked)
+    for by, words in ((1, "the qrels from 0 and the run from 1"), (-1, "the qrels from 1 and the run from 0")):
+        moved = sum(pagebase.shift(u, by) in ranked for u in paged)
+        if moved > as_written and moved >= max(1, len(paged) // 2):
+            return (f"{as_written} of {len(judged)} judged units appear in the run as written, {moved} with every "
+                    f"judged page moved by {by:+d}: the files seem to count pages differently ({words}); the "
+                    "scores below use the ids as written")
+    return ""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -122,6 +141,9 @@ def main(argv: list[str] | None = None) -> int:
         out.extend(_line(m, "macro", macro.loc[m, "value"]) for m in measures if not measures_mod.parse_one(m).integer)
     print("\n".join(out))
     notes = []
+    base_note = page_base_note(qrels.unit_ids, run.vocab)
+    if base_note:
+        notes.append(base_note)
     if ev.run_only_queries:
         notes.append(f"{len(ev.run_only_queries)} run queries are not in the qrels and were not scored: "
                      f"{', '.join(ev.run_only_queries[:10])}{' ...' if len(ev.run_only_queries) > 10 else ''}")
