@@ -63,7 +63,39 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
-__all__ = ["REPO", "write_params", "make_png", "shutil", "with_corrupt_page"]
+def broken_png(path: Path) -> Path:
+    """A PNG whose header and checksums are right and whose compressed data stream is not:
+    Image.open() and verify() accept it, decoding fails."""
+    import io
+    import zlib
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (64, 48), (10, 200, 10)).save(buf, format="PNG")
+    data = bytearray(buf.getvalue())
+    tag = data.index(b"IDAT")
+    length = int.from_bytes(data[tag - 4:tag], "big")
+    data[tag + 8:tag + 20] = b"\x00" * 12                # zlib stream damaged, chunk length kept ...
+    crc = zlib.crc32(bytes(data[tag:tag + 4 + length]))
+    data[tag + 4 + length:tag + 8 + length] = crc.to_bytes(4, "big")   # ... and its checksum made right again
+    path.write_bytes(bytes(data))
+    return path
+
+
+def truncated_jpeg(path: Path) -> Path:
+    """A JPEG cut in half (a download or copy stopped short)."""
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.effect_noise((200, 150), 60).convert("RGB").save(buf, format="JPEG")
+    path.write_bytes(buf.getvalue()[: len(buf.getvalue()) // 2])
+    return path
+
+
+__all__ = ["REPO", "write_params", "make_png", "shutil", "with_corrupt_page", "broken_png", "truncated_jpeg"]
 
 
 def pytest_collection_modifyitems(config, items):

@@ -11,17 +11,15 @@ returns the parameter text to add.
 
 from __future__ import annotations
 
-import io
 import json
 import shutil
-import zlib
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from PIL import Image
 
-from conftest import make_png
+from conftest import broken_png, make_png, truncated_jpeg
 from lookalike.cli import check
 from lookalike.stages import context, stratify
 
@@ -66,25 +64,6 @@ def _merge_yaml(body: dict, extra: str) -> str:
         else:
             body[key] = value
     return yaml.safe_dump(body, sort_keys=True)
-
-
-def broken_png(path: Path) -> Path:
-    buf = io.BytesIO()
-    Image.new("RGB", (64, 48), (10, 200, 10)).save(buf, format="PNG")
-    data = bytearray(buf.getvalue())
-    tag = data.index(b"IDAT")
-    length = int.from_bytes(data[tag - 4:tag], "big")
-    data[tag + 8:tag + 20] = b"\x00" * 12
-    data[tag + 4 + length:tag + 8 + length] = zlib.crc32(bytes(data[tag:tag + 4 + length])).to_bytes(4, "big")
-    path.write_bytes(bytes(data))
-    return path
-
-
-def truncated_jpeg(path: Path) -> Path:
-    buf = io.BytesIO()
-    Image.effect_noise((200, 150), 60).convert("RGB").save(buf, format="JPEG")
-    path.write_bytes(buf.getvalue()[: len(buf.getvalue()) // 2])
-    return path
 
 
 # ----------------------------------------------------------------------------- builders

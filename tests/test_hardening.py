@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import http.server
-import io
 import json
 import os
 import signal
@@ -12,7 +11,6 @@ import sys
 import textwrap
 import threading
 import time
-import zlib
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +19,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from PIL import Image
 
-from conftest import REPO, make_png
+from conftest import REPO, broken_png, make_png, truncated_jpeg
 from lookalike import params as P
 from lookalike.data.schema import CorpusError
 from lookalike.eval import metrics as M
@@ -33,28 +31,6 @@ from lookalike.io import ingest, inputs
 def _manifest(folder: Path, rows: list[dict]) -> Path:
     path = folder / "manifest.csv"
     pd.DataFrame(rows).to_csv(path, index=False)
-    return path
-
-
-def broken_png(path: Path) -> Path:
-    """A PNG whose header is right and whose compressed data stream is not: Image.open() and
-    verify() accept it, decoding fails."""
-    buf = io.BytesIO()
-    Image.new("RGB", (64, 48), (10, 200, 10)).save(buf, format="PNG")
-    data = bytearray(buf.getvalue())
-    tag = data.index(b"IDAT")
-    length = int.from_bytes(data[tag - 4:tag], "big")
-    data[tag + 8:tag + 20] = b"\x00" * 12                # zlib stream damaged, chunk length kept ...
-    crc = zlib.crc32(bytes(data[tag:tag + 4 + length]))
-    data[tag + 4 + length:tag + 8 + length] = crc.to_bytes(4, "big")   # ... and its checksum made right again
-    path.write_bytes(bytes(data))
-    return path
-
-
-def truncated_jpeg(path: Path) -> Path:
-    buf = io.BytesIO()
-    Image.effect_noise((200, 150), 60).convert("RGB").save(buf, format="JPEG")
-    path.write_bytes(buf.getvalue()[: len(buf.getvalue()) // 2])
     return path
 
 
