@@ -54,9 +54,9 @@ class Report:
             kinds = self.skipped.assign(kind=self.skipped["problem"].astype(str).str.replace(r"'[^']*'", "'…'", regex=True))
             for why, group in kinds.groupby("kind", sort=False):
                 first = group.iloc[0]
-                where = ", ".join(x for x in (f"row {first['row']}" if "row" in group and str(first["row"]) != "" else "",
-                                              f"id {first['unit_id']!r}" if "unit_id" in group and first["unit_id"] else "")
-                                  if x)
+                where = [f"row {first['row']}" if str(first.get("row", "")) != "" else "",
+                         f"id {first['unit_id']!r}" if first.get("unit_id", "") else ""]
+                where = ", ".join(w for w in where if w)
                 out.append(f"  skipped ×{len(group)}: {why}" + (f" (first: {where}: {first['problem']})" if where else ""))
         out += [f"  {note}" for note in self.notes]
         return out

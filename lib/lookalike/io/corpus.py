@@ -9,15 +9,15 @@ Manifest format (bring-your-own corpus, CSV or parquet), one row per unit:
 
 from __future__ import annotations
 
-import hashlib
 import re
 from pathlib import Path
 
 import pandas as pd
 
 from lookalike.data import demo
-from lookalike.data.schema import CONTENT_TYPES, UNIT_COLUMNS, Corpus, CorpusError, read_table
+from lookalike.data.schema import CONTENT_TYPES, UNIT_COLUMNS, Corpus, CorpusError, read_table, resolve_image
 from lookalike.io import ingest
+from lookalike.io.cache import image_sha256
 
 
 def read_manifest(path: Path | str, root: Path | str | None = None, strict: bool = False,
@@ -41,7 +41,6 @@ def read_manifest(path: Path | str, root: Path | str | None = None, strict: bool
         raise CorpusError(f"{path}: needs a 'unit_id' column or both 'doc_id' and 'page'")
     if raw.empty:
         raise CorpusError(f"{path}: the manifest has a header and no rows (expected one row per unit)")
-    root_resolved = root.resolve()
     rows, skipped, seen = [], [], {}
     for i, rec in enumerate(raw.to_dict("records"), start=1):
         rec = {k: (str(v).strip() if v is not None else "") for k, v in rec.items()}
@@ -69,7 +68,7 @@ def read_manifest(path: Path | str, root: Path | str | None = None, strict: bool
             img = (root / rec["image_path"]).resolve()
             if not rec["image_path"]:
                 problem = "empty image_path"
-            elif not img.is_relative_to(root_resolved):
+            elif ingest.leaves_root(img, root):
                 problem = f"image_path {rec['image_path']!r} leaves the corpus root {root}"
             elif not img.is_file():
                 problem = f"image {rec['image_path']!r} not found under {root}"
@@ -132,11 +131,8 @@ def identical_images(units: pd.DataFrame, base_dir: Path | str) -> pd.DataFrame:
     each naming its group's first unit id (code point order) as duplicate_of, with the group's
     sha256 (16 hex). A copy of the gold page ties with it in every ranking and would "win" as a
     distractor, so the stages keep a group's members out of each other's negative sets."""
-    from lookalike.data.schema import resolve_image
-
-    digests = {}
-    for uid, image in zip(units["unit_id"], units["image_path"]):
-        digests[uid] = hashlib.sha256(resolve_image(image, Path(base_dir)).read_bytes()).hexdigest()[:16]
+    digests = {uid: image_sha256(resolve_image(image, Path(base_dir)))[:16]
+               for uid, image in zip(units["unit_id"], units["image_path"])}
     groups: dict[str, list[str]] = {}
     for uid in sorted(digests):
         groups.setdefault(digests[uid], []).append(uid)

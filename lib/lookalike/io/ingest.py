@@ -29,11 +29,11 @@ from pathlib import Path
 import pandas as pd
 
 from lookalike.data.schema import CONTENT_TYPES, QUESTION_COLUMNS, UNIT_COLUMNS, Corpus, CorpusError, read_table
+from lookalike.eval import trec
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".webp", ".bmp", ".gif")
 META_GROUPS = ("entity", "period", "metric", "template_id", "revision", "content_type")
 SKIP_COLUMNS = ["source", "row", "unit_id", "problem"]
-MAX_GRADE = 2**63 - 1     # relevance is held as int64; a larger grade would overflow far from the file that gave it
 
 
 def doc_id_from(path: Path) -> str:
@@ -383,7 +383,7 @@ def beir_folder(folder: Path | str, out_dir: Path | str, split: str = "test", ma
             image_path = (Path(out_dir.name) / "images" / target.name).as_posix()
         elif "image_path" in corpus.columns:
             img = (folder / str(rec["image_path"])).resolve()
-            problem = ("" if img.is_relative_to(folder.resolve()) and img.is_file()
+            problem = ("" if not leaves_root(img, folder) and img.is_file()
                        else f"image_path {rec['image_path']!r} is missing or leaves the folder")
             problem = problem or image_problem(img, max_pixels)
             image_path = str(img)
@@ -411,7 +411,7 @@ def beir_folder(folder: Path | str, out_dir: Path | str, split: str = "test", ma
     for i, r in enumerate(qr.to_dict("records"), start=1):
         q, c = str(r[q_c]), str(r[c_c])
         score = str(r[s_c]).strip()
-        if not re.fullmatch(r"-?\d+(\.0*)?", score) or abs(int(score.split(".")[0])) > MAX_GRADE:
+        if not re.fullmatch(r"-?\d+(\.0*)?", score) or not trec.INT64_MIN <= int(score.split(".")[0]) <= trec.INT64_MAX:
             raise CorpusError(f"{folder / qrels_name}: row {i} (query {q!r}, corpus id {c!r}): column {s_c!r} is "
                               f"{r[s_c]!r}; expected an integer relevance grade (64-bit)")
         if q not in known_q:

@@ -121,15 +121,13 @@ def read_questions(path: Path | str, columns: str | Mapping[str, str] | None = N
             row[f] = _text_cell(value)
         if make_ids:
             row["query_id"] = id_template.format(row=i)
-        if problem:
-            pass
-        elif not row["query_id"]:
+        if not problem and not row["query_id"]:
             problem = f"missing or empty {id_col!r}"
-        elif not row["text"].strip():
+        elif not problem and not row["text"].strip():
             problem = f"missing or empty question text ({m.get('text', 'text')!r})"
-        elif row["query_id"] in seen:
+        elif not problem and row["query_id"] in seen:
             problem = f"duplicate query_id {row['query_id']!r}"
-        elif re.search(r"\s", row["query_id"]):
+        elif not problem and re.search(r"\s", row["query_id"]):
             problem = f"query_id {row['query_id']!r} contains whitespace (TREC files split on it)"
         if problem:
             skipped.append({"source": path.name, "row": line, "unit_id": "", "problem": problem})
