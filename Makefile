@@ -1,6 +1,6 @@
 # lookalike — two commands on a fresh machine:
 #   make report            full report on the built-in demo corpus  -> outputs/demo/index.html
-#   make test              unit tests + every CI notebook re-executed with nbval
+#   make test              unit tests + every CI notebook re-executed with nbval + the corpus-shape lane
 #   make test-fast         unit tests only (no notebook execution, browser or GPU)
 # Variants: make report RUN=ci | make report PARAMS=path/to/run.yaml
 SHELL := /bin/bash
@@ -13,7 +13,7 @@ PARAMS ?= params/$(RUN).yaml
 APT_PACKAGES ?= tesseract-ocr tesseract-ocr-eng chromium chromium-driver
 STAMP := $(VENV)/.setup-done
 
-.PHONY: setup report test test-fast clean-outputs
+.PHONY: setup report test test-fast test-shapes clean-outputs
 
 setup: $(STAMP)
 
@@ -41,8 +41,14 @@ NBVAL_DIR := build/nbval/ci/notebooks
 
 test: setup
 	rm -rf build/nbval && mkdir -p $(NBVAL_DIR) && cp outputs/ci/notebooks/*.ipynb $(NBVAL_DIR)/
-	$(PY) -m pytest --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg tests $(NBVAL_DIR)
+	$(PY) -m pytest --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg --ignore=tests/shapes tests $(NBVAL_DIR)
 	rm -rf build/nbval
+	$(MAKE) test-shapes
+
+# the corpus-shape lane: every stage on every generated corpus shape, then lookalike audit's invariants
+# (and, on the demo generator's other seeds, every planted effect); two shapes at a time
+test-shapes: setup
+	$(PY) -m pytest -n 2 tests/shapes
 
 # unit tests only: no notebook execution, no browser, no GPU (a few minutes on 2 cores)
 test-fast: setup

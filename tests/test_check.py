@@ -63,6 +63,18 @@ def test_check_accepts_them_declared_zero_based_and_reports_each_input(tmp_path,
     assert "the run can proceed" in out
 
 
+def test_check_shows_page_base_evidence_for_csv_qrels_too(tmp_path, pdf_corpus):
+    """CSV / TSV qrels name pages in a column: the evidence line was missing for them."""
+    rows = [line.split() for line in (pdf_corpus / "qrels.txt").read_text().splitlines()]
+    csv = tmp_path / "qrels.csv"
+    csv.write_text("query_id,unit_id,relevance\n" + "".join(f"{q},{u},{r}\n" for q, _, u, r in rows))
+    path = _params(tmp_path, pdf_corpus, 0)
+    path.write_text(path.read_text().replace(str(pdf_corpus / "qrels.txt"), str(csv)))
+    res = _check(path)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "page base declared 0; 40 doc:page ids; 4 on page 0, 0 on a document's last page: counts from 0" in res.stdout
+
+
 def test_check_exits_2_on_bad_parameters(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("corpus:\n  page_base: 2\n")

@@ -29,9 +29,26 @@ def test_answer_string_judge():
     other = {"text": "Key figures Operating income $190M Corvane Systems Q1 FY2024"}
     assert judge.judge(q, other).label == "supporting"
     assert judge.judge(q, {"text": "Risk factors Demand may decline"}).label == "irrelevant"
-    assert J.answer_in_text("183 million", "operating income $183M")          # scale words agree
+    assert J.answer_in_text("183 million", "operating income $183M", "What was the operating income?")  # scale words agree
     assert J.answer_in_text("Devices, $437M", "Cloud $216M Devices $437M")
-    assert not J.answer_in_text("$-59M", "Capital expenditure $59M")             # signs matter
+    assert not J.answer_in_text("$-59M", "Capital expenditure $59M", "What was the capital expenditure?")  # signs matter
+
+
+def test_answer_string_needs_the_answers_words_not_only_its_numbers():
+    """A casino operator's earnings page printing the same figure does not answer a beverage
+    company's question; a bare number matches only beside the question's words; N/A never matches."""
+    judge = J.AnswerStringJudge()
+    q = {"text": "What was Fizzco Beverages' net revenue in 2022?", "answer": "$2,310 million net revenue"}
+    casino = {"text": "Lucky Star Casinos: gaming revenue 2,310 million in 2022"}
+    assert judge.judge(q, casino).label != "sufficient"                  # the old rule said sufficient (numbers only)
+    right = {"text": "Fizzco Beverages 2022: net revenue $2,310 million"}
+    got = judge.judge(q, right)
+    assert got.label == "sufficient" and "2,310,000,000" in got.rationale and "net" in got.rationale
+    bare = {"text": "How many plants did Fizzco Beverages open in 2022?", "answer": "2"}
+    assert judge.judge(bare, {"text": "Table 2: weather in Oslo, page 6 of 9"}).label != "sufficient"
+    assert judge.judge(bare, {"text": "Fizzco Beverages opened 2 plants in 2022"}).label == "sufficient"
+    assert not J.answer_in_text("N/A", "N/A appears here, and so does everything else")
+    assert not J.answer_in_text("", "anything")
 
 
 def test_human_labels(tmp_path):
@@ -268,9 +285,12 @@ def _kappa_ci_in_one_piece(a, b, n_boot=1000, seed=0, level=0.95):
     cm = np.bincount(cells.ravel(), minlength=n_boot * m * m).reshape(n_boot, m, m).astype(float)
     po = np.trace(cm, axis1=1, axis2=2) / n
     pe = (cm.sum(axis=2) * cm.sum(axis=1)).sum(axis=1) / n ** 2
+    one_label = ((cm.sum(axis=2) > 0).sum(axis=1) < 2) | ((cm.sum(axis=1) > 0).sum(axis=1) < 2)
     with np.errstate(divide="ignore", invalid="ignore"):
-        kappas = np.where(pe < 1.0, (po - pe) / (1 - pe), np.nan)
+        kappas = np.where((pe < 1.0) & ~one_label, (po - pe) / (1 - pe), np.nan)
     values = kappas[~np.isnan(kappas)]
+    if not len(values):
+        return float("nan"), float("nan")
     lo, hi = np.quantile(values, [(1 - level) / 2, 1 - (1 - level) / 2])
     return float(lo), float(hi)
 
@@ -286,6 +306,15 @@ def test_kappa_ci_in_slabs_gives_the_one_piece_bounds_bit_for_bit(monkeypatch, n
     b = [x if rng.random() < 0.6 else labs[rng.integers(0, 3)] for x in a]
     monkeypatch.setattr(J, "KAPPA_SLAB", slab)
     assert J.kappa_ci(a, b, n_boot=300, seed=3) == _kappa_ci_in_one_piece(a, b, n_boot=300, seed=3)
+
+def test_kappa_is_undefined_when_one_judge_gives_one_label_and_the_raw_agreement_is_said():
+    people = ["irrelevant"] * 6                                  # people's labels hold one value
+    model = ["irrelevant", "sufficient", "irrelevant", "supporting", "irrelevant", "irrelevant"]
+    row = J.agreement(model, people)
+    assert row["kappa"] != row["kappa"] and row["kappa_lo"] != row["kappa_lo"]   # was 0.00 [0.00, 0.00]
+    words = J.kappa_words(row)
+    assert words.startswith("kappa undefined") and "raw agreement 0.67 over 6 pairs" in words
+
 
 def test_kappa_words_never_print_nan_and_read_csv_text():
     assert J.kappa_words({"kappa": 0.153, "kappa_lo": 0.11, "kappa_hi": 0.19}) == "kappa 0.15 [0.11, 0.19]"

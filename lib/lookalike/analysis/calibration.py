@@ -10,7 +10,7 @@ expected outcome (a verdict, a bound, a direction), the outcome holds; ``check``
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Collection, Mapping
 
 import numpy as np
 import pandas as pd
@@ -62,7 +62,8 @@ def planted_effects(planted: pd.DataFrame, *, validation: pd.DataFrame, revision
                     leak_gate: pd.DataFrame, leak_planted: pd.DataFrame, leak_per_query: pd.DataFrame,
                     door_summary: pd.DataFrame, ladder_slopes: Mapping[str, float],
                     unit_clusters: Mapping[str, str] | None = None, clusters: pd.Series | None = None,
-                    seed: int = 0) -> pd.DataFrame:
+                    seed: int = 0, planted_questions: Collection[str] | None = None,
+                    judgements: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per planted effect the run can recover (EFFECT_COLUMNS). Inputs are the run's tables:
     question_validation (stage 05), the count of units with a non-empty revision pool (stage 04's
     pools over every unit), leak_gate and leak_planted (stage 03), leak_per_query (stage 03),
@@ -74,7 +75,9 @@ def planted_effects(planted: pd.DataFrame, *, validation: pd.DataFrame, revision
     nan = float("nan")
 
     name = "under-specified questions"
-    if name in want and len(validation):
+    if name in want and len(validation) and planted_questions is not None:
+        rows.append(_under_specified_row(name, meaning[name], validation, set(planted_questions), judgements))
+    elif name in want and len(validation):
         hit = (validation["status"] == "answerable_from_distractor").to_numpy(float)
         flagged = int(hit.sum())
         ci = stats.bootstrap_ci(hit, 2000, rng=np.random.default_rng([seed, 92]),
@@ -112,8 +115,15 @@ def planted_effects(planted: pd.DataFrame, *, validation: pd.DataFrame, revision
     if name in want and len(leak_gate) and (leak_gate["system"] == "image").any():
         g = leak_gate[leak_gate["system"] == "image"].iloc[0]
         lo, hi, p = as_number(g["difference_lo"]), as_number(g["difference_hi"]), as_number(want[name])
-        rows.append(_row(name, p, as_number(g["difference"]), lo, hi, lo <= p <= hi, "planted value in the paired 95% CI",
-                         f"{meaning[name]} ({int(g['n_pairs'])} paired units)"))
+        margin = as_number(g["threshold"]) if "threshold" in g.index else 0.0
+        # the design's rule is one-sided: a pixels-only index must not favour caption-derived queries by
+        # more than the gate's margin; blind queries being found more often says nothing about a leak
+        rows.append(_row(name, p, as_number(g["difference"]), lo, hi, bool(lo <= p + margin),
+                         f"one-sided: caption-derived − blind not shown above {p:+.2f} + the margin {margin:.2f} "
+                         "(the paired 95% CI reaches down to it)",
+                         f"{meaning[name]}; a pixels-only index may find blind queries more often (they describe "
+                         f"what the page shows) — only a difference above the margin would point to a leak "
+                         f"({int(g['n_pairs'])} paired units)"))
 
     name = "judge door: relevant labels gained with metadata visible"
     if name in want and len(door_summary):
@@ -142,3 +152,32 @@ def planted_effects(planted: pd.DataFrame, *, validation: pd.DataFrame, revision
             rows.append(_row(name, as_number(want[name]), s, nan, nan, bool(test(s)), check,
                              f"{meaning[name]}; least-squares slope of top-1 on p over the five rungs"))
     return pd.DataFrame(rows, columns=EFFECT_COLUMNS)
+
+
+def _under_specified_row(name: str, meaning: str, validation: pd.DataFrame, planted: set,
+                         judgements: pd.DataFrame | None) -> dict:
+    """Planted × flagged, question by question. ok: every planted question that was validated is flagged,
+    and every question flagged beyond the plant carries a look-alike the validation judge says answers
+    it (named in the explanation with its axis) — an extra flag without one would be a defect."""
+    seen = set(validation["query_id"])
+    flagged = set(validation.loc[validation["status"] == "answerable_from_distractor", "query_id"])
+    planted = planted & seen
+    both, missed, extra = planted & flagged, sorted(planted - flagged), sorted(flagged - planted)
+    answered = set()
+    if judgements is not None and len(judgements):
+        j = judgements[(judgements["role"] == "distractor") & (judgements["label"] == "sufficient")
+                       & (judgements["attempt"].astype(str) == "0")]
+        answered = set(j["query_id"])
+    unexplained = [q for q in extra if q not in answered]
+    axes = validation[validation["query_id"].isin(extra)]["axis"].str.split(";").explode().value_counts()
+    said = (f"{meaning}; planted {len(planted)}, flagged {len(flagged)} of {len(seen)}: {len(both)} both, "
+            f"{len(missed)} planted but not flagged" + (f" ({', '.join(missed[:5])})" if missed else "")
+            + f", {len(extra)} flagged beyond the plant")
+    if extra:
+        said += (" — each answered by a look-alike according to the validation judge (axes: "
+                 + ", ".join(f"{a} {n}" for a, n in axes.items()) + "; tables/validation_judgements.csv names the page)"
+                 if not unexplained else f" — {len(unexplained)} without a look-alike that answers them: "
+                 + ", ".join(unexplained[:5]))
+    return _row(name, float(len(planted)), float(len(both)), float("nan"), float("nan"), not missed and not unexplained,
+                "question by question: every planted question flagged; every extra flag answered by a look-alike",
+                said)

@@ -356,13 +356,19 @@ def ablation_table(runs: dict[str, pd.DataFrame], queries: pd.DataFrame, qrels: 
     return pd.DataFrame(rows), pd.concat(per_query, ignore_index=True)
 
 
-def ratios(table: pd.DataFrame) -> pd.DataFrame:
-    """Caption-derived / blind recall@10 per index (>1: the index favours caption-shaped queries)."""
+def ratios(table: pd.DataFrame, chance: float = 0.0) -> pd.DataFrame:
+    """Caption-derived / blind recall@10 per index (>1: the index favours caption-shaped queries).
+    chance: a random ranking's recall@10 (10 / units). A ratio of two figures that are not both above
+    chance (their 95% CIs clear of it) measures noise, so it is left out and ``note`` says why."""
     wide = table.pivot(index="index", columns="query_set", values="recall_10").reindex(list(INDEXES))
+    lo = table.pivot(index="index", columns="query_set", values="recall_10_lo").reindex(list(INDEXES))
+    at_chance = ((lo["blind"] <= chance) | (lo["caption-derived"] <= chance)).to_numpy()
+    ratio = (wide["caption-derived"] / wide["blind"].replace(0, np.nan)).to_numpy()
     return pd.DataFrame({"index": wide.index, "blind": wide["blind"].to_numpy(),
                          "caption_derived": wide["caption-derived"].to_numpy(),
-                         "ratio": (wide["caption-derived"] / wide["blind"].replace(0, np.nan)).to_numpy(),
-                         "difference": (wide["caption-derived"] - wide["blind"]).to_numpy()})
+                         "ratio": np.where(at_chance, np.nan, ratio),
+                         "difference": (wide["caption-derived"] - wide["blind"]).to_numpy(),
+                         "note": np.where(at_chance, f"no ratio: a figure's 95% CI reaches chance ({chance:.3f})", "")})
 
 
 def breakdown(per_query: pd.DataFrame, by: str) -> pd.DataFrame:
@@ -489,6 +495,25 @@ class Ablation:
     systems_table: pd.DataFrame | None = None
     systems_per_query: pd.DataFrame | None = None
     systems_skipped: list = field(default_factory=list)   # (system, why) for duals the ablation cannot index
+    not_evaluated: str = ""           # why the retrieval half has no queries ("" when it has them)
+
+
+# a query set in which a text stands for more than one target is degenerate: at most this share of
+# its queries may repeat another's text (a repeated query cannot single out its unit in any index)
+MAX_REPEATED_SHARE = 0.1
+
+
+def degenerate_queries(queries: pd.DataFrame) -> str:
+    """Why a query set cannot test the image path ("" when it can): per set, too few distinct texts.
+    Template-filled text on a corpus without the fields it fills ("Which page shows page for ,?") is
+    the case this catches: hundreds of queries, three strings, and a gate that passes on them."""
+    out = []
+    for name, part in queries.groupby("query_set", sort=True):
+        texts = part["text"].astype(str).str.strip().str.lower()
+        distinct = texts.nunique()
+        if len(part) and (len(part) - distinct) > MAX_REPEATED_SHARE * len(part):
+            out.append(f"the {name} queries are degenerate: {len(part)} queries, {distinct} distinct texts")
+    return "; ".join(out)
 
 
 # Fault injections. caption-index: the classic bug — the image path encodes the caption fields
@@ -562,12 +587,22 @@ def run_ablation(units: pd.DataFrame, base_dir: Path, seed: int, cache: Cache | 
     image_vectors = image_path(units)
     probe = metadata_probe({"image": image_path, "ocr-bm25": bm25_path}, units, seed)
     dropped = pd.DataFrame(columns=["source", "row", "unit_id", "problem"])
+    why_not = ""
     if blind_queries:
         queries, dropped = read_blind_queries(blind_queries, units, seed, page_base)
+        queries = queries[queries["unit_id"].isin(set(units["unit_id"]))].reset_index(drop=True)
+    elif visible is None or not len(visible):
+        # a blind query says what the page shows, written without its caption: only the demo's
+        # generator knows that; on any other corpus someone has to write them (leak.blind_queries)
+        queries = build_query_sets(units.iloc[:0], seed)
+        why_not = ("no blind queries: off the built-in demo they come from your leak.blind_queries file (what "
+                   "each page shows, written by someone who has not read its caption); none was given")
     else:
         queries = build_query_sets(units, seed, visible=visible, facts=facts)
-    if blind_queries:
-        queries = queries[queries["unit_id"].isin(set(units["unit_id"]))].reset_index(drop=True)
+    if not why_not:
+        why_not = degenerate_queries(queries)
+        if why_not:
+            queries = queries.iloc[:0]
     indexes = build_indexes(image_vectors, caption_vectors, bool(inject))
     query_vectors = caption_enc.encode_queries(list(queries["text"]), list(queries["query_id"]), cache)
     runs = search_all(indexes, query_vectors, depth)
@@ -591,7 +626,7 @@ def run_ablation(units: pd.DataFrame, base_dir: Path, seed: int, cache: Cache | 
                      else pd.DataFrame(columns=["system"] + list(table.columns)))
     systems_pq = pd.concat(sys_pq, ignore_index=True) if sys_pq else None
     return Ablation(queries, runs, table, per_query, inject, clusters, dropped,
-                    pixel_per_query(pixel_runs, queries), probe, systems_table, systems_pq, skipped)
+                    pixel_per_query(pixel_runs, queries), probe, systems_table, systems_pq, skipped, why_not)
 
 
 def _dual_image(enc, units: pd.DataFrame, base_dir: Path, cache: Cache, inject: str = "") -> Vectors:
@@ -778,6 +813,8 @@ class GateResult:
     def sentence(self) -> str:
         if self.verdict == "NOT EVALUATED":
             return f"{self.index}: NOT EVALUATED (no blind / caption-derived pairs; {self.probe_words()})"
+        if not self.n_pairs:
+            return f"{self.index}: no blind / caption-derived pairs; {self.probe_words()}: {self.verdict}"
         return (f"{self.index}: caption-derived − blind recall@10 {self.difference:+.3f} "
                 f"[{self.lo:+.3f}, {self.hi:+.3f}] over {self.n_pairs} paired units "
                 f"(blind {self.blind:.3f}, caption-derived {self.derived:.3f}); {self.probe_words()}: {self.verdict}")

@@ -326,9 +326,12 @@ def ladder_slopes(ladder: pd.DataFrame) -> dict:
     """Least-squares slope of top-1 on p per set of negatives."""
     out = {}
     for negs, part in ladder.groupby("negatives", sort=True):
-        x, y = part["p"].to_numpy(float), part["top1"].to_numpy(float)
+        # read back from a CSV, an unmeasured rung is '' (no question had that kind of negative): left out
+        x, y = pd.to_numeric(part["p"], errors="coerce").to_numpy(float), pd.to_numeric(part["top1"], errors="coerce").to_numpy(float)
+        keep = ~(np.isnan(x) | np.isnan(y))
+        x, y = x[keep], y[keep]
         # rounded to 9 places (and -0.0 made 0.0): a flat line prints as 0 on every machine
-        out[negs] = (round(float(np.polyfit(x, y, 1)[0]), 9) + 0.0) if len(part) > 1 and np.ptp(x) > 0 else float("nan")
+        out[negs] = (round(float(np.polyfit(x, y, 1)[0]), 9) + 0.0) if len(x) > 1 and np.ptp(x) > 0 else float("nan")
     return out
 
 

@@ -38,7 +38,8 @@ from lookalike.vocab import METRIC_LABELS
 AXIS_ORDER = ("entity", "period", "metric", "revision", "cluster")
 REPAIRABLE = ("entity", "period", "metric", "revision")
 VALIDATION_COLUMNS = ["query_id", "status", "axis", "repaired", "final_text", "final_status", "slice",
-                      "added_qualifiers", "acceptable_unit_ids", "original_text", "evidence_structure", "register"]
+                      "added_qualifiers", "acceptable_unit_ids", "original_text", "evidence_structure", "register",
+                      "flagged_by", "note"]
 # Answers by which a dataset marks a question no page answers.
 NOT_ANSWERABLE = re.compile(r"(not answerable|unanswerable|no answer|cannot be answered|n/a)\.?", re.I)
 JUDGEMENT_COLUMNS = ["query_id", "attempt", "role", "axis", "gold_unit_id", "unit_ids", "label", "answer", "rationale"]
@@ -64,6 +65,8 @@ def is_well_posed(question: Mapping, distractors: Mapping[str, list], judge, vie
     dict a judge sees for those units judged together; judge.judge(question, unit) -> Judgement.
     gold_from_people: the gold comes from judgements people made (your qrels): it is sufficient by
     their word, and the judge is not asked to confirm it.
+    Multi-page evidence: a distractor put in one gold page's place answers only when the remaining
+    gold pages alone do not (their own judgement is logged with role "rest").
     """
     golds = [u for u in str(question["evidence_unit_ids"]).split(";") if u]
     qid = question["query_id"]
@@ -84,6 +87,14 @@ def is_well_posed(question: Mapping, distractors: Mapping[str, list], judge, vie
         return Verdict("gold_fails", log=log)
     answering = []
     for gi, gold_id in enumerate(golds):
+        rest = golds[:gi] + golds[gi + 1:]
+        if rest and distractors.get(gold_id):
+            # a distractor in this gold page's place "answers" only if the other gold pages alone do not:
+            # when they already answer, the swap says nothing about the distractor
+            jr = judge.judge(question, view(rest))
+            record("rest", "", gold_id, rest, jr)
+            if jr.label == "sufficient":
+                continue
         for unit_id, axis in distractors.get(gold_id, []):
             ids = golds[:gi] + [unit_id] + golds[gi + 1:]
             j = judge.judge(question, view(ids))
@@ -130,9 +141,13 @@ def validate(questions: pd.DataFrame, distractors: pd.DataFrame, judge, view: Ca
              max_repairs: int = 3, gold_from_people: bool = False) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Validate and repair every question.
 
-    gold_from_people: the evidence pages come from people's judgements (is_well_posed). A question
-    without an answer cannot be validated by a judge that needs one (its capabilities say so): it is
-    reported with status ``no_answer`` and slice ``not validated`` — skipped, not failed.
+    gold_from_people: the evidence pages come from people's judgements (is_well_posed), and people
+    come first: such a question is never moved out of the main set (single-gold) by a machine rule or
+    an answer text. When the judge says a distractor answers it, it stays as written with
+    ``flagged_by`` naming the judge (no qualifier is added to a question people judged); when the
+    judge needs an answer and there is none (or the answer says "N/A" while people named pages), it
+    is kept with status ``no_answer`` and a note saying the distractor check did not run. Without
+    people's gold, a question without an answer is ``not validated`` — skipped, not failed.
 
     distractors: tables/distractors.csv rows (random negatives are ignored). Returns
     (validation: VALIDATION_COLUMNS, validated questions: the kept questions with their final text
@@ -142,32 +157,48 @@ def validate(questions: pd.DataFrame, distractors: pd.DataFrame, judge, view: Ca
     by_gold = {g: list(zip(d["unit_id"], d["axis"])) for g, d in hard.groupby("gold_unit_id", sort=False)}
     meta = units.set_index("unit_id")
     rows, kept, logs = [], [], []
-    for q in bars.bar(questions.to_dict("records"), desc=f"validating ({getattr(judge, 'name', 'judge')})",
-                      unit="question"):
-        if NOT_ANSWERABLE.fullmatch(str(q.get("answer", "") or "").strip()):
+    name = getattr(judge, "name", "judge")
+    caps = getattr(judge, "capabilities", None)
+
+    def row(q, status, slice_, final_status="", note="", **kw):
+        return dict(dict(query_id=q["query_id"], status=status, axis="", repaired=False, final_text=q["text"],
+                         final_status=final_status or status, slice=slice_, added_qualifiers="", acceptable_unit_ids="",
+                         original_text=q["text"], evidence_structure=q.get("evidence_structure", ""),
+                         register=q.get("register", ""), flagged_by="", note=note), **kw)
+
+    for q in bars.bar(questions.to_dict("records"), desc=f"validating ({name})", unit="question"):
+        has_pages = bool([u for u in str(q.get("evidence_unit_ids", "")).split(";") if u])
+        answer = str(q.get("answer", "") or "").strip()
+        if NOT_ANSWERABLE.fullmatch(answer) and not (gold_from_people and has_pages):
             # the dataset says no page answers it: its own slice, never a retrieval failure
-            rows.append(dict(query_id=q["query_id"], status="not_answerable", axis="", repaired=False,
-                             final_text=q["text"], final_status="not_answerable", slice="not answerable",
-                             added_qualifiers="", acceptable_unit_ids="", original_text=q["text"],
-                             evidence_structure=q.get("evidence_structure", ""), register=q.get("register", "")))
+            rows.append(row(q, "not_answerable", "not answerable"))
             continue
-        if not [u for u in str(q.get("evidence_unit_ids", "")).split(";") if u]:
+        if not has_pages:
             # document-level judgements (or none): nothing page-level to validate against
-            rows.append(dict(query_id=q["query_id"], status="no_page_evidence", axis="", repaired=False,
-                             final_text=q["text"], final_status="no_page_evidence", slice="not validated",
-                             added_qualifiers="", acceptable_unit_ids="", original_text=q["text"],
-                             evidence_structure=q.get("evidence_structure", ""), register=q.get("register", "")))
+            rows.append(row(q, "no_page_evidence", "not validated"))
             continue
-        caps = getattr(judge, "capabilities", None)
-        if caps is not None and caps.needs_answer and not str(q.get("answer", "") or "").strip():
-            rows.append(dict(query_id=q["query_id"], status="no_answer", axis="", repaired=False,
-                             final_text=q["text"], final_status="no_answer", slice="not validated",
-                             added_qualifiers="", acceptable_unit_ids="", original_text=q["text"],
-                             evidence_structure=q.get("evidence_structure", ""), register=q.get("register", "")))
+        if NOT_ANSWERABLE.fullmatch(answer) or (caps is not None and caps.needs_answer and not answer):
+            why = (f"distractor check not run: {name} needs an answer" if not answer else
+                   f"distractor check not run: the answer text {answer!r} says no page answers, and people's "
+                   "judgements name evidence pages (theirs stand)")
+            if gold_from_people:
+                # people's judgements are the gold's labels: the question is scored and pooled, unchecked
+                rows.append(row(q, "no_answer", "single-gold", note=why))
+                kept.append({**q, "slice": "single-gold", "acceptable_unit_ids": ""})
+            else:
+                rows.append(row(q, "no_answer", "not validated", note=why))
             continue
         verdict = is_well_posed(q, by_gold, judge, view, gold_from_people=gold_from_people)
-        first, cur, added = verdict, dict(q), []
         logs.extend(verdict.log)
+        if gold_from_people and verdict.status == "answerable_from_distractor":
+            # a machine judge never moves a question people judged: it stays in the main set as written,
+            # flagged, and the pairs it named are in the labelling pool for people to settle
+            named = ", ".join(sorted({u for _, u, _, _ in verdict.answering}))
+            rows.append(row(q, verdict.status, "single-gold", axis=";".join(verdict.axes), flagged_by=name,
+                            note=f"{name} says {named} also answers; kept as people judged it, pair pooled for people"))
+            kept.append({**q, "slice": "single-gold", "acceptable_unit_ids": ""})
+            continue
+        first, cur, added = verdict, dict(q), []
         while verdict.status == "answerable_from_distractor" and len(added) < max_repairs:
             todo = [a for a in verdict.axes if a in REPAIRABLE and a not in _stated(cur)]
             if not todo:
@@ -190,11 +221,9 @@ def validate(questions: pd.DataFrame, distractors: pd.DataFrame, judge, view: Ca
             if agree:
                 acceptable = ";".join(sorted(set(str(q["evidence_unit_ids"]).split(";"))
                                              | {u for _, u, _, _ in verdict.answering}))
-        rows.append(dict(query_id=q["query_id"], status=first.status, axis=";".join(first.axes),
-                         repaired=bool(added) and verdict.status == "ok", final_text=cur["text"],
-                         final_status=verdict.status, slice=slice_, added_qualifiers=";".join(added),
-                         acceptable_unit_ids=acceptable, original_text=q["text"],
-                         evidence_structure=q.get("evidence_structure", ""), register=q.get("register", "")))
+        rows.append(row(q, first.status, slice_, final_status=verdict.status, axis=";".join(first.axes),
+                        repaired=bool(added) and verdict.status == "ok", final_text=cur["text"],
+                        added_qualifiers=";".join(added), acceptable_unit_ids=acceptable))
         if slice_ != "dropped":
             kept.append({**cur, "slice": slice_, "acceptable_unit_ids": acceptable})
     validation = pd.DataFrame(rows, columns=VALIDATION_COLUMNS)

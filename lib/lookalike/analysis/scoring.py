@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from lookalike.eval import metrics as M
+from lookalike.eval import ranking
 from lookalike.eval import stats
 from lookalike.retrieval import indexes as retrieve
 from lookalike.retrieval import systems
@@ -36,6 +37,14 @@ def restricted_run(scores: np.ndarray, query_ids: Sequence[str], unit_ids: Seque
             rows_u.append(u)
             rows_s.append(float(scores[qi, col[u]]))
     return pd.DataFrame({"query_id": rows_q, "unit_id": rows_u, "score": rows_s})
+
+
+def cut(run: pd.DataFrame, depth: int) -> pd.DataFrame:
+    """Each question's canonical top depth of a run (query_id, unit_id, score)."""
+    if run.empty:
+        return run
+    ranked = ranking.rank(run)
+    return ranked.loc[ranked["rank"] <= depth, ["query_id", "unit_id", "score"]].reset_index(drop=True)
 
 
 def fuse(method: str, runs: Sequence[pd.DataFrame], rrf_k: int = 60, depth: int = 100) -> pd.DataFrame:
@@ -114,12 +123,16 @@ def evidence_complete(qrels: pd.DataFrame, runs: Mapping[str, pd.DataFrame], que
                     cl = stats.cluster_array(clusters, list(part.index))
                     draws[st] = stats.bootstrap_means(part.to_numpy(dtype=np.float64), n_boot,
                                                   np.random.default_rng([seed, 16, i]), cl)
-                    lo, hi = np.quantile(draws[st], [0.025, 0.975])
+                    # one question says nothing of its own spread: no interval (never a zero-width one)
+                    lo, hi = np.quantile(draws[st], [0.025, 0.975]) if len(part) >= 2 else (np.nan, np.nan)
                     rows.append({"system": name, "aggregate": "structure", "evidence_structure": st, "measure": label,
                                  "k": k, "value": float(part.mean()), "value_lo": float(lo), "value_hi": float(hi),
                                  "n": len(part)})
-                macro = np.mean(np.vstack(list(draws.values())), axis=0) if draws else np.array([np.nan])
                 by_mean = col.groupby(groups, sort=True).mean()
+                sizes = col.groupby(groups, sort=True).size()
+                # a structure of one question would enter the Macro as exact: the Macro then has no interval
+                macro = (np.mean(np.vstack(list(draws.values())), axis=0) if draws and (sizes >= 2).all()
+                         else np.array([np.nan]))
                 rows.append({"system": name, "aggregate": "macro", "evidence_structure": "all", "measure": label,
                              "k": k, "value": float(by_mean.mean()) if len(by_mean) else float("nan"),
                              "value_lo": float(np.quantile(macro, 0.025)), "value_hi": float(np.quantile(macro, 0.975)),
@@ -141,6 +154,10 @@ def macro_weights(evidence: pd.DataFrame, few: int = 10) -> str:
     n = st.groupby("evidence_structure")["n"].max().sort_index()
     said = (f"Macro averages {len(n)} evidence structures with equal weight (questions: "
             + ", ".join(f"{k} n = {v}" for k, v in n.items()) + f"; Micro averages all {int(n.sum())}).")
+    single = n[n < 2]
+    if len(single):
+        said += (f" The Macro figure has no interval: {', '.join(single.index)} "
+                 f"{'has' if len(single) == 1 else 'have'} one question, whose uncertainty one question cannot measure.")
     thin = n[n < few]
     if len(thin):
         said += (f" Caution: {', '.join(f'{k} ({v})' for k, v in thin.items())} "
@@ -243,7 +260,10 @@ class CandidateSystems:
         for key, candidates in candidate_sets.items():
             runs = {n: restricted_run(scores[n], qids, unit_ids, candidates) for n in self.base}
             for name, parts in self.fusions.items():
-                runs[name] = fuse("rrf", [runs[p] for p in parts], rrf_k=self.rrf_k, depth=self.depth)
+                # each part cut at the run depth first, as stages 02 and 06 fuse the runs they export:
+                # the full-corpus point of any view is then the exported fused run's own figure
+                runs[name] = fuse("rrf", [cut(runs[p], self.depth) for p in parts], rrf_k=self.rrf_k,
+                                  depth=self.depth)
             for name, run in self.external.items():
                 runs[name] = restrict_ranking(run, candidates)
             if "ocr-minilm+doc-context" in scores:

@@ -1,4 +1,4 @@
-"""Command line: lookalike run PARAMS.yaml | check PARAMS.yaml | eval QRELS RUN | leak-check PARAMS.yaml | labels import ..."""
+"""Command line: lookalike run PARAMS.yaml | check PARAMS.yaml | eval QRELS RUN | leak-check PARAMS.yaml | audit RUN_DIR | labels import ..."""
 
 from __future__ import annotations
 
@@ -20,6 +20,10 @@ def main(argv: list[str] | None = None) -> int:
         from lookalike.cli.check import main as check_main
 
         return check_main(argv[1:])
+    if argv and argv[0] == "audit":
+        from lookalike.cli.audit import main as audit_main
+
+        return audit_main(argv[1:])
     if argv and argv[0] == "labels":
         from lookalike.cli.labels import main as labels_main
 
@@ -33,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("eval", help="trec_eval-style evaluation of a run against qrels (see lookalike eval -h)")
     sub.add_parser("leak-check", help="the leak ablation's CI gate (see lookalike leak-check -h)")
     sub.add_parser("check", help="read and validate every input a run would read, in seconds (see lookalike check -h)")
+    sub.add_parser("audit", help="check a run's figures against the invariants (see lookalike audit -h)")
     sub.add_parser("labels", help="the label store: import a labelling-page export (see lookalike labels -h)")
     args = parser.parse_args(argv)
     if args.command == "run":

@@ -122,8 +122,7 @@ def check_inputs(prm: dict) -> list[Report]:
             if got is not None:
                 qrels, r.skipped = got
                 r.rows = len(qrels)
-                raw = [line.split()[2] for line in Path(rpath).read_text(encoding="utf-8-sig").splitlines()
-                       if len(line.split()) >= 4 and not line.lower().startswith(("query", "question"))]
+                raw = [u for _, _, u, _ in I.judgement_rows(rpath)]     # TREC lines or a CSV / TSV with a header
                 if level == "page":
                     r.notes.append(f"page base declared {page_base}; {pagebase.evidence(raw, unit_ids)}")
                 structured = I.as_questions(questions, qrels, units, level)

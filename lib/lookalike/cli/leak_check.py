@@ -51,6 +51,7 @@ def run_gate(prm: dict, inject: str = "", seed: int | None = None, threshold: fl
                      dict(zip(corpus.units["unit_id"], corpus.units[{"document": "doc_id", "template": "template_id"}[
                          prm["stats"]["cluster"]]].astype(str))))
     seed = ctx.seed if seed is None else seed
+    table.attrs["not_evaluated"] = ab.not_evaluated     # why the retrieval half has no queries, if it has none
     return (L.gate_results(per_query, ab.pixel_pq, ab.probe, threshold, n_boot, seed, unit_clusters), table,
             len(corpus.units))
 
@@ -81,9 +82,13 @@ def main(argv: list[str] | None = None) -> int:
     for result in results:
         print(result.sentence())
     print(f"decision rule, per pixel system: {results[0].rule}; LEAK when any pixel system leaks")
+    why = table.attrs.get("not_evaluated", "")
+    if why and decision != "NOT EVALUATED":
+        print(f"retrieval half not evaluated: {why}; the verdict rests on the metadata probe alone")
     if decision == "NOT EVALUATED":
-        print("NOT EVALUATED: no blind / caption-derived query pairs could be built from this corpus "
-              "(they need caption fields, or your own leak.blind_queries file). Exit 3: the gate did not run.")
+        print("NOT EVALUATED: " + (why or "no blind / caption-derived query pairs could be built from this corpus "
+                                   "(they need caption fields, or your own leak.blind_queries file)")
+              + ". Exit 3: the gate did not run.")
         return NOT_EVALUATED
     if decision == "LEAK":
         leaky = [r for r in results if r.verdict == "LEAK"]

@@ -31,6 +31,7 @@ STAGES = list(stage_modules.STAGES)
 # written (relative to the repository root) and the stages resolve them one way
 # (StageContext.path), so a stored notebook carries no machine-specific absolute path.
 RUN_DIR_PARAM = "run_dir"
+SUMMARY_STAGE = "07_metric_tables"   # the stage that writes summary.html
 PARAMS_PARAM = "params"
 
 
@@ -43,7 +44,7 @@ class StageFailed(RuntimeError):
 
     def __init__(self, stage: str, notebook: Path, reason: str):
         super().__init__(f"stage {stage} failed: {reason}\n  partial notebook kept at {notebook}")
-        self.stage, self.notebook = stage, notebook
+        self.stage, self.notebook, self.reason = stage, notebook, reason
 
 
 def stage_parameters(stage: str, merged: dict[str, Any]) -> dict[str, Any]:
@@ -102,16 +103,33 @@ def execute(params_file: Path | str, out_root: Path | str = P.REPO_ROOT / "outpu
         raise P.ParamsError(f"unknown stage(s) {unknown}; stages are {STAGES}")
     plan = {stage: stage_parameters(stage, merged) for stage in stages}   # fail on params before running anything
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    timings: dict[str, float] = {}
+    failed: StageFailed | None = None
     with progress.relay():
         # every long pass a stage makes draws its bar here, on this terminal (never in the notebook)
-        timings = _run_stages(stages, plan, merged, nb_dir, run_dir, log)
+        try:
+            _run_stages(stages, plan, merged, nb_dir, run_dir, log, timings)
+        except StageFailed as exc:
+            failed = exc
     units_csv = run_dir / "tables" / "units.csv"
     fp = ""
     if units_csv.is_file():
         fp = corpus.fingerprint(pd.read_csv(units_csv, dtype=str, keep_default_na=False), run_dir)
-    report.build_index(run_dir, merged, [s for s in STAGES if (nb_dir / f"{s}.ipynb").is_file()])
+    if failed is None:
+        report.build_index(run_dir, merged, [s for s in STAGES if (nb_dir / f"{s}.ipynb").is_file()])
+    else:
+        # the run still leaves a report: what ran, the stage that failed and why, what did not run
+        later = stages[stages.index(failed.stage) + 1:]
+        ran = [s for s in STAGES if s in timings or (s not in stages and (nb_dir / f"{s}.ipynb").is_file())]
+        report.build_index(run_dir, merged, ran, failed={"stage": failed.stage, "error": failed.reason,
+                                                        "notebook": f"notebooks/{failed.notebook.name}"}, not_run=later)
+        if SUMMARY_STAGE not in timings:
+            report.write_failed_summary(run_dir, str(merged.get("title", "lookalike report")), failed.stage,
+                                        failed.reason, later)
     report.write_manifest(run_dir, merged, P.params_hash(merged), timings, fp, P.REPO_ROOT, started,
                           datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    if failed is not None:
+        raise failed
     log(f"[lookalike] {merged['run']}: report at {run_dir / 'index.html'}")
     return run_dir
 
@@ -148,13 +166,14 @@ def kernel_manager_class():
     return TiedKernelManager
 
 
-def _run_stages(stages: list[str], plan: dict, merged: dict, nb_dir: Path, run_dir: Path, log) -> dict[str, float]:
-    """Execute each stage notebook with papermill, normalise it and export its HTML; stage -> seconds."""
+def _run_stages(stages: list[str], plan: dict, merged: dict, nb_dir: Path, run_dir: Path, log,
+                timings: dict[str, float]) -> dict[str, float]:
+    """Execute each stage notebook with papermill, normalise it and export its HTML; fills timings
+    (stage -> seconds) as stages finish, so a failure still leaves the times of those that ran."""
     import papermill as pm
 
     manager = kernel_manager_class()
 
-    timings: dict[str, float] = {}
     for stage in stages:
         out_nb = nb_dir / f"{stage}.ipynb"
         log(f"[lookalike] {merged['run']}: stage {stage} ...")

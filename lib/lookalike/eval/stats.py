@@ -100,6 +100,8 @@ def paired_bootstrap(a, b, n_boot: int = 2000, alpha: float = 0.05, rng=0, clust
     either side of 0 (with one added to numerator and denominator, so it is never 0).
     """
     d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
+    if not len(d):                      # no paired questions: no difference to estimate (and no warning)
+        return float("nan"), float("nan"), float("nan"), float("nan")
     means = bootstrap_means(d, n_boot, _rng(rng), clusters)
     lo, hi = np.quantile(means, [alpha / 2, 1 - alpha / 2])
     below = (np.sum(means <= 0) + 1) / (n_boot + 1)

@@ -151,15 +151,11 @@ def _grade(value: str) -> int | None:
 _shift_page = pagebase.shift
 
 
-def read_judgements(path: Path | str, unit_ids: Iterable[str], query_ids: Iterable[str], level: str = "page",
-                    page_base: int = 1, doc_ids: Iterable[str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(qrels: query_id, unit_id, relevance — unit_id is a document id when level is 'document';
-    skipped). See the module docstring."""
+def judgement_rows(path: Path | str) -> list[tuple[int, str, str, str]]:
+    """(line or row, query id, unit or document id, relevance) as written in a qrels file: TREC lines,
+    or a CSV / TSV with a header (query_id or question_id; unit_id, doc_id, doc_name or docno;
+    relevance, label or grade). Nothing is normalised here; read_judgements does that."""
     path = Path(path)
-    if level not in ("page", "document"):
-        raise CorpusError(f"qrels level must be 'page' or 'document', got {level!r}")
-    if page_base not in (0, 1):
-        raise CorpusError(f"{path}: qrels page_base must be 0 or 1, got {page_base!r}")
     if not path.is_file():
         raise CorpusError(f"{path}: qrels file not found")
     try:
@@ -183,6 +179,19 @@ def read_judgements(path: Path | str, unit_ids: Iterable[str], query_ids: Iterab
             if len(f) < 4:
                 raise CorpusError(f"{path}: line {n} has {len(f)} fields; a TREC qrels line is 'query 0 unit relevance'")
             rows.append((n, f[0], f[2], f[3]))
+    return rows
+
+
+def read_judgements(path: Path | str, unit_ids: Iterable[str], query_ids: Iterable[str], level: str = "page",
+                    page_base: int = 1, doc_ids: Iterable[str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(qrels: query_id, unit_id, relevance — unit_id is a document id when level is 'document';
+    skipped). See the module docstring."""
+    path = Path(path)
+    if level not in ("page", "document"):
+        raise CorpusError(f"qrels level must be 'page' or 'document', got {level!r}")
+    if page_base not in (0, 1):
+        raise CorpusError(f"{path}: qrels page_base must be 0 or 1, got {page_base!r}")
+    rows = judgement_rows(path)
     known_q = set(query_ids)
     if level == "page":
         unit_ids = list(unit_ids)

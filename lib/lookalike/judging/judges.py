@@ -310,15 +310,48 @@ def content_words(text: str) -> set[str]:
     return _words(text)
 
 
-def answer_in_text(answer: str, text: str) -> bool:
-    """The answer appears in the text: every number of the answer (normalised) and every word of a
-    non-numeric answer."""
+# words that only say what a number counts in: they are part of the number's match, not context
+_NUMBER_WORDS = frozenset(_SCALE) | {"percent", "per", "cent", "usd", "eur", "gbp", "dollars"}
+
+
+def _fmt_number(n: float) -> str:
+    return f"{n:,.0f}" if float(n).is_integer() else f"{n:,.4g}"
+
+
+def answer_match(answer: str, text: str, question: str = "") -> str:
+    """What of the answer appears in the text, in words; "" when it does not appear.
+
+    Every number of the answer (normalised) must be there, and so must every content word of the
+    answer: "the Hanford casino" is not matched by a page that merely prints the same figure. A bare
+    number ("2", "$437M") says nothing about what it counts, so it matches only beside its context:
+    at least half (rounded up) of the question's content words on the same page. An answer without
+    numbers matches when all its content words are there; one with neither ("N/A", "-") never does.
+    """
     nums = _numbers(answer)
-    have = _numbers(text)
+    words = _words(answer) - _NUMBER_WORDS
+    page = _words(text)
     if nums:
-        return all(any(abs(n - h) <= 1e-9 * max(1.0, abs(n)) for h in have) for n in nums)
-    words = _words(answer)
-    return bool(words) and words <= _words(text)
+        have = _numbers(text)
+        if not all(any(abs(n - h) <= 1e-9 * max(1.0, abs(n)) for h in have) for n in nums):
+            return ""
+        said = ", ".join(_fmt_number(n) for n in nums)
+        if words:
+            if not words <= page:
+                return ""
+            return f"the answer's number{'s' if len(nums) > 1 else ''} ({said}) and words ({', '.join(sorted(words))})"
+        context = _words(question) - _NUMBER_WORDS
+        found = sorted(context & page)
+        if not context or len(found) < (len(context) + 1) // 2:
+            return ""
+        return f"the answer's number{'s' if len(nums) > 1 else ''} ({said}) beside the question's words ({', '.join(found[:5])})"
+    if words and words <= page:
+        return f"the answer's words ({', '.join(sorted(words))})"
+    return ""
+
+
+def answer_in_text(answer: str, text: str, question: str = "") -> bool:
+    """The answer appears in the text by answer_match's rule."""
+    return bool(answer_match(answer, text, question))
 
 
 @register("answer-string", "a string match of the question's answer in OCR text: a model-only label; on the demo "
@@ -326,8 +359,8 @@ def answer_in_text(answer: str, text: str) -> bool:
 class AnswerStringJudge:
     """Reads the unit's OCR text only (pass it as unit['text']); an evidence set's texts are joined.
 
-    *sufficient*: the answer appears in the text (every number, normalised; every word of a worded
-    answer). *supporting*, as the labels mean it (vocab.LABEL_MEANINGS) as far as text allows: the
+    *sufficient*: the answer appears in the text by answer_match's rule (every number, normalised,
+    and every content word of the answer; a bare number beside the question's words). *supporting*, as the labels mean it (vocab.LABEL_MEANINGS) as far as text allows: the
     text names the asked metric for the asked entity — the entity and metric names the question
     uses, from the corpus's own entity and metric vocabulary (``units``) — without the answer. Words
     every look-alike of a template prints (titles, axis words) do not make a page supporting. A
@@ -368,8 +401,9 @@ class AnswerStringJudge:
     def judge(self, question: Mapping, unit: Mapping) -> Judgement:
         text = str(unit.get("text", ""))
         answer = str(question.get("answer", ""))
-        if answer and answer_in_text(answer, text):
-            return Judgement("sufficient", f"the answer {answer!r} appears on the page", self.name, answer)
+        matched = answer_match(answer, text, str(question.get("text", ""))) if answer else ""
+        if matched:
+            return Judgement("sufficient", f"{matched} on the page (answer {answer!r})", self.name, answer)
         asked, low = str(question.get("text", "")).lower(), text.lower()
         entities, metrics = self._asked_names(asked)
         if entities or metrics:
@@ -591,7 +625,9 @@ def cohen_kappa(a: Sequence[str], b: Sequence[str], labels: Sequence[str] = LABE
     a, b = list(a), list(b)
     if len(a) != len(b):
         raise ValueError(f"kappa needs paired labels: {len(a)} vs {len(b)}")
-    if not a:
+    if not a or len(set(a)) < 2 or len(set(b)) < 2:
+        # one judge gave one label throughout: chance agreement is then the agreement itself and
+        # kappa comes out 0 whatever the other judge did — a number that measures nothing
         return float("nan")
     cm = confusion(a, b, labels).to_numpy(dtype=float)
     n = cm.sum()
@@ -693,7 +729,7 @@ def kappa_ci(a: Sequence[str], b: Sequence[str], n_boot: int = 1000, seed: int =
     x = np.asarray([code[v] for v in a], dtype=np.int64)
     y = np.asarray([code[v] for v in b], dtype=np.int64)
     n, m = len(x), len(LABELS)
-    if n < 2:
+    if n < 2 or len(set(x.tolist())) < 2 or len(set(y.tolist())) < 2:
         return float("nan"), float("nan")
     # The same draws as integers(0, n, size=(n_boot, n)) in int64 (numpy takes both from one 32-bit
     # stream), held in int32; each pair's (first, second) cell coded once; the replicates' cells
@@ -711,8 +747,10 @@ def kappa_ci(a: Sequence[str], b: Sequence[str], n_boot: int = 1000, seed: int =
     cm = cm.reshape(n_boot, m, m)
     po = np.trace(cm, axis1=1, axis2=2) / n
     pe = (cm.sum(axis=2) * cm.sum(axis=1)).sum(axis=1) / n ** 2
+    # a replicate in which either judge drew one label only has no kappa (as cohen_kappa)
+    one_label = ((cm.sum(axis=2) > 0).sum(axis=1) < 2) | ((cm.sum(axis=1) > 0).sum(axis=1) < 2)
     with np.errstate(divide="ignore", invalid="ignore"):
-        kappas = np.where(pe < 1.0, (po - pe) / (1 - pe), np.nan)
+        kappas = np.where((pe < 1.0) & ~one_label, (po - pe) / (1 - pe), np.nan)
     values = kappas[~np.isnan(kappas)]
     if not len(values):
         return float("nan"), float("nan")
@@ -730,7 +768,9 @@ def kappa_words(row: Mapping) -> str:
             return float("nan")
     k, lo, hi = num("kappa"), num("kappa_lo"), num("kappa_hi")
     if k != k:
-        return "kappa undefined (a judge gave one label throughout, or there were no pairs)"
+        agree, n = num("agreement"), num("n")
+        raw = (f"; raw agreement {agree:.2f} over {int(n)} pairs" if agree == agree and n == n and n > 0 else "")
+        return ("kappa undefined (a judge gave one label throughout, or there were no pairs)" + raw)
     return f"kappa {k:.2f}" + (f" [{lo:.2f}, {hi:.2f}]" if lo == lo and hi == hi else "")
 
 

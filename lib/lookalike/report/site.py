@@ -199,6 +199,7 @@ def _table_html(df: pd.DataFrame, table_id: str) -> str:
 
 # the systems table on index.html: what each column is called there (the CSV keeps its names)
 SYSTEM_HEADERS = {"system": "system", "provenance": "reads", "kind": "kind", "n": "n", "recall_10": "Recall@10",
+                  "chance_recall_10": "chance, Recall@10", "vs_chance": "against chance",
                   "ndcg_cut_10": "nDCG@10", "recall_all_10": "RecallAll@10", "encoder_id": "encoder"}
 
 
@@ -251,8 +252,43 @@ def _has_rows(path: Path) -> bool:
         return sum(1 for _, _line in zip(range(2), fh)) > 1
 
 
-def build_index(run_dir: Path | str, params: dict[str, Any], stages: list[str]) -> Path:
-    """Write outputs/<run>/index.html from the run's headlines, tables and manifest."""
+def _failure_words(stage: str, error: str, notebook: str) -> str:
+    return (f"Stage {stage} failed: {error}. What to do: open {notebook} (the partial notebook is kept) to see "
+            f"the cell that raised, mend the input or parameter the error names (lookalike check PARAMS.yaml "
+            f"reads every input in seconds), then run again; --stage {stage} runs that stage alone once the "
+            "stages before it have run.")
+
+
+def write_failed_summary(run_dir: Path | str, title: str, stage: str, error: str, not_run: list[str]) -> Path:
+    """summary.html for a run that stopped before its metric tables: what failed and what did not run,
+    so a stakeholder's link never opens an old run's figures or nothing."""
+    blocks = [{"heading": "This run did not finish",
+               "text": _failure_words(stage, error, f"notebooks/{stage}.ipynb"),
+               "note": ("Did not run, because a stage before them failed: " + ", ".join(not_run) + "."
+                        if not_run else "")}]
+    return write_summary(run_dir, title, blocks)
+
+
+def _corpus_sentence(params: dict[str, Any], units: pd.DataFrame) -> str:
+    """index.html's corpus line: the source, where it was read from (when there is a where), counts;
+    templates are counted only when the corpus names them."""
+    corpus = params.get("corpus", {})
+    source = str(corpus.get("source", ""))
+    where = corpus.get("demo_size", "") if source == "demo" else (corpus.get("root", "") or corpus.get("manifest", ""))
+    where = Path(str(where)).name if source != "demo" and where else str(where)
+    head = f"{source} corpus" + (f" ({where})" if where else "")
+    docs = units["doc_id"].nunique() if "doc_id" in units.columns else 0
+    templates = units.loc[units["template_id"].astype(str) != "", "template_id"].nunique() if "template_id" in units.columns else 0
+    tmpl = (f"{templates} template" + ("" if templates == 1 else "s") if templates
+            else "no template metadata (hard negatives fall back to appearance clusters)")
+    return (f"{head}: {len(units)} unit" + ("" if len(units) == 1 else "s") + f" in {docs} document"
+            + ("" if docs == 1 else "s") + f", {tmpl}.")
+
+
+def build_index(run_dir: Path | str, params: dict[str, Any], stages: list[str], failed: dict | None = None,
+                not_run: list[str] = ()) -> Path:
+    """Write outputs/<run>/index.html from the run's headlines, tables and manifest. failed (stage, error,
+    notebook) and not_run: a run that stopped says which stage failed, why, and what did not run."""
     run_dir = Path(run_dir)
     esc = html.escape
     parts = [f"<h1>{esc(str(params.get('title', 'lookalike report')))}</h1>",
@@ -263,14 +299,13 @@ def build_index(run_dir: Path | str, params: dict[str, Any], stages: list[str]) 
     if (run_dir / "browse" / "index.html").is_file():
         parts.append('<p><a href="browse/index.html"><b>Failure browser</b></a>: one row per question and system — '
                      'the top 5 with their labels, the gold, and the look-alike that beat it.</p>')
+    if failed:
+        parts.append(f"<h2>This run did not finish</h2><p class=failed>"
+                     f"{esc(_failure_words(failed['stage'], failed['error'], failed['notebook']))}</p>")
     units_csv = run_dir / "tables" / "units.csv"
-    corpus = params.get("corpus", {})
     if units_csv.is_file():
         units = pd.read_csv(units_csv, dtype=str, keep_default_na=False)
-        source = corpus.get("source", "")
-        where = corpus.get("demo_size", "") if source == "demo" else corpus.get("manifest", "")
-        parts.append(f"<h2>Corpus</h2><p>{esc(source)} corpus ({esc(str(where))}): {len(units)} units in "
-                     f"{units['doc_id'].nunique()} documents, {units['template_id'].nunique()} templates.</p>")
+        parts.append(f"<h2>Corpus</h2><p>{esc(_corpus_sentence(params, units))}</p>")
     systems_csv = run_dir / "tables" / "systems.csv"
     parts.append("<h2>Systems</h2>")
     if systems_csv.is_file():
@@ -299,6 +334,12 @@ def build_index(run_dir: Path | str, params: dict[str, Any], stages: list[str]) 
                 block.append(f'<p><img src="figures/{esc(fig)}.png" alt="{esc(fig)}"></p>')
         block.append(f"<p>{links}</p></div>")
         parts.extend(block)
+    if failed:
+        parts.append(f"<div class=stage><h3>{esc(failed['stage'])}: failed</h3><p>{esc(failed['error'])}</p>"
+                     f'<p><a href="{esc(failed["notebook"])}">the partial notebook</a></p></div>')
+    for stage in not_run:
+        parts.append(f"<div class=stage><h3>{esc(stage)}: did not run</h3><p>stage {esc(failed['stage'] if failed else '')} "
+                     "failed before it.</p></div>")
     # tables with no rows (the demo's answer key on your corpus, say) are left out of the list
     tables = sorted(p.name for p in (run_dir / "tables").glob("*.csv")
                     if _has_rows(p))

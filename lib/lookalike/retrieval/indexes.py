@@ -78,10 +78,16 @@ class DenseIndex:
 
     def search(self, queries: Vectors, k: int = 100) -> pd.DataFrame:
         q = np.ascontiguousarray(queries.data, dtype=np.float32)
-        # Ask faiss for a few more than k so ties at the cut are resolved by the canonical rule,
-        # not by faiss' internal order.
-        depth = min(len(self.unit_ids), k + 16)
-        scores, idx = self._index.search(q, depth)
+        # Ask faiss for more than k until no question's tie at the cut runs past what came back, so
+        # the canonical rule (not faiss' internal order) picks among tied units: a caption index
+        # that scores every page of one document alike has ties far wider than any fixed margin.
+        n = len(self.unit_ids)
+        depth = min(n, k + 16)
+        while True:
+            scores, idx = self._index.search(q, depth)
+            if depth >= n or depth <= k or not len(q) or not np.any(scores[:, depth - 1] >= scores[:, k - 1]):
+                break
+            depth = min(n, depth * 4)
         return _run_frame(queries.ids, self.unit_ids, scores, idx, k)
 
 

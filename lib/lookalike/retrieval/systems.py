@@ -284,6 +284,21 @@ def first_look(runs: dict[str, pd.DataFrame], qrels: pd.DataFrame, provenance: d
     return pd.DataFrame(rows)
 
 
+def with_chance(look: pd.DataFrame, candidates: int, k: int = 10) -> pd.DataFrame:
+    """The first look with what chance scores beside it: a random ranking of the candidates holds each
+    evidence unit in its top k with probability k/N, so its expected Recall@k is k/N (N the units, or
+    the documents when judgements are per document). vs_chance says, per system, whether its 95% CI
+    of Recall@k lies above that or holds it (then it is indistinguishable from chance)."""
+    out = look.copy()
+    if not len(out) or f"recall_{k}" not in out.columns or candidates < 1:
+        return out
+    chance = min(k, candidates) / candidates
+    out[f"chance_recall_{k}"] = chance
+    out["vs_chance"] = ["indistinguishable from chance" if lo <= chance else "above chance"
+                        for lo in out[f"recall_{k}_lo"]]
+    return out
+
+
 def score_matrix(unit_vectors, query_vectors) -> np.ndarray:
     """Every query's score for every unit: (n_queries, n_units), float32 — dot products for single
     vectors, BM25 for texts, MaxSim for multi-vectors."""

@@ -124,11 +124,17 @@ def run(ctx: StageContext) -> StageResult:
         unit_doc = dict(zip(units["unit_id"], units["doc_id"]))
         qrels = given[["query_id", "unit_id", "relevance"]]
         look = systems.first_look({n: I.document_run(r, unit_doc) for n, r in runs.items()}, qrels, provenance, seed=seed)
+        look = systems.with_chance(look, units["doc_id"].nunique())
         res.say("judgements are per document: each system is scored by its best page per document")
     else:
         qrels = given[["query_id", "unit_id", "relevance"]] if given is not None and len(given) else systems.evidence_qrels(questions)
         look = systems.first_look(runs, qrels, provenance, seed=seed,
                                   clusters=ctx.clusters(dict(zip(questions["query_id"], questions["evidence_unit_ids"]))))
+        look = systems.with_chance(look, len(units))
+    if len(look) and "chance_recall_10" in look.columns:
+        res.say(f"chance: a random ranking's Recall@10 is {look['chance_recall_10'].iloc[0]:.3f} (10 / "
+                f"{round(10 / look['chance_recall_10'].iloc[0]) if look['chance_recall_10'].iloc[0] < 1 else 'all'} "
+                "candidates); a system whose 95% CI holds it is indistinguishable from chance")
     with pd.option_context("display.float_format", "{:.3f}".format):
         res.say(look.to_string(index=False) if len(look) else "no runs")
     res.html_table("first_look", look)
@@ -160,11 +166,16 @@ def run(ctx: StageContext) -> StageResult:
               sort_by=["encoder"])
     pixel_rows = (look[look["provenance"] == "pixels"].sort_values("recall_10", ascending=False, kind="mergesort")
                   if len(look) else look)
+    best = pixel_rows.iloc[0] if len(pixel_rows) else None
     sentence = (f"{len(runs)} systems ranked {len(questions)} questions; the best pixel-only system "
-                f"({pixel_rows.iloc[0]['system']}) has Recall@10 {pixel_rows.iloc[0]['recall_10']:.2f} against "
+                f"({best['system']}) has Recall@10 {best['recall_10']:.2f} [{best['recall_10_lo']:.2f}, "
+                f"{best['recall_10_hi']:.2f}] against "
                 + ("the generator's evidence units" if ctx.get("corpus.source") == "demo" else "your judgements")
+                + (f"; chance is {best['chance_recall_10']:.2f}" + (", and it is indistinguishable from chance"
+                                                                   if best["vs_chance"] != "above chance" else "")
+                   if "chance_recall_10" in best.index else "")
                 + " (first look: no hard negatives yet)."
-                if len(pixel_rows) else f"{len(unit_vectors)} encoders ran; no questions, so no runs.")
+                if best is not None else f"{len(unit_vectors)} encoders ran; no questions, so no runs.")
     res.headline(
         sentence,
         figure="02_first_look" if len(look) else "",

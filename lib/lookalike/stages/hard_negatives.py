@@ -95,14 +95,18 @@ def run(ctx: StageContext) -> StageResult:
     if "ocr-bm25" in scores and len(single):
         h = N.harder(scores["ocr-bm25"], list(units["unit_id"]), list(single["query_id"]), gold, sets["random"],
                      sets["hard"], seed, clusters=ctx.clusters(gold))
-        res.say(f"random − hard top-1 of ocr-bm25, paired over {h['n']} questions: {h['difference']:+.2f} "
-                f"[{h['lo']:+.2f}, {h['hi']:+.2f}]")
-        if not h["harder"]:
+        if not h["n"]:
+            res.say("random − hard top-1 of ocr-bm25: not measured (no question has both kinds of negatives)")
+            harder = " Whether the hard set is harder than random negatives was not measured: no question has both."
+        else:
+            res.say(f"random − hard top-1 of ocr-bm25, paired over {h['n']} questions: {h['difference']:+.2f} "
+                    f"[{h['lo']:+.2f}, {h['hi']:+.2f}]")
+        if h["n"] and not h["harder"]:
             harder = (f" The hard set is not measurably harder than random negatives here (paired top-1 difference "
                       f"{h['difference']:+.2f} [{h['lo']:+.2f}, {h['hi']:+.2f}] over {h['n']} questions): read the "
                       "hard-negative figures with that in mind.")
     with pd.option_context("display.float_format", "{:.3f}".format):
-        res.say(top1_table.to_string(index=False) if len(top1_table) else "no page-single questions to score")
+        res.say(top1_table.to_string(index=False, na_rep="·") if len(top1_table) else "no page-single questions to score")
     res.html_table("top1", top1_table)
 
     res.section("top1_chart")
@@ -122,9 +126,10 @@ def run(ctx: StageContext) -> StageResult:
         elif len(ladder):
             res.say("synthetic systems that always rank the gold's template first, then the right look-alike first "
                     "with probability p (else another look-alike), on the page-single questions:")
-            res.say(ladder.pivot_table(index="p", columns="negatives", values="top1").to_string())
+            res.say(ladder.pivot_table(index="p", columns="negatives", values="top1").to_string(na_rep="·"))
             res.say("least-squares slope of top-1 on p: "
-                    + ", ".join(f"{k} {v:+.2f}" for k, v in sorted(slopes.items())))
+                    + ", ".join(f"{k} {v:+.2f}" if v == v else f"{k} not measured (fewer than two rungs with questions)"
+                                for k, v in sorted(slopes.items())))
         else:
             res.say("no page-single questions: no ladder")
     res.figure("04_validity_ladder", charts.validity_ladder(ladder) if len(ladder) else None)
@@ -167,7 +172,8 @@ def run(ctx: StageContext) -> StageResult:
     method_said = " Distractors: " + ("per-axis pools." if has_metadata else "appearance clustering (no template metadata).")
     r = top1_table.set_index(["system", "negatives"])["top1"]
     d = doc_table.set_index(["system", "negatives"])["top1"]
-    sentence = ("Top-1 of ocr-bm25: " + ", ".join(f"{neg} {r[('ocr-bm25', neg)]:.2f}" for neg in ("random", "hard", "corpus"))
+    fig = lambda v: f"{v:.2f}" if v == v else "not measured (no question has such negatives)"  # noqa: E731
+    sentence = ("Top-1 of ocr-bm25: " + ", ".join(f"{neg} {fig(r[('ocr-bm25', neg)])}" for neg in ("random", "hard", "corpus"))
                 + " — each against its own negatives (questions as generated; stage 05 repeats it on validated ones)."
                 if ("ocr-bm25", "hard") in r.index else
                 "Document top-1 of ocr-bm25: " + ", ".join(f"{neg} {d[('ocr-bm25', neg)]:.2f}" for neg in ("random", "hard", "corpus"))

@@ -137,7 +137,7 @@ def run(ctx: StageContext) -> StageResult:
                                    "adjudicator": "human" if yours and adjudicator is None else adjudicator_name,
                                    **J.agreement(both["label_model"], both["label_adjudicated"])}])
         with pd.option_context("display.float_format", "{:.3f}".format):
-            res.say(agreement.to_string(index=False))
+            res.say(agreement.to_string(index=False, na_rep="undefined"))
             res.say()
             res.say(J.confusion(both["label_model"], both["label_adjudicated"]).to_string())
     else:

@@ -116,9 +116,9 @@ def run(ctx: StageContext) -> StageResult:
     with pd.option_context("display.float_format", "{:.3f}".format):
         res.say(table.to_string(index=False))
         res.say()
-        res.say(L.ratios(table).to_string(index=False))
+        res.say(L.ratios(table, chance=min(10, len(units)) / max(1, len(units))).to_string(index=False, na_rep="·"))
     res.html_table("ablation", table)
-    res.html_table("ablation_ratios", L.ratios(table))
+    res.html_table("ablation_ratios", L.ratios(table, chance=min(10, len(units)) / max(1, len(units))))
 
     res.section("dual")
     dual_table = ab.systems_table
@@ -149,12 +149,15 @@ def run(ctx: StageContext) -> StageResult:
 
     res.section("resolution")
 
-    n = int(table["n"].iloc[0])
+    n = int(table["n"].iloc[0]) if len(table) else 0
     img = table[table["index"] == "image"].set_index("query_set")["recall_10"]
-    res.say(f"n = {n} queries per set; SE of a recall near 0.5: ±{stats.proportion_se(0.5, n):.3f}; "
-          f"smallest resolvable difference: ±{L.resolution(n):.3f}")
-    res.say(f"image index: SE blind ±{stats.proportion_se(img['blind'], n):.3f}, caption-derived "
-          f"±{stats.proportion_se(img['caption-derived'], n):.3f}")
+    if n:
+        res.say(f"n = {n} queries per set; SE of a recall near 0.5: ±{stats.proportion_se(0.5, n):.3f}; "
+                f"smallest resolvable difference: ±{L.resolution(n):.3f}")
+        res.say(f"image index: SE blind ±{stats.proportion_se(img['blind'], n):.3f}, caption-derived "
+                f"±{stats.proportion_se(img['caption-derived'], n):.3f}")
+    else:
+        res.say("no queries, so no resolution: " + (ab.not_evaluated or "no blind / caption-derived pairs"))
 
     res.section("breakdowns")
     res.show["by_register"] = L.breakdown(per_query, "register").pivot_table(
@@ -168,9 +171,11 @@ def run(ctx: StageContext) -> StageResult:
     verdict = gates[0]
     decision = L.overall(gates)
     ok, blind, derived = decision != "LEAK", verdict.blind, verdict.derived
+    if ab.not_evaluated:
+        res.say(f"retrieval half not evaluated: {ab.not_evaluated}")
     if decision == "NOT EVALUATED":
-        res.say("NOT EVALUATED: no blind / caption-derived query pairs could be built from this corpus "
-              "(they need caption fields and template metadata, or your own leak_blind_queries file)")
+        res.say("NOT EVALUATED: " + (ab.not_evaluated or "no blind / caption-derived query pairs could be built from "
+                                     "this corpus (they need caption fields, or your own leak.blind_queries file)"))
     else:
         for g in gates:
             res.say(g.sentence())
@@ -222,8 +227,9 @@ def run(ctx: StageContext) -> StageResult:
                                           "verdict": g.verdict} for g in gates]))
     L.judging_sheet_html(sheet, units, RUN / "html" / "03_judging_sheet.html", RUN, salt=str(seed))
     res.headline(
-        ("Not evaluated: no blind / caption-derived query pairs could be built from this corpus."
+        (f"Not evaluated: {ab.not_evaluated or 'no blind / caption-derived query pairs could be built from this corpus'}."
          if decision == "NOT EVALUATED" else
+         f"{verdict.sentence()} Retrieval half not evaluated: {ab.not_evaluated}." if ab.not_evaluated else
          f"Image index recall@10: blind {blind:.2f}, caption-derived {derived:.2f}, paired difference "
          f"{verdict.difference:+.2f} [{verdict.lo:+.2f}, {verdict.hi:+.2f}] over {verdict.n_pairs} units "
          f"({'no leak in any pixel system' if ok else 'LEAK: ' + ', '.join(g.index for g in gates if g.verdict == 'LEAK')}); caption index {table.iloc[2]['recall_10']:.2f} → {table.iloc[3]['recall_10']:.2f}"

@@ -78,9 +78,11 @@ def run(ctx: StageContext) -> StageResult:
         pq = S.per_query(orig_qrels, run, ["top1"], list(orig["query_id"]))
         ci = stats.bootstrap_ci(pq["top1"].to_numpy(), 2000, rng=np.random.default_rng([seed, 70]),
                                 clusters=stats.cluster_array(clusters, list(pq.index)))
+        # chance: a random pick among the gold and its random negatives, 1 / (1 + negatives), averaged
+        chance = float(np.mean([1.0 / len(set(rand_c[q])) for q in pq.index])) if len(pq) else float("nan")
         random_rows.append({"system": name, "n": ci.n, "top1": ci.estimate, "top1_lo": ci.lo, "top1_hi": ci.hi,
-                            "interval": stats.interval_words(clusters)})
-    top1_random = pd.DataFrame(random_rows, columns=["system", "n", "top1", "top1_lo", "top1_hi", "interval"])
+                            "chance": chance, "interval": stats.interval_words(clusters)})
+    top1_random = pd.DataFrame(random_rows, columns=["system", "n", "top1", "top1_lo", "top1_hi", "chance", "interval"])
     with pd.option_context("display.float_format", "{:.3f}".format):
         res.say(top1_random.to_string(index=False) if len(top1_random) else "no page-single questions")
     res.html_table("top1_random", top1_random)
@@ -112,6 +114,7 @@ def run(ctx: StageContext) -> StageResult:
         if name in tr.index:
             r = tr.loc[name]
             row["top-1, random negatives (as generated)"] = S.fmt_ci(r["top1"], r["top1_lo"], r["top1_hi"])
+            row["chance (top-1)"] = f"{r['chance']:.2f}" + (" — indistinguishable" if r["top1_lo"] <= r["chance"] else "")
             row["n (as generated)"] = int(r["n"])
         for label, m, k in (("sufficient@1", "sufficient", 1), ("sufficient@5", "sufficient", 5),
                             ("supporting-only@5", "supporting_only", 5), ("neither@5", "neither", 5)):
@@ -192,8 +195,13 @@ def run(ctx: StageContext) -> StageResult:
             revision_units = int((pools["pool"] > 0).sum())
         optional = lambda name: read(name) if ctx.has_table(name) else pd.DataFrame()  # noqa: E731
         ladder = optional("validity_ladder")
+        from lookalike.data import demo   # the generator's own rule for which questions it under-specified
+
+        planted_qs = set(questions.loc[demo.under_specified(questions, units.assign(
+            revision=units["revision"].astype(int))).to_numpy(), "query_id"])
         effects = C.planted_effects(
             read("planted"), validation=read("question_validation"), revision_pool_units=revision_units,
+            planted_questions=planted_qs, judgements=optional("validation_judgements"),
             leak_gate=optional("leak_gate"), leak_planted=optional("leak_planted"),
             leak_per_query=optional("leak_per_query"), door_summary=optional("judge_door_summary"),
             ladder_slopes=N.ladder_slopes(ladder) if len(ladder) else {}, unit_clusters=ctx.unit_clusters(),
@@ -221,7 +229,7 @@ def run(ctx: StageContext) -> StageResult:
     breakdown = (pd.concat(parts, ignore_index=True)[["system", "by", "group", "n", "sufficient_5"]] if parts
                  else pd.DataFrame(columns=["system", "by", "group", "n", "sufficient_5"]))
     with pd.option_context("display.float_format", "{:.3f}".format):
-        res.say(breakdown.pivot_table(index=["by", "group"], columns="system", values="sufficient_5").to_string()
+        res.say(breakdown.pivot_table(index=["by", "group"], columns="system", values="sufficient_5").to_string(na_rep="·")
               if len(breakdown) else "no validated questions")
     if len(breakdown):
         wide = breakdown.pivot_table(index=["by", "group", "n"], columns="system", values="sufficient_5").reset_index()
@@ -231,7 +239,7 @@ def run(ctx: StageContext) -> StageResult:
     res.section("evidence")
     with pd.option_context("display.float_format", "{:.3f}".format):
         agg = evidence[(evidence["aggregate"] != "structure") & (evidence["k"] == 10)]
-        res.say(agg.pivot_table(index=["system", "aggregate"], columns="measure", values="value").to_string()
+        res.say(agg.pivot_table(index=["system", "aggregate"], columns="measure", values="value").to_string(na_rep="·")
               if len(agg) else "no validated questions")
         if len(agg):
             wide = _ci_pivot(agg, ["system", "aggregate", "n"])
@@ -241,7 +249,7 @@ def run(ctx: StageContext) -> StageResult:
         st = evidence[(evidence["aggregate"] == "structure") & (evidence["k"] == 10) & (evidence["measure"] == "RecallAll")]
         res.say(S.macro_weights(evidence))
         res.say("RecallAll@10 by evidence structure (n per cell in tables/evidence_complete.csv):")
-        res.say(st.pivot_table(index="evidence_structure", columns="system", values="value").to_string() if len(st) else "-")
+        res.say(st.pivot_table(index="evidence_structure", columns="system", values="value").to_string(na_rep="·") if len(st) else "-")
 
     res.section("settings")
     # the benchmark's settings per family: Base / Ctx / B+Ctx / Rerank / Q-Split (analysis.views)
@@ -274,9 +282,9 @@ def run(ctx: StageContext) -> StageResult:
         cells = V.source_structure(frames_ev, strict, units, source_column, seed=seed, clusters=clusters)
         with pd.option_context("display.float_format", "{:.2f}".format):
             res.say(f"RecallAll@5 by {source_column} (rows) × evidence structure; n per cell in "
-                    "tables/recall_all_by_source.csv")
+                    "tables/recall_all_by_source.csv; · no question of that source and structure")
             res.say(cells.pivot_table(index=["system", "source"], columns="evidence_structure",
-                                      values="recall_all_5").to_string())
+                                      values="recall_all_5").to_string(na_rep="·"))
     else:
         res.say("no validated questions: no source × structure view")
     res.figure("07_source_structure", V.heatmap(cells, source_column) if len(cells) else None)
@@ -352,7 +360,7 @@ def run(ctx: StageContext) -> StageResult:
         if len(trace):
             res.say(trace.groupby("method")[["in_some_pool", "in_fused_top_k", "lost"]].sum().to_string())
             res.say()
-            res.say(trace_counts.pivot_table(index="component", columns="method", values="questions_lost").to_string())
+            res.say(trace_counts.pivot_table(index="component", columns="method", values="questions_lost").to_string(na_rep="·"))
         else:
             res.say("fewer than two component systems: no fusion to trace")
 
@@ -374,6 +382,11 @@ def run(ctx: StageContext) -> StageResult:
         res.after_save.append(lambda: browse.write_browser(RUN, failures, strict, units, RUN,
                                                            labels_note=_sentence(L.provenance(current, read("label_agreement"))[0])))
     res.table("haystack_curve", haystack, sort_by=["system", "measure", "corpus_size"])
+    # the judgements every corpus-wide figure here is scored against, beside runs_validated/: lookalike
+    # eval (or trec_eval) on the two gives the same figures (lookalike audit checks that it does)
+    (RUN / "qrels").mkdir(exist_ok=True)
+    if len(evidence_qrels):
+        trec.write_qrels(evidence_qrels.sort_values(["query_id", "unit_id"]), RUN / "qrels" / "evidence_validated.qrels")
     res.table("fusion_trace", trace, sort_by=["method", "query_id"])
     res.table("fusion_trace_counts", trace_counts, sort_by=["method", "component"])
     macro = (_ci_pivot(evidence[(evidence["aggregate"] == "macro") & (evidence["k"] == 10)], ["system", "n"])
@@ -385,9 +398,9 @@ def run(ctx: StageContext) -> StageResult:
     blocks = [
         {"heading": "Headline: each system against easy and hard negatives", "table": headline,
          "text": "Top-1 against random pages (questions as generated) beside what the top k holds when the "
-                 "competitors are pages one fact away from the answer (validated questions). The columns do not "
+                 f"competitors are {hard_words(distractors)} (validated questions). The columns do not "
                  "share a denominator: each has its own n and 95% CI, and they are not subtracted from one another.",
-         "figure": "07_sufficiency"},
+         "note": ceiling_note(headline), "figure": "07_sufficiency"},
         {"heading": "Evidence-complete retrieval (Macro over evidence structures, k = 10)", "table": macro,
          "text": "nDCG and Recall credit any evidence page found; nDCGAll and RecallAll only when every evidence "
                  "page of a question is in the top 10. " + S.macro_weights(evidence)},
@@ -408,7 +421,8 @@ def run(ctx: StageContext) -> StageResult:
     if (RUN / "tables" / "validity_ladder.csv").is_file() and len(read("validity_ladder")):
         ladder_t = read("validity_ladder")
         slopes = N.ladder_slopes(ladder_t)
-        flat = abs(slopes.get("random", float("nan"))) <= 0.1
+        fitted = all(v == v for v in (slopes.get("random", float("nan")), slopes.get("hard", float("nan"))))
+        flat = fitted and abs(slopes["random"]) <= 0.1
         level = ladder_t[ladder_t["negatives"] == "random"]["top1"].astype(float)
         said = ("Five synthetic systems differ only in how often they put the right look-alike first (p). "
                 + (f"Against random pages every one of them scores "
@@ -420,6 +434,9 @@ def run(ctx: StageContext) -> StageResult:
                    "its random negatives often share the gold's template")
                 + f"; against the gold's look-alikes top-1 follows p (slope {slopes.get('hard', float('nan')):+.2f}). "
                   "Same questions, same systems; only the negatives differ.")
+        if not fitted:
+            said = ("The validity ladder was not measured on this corpus: fewer than two of its rungs had questions "
+                    "with both random and look-alike negatives (tables/validity_ladder.csv).")
         blocks.insert(1, {"heading": "Why hard negatives: the validity ladder", "figure": "04_validity_ladder",
                           "text": said})
     if len(effects):
@@ -442,9 +459,16 @@ def run(ctx: StageContext) -> StageResult:
         # unresolved as the planner reads it: a difference smaller than what this n resolves (its CI holds 0)
         open_pairs = hard_plan[(hard_plan["difference"].abs() < hard_plan["resolvable"])
                                & (hard_plan["difference"].abs() > 0)]
-        text = (f"With {int(hard_plan['n'].iloc[0])} validated questions, sufficient@5 under hard negatives resolves "
-                f"differences of about {hard_plan['resolvable'].median():.2f} between two systems (median over the "
-                f"{len(hard_plan)} pairs; 95%, documents resampled, one comparison before Holm's adjustment).")
+        resolvable = pd.to_numeric(hard_plan["resolvable"], errors="coerce")
+        if not (resolvable > 0).any():
+            text = (f"Not measured: with {int(hard_plan['n'].iloc[0])} validated questions every system scores the "
+                    "same on every question under hard negatives (zero variance in every pair), so no difference "
+                    "between systems can be resolved or planned for from this set.")
+        else:
+            text = (f"With {int(hard_plan['n'].iloc[0])} validated questions, sufficient@5 under hard negatives resolves "
+                    f"differences of about {resolvable[resolvable > 0].median():.2f} between two systems (median over "
+                    f"the {int((resolvable > 0).sum())} pairs with any variance; 95%, {stats.interval_words(clusters)}, "
+                    "one comparison before Holm's adjustment).")
         if len(open_pairs):
             top = open_pairs.loc[open_pairs["difference"].abs().idxmax()]
             text += (f" The largest difference this n does not resolve, {top['system']} − {top['minus']} "
@@ -456,8 +480,12 @@ def run(ctx: StageContext) -> StageResult:
         blocks.append({"heading": "How the labels were made", "text":
                        f"Pre-labels by {a['model']}, adjudicated by {a['adjudicator']}"
                        + (" (the demo generator's answer key)" if a["adjudicator"] == "reference" else "")
-                       + f"; agreement on {int(float(a['n'] or 0))} pairs: {J.kappa_words(a)}. The tables use the adjudicated labels."})
+                       + f"; agreement on {int(float(a['n'] or 0))} pairs: {J.kappa_words(a)}. "
+                       + current_labels_words(current)})
     blocks.append({"heading": "What the labels rest on", "text": _sentence(L.provenance(current, labels_note)[0])})
+    flagged_block = flagged_words(read("question_validation"), labels_note)
+    if flagged_block:
+        blocks.append({"heading": "People-judged questions a machine judge flagged", "text": flagged_block})
     blocks = [b for b in blocks if b]
     res.after_save.append(lambda: report.write_summary(RUN, "lookalike — summary", blocks))
     best = suff_hard[suff_hard["k"] == 1].sort_values(["sufficient", "system"], ascending=[False, True]).head(1)
@@ -471,6 +499,64 @@ def run(ctx: StageContext) -> StageResult:
                                     for r in suff_hard[suff_hard["k"] == 1].itertuples()})
     return res
 
+
+
+def flagged_words(validation: pd.DataFrame, agreement: pd.DataFrame) -> str:
+    """The 'flagged by <judge>' slice in words: questions people judged that a machine judge says a
+    look-alike also answers. They stay in every figure; the judge's measured agreement with people is
+    said beside them (or that it was not measured)."""
+    if "flagged_by" not in validation.columns:
+        return ""
+    flagged = validation[validation["flagged_by"].astype(str) != ""]
+    if not len(flagged):
+        return ""
+    parts = []
+    for judge, part in flagged.groupby("flagged_by", sort=True):
+        row = agreement[(agreement.get("model", pd.Series(dtype=str)) == judge)
+                        & (agreement.get("adjudicator", pd.Series(dtype=str)) == "human")] if len(agreement) else agreement
+        measured = (f"{judge}'s agreement with people: {J.kappa_words(row.iloc[0])} over {int(float(row.iloc[0]['n']))} pairs"
+                    if len(row) else f"{judge}'s agreement with people is not measured yet")
+        parts.append(f"{len(part)} of {len(validation)} questions flagged by {judge} (it says a look-alike also answers "
+                     f"them: {', '.join(part['query_id'].head(5))}{' …' if len(part) > 5 else ''}); {measured}")
+    return ("; ".join(parts) + ". They stay in every figure as people judged them; the pairs are in the labelling "
+            "pool for people to settle (tables/question_validation.csv, column note).")
+
+
+def hard_words(distractors: pd.DataFrame) -> str:
+    """What the hard competitors are, in words true of this run's distractor method."""
+    axes = set(distractors.loc[distractors["axis"] != "random", "axis"]) if len(distractors) else set()
+    if not axes:
+        return "the gold's hard look-alikes (none were found on this corpus)"
+    if axes == {"cluster"}:
+        return ("the gold's nearest pages by appearance (this corpus names no templates, so appearance clusters "
+                "stand in for them)")
+    said = ", ".join(sorted(axes - {"cluster"}))
+    return f"pages of the gold's own template that differ from it on one axis ({said})"
+
+
+def ceiling_note(headline: pd.DataFrame) -> str:
+    """Columns at the ceiling or floor for every system, said beside the table: such a figure cannot
+    separate the systems (lookalike audit's discriminating invariant reads '<column>: cannot separate')."""
+    said = []
+    for col in headline.columns:
+        cells = headline[col].astype(str)
+        if len(headline) < 2 or not cells.str.match(r"^-?\d").all():
+            continue
+        for edge, where in (("1.00 [1.00, 1.00]", "the ceiling"), ("0.00 [0.00, 0.00]", "the floor")):
+            if (cells == edge).all():
+                said.append(f"{col}: cannot separate the systems — every one is at {where} ({edge})")
+    return "; ".join(said) + ("." if said else "")
+
+
+def current_labels_words(current: pd.DataFrame) -> str:
+    """Which labels the tables use, counted by who made them (never 'adjudicated' for model-only ones)."""
+    if current is None or not len(current) or "source" not in current.columns:
+        return "The tables use no labels."
+    model = int((current["source"] == "model").sum())
+    if not model:
+        return "The tables use the adjudicated labels."
+    return (f"The tables use the current labels: {len(current) - model} adjudicated and {model} model-only "
+            f"(of {len(current)} pairs).")
 
 
 def haystack_sentence(curve: pd.DataFrame, corpus_size: int, rests_on: str = "", interval: str = "") -> str:

@@ -105,7 +105,7 @@ def run(ctx: StageContext) -> StageResult:
                  .assign(window=lambda d: pd.cut(d["rank"], [0, 1, 4, 20, 100], labels=["1", "2-4", "5-20", "21-100"])))
     res.say(f"\nshare judged relevant by mined rank (judge: {judge.name}):")
     res.say(by_window.groupby(["question_set", "window"], observed=False)["label"].apply(
-        lambda s: f"{Mi.is_relevant(s).mean():.3f} of {len(s)}").unstack(0).to_string() if len(by_window) else "nothing mined")
+        lambda s: f"{Mi.is_relevant(s).mean():.3f} of {len(s)}" if len(s) else "none mined").unstack(0).to_string(na_rep="·") if len(by_window) else "nothing mined")
 
     res.section("incompleteness")
     # intervals resample clusters of questions (stats.cluster: by default each question's gold document)
@@ -211,6 +211,6 @@ def run(ctx: StageContext) -> StageResult:
     res.headline(
         sentence,
                            figure="08_rules" if len(negative_rules) else "",
-                           numbers={f"contamination, {r}": f"{v:.2f}" for r, v in top.items()})
+                           numbers={f"contamination, {r}": (f"{v:.2f}" if v == v else "not measured") for r, v in top.items()})
     return res
 

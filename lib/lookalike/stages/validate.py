@@ -105,6 +105,10 @@ def run(ctx: StageContext) -> StageResult:
                        "share_lo": ci.lo, "share_hi": ci.hi, "interval": ci.method, "judge": judge.name})
     shares = pd.DataFrame(shares, columns=["axis", "n", "answerable", "share", "share_lo", "share_hi", "interval",
                                            "judge"])
+    shares = shares[shares["n"] > 0].reset_index(drop=True)     # a share of no questions is not a figure
+    if not len(shares):
+        res.say("no question could be checked against its distractors: no shares (see the notes in "
+                "tables/question_validation.csv)")
     by_structure = (validation.assign(answerable=validation["status"] == "answerable_from_distractor")
                     .groupby(["evidence_structure", "register"], sort=True)["answerable"].agg(["size", "sum", "mean"])
                     .rename(columns={"size": "n", "sum": "answerable", "mean": "share"}).reset_index())
@@ -270,17 +274,25 @@ def run(ctx: StageContext) -> StageResult:
     res.table("regression_summary", regression_summary, sort_by=["system", "negatives"])
     res.table("regression_skipped", regression_skipped, sort_by=["row"])
     anyrow = shares[shares["axis"] == "any"]
-    share_any = float(anyrow["share"].iloc[0]) if len(anyrow) else float("nan")
+    checked = int(anyrow["n"].iloc[0]) if len(anyrow) else 0
     kappa = (f"{J.kappa_words(agreement_table.iloc[0])} over {int(agreement_table['n'].iloc[0])} pairs"
              if len(agreement_table) else "not measured (no second judge)")
-    sentence = (f"{share_any:.0%} of {len(validation)} questions were answerable from a hard distractor "
-                f"(judge: {judge.name}); {int(validation['repaired'].sum())} repaired, "
+    flagged_n = int((validation["flagged_by"] != "").sum())
+    unchecked = int((validation["status"] == "no_answer").sum())
+    opening = (f"{float(anyrow['share'].iloc[0]):.0%} of the {checked} questions checked (of {len(validation)}) were "
+               f"answerable from a hard distractor (judge: {judge.name})" if checked else
+               f"Not measured: none of the {len(validation)} questions could be checked against its distractors "
+               f"(judge: {judge.name}; {unchecked} without an answer it needs)")
+    sentence = (f"{opening}; "
+                + (f"{flagged_n} people-judged questions flagged by {judge.name} and kept as judged; " if flagged_n else "")
+                + (f"{unchecked} kept unchecked (distractor check not run: no answer); " if unchecked and checked else "")
+                + f"{int(validation['repaired'].sum())} repaired, "
                 f"{int((validation['slice'] == 'any-acceptable').sum())} kept as any-acceptable, "
                 f"{int((validation['slice'] == 'dropped').sum())} dropped. Agreement with the second judge: {kappa}.")
     res.headline(
         sentence,
         figure="05_answerable" if len(shares) else "",
-        numbers={**{f"answerable via {a}": f"{s:.2f}" for a, s in zip(shares["axis"], shares["share"])},
+        numbers={**{f"answerable via {a}": f"{s:.2f}" for a, s, n in zip(shares["axis"], shares["share"], shares["n"]) if n},
                  "validated questions": len(validated)},
     )
     return res

@@ -1,0 +1,30 @@
+"""lookalike audit RUN_DIR: check a run's figures against the invariants (lookalike.report.audit).
+
+Exit 0 when every invariant holds, 1 with one line per violation (the invariant, the file, the
+figure and what is wrong), 2 when the folder is not a run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from lookalike import stages as stage_modules
+from lookalike.report import audit as A
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="lookalike audit", description=__doc__.split("\n\n")[0])
+    parser.add_argument("run_dir", help="a run folder, e.g. outputs/demo")
+    args = parser.parse_args(argv)
+    try:
+        found = A.audit(args.run_dir, list(stage_modules.STAGES))
+    except FileNotFoundError as exc:
+        print(f"lookalike audit: {exc}", file=sys.stderr)
+        return 2
+    for v in found:
+        print(v.line())
+    invariants = sorted({v.invariant for v in found})
+    print(f"lookalike audit: {args.run_dir}: " + (f"{len(found)} violation(s) of {', '.join(invariants)}" if found
+                                                   else "every invariant holds"), file=sys.stderr)
+    return 1 if found else 0

@@ -1,0 +1,440 @@
+"""Corpus shapes built at test time: each a small corpus nobody tuned the tool to, with its params file.
+
+Every shape is drawn with PIL from a seeded generator (pages carry printed text; photos carry none)
+and is at most a few dozen units, so the whole lane runs every stage on every shape in minutes.
+A shape is a function (folder, seed) -> params path; SHAPES names them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from PIL import Image, ImageDraw, ImageFont
+
+ENTITIES = ["Acme", "Borealis", "Cobalt", "Dorian"]
+PERIODS = ["2023", "2024"]
+METRICS = ["revenue", "operating income", "headcount"]
+COLOURS = {"red": (200, 40, 40), "blue": (40, 60, 200), "green": (40, 160, 60), "yellow": (230, 200, 40),
+           "purple": (120, 50, 160)}
+SHAPE_WORDS = ["circle", "square", "triangle"]
+
+# every shape runs the cheap built-in systems: OCR + BM25, OCR + MiniLM, and the appearance encoder
+FAST = """
+encode:
+  encoders: [ocr-minilm, ocr-bm25, appearance]
+negatives:
+  clusters: 3
+  random: 3
+report:
+  haystack_fractions: [0.5, 1.0]
+mining:
+  judge_top: 5
+labels:
+  page_items: 20
+leak:
+  gate_units: 40
+"""
+
+
+def _font(size: int):
+    return ImageFont.load_default(size=size)
+
+
+def _page(lines: list[str], size=(700, 420)) -> Image.Image:
+    img = Image.new("RGB", size, "white")
+    d = ImageDraw.Draw(img)
+    y = 30
+    for i, line in enumerate(lines):
+        d.text((30, y), line, fill="black", font=_font(34 if i == 0 else 28))
+        y += 56
+    return img
+
+
+def _value(rng: np.random.Generator, metric: str) -> str:
+    return f"{int(rng.integers(1000, 9999))} employees" if metric == "headcount" else f"{int(rng.integers(100, 999))} million"
+
+
+def _filings(rng: np.random.Generator, entities=ENTITIES, periods=PERIODS):
+    """doc -> pages (lines per page); facts: (doc, page, entity, period, metric, value)."""
+    docs, facts = {}, []
+    for ent in entities:
+        for per in periods:
+            doc = f"{ent.lower()}-{per}"
+            pages = [[f"{ent} annual report {per}", "Contents: results by metric"]]
+            for m in METRICS:
+                v = _value(rng, m)
+                pages.append([f"{ent} {per}: {m}", f"{m.capitalize()} for {per} was {v}", f"Reported by {ent}"])
+                facts.append((doc, len(pages), ent, per, m, v))
+            docs[doc] = pages
+    return docs, facts
+
+
+def _write_pdfs(folder: Path, docs: dict, name=lambda doc: doc) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for doc, pages in docs.items():
+        imgs = [_page(p) for p in pages]
+        imgs[0].save(folder / f"{name(doc)}.pdf", save_all=True, append_images=imgs[1:], resolution=110)
+
+
+def _questions(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def _qrels(path: Path, lines: list[tuple[str, str, int]]) -> Path:
+    path.write_text("".join(f"{q} 0 {u} {r}\n" for q, u, r in lines), encoding="utf-8")
+    return path
+
+
+def _params(folder: Path, name: str, body: str) -> Path:
+    path = folder / f"{name}.yaml"
+    path.write_text(f"run: {name}\ntitle: \"shape {name}\"\n" + body + FAST, encoding="utf-8")
+    return path
+
+
+def _filing_questions(facts, rng, n=12, answers=True, qrels=True):
+    pick = rng.choice(len(facts), size=min(n, len(facts)), replace=False)
+    qs, qr = [], []
+    for i, j in enumerate(sorted(pick)):
+        doc, page, ent, per, m, v = facts[j]
+        row = {"query_id": f"s{i:02d}", "text": f"What was the {m} of {ent} in {per}?"}
+        if answers:
+            row["answer"] = v
+        qs.append(row)
+        if qrels:
+            qr.append((row["query_id"], f"{doc}:{page}", 2))
+    return qs, qr
+
+
+def pdf_full_metadata(folder: Path, seed: int) -> Path:
+    """PDFs whose manifest names template, period, metric and entity for every page."""
+    rng = np.random.default_rng(seed)
+    docs, facts = _filings(rng)
+    _write_pdfs(folder / "pdfs", docs)
+    rows = [{"unit_id": f"{doc}:1", "template_id": "cover", "entity": doc.split("-")[0].capitalize(),
+             "period": doc.split("-")[1], "metric": "", "content_type": "text"} for doc in docs]
+    rows += [{"unit_id": f"{d}:{p}", "template_id": f"metric-{m.replace(' ', '-')}", "entity": e, "period": per,
+              "metric": m, "content_type": "table"} for d, p, e, per, m, _ in facts]
+    pd.DataFrame(rows).to_csv(folder / "meta.csv", index=False)
+    qs, qr = _filing_questions(facts, rng)
+    _questions(folder / "q.jsonl", qs)
+    _qrels(folder / "q.qrels", qr)
+    return _params(folder, "pdf-full-metadata", f"""
+corpus:
+  source: pdf
+  root: {folder / 'pdfs'}
+  manifest: {folder / 'meta.csv'}
+  questions: {folder / 'q.jsonl'}
+  qrels: {folder / 'q.qrels'}
+""")
+
+
+def pdf_no_metadata(folder: Path, seed: int) -> Path:
+    """PDFs and nothing about them: no manifest, no file-name pattern."""
+    rng = np.random.default_rng(seed)
+    docs, facts = _filings(rng)
+    _write_pdfs(folder / "pdfs", docs)
+    qs, qr = _filing_questions(facts, rng)
+    _questions(folder / "q.jsonl", qs)
+    _qrels(folder / "q.qrels", qr)
+    return _params(folder, "pdf-no-metadata", f"""
+corpus:
+  source: pdf
+  root: {folder / 'pdfs'}
+  questions: {folder / 'q.jsonl'}
+  qrels: {folder / 'q.qrels'}
+""")
+
+
+def pdf_name_pattern(folder: Path, seed: int) -> Path:
+    """PDFs whose file names give the entity and period only (corpus.name_pattern)."""
+    rng = np.random.default_rng(seed)
+    docs, facts = _filings(rng)
+    _write_pdfs(folder / "pdfs", docs)
+    qs, qr = _filing_questions(facts, rng)
+    _questions(folder / "q.jsonl", qs)
+    _qrels(folder / "q.qrels", qr)
+    return _params(folder, "pdf-name-pattern", f"""
+corpus:
+  source: pdf
+  root: {folder / 'pdfs'}
+  name_pattern: "(?P<entity>[a-z]+)-(?P<period>[0-9]{{4}})"
+  questions: {folder / 'q.jsonl'}
+  qrels: {folder / 'q.qrels'}
+""")
+
+
+def _photo(rng: np.random.Generator) -> tuple[Image.Image, str, str]:
+    """A photo-like picture with no text: two coloured shapes on a noisy ground; (image, caption, alt)."""
+    base = rng.integers(60, 200, size=3)
+    arr = np.clip(base + rng.normal(0, 18, size=(240, 320, 3)), 0, 255).astype("uint8")
+    img = Image.fromarray(arr, "RGB")
+    d = ImageDraw.Draw(img)
+    parts = []
+    for slot in range(2):
+        colour = list(COLOURS)[int(rng.integers(len(COLOURS)))]
+        shape = SHAPE_WORDS[int(rng.integers(len(SHAPE_WORDS)))]
+        x, y = 30 + 150 * slot + int(rng.integers(0, 30)), 60 + int(rng.integers(0, 60))
+        box = (x, y, x + 100, y + 100)
+        if shape == "circle":
+            d.ellipse(box, fill=COLOURS[colour])
+        elif shape == "square":
+            d.rectangle(box, fill=COLOURS[colour])
+        else:
+            d.polygon([(x, y + 100), (x + 50, y), (x + 100, y + 100)], fill=COLOURS[colour])
+        parts.append((colour, shape))
+    caption = f"A {parts[0][0]} {parts[0][1]} to the left of a {parts[1][0]} {parts[1][1]}"
+    alt = f"{parts[0][1]} and {parts[1][1]}"
+    return img, caption, alt
+
+
+def _photos(folder: Path, rng: np.random.Generator, n: int) -> list[dict]:
+    (folder / "photos").mkdir(parents=True, exist_ok=True)
+    rows = []
+    for i in range(n):
+        img, caption, alt = _photo(rng)
+        name = f"photo{i:03d}.jpg"
+        img.save(folder / "photos" / name, quality=90)
+        rows.append({"doc_id": f"photo{i:03d}", "unit_id": f"photo{i:03d}:1", "caption": caption, "alt_text": alt})
+    return rows
+
+
+def photos_captions_qrels_only(folder: Path, seed: int) -> Path:
+    """Photos with captions and alt text; questions with people's qrels and no answers."""
+    rng = np.random.default_rng(seed)
+    rows = _photos(folder, rng, 40)
+    pd.DataFrame(rows)[["unit_id", "caption", "alt_text"]].to_csv(folder / "meta.csv", index=False)
+    pick = rng.choice(len(rows), size=14, replace=False)
+    qs, qr = [], []
+    for i, j in enumerate(sorted(pick)):
+        words = rows[j]["caption"].split()
+        qs.append({"query_id": f"p{i:02d}", "text": f"Which picture has a {words[2]} {words[1]} and a "
+                   f"{words[-1]} that is {words[-2]}?"})
+        qr.append((f"p{i:02d}", rows[j]["unit_id"], 1))
+    _questions(folder / "q.jsonl", qs)
+    _qrels(folder / "q.qrels", qr)
+    return _params(folder, "photos-captions", f"""
+corpus:
+  source: images
+  root: {folder / 'photos'}
+  manifest: {folder / 'meta.csv'}
+  questions: {folder / 'q.jsonl'}
+  qrels: {folder / 'q.qrels'}
+encode:
+  encoders: [ocr-bm25, caption-minilm, appearance]
+""")
+
+
+def photos_template_entity(folder: Path, seed: int) -> Path:
+    """Photos whose metadata names a template and an entity only (no period, no metric)."""
+    rng = np.random.default_rng(seed)
+    rows = _photos(folder, rng, 36)
+    meta = pd.DataFrame(rows)
+    meta["template_id"] = [f"shoot-{i % 4}" for i in range(len(meta))]
+    meta["entity"] = [ENTITIES[i % 3] for i in range(len(meta))]
+    meta[["unit_id", "template_id", "entity", "caption"]].to_csv(folder / "meta.csv", index=False)
+    pick = rng.choice(len(rows), size=12, replace=False)
+    qs, qr = [], []
+    for i, j in enumerate(sorted(pick)):
+        qs.append({"query_id": f"t{i:02d}", "text": f"Find the {rows[j]['alt_text']} photo for {meta.loc[j, 'entity']}"})
+        qr.append((f"t{i:02d}", rows[j]["unit_id"], 1))
+    _questions(folder / "q.jsonl", qs)
+    _qrels(folder / "q.qrels", qr)
+    return _params(folder, "photos-template-entity", f"""
+corpus:
+  source: images
+  root: {folder / 'photos'}
+  manifest: {folder / 'meta.csv'}
+  questions: {folder / 'q.jsonl'}
+  qrels: {folder / 'q.qrels'}
+""")
+
+
+def answers_only(folder: Path, seed: int) -> Path:
+    """Questions with answers and no judgements at all."""
+    rng = np.random.default_rng(seed)
+    docs, facts = _filings(rng, ENTITIES[:3])
+    _write_pdfs(folder / "pdfs", docs)
+    qs, _ = _filing_questions(facts, rng, qrels=False)
+    _questions(folder / "q.jsonl", qs)
+    return _params(folder, "answers-only", f"""
+corpus:
+  source: pdf
+  root: {folder / 'pdfs'}
+  questions: {folder / 'q.jsonl'}
+""")
+
+
+def multi_page_evidence(folder: Path, seed: int) -> Path:
+    """Every question needs two pages: two metrics of one filing, or one metric in two filings."""
+    rng = np.random.default_rng(seed)
+    docs, facts = _filings(rng, ENTITIES[:3])
+    _write_pdfs(folder / "pdfs", docs)
+    by = {(e, per, m): (d, p, v) for d, p, e, per, m, v in facts}
+    qs, qr = [], []
+    for i, (e, per) in enumerate([(e, per) for e in ENTITIES[:3] for per in PERIODS]):
+        (d1, p1, v1), (d2, p2, v2) = by[(e, per, "revenue")], by[(e, per, "operating income")]
+        qs.append({"query_id": f"m{i:02d}", "text": f"What were the revenue and the operating income of {e} in {per}?",
+                   "answer": f"{v1}; {v2}", "evidence_structure": "page-multi"})
+        qr += [(f"m{i:02d}", f"{d1}:{p1}", 2), (f"m{i:02d}", f"{d2}:{p2}", 2)]
+    for i, e in enumerate(ENTITIES[:3]):
+        (d1, p1, v1), (d2, p2, v2) = by[(e, "2023", "headcount")], by[(e, "2024", "headcount")]
+        qs.append({"query_id": f"x{i:02d}", "text": f"How did the headcount of {e} change from 2023 to 2024?",
+                   "answer": f"{v1} to {v2}", "evidence_structure": "cross-doc"})
+        qr += [(f"x{i:02d}", f"{d1}:{p1}", 2), (f"x{i:02d}", f"{d2}:{p2}", 2)]
+    _questions(folder / "q.jsonl", qs)
+    _qrels(folder / "q.qrels", qr)
+    return _params(folder, "multi-page", f"""
+corpus:
+  source: pdf
+  root: {folder / 'pdfs'}
+  questions: {folder / 'q.jsonl'}
+  qrels: {folder / 'q.qrels'}
+""")
+
+
+def one_document(folder: Path, seed: int) -> Path:
+    """A single PDF."""
+    rng = np.random.default_rng(seed)
+    docs, facts = _filings(rng, ENTITIES[:1], PERIODS[:1])
+    _write_pdfs(folder / "pdfs", docs)
+    qs, qr = _filing_questions(facts, rng, n=3)
+    _questions(folder / "q.jsonl", qs)
+    _qrels(folder / "q.qrels", qr)
+    return _params(folder, "one-document", f"""
+corpus:
+  source: pdf
+  root: {folder / 'pdfs'}
+  questions: {folder / 'q.jsonl'}
+  qrels: {folder / 'q.qrels'}
+""")
+
+
+def beir_folder(folder: Path, seed: int) -> Path:
+    """A BEIR-style folder: corpus.jsonl with image paths, queries.jsonl, qrels/test.tsv."""
+    rng = np.random.default_rng(seed)
+    docs, facts = _filings(rng, ENTITIES[:3])
+    root = folder / "beir"
+    (root / "images").mkdir(parents=True)
+    (root / "qrels").mkdir()
+    corpus = []
+    for doc, pages in docs.items():
+        for p, lines in enumerate(pages, start=1):
+            _page(lines).save(root / "images" / f"{doc}_{p}.png")
+            corpus.append({"_id": f"{doc}_{p}", "image_path": f"images/{doc}_{p}.png"})
+    (root / "corpus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in corpus))
+    qs, qr = _filing_questions(facts, rng, answers=False)
+    (root / "queries.jsonl").write_text("".join(json.dumps({"_id": q["query_id"], "text": q["text"]}) + "\n" for q in qs))
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(
+        f"{q}\t{u.replace(':', '_')}\t1\n" for q, u, _ in qr))
+    return _params(folder, "beir", f"""
+corpus:
+  source: beir
+  root: {root}
+""")
+
+
+def vidore_parquet(folder: Path, seed: int) -> Path:
+    """A ViDoRe / MTEB-style parquet file: one row per query with its page image and answer."""
+    import io
+
+    rng = np.random.default_rng(seed)
+    docs, facts = _filings(rng, ENTITIES[:3])
+    pick = rng.choice(len(facts), size=10, replace=False)
+    chosen = {int(j) for j in pick}
+    rows = []
+    for j, (doc, page, ent, per, m, v) in enumerate(facts):
+        buf = io.BytesIO()
+        _page(docs[doc][page - 1]).save(buf, format="PNG")
+        rows.append({"query": f"What was the {m} of {ent} in {per}?" if j in chosen else None,
+                     "image": {"bytes": buf.getvalue()}, "image_filename": f"{doc}_{page}.png",
+                     "answer": v if j in chosen else None})
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "vidore.parquet"
+    pd.DataFrame(rows).to_parquet(path)
+    return _params(folder, "vidore", f"""
+corpus:
+  source: vidore
+  root: {path}
+""")
+
+
+def five_units(folder: Path, seed: int) -> Path:
+    """Five pages in all, with two questions."""
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "imgs").mkdir()
+    lines, qs, qr = ["image_path,doc_id,page"], [], []
+    for i in range(5):
+        ent = ENTITIES[i % 4]
+        v = _value(rng, "revenue")
+        _page([f"{ent} results", f"Revenue was {v}"]).save(folder / "imgs" / f"u{i}.png")
+        lines.append(f"u{i}.png,{ent.lower()}{i},1")
+        if i < 2:
+            qs.append({"query_id": f"f{i}", "text": f"What was the revenue of {ent}?", "answer": v})
+            qr.append((f"f{i}", f"{ent.lower()}{i}:1", 1))
+    (folder / "imgs" / "manifest.csv").write_text("\n".join(lines) + "\n")
+    _questions(folder / "q.jsonl", qs)
+    _qrels(folder / "q.qrels", qr)
+    return _params(folder, "five-units", f"""
+corpus:
+  source: manifest
+  manifest: {folder / 'imgs' / 'manifest.csv'}
+  questions: {folder / 'q.jsonl'}
+  qrels: {folder / 'q.qrels'}
+""")
+
+
+def demo_seed(seed: int):
+    """The built-in demo generator (ci size) with another seed: a calibration corpus the project's
+    configuration was not written against (every planted effect must be recovered on it too)."""
+    def build(folder: Path, _seed: int) -> Path:
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"demo-seed-{seed}.yaml"
+        path.write_text(f"run: demo-seed-{seed}\ntitle: \"demo generator, seed {seed}\"\nseed: {seed}\n"
+                        "corpus:\n  source: demo\n  demo_size: ci\n", encoding="utf-8")
+        return path
+    build.__doc__ = f"The demo generator at ci size with seed {seed}."
+    return build
+
+
+def external_run_with_ties(folder: Path, seed: int) -> Path:
+    """Your own run whose scores tie far past the cut (every page of a filing scored alike, 150 rows a
+    question against a depth of 20): the exported run must be the canonical top 20."""
+    params = pdf_no_metadata(folder, seed)
+    qs = [json.loads(line) for line in (folder / "q.jsonl").read_text().splitlines()]
+    docs, _ = _filings(np.random.default_rng(seed))
+    units = [f"{d}:{p}" for d, pages in docs.items() for p in range(1, len(pages) + 1)]
+    lines = []
+    for q in qs:
+        for rank, u in enumerate(units, start=1):
+            lines.append(f"{q['query_id']} Q0 {u} {rank} {1.0 if u.startswith(('acme', 'borealis')) else 0.5} tied\n")
+    (folder / "tied.run").write_text("".join(lines))
+    text = params.read_text().replace("run: pdf-no-metadata", "run: external-ties").replace(
+        "title: \"shape pdf-no-metadata\"", "title: \"shape external-ties\"")
+    text += f"retrieve:\n  depth: 20\n  external_runs: [\"tied={folder / 'tied.run'}\"]\n"
+    out = folder / "external-ties.yaml"
+    out.write_text(text)
+    return out
+
+
+SHAPES = {
+    "pdf-full-metadata": pdf_full_metadata,
+    "pdf-no-metadata": pdf_no_metadata,
+    "pdf-name-pattern": pdf_name_pattern,
+    "photos-captions": photos_captions_qrels_only,
+    "photos-template-entity": photos_template_entity,
+    "answers-only": answers_only,
+    "multi-page": multi_page_evidence,
+    "one-document": one_document,
+    "five-units": five_units,
+    "beir": beir_folder,
+    "vidore": vidore_parquet,
+    "external-ties": external_run_with_ties,
+    "demo-seed-1": demo_seed(1),
+    "demo-seed-2": demo_seed(2),
+    "demo-seed-3": demo_seed(3),
+}

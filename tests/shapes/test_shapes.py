@@ -1,0 +1,67 @@
+"""The corpus-shape lane (make test-shapes): every stage on every shape, then every invariant.
+
+Each shape (shape_corpora.SHAPES) is built at test time, run end to end with lookalike run, and
+audited with lookalike audit's checks; the built-in ci configuration is audited too. A stage that
+fails is itself a violation (the run must still leave its pages, which the audit reads)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from lookalike import stages as stage_modules
+from lookalike.cli import run
+from lookalike.report import audit as A
+
+from shape_corpora import SHAPES
+
+pytestmark = [pytest.mark.slow, pytest.mark.shapes]
+
+
+def _record(name: str, lines: list[str]) -> None:
+    """LOOKALIKE_SHAPES_REPORT=folder: each shape's violations as JSON there (for the lane's table)."""
+    folder = os.environ.get("LOOKALIKE_SHAPES_REPORT")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        (Path(folder) / f"{name}.json").write_text(json.dumps(lines, indent=1), encoding="utf-8")
+
+
+def _audit_lines(run_dir: Path) -> list[str]:
+    return [v.line() for v in A.audit(run_dir, list(stage_modules.STAGES))]
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_every_invariant_holds_on_the_shape(shape, tmp_path):
+    params = SHAPES[shape](tmp_path / "corpus", seed=11)
+    failed = ""
+    try:
+        run_dir = run.execute(params, out_root=tmp_path / "out", log=lambda *_: None)
+    except run.StageFailed as exc:
+        failed = f"stage failed: {exc.stage}: {exc.reason}"
+        run_dir = tmp_path / "out" / shape
+    lines = ([failed] if failed else []) + _audit_lines(run_dir)
+    if shape.startswith("demo-seed-") and not failed:
+        lines += _calibration_lines(run_dir)
+    _record(shape, lines)
+    assert not lines, f"{shape}: {len(lines)} violation(s):\n" + "\n".join(lines)
+
+
+def _calibration_lines(run_dir: Path) -> list[str]:
+    """Every effect the generator planted is recovered (tables/planted_effects.csv, ok column)."""
+    import pandas as pd
+
+    effects = pd.read_csv(run_dir / "tables" / "planted_effects.csv", keep_default_na=False)
+    return [f"calibration: tables/planted_effects.csv: {r.effect}: not recovered (planted {r.planted}, recovered "
+            f"{r.recovered} [{r.lo}, {r.hi}]; {r.check})" for r in effects.itertuples() if str(r.ok) != "True"]
+
+
+def test_every_invariant_holds_on_the_ci_configuration(tmp_path):
+    from conftest import REPO
+
+    run_dir = run.execute(REPO / "params" / "ci.yaml", out_root=tmp_path / "out", log=lambda *_: None)
+    lines = _audit_lines(run_dir) + _calibration_lines(run_dir)
+    _record("ci", lines)
+    assert not lines, "ci: " + "\n".join(lines)
