@@ -155,3 +155,40 @@ def test_a_page_whose_full_size_image_fails_has_no_thumbnail_and_the_others_stay
     assert len(seen["thumbs"]) == 6 and seen["thumbs"][2] == "" and seen["missing"] == ["d:3"]
     assert all(t.startswith("data:image/jpeg;base64,") for i, t in enumerate(seen["thumbs"]) if i != 2)
     assert "disk full" in html
+
+
+def test_each_gold_page_shows_its_own_rank():
+    units = pd.DataFrame({"unit_id": ["d:1", "d:2", "d:3"], "image_path": ["a", "b", "c"], "template_id": ["t"] * 3})
+    questions = pd.DataFrame({"query_id": ["q"], "text": ["?"], "evidence_unit_ids": ["d:1;d:3"]})
+    run = pd.DataFrame({"query_id": ["q"] * 2, "unit_id": ["d:3", "d:2"], "score": [2.0, 1.0]})
+    f = B.failure_rows(questions, {"s": run}, pd.DataFrame(columns=["query_id", "unit_id", "label"]), units,
+                       pd.DataFrame(columns=["query_id", "gold_unit_id", "unit_id", "axis"]))
+    assert f.loc[0, "gold_rank"] == 1 and f.loc[0, "gold_ranks"] == "0;1"      # d:1 not ranked, d:3 first
+
+
+@needs_chromium
+@pytest.mark.browser
+def test_a_many_page_gold_keeps_the_row_inside_a_1300_pixel_screen(tmp_path):
+    """Eight gold pages in one row pushed the top-5 and outcome columns off a laptop's screen."""
+    from selenium.webdriver.common.by import By
+
+    ids = [f"d:{i}" for i in range(1, 11)]
+    units = pd.DataFrame({"unit_id": ids, "image_path": [f"img/p{i}.png" for i in range(1, 11)], "template_id": ["t"] * 10})
+    for i in range(1, 11):
+        make_png(tmp_path / "img" / f"p{i}.png", (20 * i, 90, 120), (160, 200))
+    questions = pd.DataFrame({"query_id": ["q"], "text": ["Which pages?"], "evidence_unit_ids": [";".join(ids[:8])]})
+    run = pd.DataFrame({"query_id": ["q"] * 10, "unit_id": ids[::-1], "score": [float(10 - r) for r in range(10)]})
+    f = B.failure_rows(questions, {"s": run}, pd.DataFrame(columns=["query_id", "unit_id", "label"]), units,
+                       pd.DataFrame(columns=["query_id", "gold_unit_id", "unit_id", "axis"]))
+    page = B.write_browser(tmp_path, f, questions, units, tmp_path)
+    driver = headless_chrome("--allow-file-access-from-files", "--window-size=1300,900")
+    try:
+        driver.get(page.as_uri())
+        row = driver.find_element(By.CSS_SELECTOR, "#rows tr.row")
+        right = driver.execute_script("return arguments[0].getBoundingClientRect().right", row)
+        width = driver.execute_script("return document.documentElement.clientWidth")
+        assert right <= width, f"the row ends at {right} px on a {width} px page"
+        captions = [c.text for c in row.find_elements(By.CSS_SELECTOR, "td.gold figcaption")]
+        assert captions[:2] == ["rank 10", "rank 9"] and len(captions) == 8       # d:1 ranked last of ten
+    finally:
+        driver.quit()

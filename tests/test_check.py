@@ -80,3 +80,18 @@ def test_check_exits_2_on_bad_parameters(tmp_path):
     bad.write_text("corpus:\n  page_base: 2\n")
     res = _check(bad)
     assert res.returncode == 2 and "page_base" in res.stdout
+
+
+def test_check_says_what_each_stage_will_do_with_questions_that_have_no_answer(tmp_path, pdf_corpus):
+    qs = tmp_path / "questions.jsonl"
+    qs.write_text("".join(f'{{"query_id": "q{i:02d}", "text": "What does page {i} say?"}}\n' for i in range(40)))
+    path = _params(tmp_path, pdf_corpus, 0)
+    path.write_text(path.read_text().replace(str(pdf_corpus / "questions.csv"), str(qs)))
+    res = _check(path)
+    assert res.returncode == 0, res.stdout + res.stderr
+    out = res.stdout
+    assert "what each stage will do:" in out
+    assert "05_validate_questions: checks 40 questions with evidence pages" in out
+    assert "40 have no answer (or one that says none): distractor check not run for them (answer-string needs an answer)" in out
+    assert "03_leak_ablation: runs the metadata probe only; the retrieval half is NOT EVALUATED" in out
+    assert "04_hard_negatives: appearance clusters (no template metadata)" in out

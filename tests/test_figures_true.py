@@ -122,3 +122,38 @@ def test_a_one_question_structure_leaves_the_macro_without_an_interval():
     single = table[(table["aggregate"] == "structure") & (table["evidence_structure"] == "cross-doc")].iloc[0]
     assert np.isnan(single["value_lo"])
     assert "cross-doc has one question" in S.macro_weights(table)
+
+
+def test_summary_words_follow_the_data():
+    from lookalike.stages import metric_tables as MT
+
+    cluster = pd.DataFrame({"axis": ["cluster", "random"], "unit_id": ["a", "b"]})
+    axes = pd.DataFrame({"axis": ["period", "entity", "random"], "unit_id": ["a", "b", "c"]})
+    assert "one fact" not in MT.hard_words(cluster) and "appearance" in MT.hard_words(cluster)
+    assert "(entity, period)" in MT.hard_words(axes)
+    head = pd.DataFrame({"system": ["a", "b"], "sufficient@5": ["1.00 [1.00, 1.00]"] * 2,
+                         "sufficient@1": ["0.50 [0.30, 0.70]", "1.00 [1.00, 1.00]"]})
+    note = MT.ceiling_note(head)
+    assert note.startswith("sufficient@5: cannot separate the systems") and "sufficient@1" not in note
+    current = pd.DataFrame({"source": ["model"] * 1199 + ["human"] * 44})
+    assert MT.current_labels_words(current) == ("The tables use the current labels: 44 adjudicated and 1199 "
+                                                "model-only (of 1243 pairs).")       # was "the adjudicated labels"
+    assert MT.nouned("Top-1 against random pages; page-single n = 4; every evidence page", "image") == \
+        "Top-1 against random images; page-single n = 4; every evidence image"
+
+
+def test_recall_is_shown_beside_chance_and_a_ratio_of_chance_level_figures_is_not_printed():
+    from lookalike.retrieval import systems
+
+    look = pd.DataFrame({"system": ["ocr", "pix"], "recall_10": [0.07, 0.6], "recall_10_lo": [0.03, 0.5],
+                         "recall_10_hi": [0.11, 0.7]})
+    out = systems.with_chance(look, 159)
+    assert out["chance_recall_10"].iloc[0] == pytest.approx(10 / 159)
+    assert list(out["vs_chance"]) == ["indistinguishable from chance", "above chance"]
+    table = pd.DataFrame({"index": ["image", "image", "caption", "caption", "both", "both"],
+                          "query_set": ["blind", "caption-derived"] * 3,
+                          "recall_10": [0.03, 0.054, 0.2, 0.8, 0.3, 0.7],
+                          "recall_10_lo": [0.0, 0.01, 0.1, 0.7, 0.2, 0.6]})
+    r = L.ratios(table, chance=10 / 159).set_index("index")
+    assert np.isnan(r.loc["image", "ratio"]) and "chance" in r.loc["image", "note"]   # was 1.80 from two near-zero recalls
+    assert r.loc["caption", "ratio"] == pytest.approx(4.0)

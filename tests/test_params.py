@@ -46,6 +46,17 @@ def test_missing_and_malformed_files(tmp_path):
         P.load_params(f)
 
 
+def test_a_key_written_twice_is_refused_with_both_lines(tmp_path):
+    """YAML keeps the later of two equal keys: a second encode: section silently dropped the first's settings."""
+    f = write_params(tmp_path / "twice.yaml", "run: x\nencode:\n  encoders: [appearance]\nseed: 3\nencode:\n  batch_size: 4\n")
+    with pytest.raises(P.ParamsError, match=r"twice.yaml: not valid YAML: key 'encode' is written twice \(first on line 2, "
+                                            r"again on line 5\)"):
+        P.load_params(f)
+    f = write_params(tmp_path / "nested.yaml", "corpus:\n  dpi: 100\n  dpi: 120\n")
+    with pytest.raises(P.ParamsError, match="key 'dpi' is written twice"):
+        P.load_params(f)
+
+
 def test_merge_does_not_mutate_inputs(tmp_path):
     base = P.read_yaml(P.BASE_PARAMS)
     snapshot = json.dumps(base, sort_keys=True)

@@ -34,12 +34,28 @@ class ParamsError(ValueError):
     """A parameter file is missing, unreadable, or sets a key or type base.yaml does not allow."""
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key written twice in one mapping: YAML keeps the later silently, so a
+    second ``encode:`` section would drop everything the first one set."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} is written twice (first on line {seen[key] + 1}, again on line "
+                    f"{key_node.start_mark.line + 1}); YAML would keep only the second", key_node.start_mark)
+            seen[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep=deep)
+
+
 def read_yaml(path: Path) -> dict[str, Any]:
     path = Path(path)
     if not path.is_file():
         raise ParamsError(f"{path}: parameter file not found")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader
     except yaml.YAMLError as exc:
         raise ParamsError(f"{path}: not valid YAML: {exc}") from exc
     if data is None:

@@ -89,9 +89,21 @@ def _qrels(path: Path, lines: list[tuple[str, str, int]]) -> Path:
     return path
 
 
+def _merge(base: dict, over: dict) -> dict:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
 def _params(folder: Path, name: str, body: str) -> Path:
+    """The shape's run file: FAST's cheap settings, with what the shape's body sets taking precedence."""
+    import yaml
+
+    settings = _merge(yaml.safe_load(FAST), yaml.safe_load(body) or {})
     path = folder / f"{name}.yaml"
-    path.write_text(f"run: {name}\ntitle: \"shape {name}\"\n" + body + FAST, encoding="utf-8")
+    path.write_text(yaml.safe_dump({"run": name, "title": f"shape {name}", **settings}, sort_keys=False),
+                    encoding="utf-8")
     return path
 
 
@@ -109,62 +121,46 @@ def _filing_questions(facts, rng, n=12, answers=True, qrels=True):
     return qs, qr
 
 
-def pdf_full_metadata(folder: Path, seed: int) -> Path:
-    """PDFs whose manifest names template, period, metric and entity for every page."""
+def _pdf_shape(folder: Path, seed: int, name: str, corpus_extra: str = "", entities=ENTITIES, periods=PERIODS,
+               n: int = 12, answers: bool = True, qrels: bool = True, metadata=None) -> Path:
+    """Filings drawn as PDFs, n questions about their facts (with answers and / or qrels), and the
+    params of a pdf-folder run; metadata(folder, docs, facts) writes any extra file first."""
     rng = np.random.default_rng(seed)
-    docs, facts = _filings(rng)
+    docs, facts = _filings(rng, entities, periods)
     _write_pdfs(folder / "pdfs", docs)
+    if metadata is not None:
+        metadata(folder, docs, facts)
+    qs, qr = _filing_questions(facts, rng, n=n, answers=answers, qrels=qrels)
+    _questions(folder / "q.jsonl", qs)
+    lines = [f"  source: pdf", f"  root: {folder / 'pdfs'}", f"  questions: {folder / 'q.jsonl'}"]
+    if qrels:
+        _qrels(folder / "q.qrels", qr)
+        lines.append(f"  qrels: {folder / 'q.qrels'}")
+    return _params(folder, name, "\ncorpus:\n" + "\n".join(lines) + "\n" + corpus_extra)
+
+
+def _full_metadata(folder: Path, docs: dict, facts: list) -> None:
     rows = [{"unit_id": f"{doc}:1", "template_id": "cover", "entity": doc.split("-")[0].capitalize(),
              "period": doc.split("-")[1], "metric": "", "content_type": "text"} for doc in docs]
     rows += [{"unit_id": f"{d}:{p}", "template_id": f"metric-{m.replace(' ', '-')}", "entity": e, "period": per,
               "metric": m, "content_type": "table"} for d, p, e, per, m, _ in facts]
     pd.DataFrame(rows).to_csv(folder / "meta.csv", index=False)
-    qs, qr = _filing_questions(facts, rng)
-    _questions(folder / "q.jsonl", qs)
-    _qrels(folder / "q.qrels", qr)
-    return _params(folder, "pdf-full-metadata", f"""
-corpus:
-  source: pdf
-  root: {folder / 'pdfs'}
-  manifest: {folder / 'meta.csv'}
-  questions: {folder / 'q.jsonl'}
-  qrels: {folder / 'q.qrels'}
-""")
+
+
+def pdf_full_metadata(folder: Path, seed: int) -> Path:
+    """PDFs whose manifest names template, period, metric and entity for every page."""
+    return _pdf_shape(folder, seed, "pdf-full-metadata", f"  manifest: {folder / 'meta.csv'}\n",
+                      metadata=_full_metadata)
 
 
 def pdf_no_metadata(folder: Path, seed: int) -> Path:
     """PDFs and nothing about them: no manifest, no file-name pattern."""
-    rng = np.random.default_rng(seed)
-    docs, facts = _filings(rng)
-    _write_pdfs(folder / "pdfs", docs)
-    qs, qr = _filing_questions(facts, rng)
-    _questions(folder / "q.jsonl", qs)
-    _qrels(folder / "q.qrels", qr)
-    return _params(folder, "pdf-no-metadata", f"""
-corpus:
-  source: pdf
-  root: {folder / 'pdfs'}
-  questions: {folder / 'q.jsonl'}
-  qrels: {folder / 'q.qrels'}
-""")
+    return _pdf_shape(folder, seed, "pdf-no-metadata")
 
 
 def pdf_name_pattern(folder: Path, seed: int) -> Path:
     """PDFs whose file names give the entity and period only (corpus.name_pattern)."""
-    rng = np.random.default_rng(seed)
-    docs, facts = _filings(rng)
-    _write_pdfs(folder / "pdfs", docs)
-    qs, qr = _filing_questions(facts, rng)
-    _questions(folder / "q.jsonl", qs)
-    _qrels(folder / "q.qrels", qr)
-    return _params(folder, "pdf-name-pattern", f"""
-corpus:
-  source: pdf
-  root: {folder / 'pdfs'}
-  name_pattern: "(?P<entity>[a-z]+)-(?P<period>[0-9]{{4}})"
-  questions: {folder / 'q.jsonl'}
-  qrels: {folder / 'q.qrels'}
-""")
+    return _pdf_shape(folder, seed, "pdf-name-pattern", '  name_pattern: "(?P<entity>[a-z]+)-(?P<period>[0-9]{4})"\n')
 
 
 def _photo(rng: np.random.Generator) -> tuple[Image.Image, str, str]:
@@ -202,6 +198,14 @@ def _photos(folder: Path, rng: np.random.Generator, n: int) -> list[dict]:
     return rows
 
 
+def _photo_params(folder: Path, name: str, qs: list, qr: list, extra: str = "") -> Path:
+    """The questions and qrels of a photo folder (photos/ with meta.csv beside it), and its params."""
+    _questions(folder / "q.jsonl", qs)
+    _qrels(folder / "q.qrels", qr)
+    return _params(folder, name, f"\ncorpus:\n  source: images\n  root: {folder / 'photos'}\n  manifest: "
+                   f"{folder / 'meta.csv'}\n  questions: {folder / 'q.jsonl'}\n  qrels: {folder / 'q.qrels'}\n" + extra)
+
+
 def photos_captions_qrels_only(folder: Path, seed: int) -> Path:
     """Photos with captions and alt text; questions with people's qrels and no answers."""
     rng = np.random.default_rng(seed)
@@ -214,18 +218,7 @@ def photos_captions_qrels_only(folder: Path, seed: int) -> Path:
         qs.append({"query_id": f"p{i:02d}", "text": f"Which picture has a {words[2]} {words[1]} and a "
                    f"{words[-1]} that is {words[-2]}?"})
         qr.append((f"p{i:02d}", rows[j]["unit_id"], 1))
-    _questions(folder / "q.jsonl", qs)
-    _qrels(folder / "q.qrels", qr)
-    return _params(folder, "photos-captions", f"""
-corpus:
-  source: images
-  root: {folder / 'photos'}
-  manifest: {folder / 'meta.csv'}
-  questions: {folder / 'q.jsonl'}
-  qrels: {folder / 'q.qrels'}
-encode:
-  encoders: [ocr-bm25, caption-minilm, appearance]
-""")
+    return _photo_params(folder, "photos-captions", qs, qr, "encode:\n  encoders: [ocr-bm25, caption-minilm, appearance]\n")
 
 
 def photos_template_entity(folder: Path, seed: int) -> Path:
@@ -241,31 +234,12 @@ def photos_template_entity(folder: Path, seed: int) -> Path:
     for i, j in enumerate(sorted(pick)):
         qs.append({"query_id": f"t{i:02d}", "text": f"Find the {rows[j]['alt_text']} photo for {meta.loc[j, 'entity']}"})
         qr.append((f"t{i:02d}", rows[j]["unit_id"], 1))
-    _questions(folder / "q.jsonl", qs)
-    _qrels(folder / "q.qrels", qr)
-    return _params(folder, "photos-template-entity", f"""
-corpus:
-  source: images
-  root: {folder / 'photos'}
-  manifest: {folder / 'meta.csv'}
-  questions: {folder / 'q.jsonl'}
-  qrels: {folder / 'q.qrels'}
-""")
+    return _photo_params(folder, "photos-template-entity", qs, qr)
 
 
 def answers_only(folder: Path, seed: int) -> Path:
     """Questions with answers and no judgements at all."""
-    rng = np.random.default_rng(seed)
-    docs, facts = _filings(rng, ENTITIES[:3])
-    _write_pdfs(folder / "pdfs", docs)
-    qs, _ = _filing_questions(facts, rng, qrels=False)
-    _questions(folder / "q.jsonl", qs)
-    return _params(folder, "answers-only", f"""
-corpus:
-  source: pdf
-  root: {folder / 'pdfs'}
-  questions: {folder / 'q.jsonl'}
-""")
+    return _pdf_shape(folder, seed, "answers-only", entities=ENTITIES[:3], qrels=False)
 
 
 def multi_page_evidence(folder: Path, seed: int) -> Path:
@@ -298,19 +272,7 @@ corpus:
 
 def one_document(folder: Path, seed: int) -> Path:
     """A single PDF."""
-    rng = np.random.default_rng(seed)
-    docs, facts = _filings(rng, ENTITIES[:1], PERIODS[:1])
-    _write_pdfs(folder / "pdfs", docs)
-    qs, qr = _filing_questions(facts, rng, n=3)
-    _questions(folder / "q.jsonl", qs)
-    _qrels(folder / "q.qrels", qr)
-    return _params(folder, "one-document", f"""
-corpus:
-  source: pdf
-  root: {folder / 'pdfs'}
-  questions: {folder / 'q.jsonl'}
-  qrels: {folder / 'q.qrels'}
-""")
+    return _pdf_shape(folder, seed, "one-document", entities=ENTITIES[:1], periods=PERIODS[:1], n=3)
 
 
 def beir_folder(folder: Path, seed: int) -> Path:
@@ -330,11 +292,7 @@ def beir_folder(folder: Path, seed: int) -> Path:
     (root / "queries.jsonl").write_text("".join(json.dumps({"_id": q["query_id"], "text": q["text"]}) + "\n" for q in qs))
     (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(
         f"{q}\t{u.replace(':', '_')}\t1\n" for q, u, _ in qr))
-    return _params(folder, "beir", f"""
-corpus:
-  source: beir
-  root: {root}
-""")
+    return _params(folder, "beir", f"\ncorpus:\n  source: beir\n  root: {root}\n")
 
 
 def vidore_parquet(folder: Path, seed: int) -> Path:
@@ -355,11 +313,7 @@ def vidore_parquet(folder: Path, seed: int) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "vidore.parquet"
     pd.DataFrame(rows).to_parquet(path)
-    return _params(folder, "vidore", f"""
-corpus:
-  source: vidore
-  root: {path}
-""")
+    return _params(folder, "vidore", f"\ncorpus:\n  source: vidore\n  root: {path}\n")
 
 
 def five_units(folder: Path, seed: int) -> Path:
@@ -391,7 +345,7 @@ corpus:
 def demo_seed(seed: int):
     """The built-in demo generator (ci size) with another seed: a calibration corpus the project's
     configuration was not written against (every planted effect must be recovered on it too)."""
-    def build(folder: Path, _seed: int) -> Path:
+    def build(folder: Path, seed_unused: int = 0, **_) -> Path:
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"demo-seed-{seed}.yaml"
         path.write_text(f"run: demo-seed-{seed}\ntitle: \"demo generator, seed {seed}\"\nseed: {seed}\n"
@@ -413,11 +367,13 @@ def external_run_with_ties(folder: Path, seed: int) -> Path:
         for rank, u in enumerate(units, start=1):
             lines.append(f"{q['query_id']} Q0 {u} {rank} {1.0 if u.startswith(('acme', 'borealis')) else 0.5} tied\n")
     (folder / "tied.run").write_text("".join(lines))
-    text = params.read_text().replace("run: pdf-no-metadata", "run: external-ties").replace(
-        "title: \"shape pdf-no-metadata\"", "title: \"shape external-ties\"")
-    text += f"retrieve:\n  depth: 20\n  external_runs: [\"tied={folder / 'tied.run'}\"]\n"
+    import yaml
+
+    settings = yaml.safe_load(params.read_text())
+    settings.update(run="external-ties", title="shape external-ties")
+    settings["retrieve"] = {"depth": 20, "external_runs": [f"tied={folder / 'tied.run'}"]}
     out = folder / "external-ties.yaml"
-    out.write_text(text)
+    out.write_text(yaml.safe_dump(settings, sort_keys=False))
     return out
 
 

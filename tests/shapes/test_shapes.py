@@ -65,3 +65,31 @@ def test_every_invariant_holds_on_the_ci_configuration(tmp_path):
     lines = _audit_lines(run_dir) + _calibration_lines(run_dir)
     _record("ci", lines)
     assert not lines, "ci: " + "\n".join(lines)
+
+
+def test_peoples_labels_imported_between_two_runs_are_kept_and_used(tmp_path):
+    """A team labels the first run's labelling page; the second run keeps every label they wrote (never
+    overwritten by a model or a rule), counts them as people's, and its figures still hold every invariant."""
+    import pandas as pd
+
+    from lookalike.cli import labels as labels_cli
+
+    params = SHAPES["pdf-full-metadata"](tmp_path / "corpus", seed=11)
+    run_dir = run.execute(params, out_root=tmp_path / "out", log=lambda *_: None)
+    key = pd.read_csv(run_dir / "labelling" / "key.csv", dtype=str, keep_default_na=False)
+    judged = {tuple(line.split()[::2][:2]) for line in (tmp_path / "corpus" / "q.qrels").read_text().splitlines()}
+    chosen = key[[(q, u) not in judged for q, u in zip(key["query_id"], key["unit_id"])]].head(8)   # pairs nobody judged yet
+    people = ["irrelevant", "supporting", "sufficient", "irrelevant"] * 2      # what the team wrote
+    export = tmp_path / "export.csv"
+    pd.DataFrame({"pair_id": chosen["pair_id"], "label": people, "note": "checked by hand",
+                  "time": "2026-12-03T10:00:00+00:00"}).to_csv(export, index=False)
+    assert labels_cli.main(["import", str(export), "--run-dir", str(run_dir)]) == 0
+    run_dir = run.execute(params, out_root=tmp_path / "out", log=lambda *_: None)
+    current = pd.read_csv(run_dir / "tables" / "labels_current.csv", dtype=str, keep_default_na=False)
+    mine = current.merge(chosen[["query_id", "unit_id"]].assign(people=people), on=["query_id", "unit_id"])
+    assert len(mine) == 8
+    assert (mine["label"] == mine["people"]).all(), mine[["query_id", "unit_id", "label", "people", "source"]]
+    assert (mine["source"] == "human").all()
+    lines = _audit_lines(run_dir)
+    _record("labels-between-runs", lines)
+    assert not lines, "\n".join(lines)

@@ -596,7 +596,7 @@ def run_ablation(units: pd.DataFrame, base_dir: Path, seed: int, cache: Cache | 
         # generator knows that; on any other corpus someone has to write them (leak.blind_queries)
         queries = build_query_sets(units.iloc[:0], seed)
         why_not = ("no blind queries: off the built-in demo they come from your leak.blind_queries file (what "
-                   "each page shows, written by someone who has not read its caption); none was given")
+                   "each unit shows, written by someone who has not read its caption); none was given")
     else:
         queries = build_query_sets(units, seed, visible=visible, facts=facts)
     if not why_not:

@@ -133,8 +133,9 @@ def source_structure(frames: Mapping[str, pd.DataFrame], questions: pd.DataFrame
     return pd.DataFrame(rows, columns=HEATMAP_COLUMNS)
 
 
-def heatmap(cells: pd.DataFrame, source_column: str):
-    """RecallAll@5 by source × evidence structure, one panel per system, n written in each cell."""
+def heatmap(cells: pd.DataFrame, source_column: str, noun: str = "page"):
+    """RecallAll@5 by source × evidence structure, one panel per system, n written in each cell
+    (noun: what the corpus's units are called, page or image)."""
     import altair as alt
 
     base = alt.Chart(cells).encode(
@@ -150,7 +151,7 @@ def heatmap(cells: pd.DataFrame, source_column: str):
         label="format(datum.recall_all_5, '.2f') + ' (n=' + datum.n + ')'").properties(
         width=200, height=22 * max(1, cells["source"].nunique())).facet(
         facet=alt.Facet("system:N", title=None), columns=3).properties(
-        title="RecallAll@5 by source and evidence structure (every evidence page in the top 5)")
+        title=f"RecallAll@5 by source and evidence structure (every evidence {noun} in the top 5)")
 
 
 def kinds_table(unit_vectors: Mapping, evidence: pd.DataFrame) -> pd.DataFrame:

@@ -43,11 +43,14 @@ class Report:
     skipped: pd.DataFrame = field(default_factory=pd.DataFrame)
     notes: list[str] = field(default_factory=list)
     refused: str = ""
+    heading_only: bool = False      # a section of notes, not an input (no rows to count)
 
     def lines(self) -> list[str]:
         head = f"{self.name}{f' ({self.path})' if self.path else ''}: "
         if self.refused:
             return [head + "REFUSED", f"  {self.refused}"]
+        if self.heading_only:
+            return [head.rstrip(" ")] + [f"  {note}" for note in self.notes]
         out = [head + f"{self.rows} rows read, {len(self.skipped)} skipped"]
         if len(self.skipped) and "problem" in self.skipped.columns:
             # one line per kind of problem, with its first row and id: what to look for in the file
@@ -99,6 +102,7 @@ def check_inputs(prm: dict) -> list[Report]:
         corpus_report.notes.append(f"{units['doc_id'].nunique()} documents, {len(units)} pages"
                                    + ("" if prm["corpus"]["source"] != "pdf" else " (listed, not rendered)"))
         questions = corpus.questions
+        structured = questions        # the questions with their evidence, as the stages will see them
 
         qpath = ctx.path("corpus.questions")
         if qpath:
@@ -153,11 +157,57 @@ def check_inputs(prm: dict) -> list[Report]:
                 r.rows, r.skipped = len(got[0]), got[1]
             elif got is not None:
                 r.rows = len(got)
+        plan = Report("what each stage will do", heading_only=True)
+        plan.notes = stage_plan(prm, units, structured, getattr(corpus, "answer_key", None))
+        reports.append(plan)
         judges = {prm["validate"]["judge"], prm["validate"]["compare_judge"], prm["labels"]["model_judge"],
                   prm["mining"]["judge"], prm["mining"]["compare_judge"]}
         if "openai-compatible" in judges:
             reports.append(_endpoint(prm["validate"]["judge_url"], prm["validate"]["judge_model"]))
     return reports
+
+
+def stage_plan(prm: dict, units: pd.DataFrame, questions: pd.DataFrame | None, answer_key=None) -> list[str]:
+    """What each stage will do with these inputs: runs (and on what), or skips and why."""
+    demo = prm["corpus"]["source"] == "demo"
+    qs = questions if questions is not None else pd.DataFrame(columns=["query_id", "answer", "evidence_unit_ids"])
+    has_pages = qs.get("evidence_unit_ids", pd.Series([""] * len(qs), dtype=str)).astype(str).str.strip() != ""
+    answers = qs.get("answer", pd.Series([""] * len(qs), dtype=str)).astype(str).str.strip()
+    no_answer = int(((answers == "") | answers.str.fullmatch(Q.NOT_ANSWERABLE.pattern, case=False)).sum())
+    judge = J.resolve_name(prm["validate"]["judge"], answer_key if demo else None)
+    needs_answer = J.REGISTRY[judge].capabilities.needs_answer
+    templates = (units["template_id"].astype(str) != "").sum() if "template_id" in units.columns else 0
+    encoders = ", ".join(map(str, prm["encode"]["encoders"]))
+    lines = [f"01_stratify_corpus: runs on {len(units)} units",
+             f"02_encode: runs {encoders}" + (f" and reads {len(prm['retrieve']['external_runs'])} run(s) of yours"
+                                              if prm["retrieve"]["external_runs"] else "")
+             + (f"; ranks {len(qs)} questions" if len(qs) else "; no questions, so nothing is ranked")]
+    if prm["leak"]["blind_queries"]:
+        lines.append("03_leak_ablation: runs the metadata probe, and the retrieval half on your blind queries")
+    elif demo:
+        lines.append("03_leak_ablation: runs the metadata probe, and the retrieval half on the demo's blind queries")
+    else:
+        lines.append("03_leak_ablation: runs the metadata probe only; the retrieval half is NOT EVALUATED (no "
+                     "leak.blind_queries: off the demo, blind queries must be written by someone who has not read "
+                     "the captions)")
+    lines.append("04_hard_negatives: " + (f"per-axis pools (template metadata on {templates} of {len(units)} units)"
+                                          if templates else "appearance clusters (no template metadata)"))
+    if not int(has_pages.sum()):
+        lines.append("05_validate_questions: nothing to validate (no question names evidence pages); stages 06–08 "
+                     "have no validated questions to pool, score or mine")
+    else:
+        said = f"05_validate_questions: checks {int(has_pages.sum())} questions with evidence pages against their look-alikes ({judge})"
+        if needs_answer and no_answer:
+            said += (f"; {no_answer} have no answer (or one that says none): distractor check not run for them ({judge} "
+                     "needs an answer)" + ("; they stay in the main set as people judged them" if not demo else ""))
+        lines.append(said)
+        lines += ["06_judge_pool: pools every system's top "
+                  f"{prm['labels']['pool_depth']} per validated question, pre-labels with {prm['labels']['model_judge']}, "
+                  "writes the labelling page",
+                  "07_metric_tables: scores the validated questions against the labels and your evidence pages",
+                  f"08_mined_candidates: mines {prm['mining']['retriever']}'s rankings, judged by "
+                  f"{J.resolve_name(prm['mining']['judge'], answer_key if demo else None)}"]
+    return lines
 
 
 def _endpoint(url: str, model: str) -> Report:
@@ -194,6 +244,6 @@ def main(argv: list[str] | None = None) -> int:
     for r in reports:
         print("\n".join(r.lines()))
     refused = [r for r in reports if r.refused]
-    print(f"check: {len(reports)} inputs, {len(refused)} refused"
+    print(f"check: {len([r for r in reports if not r.heading_only])} inputs, {len(refused)} refused"
           + (" — fix the refused inputs before the run" if refused else " — the run can proceed"))
     return REFUSED if refused else OK

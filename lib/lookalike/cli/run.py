@@ -116,7 +116,8 @@ def execute(params_file: Path | str, out_root: Path | str = P.REPO_ROOT / "outpu
     if units_csv.is_file():
         fp = corpus.fingerprint(pd.read_csv(units_csv, dtype=str, keep_default_na=False), run_dir)
     if failed is None:
-        report.build_index(run_dir, merged, [s for s in STAGES if (nb_dir / f"{s}.ipynb").is_file()])
+        ran = [s for s in STAGES if (nb_dir / f"{s}.ipynb").is_file()]
+        report.build_index(run_dir, merged, ran, not_run=[s for s in STAGES if s not in ran])
     else:
         # the run still leaves a report: what ran, the stage that failed and why, what did not run
         later = stages[stages.index(failed.stage) + 1:]

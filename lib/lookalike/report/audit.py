@@ -86,12 +86,14 @@ def check_complete(run_dir: Path, stages: list[str]) -> list[Violation]:
     for page in ("index.html", "summary.html"):
         if not (run_dir / page).is_file():
             out.append(Violation("complete", page, "the page", "missing"))
-    index = (run_dir / "index.html").read_text(encoding="utf-8") if (run_dir / "index.html").is_file() else ""
+    index = (_text_of_html((run_dir / "index.html").read_text(encoding="utf-8"))
+             if (run_dir / "index.html").is_file() else "")
     for stage in stages:
         ran = (run_dir / "notebooks" / f"{stage}.ipynb").is_file() and (run_dir / "headlines" / f"{stage}.json").is_file()
-        if not ran and index and f"{stage}" not in index:
-            out.append(Violation("complete", "index.html", stage, "the stage left no notebook and the index does "
-                                 "not say why it did not run"))
+        said = f"{stage}: did not run" in index or f"{stage}: failed" in index
+        if not ran and index and not said:
+            out.append(Violation("complete", "index.html", stage, "the stage left no notebook and headline, and the "
+                                 "index does not say that it failed or why it did not run"))
     return out
 
 
@@ -284,9 +286,23 @@ def check_people_first(run_dir: Path) -> list[Violation]:
     return out
 
 
+# a corpus unit called a page or a slide, as a word ("page-single", an evidence structure, is a name)
+UNIT_WORDS = re.compile(r"(?i)\b(pages?|slides?)\b(?!-)")
+
+
 def check_words(run_dir: Path, params: dict) -> list[Violation]:
     out = []
-    if (params.get("corpus") or {}).get("source", "demo") == "demo":
+    source = (params.get("corpus") or {}).get("source", "demo")
+    if source == "images" and (run_dir / "summary.html").is_file():
+        # an image folder holds photos or scans: the stakeholder page calls its units images
+        text = _text_of_html((run_dir / "summary.html").read_text(encoding="utf-8", errors="replace"))
+        hits = list(UNIT_WORDS.finditer(text))
+        if hits:
+            m = hits[0]
+            out.append(Violation("words", "summary.html", "page text", f"'{m.group(0)}' for the units of an image "
+                                 f"folder: '{_snippet(text, m.start(), m.end())}'"
+                                 + (f" (and {len(hits) - 1} more)" if len(hits) > 1 else "")))
+    if source == "demo":
         return out
     for rel, figure, text in _headline_texts(run_dir):
         m = DEMO_WORDS.search(text)

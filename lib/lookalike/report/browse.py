@@ -31,6 +31,7 @@ TOP_K = 5
 AXES = ("period", "metric", "entity", "revision")
 OUTCOMES = ("sufficient@1", "sufficient@2-5", "supporting-only@5", "neither@5", "hard-negative loss")
 FAILURE_COLUMNS = ["query_id", "system", "evidence_structure", "register", "stratum", "gold_unit_ids", "gold_rank",
+                   "gold_ranks",
                    "outcome", "hard_negative_loss", "lookalike_unit_id", "lookalike_rank", "axis",
                    "top_unit_ids", "top_labels"]
 FULL_WIDTH = 1400
@@ -49,7 +50,8 @@ def failure_rows(questions: pd.DataFrame, runs: Mapping[str, pd.DataFrame], labe
                  units: pd.DataFrame, distractors: pd.DataFrame, k: int = TOP_K) -> pd.DataFrame:
     """One row per (question, system) over `questions` (query_id, evidence_unit_ids, and optional
     evidence_structure, register) and `runs` (system -> run frame query_id, unit_id, score over the whole corpus):
-    the gold's best rank, the outcome (sufficient@1 | sufficient@2-5 | supporting-only@5 |
+    the gold's best rank and each gold page's own rank (gold_ranks, in gold_unit_ids' order; 0: not
+    ranked), the outcome (sufficient@1 | sufficient@2-5 | supporting-only@5 |
     neither@5, from the current labels; unlabelled counts as neither), whether a look-alike beat
     the gold and on which axis (FAILURE_COLUMNS)."""
     meta = units.set_index("unit_id")
@@ -89,7 +91,7 @@ def failure_rows(questions: pd.DataFrame, runs: Mapping[str, pd.DataFrame], labe
             rows.append({"query_id": qid, "system": name,
                          "evidence_structure": getattr(q, "evidence_structure", ""), "register": getattr(q, "register", ""),
                          "stratum": stratum.get(golds[0], "") if golds else "", "gold_unit_ids": ";".join(golds),
-                         "gold_rank": gold_rank, "outcome": outcome, "hard_negative_loss": bool(loss),
+                         "gold_rank": gold_rank, "gold_ranks": ";".join(str(pos.get(g, 0)) for g in golds), "outcome": outcome, "hard_negative_loss": bool(loss),
                          "lookalike_unit_id": loss, "lookalike_rank": pos.get(loss, 0) if loss else 0, "axis": axis,
                          "top_unit_ids": ";".join(top), "top_labels": ";".join(top_labels)})
     return pd.DataFrame(rows, columns=FAILURE_COLUMNS)
@@ -132,6 +134,9 @@ def write_browser(run_dir: Path | str, failures: pd.DataFrame, questions: pd.Dat
             "q": r.query_id, "text": str(text.get(r.query_id, "")), "system": r.system,
             "structure": str(r.evidence_structure), "register": str(r.register), "stratum": str(r.stratum),
             "gold": [index[u] for u in r.gold_unit_ids.split(";") if u in index], "gold_rank": int(r.gold_rank),
+            # each gold page's own rank (0: not in the ranking), in the order of "gold"
+            "gold_ranks": [int(x) for u, x in zip(r.gold_unit_ids.split(";"), str(r.gold_ranks).split(";"))
+                           if u in index],
             "outcome": r.outcome, "loss": bool(r.hard_negative_loss), "axis": r.axis,
             "lookalike": index.get(r.lookalike_unit_id, -1), "lookalike_rank": int(r.lookalike_rank),
             "top": [{"u": index[u], "rank": j + 1, "label": lab} for j, (u, lab) in

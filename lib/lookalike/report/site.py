@@ -338,8 +338,9 @@ def build_index(run_dir: Path | str, params: dict[str, Any], stages: list[str], 
         parts.append(f"<div class=stage><h3>{esc(failed['stage'])}: failed</h3><p>{esc(failed['error'])}</p>"
                      f'<p><a href="{esc(failed["notebook"])}">the partial notebook</a></p></div>')
     for stage in not_run:
-        parts.append(f"<div class=stage><h3>{esc(stage)}: did not run</h3><p>stage {esc(failed['stage'] if failed else '')} "
-                     "failed before it.</p></div>")
+        why = (f"stage {failed['stage']} failed before it." if failed else
+               "not asked for in this run (lookalike run --stage ran the others), and no earlier run left it here.")
+        parts.append(f"<div class=stage><h3>{esc(stage)}: did not run</h3><p>{esc(why)}</p></div>")
     # tables with no rows (the demo's answer key on your corpus, say) are left out of the list
     tables = sorted(p.name for p in (run_dir / "tables").glob("*.csv")
                     if _has_rows(p))

@@ -92,6 +92,15 @@ def run(ctx: StageContext) -> StageResult:
     top1_table = N.top1_table(scores, list(units["unit_id"]), list(single["query_id"]), gold, sets, seed,
                               clusters=ctx.clusters(gold))
     harder = ""
+    # per system: is the hard set measurably harder than random negatives (paired top-1 difference)?
+    harder_rows = []
+    for name in sorted(scores) if len(single) else []:
+        hs = N.harder(scores[name], list(units["unit_id"]), list(single["query_id"]), gold, sets["random"],
+                      sets["hard"], seed, clusters=ctx.clusters(gold))
+        harder_rows.append({"system": name, "n": hs["n"], "difference": hs["difference"], "difference_lo": hs["lo"],
+                            "difference_hi": hs["hi"], "harder": hs["harder"], "method": method})
+    harder_table = pd.DataFrame(harder_rows, columns=["system", "n", "difference", "difference_lo", "difference_hi",
+                                                      "harder", "method"])
     if "ocr-bm25" in scores and len(single):
         h = N.harder(scores["ocr-bm25"], list(units["unit_id"]), list(single["query_id"]), gold, sets["random"],
                      sets["hard"], seed, clusters=ctx.clusters(gold))
@@ -169,6 +178,7 @@ def run(ctx: StageContext) -> StageResult:
     res.table("top1_documents", doc_table, sort_by=["system", "negatives"])
     res.table("distractor_similarity", closeness, sort_by=["axis"])
     res.table("validity_ladder", ladder, sort_by=["negatives", "p"])
+    res.table("hard_vs_random", harder_table, sort_by=["system"])
     method_said = " Distractors: " + ("per-axis pools." if has_metadata else "appearance clustering (no template metadata).")
     r = top1_table.set_index(["system", "negatives"])["top1"]
     d = doc_table.set_index(["system", "negatives"])["top1"]

@@ -6,6 +6,8 @@ summary.html.
 
 from __future__ import annotations
 
+import re
+
 import altair as alt
 import numpy as np
 import pandas as pd
@@ -278,6 +280,9 @@ def run(ctx: StageContext) -> StageResult:
     if source_column not in units.columns:
         res.say(f"report.source_column {source_column!r} is not a units column ({', '.join(units.columns)}): "
                 "no source × structure view")
+    elif not (units[source_column].astype(str).str.strip() != "").any():
+        res.say(f"report.source_column {source_column!r} is empty for every unit of this corpus: no source × "
+                "structure view")
     elif len(frames_ev):
         cells = V.source_structure(frames_ev, strict, units, source_column, seed=seed, clusters=clusters)
         with pd.option_context("display.float_format", "{:.2f}".format):
@@ -287,7 +292,8 @@ def run(ctx: StageContext) -> StageResult:
                                       values="recall_all_5").to_string(na_rep="·"))
     else:
         res.say("no validated questions: no source × structure view")
-    res.figure("07_source_structure", V.heatmap(cells, source_column) if len(cells) else None)
+    res.figure("07_source_structure", V.heatmap(cells, source_column, unit_noun(ctx.get("corpus.source")))
+               if len(cells) else None)
 
     res.section("kinds")
     kinds = V.kinds_table(unit_vectors, evidence)
@@ -418,6 +424,9 @@ def run(ctx: StageContext) -> StageResult:
          "text": "Questions whose sufficient page a component system found but the fused top 10 dropped, by "
                  "component and fusion method."},
     ]
+    if ctx.has_table("hard_vs_random") and len(read("hard_vs_random")):
+        blocks.insert(1, {"heading": "Are the hard negatives harder than random ones?",
+                          "text": harder_words(read("hard_vs_random"))})
     if (RUN / "tables" / "validity_ladder.csv").is_file() and len(read("validity_ladder")):
         ladder_t = read("validity_ladder")
         slopes = N.ladder_slopes(ladder_t)
@@ -487,6 +496,9 @@ def run(ctx: StageContext) -> StageResult:
     if flagged_block:
         blocks.append({"heading": "People-judged questions a machine judge flagged", "text": flagged_block})
     blocks = [b for b in blocks if b]
+    noun = unit_noun(ctx.get("corpus.source"))
+    blocks = [{k: (nouned(v, noun) if k in ("text", "note") and isinstance(v, str) else v) for k, v in b.items()}
+              for b in blocks]
     res.after_save.append(lambda: report.write_summary(RUN, "lookalike — summary", blocks))
     best = suff_hard[suff_hard["k"] == 1].sort_values(["sufficient", "system"], ascending=[False, True]).head(1)
     sentence = (f"Best sufficient@1 under hard negatives: {best['system'].iloc[0]} {best['sufficient'].iloc[0]:.2f} "
@@ -499,6 +511,38 @@ def run(ctx: StageContext) -> StageResult:
                                     for r in suff_hard[suff_hard["k"] == 1].itertuples()})
     return res
 
+
+
+def unit_noun(source: str) -> str:
+    """What the report calls a unit: an image in an image folder (photos, scans), a page otherwise."""
+    return "image" if source == "images" else "page"
+
+
+_PAGE_WORD = re.compile(r"\bpage(s?)\b(?!-)")
+
+
+def nouned(text: str, noun: str) -> str:
+    """text with the unit called by its noun: 'page' / 'pages' as words (not 'page-single', an
+    evidence structure's name) become noun / nouns."""
+    return text if noun == "page" else _PAGE_WORD.sub(lambda m: noun + m.group(1), text)
+
+
+def harder_words(table: pd.DataFrame) -> str:
+    """Per system, whether the hard set is measurably harder than random negatives (stage 04's paired
+    top-1 difference, random − hard, questions as generated), and which distractor method made it."""
+    said = []
+    for r in table.itertuples():
+        n = int(C.as_number(r.n) or 0) if C.as_number(r.n) == C.as_number(r.n) else 0
+        if not n:
+            said.append(f"{r.system}: not measured (no question has both kinds of negatives)")
+            continue
+        d, lo, hi = (C.as_number(x) for x in (r.difference, r.difference_lo, r.difference_hi))
+        verdict = "measurably harder" if str(r.harder) == "True" else "not measurably harder"
+        said.append(f"{r.system}: {verdict} (top-1 random − hard {d:+.2f} [{lo:+.2f}, {hi:+.2f}], n = {n})")
+    method = str(table["method"].iloc[0]) if "method" in table.columns and len(table) else ""
+    return (f"Distractor method: {method}. " if method else "") + "; ".join(said) + (
+        ". A system for which the hard set is not measurably harder gains nothing from the hard-negative "
+        "figures over random ones.")
 
 
 def flagged_words(validation: pd.DataFrame, agreement: pd.DataFrame) -> str:

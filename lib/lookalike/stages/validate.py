@@ -164,7 +164,7 @@ def run(ctx: StageContext) -> StageResult:
                                          **J.agreement(g["label"], g["second_label"])} for name, g in subsets.items()],
                                        columns=agreement_table.columns)
         with pd.option_context("display.float_format", "{:.3f}".format):
-            res.say(agreement_table.drop(columns=["first", "second"]).to_string(index=False))
+            res.say(agreement_table.drop(columns=["first", "second"]).to_string(index=False, na_rep="undefined"))
             res.say()
             res.say(J.confusion(pairs["label"], pairs["second_label"]).to_string())
     else:
@@ -203,7 +203,7 @@ def run(ctx: StageContext) -> StageResult:
     top1_validated = pd.concat([as_generated, *top1_rows], ignore_index=True)[
         ["question_set", "system", "negatives", "n", "top1", "top1_lo", "top1_hi"]]
     with pd.option_context("display.float_format", "{:.3f}".format):
-        res.say(top1_validated.to_string(index=False) if len(top1_validated) else "no page-single questions to score")
+        res.say(top1_validated.to_string(index=False, na_rep="·") if len(top1_validated) else "no page-single questions to score")
     res.html_table("top1", top1_validated)
 
     res.section("top1_chart")
