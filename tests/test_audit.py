@@ -210,3 +210,29 @@ def test_words_an_image_folder_is_not_called_pages(tmp_path):
     assert len(got) == 1 and "'pages' for the units of an image folder" in got[0]
     (run / "summary.html").write_text("<p>Top-1 against random images; page-single n = 4</p>")
     assert _lines(run) == []
+
+
+def test_complete_every_question_is_accounted_for(tmp_path):
+    run = _run_dir(tmp_path)
+    pd.DataFrame({"query_id": ["q1", "q2", "q3"]}).to_csv(run / "tables" / "questions.csv", index=False)
+    pd.DataFrame({"query_id": ["q1"], "status": ["ok"], "slice": ["single-gold"]}).to_csv(
+        run / "tables" / "question_validation.csv", index=False)
+    got = _lines(run)
+    assert got == ["complete: tables/question_validation.csv: questions: 2 question(s) of tables/questions.csv have "
+                   "no validation row (first: q2, q3)"]
+
+
+def test_reproducible_your_run_is_exported_as_its_canonical_ranking(tmp_path):
+    run = _run_dir(tmp_path)
+    pd.DataFrame({"query_id": ["q1"]}).to_csv(run / "tables" / "questions.csv", index=False)
+    source = tmp_path / "mine.run"
+    source.write_text("q1 Q0 d:1 1 1.0 x\nq1 Q0 d:3 2 1.0 x\nq1 Q0 d:2 3 0.5 x\n")     # a tie in file order
+    (run / "manifest.json").write_text(json.dumps({"params": {"corpus": {"source": "pdf", "page_base": 1},
+                                                              "retrieve": {"external_runs": [f"mine={source}"]}}}))
+    (run / "runs").mkdir()
+    (run / "runs" / "mine.run").write_text("q1 Q0 d:1 1 1.0 mine\nq1 Q0 d:3 2 1.0 mine\nq1 Q0 d:2 3 0.5 mine\n")
+    got = _lines(run)
+    assert any("runs/mine.run: run mine: not the canonical ranking of mine.run: first difference at line 1" in line
+               for line in got), got
+    (run / "runs" / "mine.run").write_text("q1 Q0 d:3 1 1.0 mine\nq1 Q0 d:1 2 1.0 mine\nq1 Q0 d:2 3 0.5 mine\n")
+    assert _lines(run) == []

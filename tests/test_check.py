@@ -95,3 +95,14 @@ def test_check_says_what_each_stage_will_do_with_questions_that_have_no_answer(t
     assert "40 have no answer (or one that says none): distractor check not run for them (answer-string needs an answer)" in out
     assert "03_leak_ablation: runs the metadata probe only; the retrieval half is NOT EVALUATED" in out
     assert "04_hard_negatives: appearance clusters (no template metadata)" in out
+
+
+def test_check_refuses_a_mining_retriever_the_run_does_not_rank(tmp_path):
+    """Stage 08 crashed after every other stage had run when mining.retriever named no system of the run."""
+    path = tmp_path / "mr.yaml"
+    path.write_text("run: mr\nencode:\n  encoders: [ocr-bm25, appearance]\n")
+    res = _check(path)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "mining.retriever 'ocr-minilm' is not a system this run ranks (appearance, ocr-bm25)" in res.stdout
+    path.write_text("run: mr\nencode:\n  encoders: [ocr-bm25, appearance]\nmining:\n  retriever: ocr-bm25\n")
+    assert _check(path).returncode == 0

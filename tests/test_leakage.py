@@ -236,7 +236,7 @@ def test_leak_check_exits_3_when_no_pairs_can_be_built(monkeypatch, capsys):
 
     monkeypatch.setattr(stratify, "load_corpus", lambda ctx: Corpus(units=pd.DataFrame({"unit_id": [], "doc_id": []})))
     no_pairs = pd.DataFrame(columns=["index", "query_id", "unit_id", "query_set", "recall_10"])
-    fake = type("A", (), {"pixel_pq": no_pairs, "probe": {}})()
+    fake = type("A", (), {"pixel_pq": no_pairs, "probe": {}, "not_evaluated": ""})()
     monkeypatch.setattr(leak, "ablation", lambda *a, **k: (fake, None, None, empty, no_pairs))
     assert leak_check.main([str(REPO / "params" / "ci.yaml")]) == 3
     assert "NOT EVALUATED" in capsys.readouterr().out

@@ -218,7 +218,7 @@ def photos_captions_qrels_only(folder: Path, seed: int) -> Path:
         qs.append({"query_id": f"p{i:02d}", "text": f"Which picture has a {words[2]} {words[1]} and a "
                    f"{words[-1]} that is {words[-2]}?"})
         qr.append((f"p{i:02d}", rows[j]["unit_id"], 1))
-    return _photo_params(folder, "photos-captions", qs, qr, "encode:\n  encoders: [ocr-bm25, caption-minilm, appearance]\n")
+    return _photo_params(folder, "photos-captions", qs, qr, "encode:\n  encoders: [ocr-bm25, caption-minilm, appearance]\nmining:\n  retriever: ocr-bm25\n")
 
 
 def photos_template_entity(folder: Path, seed: int) -> Path:

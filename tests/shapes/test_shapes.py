@@ -33,6 +33,44 @@ def _audit_lines(run_dir: Path) -> list[str]:
     return [v.line() for v in A.audit(run_dir, list(stage_modules.STAGES))]
 
 
+def _table(run_dir: Path, name: str):
+    import pandas as pd
+
+    return pd.read_csv(run_dir / "tables" / f"{name}.csv", keep_default_na=False)
+
+
+def _summary(run_dir: Path) -> str:
+    return A._text_of_html((run_dir / "summary.html").read_text(encoding="utf-8"))
+
+
+# what each shape is there to exercise, checked on its run (a shape that stopped exercising it would pass
+# the invariants by doing nothing)
+EXPECT = {
+    "photos-captions": lambda d: [
+        (len(_table(d, "questions_validated")) == 14, "the 14 qrels-only questions are scored"),
+        ((d / "labelling" / "label.html").is_file(), "the labelling page exists"),
+        (_table(d, "question_validation")["note"].str.contains("distractor check not run: answer-string needs an answer").all(),
+         "each qrels-only question says the distractor check did not run"),
+        ("NOT EVALUATED" in (d / "html" / "03_leak_ablation.report.html").read_text()
+         or "not evaluated" in (d / "headlines" / "03_leak_ablation.json").read_text().lower(),
+         "the leak gate's retrieval half is not evaluated without blind queries")],
+    "answers-only": lambda d: [("no page judgements" in _summary(d), "the summary says why nothing is scored")],
+    "multi-page": lambda d: [((_table(d, "validation_judgements")["role"] == "rest").any(),
+                              "the other gold pages are judged alone")],
+    "pdf-no-metadata": lambda d: [(set(_table(d, "distractors")["axis"]) <= {"cluster", "random"},
+                                   "appearance clusters stand in for templates"),
+                                  ("appearance" in _summary(d), "the summary says which distractor method ran")],
+    "pdf-full-metadata": lambda d: [(bool(set(_table(d, "distractors")["axis"]) - {"cluster", "random"}),
+                                     "per-axis distractors from the template metadata")],
+    "external-ties": lambda d: [((d / "runs" / "tied.run").is_file(), "your run is exported"),
+                                ("tied" in set(_table(d, "sufficiency")["system"]), "and scored")],
+}
+
+
+def _expectations(shape: str, run_dir: Path) -> list[str]:
+    return [f"shape {shape}: expected: {what}" for ok, what in EXPECT.get(shape, lambda d: [])(run_dir) if not ok]
+
+
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_every_invariant_holds_on_the_shape(shape, tmp_path):
     params = SHAPES[shape](tmp_path / "corpus", seed=11)
@@ -45,6 +83,8 @@ def test_every_invariant_holds_on_the_shape(shape, tmp_path):
     lines = ([failed] if failed else []) + _audit_lines(run_dir)
     if shape.startswith("demo-seed-") and not failed:
         lines += _calibration_lines(run_dir)
+    if not failed:
+        lines += _expectations(shape, run_dir)
     _record(shape, lines)
     assert not lines, f"{shape}: {len(lines)} violation(s):\n" + "\n".join(lines)
 

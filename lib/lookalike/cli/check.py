@@ -157,6 +157,13 @@ def check_inputs(prm: dict) -> list[Report]:
                 r.rows, r.skipped = len(got[0]), got[1]
             elif got is not None:
                 r.rows = len(got)
+        r = Report("mining.retriever", str(prm["mining"]["retriever"]))
+        ranked = _guard(r, lambda: run_systems(prm))
+        if ranked is not None and prm["mining"]["retriever"] not in ranked:
+            r.refused = (f"mining.retriever {prm['mining']['retriever']!r} is not a system this run ranks "
+                         f"({', '.join(sorted(ranked))}); stage 08 mines that system's rankings — name one of them")
+        if r.refused:
+            reports.append(r)
         plan = Report("what each stage will do", heading_only=True)
         plan.notes = stage_plan(prm, units, structured, getattr(corpus, "answer_key", None))
         reports.append(plan)
@@ -165,6 +172,23 @@ def check_inputs(prm: dict) -> list[Report]:
         if "openai-compatible" in judges:
             reports.append(_endpoint(prm["validate"]["judge_url"], prm["validate"]["judge_model"]))
     return reports
+
+
+def run_systems(prm: dict) -> set[str]:
+    """The systems a run with these parameters ranks: each encoder's, the fusions its encoders make,
+    document context, your runs, and the +rerank / +split systems it names."""
+    from lookalike.retrieval import encoders as E
+
+    base = {E.system_name(spec) for spec in prm["encode"]["encoders"]}
+    names = set(base) | {str(spec).partition("=")[0].strip() for spec in prm["retrieve"]["external_runs"]}
+    if {"ocr-minilm", "ocr-bm25"} <= base:
+        names.add("pixels-rrf")
+    if len(base) >= 3:
+        names.add("hybrid-rrf")
+    if "ocr-minilm" in base:
+        names.add("ocr-minilm+doc-context")
+    names |= {f"{s}+rerank" for s in prm["rerank"]["systems"]} | {f"{s}+split" for s in prm["split"]["systems"]}
+    return names
 
 
 def stage_plan(prm: dict, units: pd.DataFrame, questions: pd.DataFrame | None, answer_key=None) -> list[str]:

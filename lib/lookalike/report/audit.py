@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from lookalike import params as P
 from lookalike.eval import metrics as M
 from lookalike.eval import trec
 
@@ -97,6 +98,20 @@ def check_complete(run_dir: Path, stages: list[str]) -> list[Violation]:
     return out
 
 
+def check_accounted(run_dir: Path) -> list[Violation]:
+    """Every question the run read has a row in stage 05's validation table (a status, and a slice it
+    is scored in or the reason it is not): nothing is dropped without a word."""
+    questions, validation = _read(run_dir, "questions"), _read(run_dir, "question_validation")
+    if not len(questions) or "query_id" not in validation.columns:
+        return []
+    missing = sorted(set(questions["query_id"].astype(str)) - set(validation["query_id"].astype(str)))
+    if not missing:
+        return []
+    return [Violation("complete", "tables/question_validation.csv", "questions",
+                      f"{len(missing)} question(s) of tables/questions.csv have no validation row (first: "
+                      f"{', '.join(missing[:5])})")]
+
+
 def check_no_nan(run_dir: Path) -> list[Violation]:
     out = []
     for rel, figure, text in _headline_texts(run_dir):
@@ -146,6 +161,37 @@ def _read(run_dir: Path, name: str) -> pd.DataFrame:
         return pd.read_csv(path, keep_default_na=False) if path.is_file() else pd.DataFrame()
     except pd.errors.EmptyDataError:        # a table a stage wrote with no columns: nothing to check
         return pd.DataFrame()
+
+
+def check_external_runs(run_dir: Path, params: dict) -> list[Violation]:
+    """Each run of yours (retrieve.external_runs) is exported as its file's canonical ranking: the same
+    (question, unit, score) rows, ties ordered by the canonical rule, whatever order the file had."""
+    from lookalike.eval import ranking
+    from lookalike.io import inputs
+
+    out = []
+    specs = ((params.get("retrieve") or {}).get("external_runs")) or []
+    units, questions = _read(run_dir, "units"), _read(run_dir, "questions")
+    if not specs or not len(units) or not len(questions):
+        return out
+    for spec in specs:
+        name, _, path = (x.strip() for x in str(spec).partition("="))
+        source = P.repo_path(path)         # relative paths are the repository's, as the stages read them
+        exported = run_dir / "runs" / f"{name}.run"
+        if source is None or not source.is_file() or not exported.is_file():
+            continue
+        mine, _ = inputs.read_external_run(source, units["unit_id"].astype(str), questions["query_id"].astype(str),
+                                           int((params.get("corpus") or {}).get("page_base", 1)))
+        want = ranking.rank(mine)[["query_id", "unit_id"]].reset_index(drop=True)
+        got = ranking.Run(trec.read_run(exported)[0]).frame()
+        with exported.open(encoding="utf-8") as fh:
+            as_written = pd.DataFrame([line.split()[:3:2] for line in fh], columns=["query_id", "unit_id"])
+        if not as_written.equals(want) or len(got) != len(want):
+            first = next((i for i in range(min(len(want), len(as_written)))
+                          if tuple(want.iloc[i]) != tuple(as_written.iloc[i])), min(len(want), len(as_written)))
+            out.append(Violation("reproducible", f"runs/{name}.run", f"run {name}",
+                                 f"not the canonical ranking of {source.name}: first difference at line {first + 1}"))
+    return out
 
 
 def check_reproducible(run_dir: Path) -> list[Violation]:
@@ -328,8 +374,10 @@ def audit(run_dir: Path | str, stages: list[str]) -> list[Violation]:
     params = json.loads(manifest.read_text(encoding="utf-8")).get("params", {}) if manifest.is_file() else {}
     found = []
     found += check_complete(run_dir, stages)
+    found += check_accounted(run_dir)
     found += check_no_nan(run_dir)
     found += check_reproducible(run_dir)
+    found += check_external_runs(run_dir, params)
     found += check_defined(run_dir)
     found += check_discriminating(run_dir)
     found += check_chance(run_dir)

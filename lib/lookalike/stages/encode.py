@@ -175,7 +175,10 @@ def run(ctx: StageContext) -> StageResult:
                                                                    if best["vs_chance"] != "above chance" else "")
                    if "chance_recall_10" in best.index else "")
                 + " (first look: no hard negatives yet)."
-                if best is not None else f"{len(unit_vectors)} encoders ran; no questions, so no runs.")
+                if best is not None else
+                f"{len(runs)} systems ranked {len(questions)} questions; none names an evidence page (no page "
+                "judgements), so nothing is scored here (supply corpus.qrels)." if runs and len(questions) else
+                f"{len(unit_vectors)} encoders ran; no questions, so no runs.")
     res.headline(
         sentence,
         figure="02_first_look" if len(look) else "",

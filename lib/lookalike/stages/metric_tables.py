@@ -319,6 +319,9 @@ def run(ctx: StageContext) -> StageResult:
         if len(lost):
             res.say("\nthe axis on which the look-alike that beat the gold differs (rows):")
             res.say(pd.crosstab(lost["axis"], lost["system"]).to_string())
+            if (lost["axis"] == "cluster").any():
+                res.say("cluster: the look-alike is a page of the gold's appearance cluster (this corpus names no "
+                        "templates), not a page of its template that differs on one field")
         res.say("\nbrowse them: browse/index.html")
     else:
         res.say("no validated single-gold questions: nothing to browse")
@@ -402,6 +405,7 @@ def run(ctx: StageContext) -> StageResult:
     if lost is not None:
         lost.columns.name = None
     blocks = [
+        {"heading": "What was scored", "text": scored_words(read("question_validation"), strict)},
         {"heading": "Headline: each system against easy and hard negatives", "table": headline,
          "text": "Top-1 against random pages (questions as generated) beside what the top k holds when the "
                  f"competitors are {hard_words(distractors)} (validated questions). The columns do not "
@@ -496,6 +500,11 @@ def run(ctx: StageContext) -> StageResult:
     if flagged_block:
         blocks.append({"heading": "People-judged questions a machine judge flagged", "text": flagged_block})
     blocks = [b for b in blocks if b]
+    if not len(strict):
+        # nothing was scored: the summary says why, and what the labels are, not empty tables and their captions
+        blocks = [b for b in blocks if b["heading"] in ("What was scored", "How the labels were made",
+                                                        "What the labels rest on",
+                                                        "People-judged questions a machine judge flagged")]
     noun = unit_noun(ctx.get("corpus.source"))
     blocks = [{k: (nouned(v, noun) if k in ("text", "note") and isinstance(v, str) else v) for k, v in b.items()}
               for b in blocks]
@@ -511,6 +520,30 @@ def run(ctx: StageContext) -> StageResult:
                                     for r in suff_hard[suff_hard["k"] == 1].itertuples()})
     return res
 
+
+
+# why a question is not in the scored set, in words (question_validation's status / slice)
+NOT_SCORED = {"no_page_evidence": "no page judgements (no qrels name a page for them)",
+              "not_answerable": "the dataset marks them not answerable (their own slice, never a retrieval failure)",
+              "gold_fails": "the judge found their gold page does not answer them (dropped)",
+              "answerable_from_distractor": "a look-alike answers them too and no qualifier fixed it (dropped or "
+                                            "kept as any-acceptable)",
+              "no_answer": "no answer for the judge that needs one (not validated)"}
+
+
+def scored_words(validation: pd.DataFrame, strict: pd.DataFrame) -> str:
+    """How many questions the figures rest on, and why each of the others is not among them."""
+    if not len(validation):
+        return "No questions: nothing was scored."
+    kept = set(strict["query_id"])
+    rest = validation[~validation["query_id"].isin(kept)]
+    said = f"{len(kept)} of {len(validation)} questions are scored (the validated single-gold set)."
+    if len(rest):
+        counts = rest["status"].value_counts().sort_index()
+        said += " Not scored: " + "; ".join(f"{n} — {NOT_SCORED.get(k, k)}" for k, n in counts.items()) + "."
+    if not kept:
+        said += " No figure below measures retrieval on this run."
+    return said
 
 
 def unit_noun(source: str) -> str:

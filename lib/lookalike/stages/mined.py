@@ -53,7 +53,7 @@ def run(ctx: StageContext) -> StageResult:
     for name, (qs, folder) in SETS.items():
         path = folder / f"{mining_retriever}.run"
         if len(qs) and not path.is_file():
-            raise FileNotFoundError(f"{path} is missing: mining_retriever must be a system stages 02 and 06 ranked "
+            raise FileNotFoundError(f"{path} is missing: mining.retriever must be a system stages 02 and 06 ranked "
                                     f"({', '.join(p.stem for p in sorted(folder.glob('*.run')))})")
         runs[name] = trec.read_run(path)[0] if len(qs) else pd.DataFrame(columns=["query_id", "unit_id", "score"])
     cache = Cache(encode_cache_dir or None)
