@@ -132,7 +132,11 @@ def test_failing_stage_stops_the_run_and_keeps_the_partial_notebook(tmp_path, ca
     assert "stage 01_stratify_corpus failed" in err and "absent.csv: manifest not found" in err
     partial = tmp_path / "out" / "broken" / "notebooks" / "01_stratify_corpus.ipynb"
     assert partial.is_file() and str(partial) in err
-    assert not (tmp_path / "out" / "broken" / "index.html").exists()
+    # the run still leaves its pages: the failed stage, its error and what to do, and what did not run
+    index = (tmp_path / "out" / "broken" / "index.html").read_text(encoding="utf-8")
+    assert "Stage 01_stratify_corpus failed" in index and "absent.csv: manifest not found" in index
+    assert "02_encode: did not run" in index
+    assert "This run did not finish" in (tmp_path / "out" / "broken" / "summary.html").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("stage", run.STAGES)

@@ -168,12 +168,13 @@ def kernel_manager_class():
 
 
 def _run_stages(stages: list[str], plan: dict, merged: dict, nb_dir: Path, run_dir: Path, log,
-                timings: dict[str, float]) -> dict[str, float]:
+                timings: dict[str, float] | None = None) -> dict[str, float]:
     """Execute each stage notebook with papermill, normalise it and export its HTML; fills timings
     (stage -> seconds) as stages finish, so a failure still leaves the times of those that ran."""
     import papermill as pm
 
     manager = kernel_manager_class()
+    timings = {} if timings is None else timings
 
     for stage in stages:
         out_nb = nb_dir / f"{stage}.ipynb"
