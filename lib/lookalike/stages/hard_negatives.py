@@ -93,17 +93,16 @@ def run(ctx: StageContext) -> StageResult:
                               clusters=ctx.clusters(gold))
     harder = ""
     # per system: is the hard set measurably harder than random negatives (paired top-1 difference)?
-    harder_rows = []
+    harder_rows, by_system = [], {}
     for name in sorted(scores) if len(single) else []:
-        hs = N.harder(scores[name], list(units["unit_id"]), list(single["query_id"]), gold, sets["random"],
-                      sets["hard"], seed, clusters=ctx.clusters(gold))
+        hs = by_system[name] = N.harder(scores[name], list(units["unit_id"]), list(single["query_id"]), gold,
+                                        sets["random"], sets["hard"], seed, clusters=ctx.clusters(gold))
         harder_rows.append({"system": name, "n": hs["n"], "difference": hs["difference"], "difference_lo": hs["lo"],
                             "difference_hi": hs["hi"], "harder": hs["harder"], "method": method})
     harder_table = pd.DataFrame(harder_rows, columns=["system", "n", "difference", "difference_lo", "difference_hi",
                                                       "harder", "method"])
-    if "ocr-bm25" in scores and len(single):
-        h = N.harder(scores["ocr-bm25"], list(units["unit_id"]), list(single["query_id"]), gold, sets["random"],
-                     sets["hard"], seed, clusters=ctx.clusters(gold))
+    if "ocr-bm25" in by_system:
+        h = by_system["ocr-bm25"]
         if not h["n"]:
             res.say("random − hard top-1 of ocr-bm25: not measured (no question has both kinds of negatives)")
             harder = " Whether the hard set is harder than random negatives was not measured: no question has both."

@@ -474,9 +474,9 @@ def run(ctx: StageContext) -> StageResult:
                                & (hard_plan["difference"].abs() > 0)]
         resolvable = pd.to_numeric(hard_plan["resolvable"], errors="coerce")
         if not (resolvable > 0).any():
-            text = (f"Not measured: with {int(hard_plan['n'].iloc[0])} validated questions every system scores the "
-                    "same on every question under hard negatives (zero variance in every pair), so no difference "
-                    "between systems can be resolved or planned for from this set.")
+            text = (f"Not measured: with {int(hard_plan['n'].iloc[0])} validated questions, sufficient@5 under hard "
+                    "negatives is the same for every system on every question (zero variance in every pair), so no "
+                    "difference in it between systems can be resolved or planned for from this set.")
         else:
             text = (f"With {int(hard_plan['n'].iloc[0])} validated questions, sufficient@5 under hard negatives resolves "
                     f"differences of about {resolvable[resolvable > 0].median():.2f} between two systems (median over "
@@ -573,7 +573,7 @@ def harder_words(table: pd.DataFrame) -> str:
         verdict = "measurably harder" if str(r.harder) == "True" else "not measurably harder"
         said.append(f"{r.system}: {verdict} (top-1 random − hard {d:+.2f} [{lo:+.2f}, {hi:+.2f}], n = {n})")
     method = str(table["method"].iloc[0]) if "method" in table.columns and len(table) else ""
-    return (f"Distractor method: {method}. " if method else "") + "; ".join(said) + (
+    return (f"Distractor method: {method}. " if method else "") + "Pixel-only systems (stage 04 scores those): " + "; ".join(said) + (
         ". A system for which the hard set is not measurably harder gains nothing from the hard-negative "
         "figures over random ones.")
 
