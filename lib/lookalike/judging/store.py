@@ -8,8 +8,11 @@ append-only: nothing is ever rewritten or deleted, and appending a label identic
 held (same query, unit, label, judge, source and note) adds nothing, so re-running a stage is a
 no-op. The *current* label of a pair is the latest one of the highest precedence: a person's
 (human) over the demo's answer key (reference) over a model's, in any order of writes and re-runs,
-so nothing a person wrote is ever overridden by a model or by the reference. Two adjudications that disagree are both kept and reported
-as a conflict.
+so nothing a person wrote is ever overridden by a model or by the reference; among people's labels
+an adjudicator's decision (judge ``adjudicator:<name>``, written by the team label server's export)
+ranks above any one person's. Two adjudications that disagree are both kept and reported as a
+conflict; people who disagreed are not a conflict once an adjudicator settled the pair (only the
+adjudicator's decisions are compared then).
 
 Labelling page: one self-contained offline HTML file — shuffled, blind (no system, rank, file
 name, caption or unit id; each item carries an opaque pair id whose key stays in
@@ -42,6 +45,7 @@ STORE_COLUMNS = ["query_id", "unit_id", "question_sha", "label", "judge", "sourc
 SOURCES = ("model", "human", "reference")
 ADJUDICATORS = ("human", "reference")
 PRECEDENCE = {"model": 0, "reference": 1, "human": 2}     # which label of a pair is current: the highest, then the latest
+ADJUDICATOR_PREFIX = "adjudicator:"                        # a person's decision on people's disagreement: above them
 
 
 class LabelError(ValueError):
@@ -127,10 +131,10 @@ class LabelStore:
             return pd.DataFrame({c: pd.Series(dtype=bool if c in ("adjudicated", "conflict") else object) for c in cols})
         df["order"] = np.arange(len(df))
         df["adjudicated"] = df["source"].isin(ADJUDICATORS)
-        df["precedence"] = df["source"].map(PRECEDENCE)
+        df["precedence"] = _precedence(df)
         latest = (df.sort_values(["precedence", "order"], kind="mergesort")
                   .groupby(["query_id", "unit_id"], sort=False).tail(1))
-        adj = df[df["adjudicated"]]
+        adj = _top_adjudications(df[df["adjudicated"]])
         conflicts = adj.groupby(["query_id", "unit_id"])["label"].nunique()
         conflicts = set(conflicts[conflicts > 1].index)
         latest = latest.assign(conflict=[(q, u) in conflicts for q, u in zip(latest["query_id"], latest["unit_id"])])
@@ -140,8 +144,25 @@ class LabelStore:
         """Every adjudicated label of the pairs whose adjudications disagree (all kept)."""
         df = _for_questions(self.frame(), question_shas)
         adj = df[df["source"].isin(ADJUDICATORS)]
+        if len(adj):
+            adj = _top_adjudications(adj)
         n = adj.groupby(["query_id", "unit_id"])["label"].transform("nunique")
         return adj[n > 1].sort_values(["query_id", "unit_id"], kind="mergesort").reset_index(drop=True)
+
+
+def _precedence(df: pd.DataFrame) -> pd.Series:
+    rank = df["source"].map(PRECEDENCE)
+    return rank + ((df["source"] == "human") & df["judge"].str.startswith(ADJUDICATOR_PREFIX)).astype(int)
+
+
+def _top_adjudications(adj: pd.DataFrame) -> pd.DataFrame:
+    """The adjudicated rows a conflict is judged on: an adjudicator's decisions where the pair has
+    any, else all of its people's and reference labels."""
+    if adj.empty:
+        return adj
+    tier = ((adj["source"] == "human") & adj["judge"].str.startswith(ADJUDICATOR_PREFIX)).astype(int)
+    top = tier.groupby([adj["query_id"], adj["unit_id"]]).transform("max")
+    return adj[tier == top]
 
 
 def _identity(row: Mapping) -> tuple:

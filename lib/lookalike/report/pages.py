@@ -43,3 +43,38 @@ def judging_sheet(items: Iterable[tuple[str, str, str]]) -> str:
     """Stage 03's blind judging sheet: items are (item id, query text, image src)."""
     labels = [(lab, LABEL_GRADES[lab], LABEL_MEANINGS[lab]) for lab in LABELS]
     return render("judging_sheet.html.j2", items=list(items), labels=labels)
+
+
+def label_server_page(door: bool, token: bool) -> str:
+    """The label server's one page: sign in, then label (or adjudicate) one pair at a time. It holds
+    no corpus text: every question, label and caption arrives as JSON and is set with textContent."""
+    labels = [(*LABEL_KEYS[lab], lab, LABEL_MEANINGS[lab]) for lab in LABELS]
+    return render("label_server.html.j2", labels=labels, door=door, token=token)
+
+
+def _cell(value) -> str:
+    if isinstance(value, float):
+        return "" if value != value else f"{value:.2f}"
+    return str(value)
+
+
+def _rows(df) -> tuple[list[str], list[list[str]]]:
+    return list(df.columns), [[_cell(v) for v in row] for row in df.itertuples(index=False)]
+
+
+def label_progress_page(progress: Mapping, per_pair: int, pools: int) -> str:
+    """Progress: pairs done per annotator and per question, labels per hour, time left at that rate."""
+    rate, left = progress["labels_per_hour"], progress["hours_left"]
+    summary = (f"{progress['filled']} of {progress['slots']} label slots filled ({per_pair} per pair"
+               + (f" in each of {pools} pools" if pools > 1 else "") + "); "
+               + (f"the team labels {rate:.0f} pairs an hour; at that rate {left:.1f} hours are left"
+                  if left is not None else "the rate is not measured yet (it needs two labels)"))
+    return render("label_tables.html.j2", title="lookalike — labelling progress", summary=summary,
+                  tables=[("per annotator", *_rows(progress["per_annotator"])),
+                          ("per question", *_rows(progress["per_question"]))], lines=[])
+
+
+def label_agreement_page(table, lines: list[str]) -> str:
+    """Agreement among people and with the model, each row in words and as a table."""
+    return render("label_tables.html.j2", title="lookalike — agreement", summary="", lines=lines,
+                  tables=[("agreement", *_rows(table))])

@@ -1,0 +1,437 @@
+"""The team's label database: pairs to label, annotators, leases, people's labels and adjudications.
+
+One database per run, SQLite in WAL mode by default (``<run>/labels/labels.sqlite``), or
+PostgreSQL by URL (``postgresql://…``, needs psycopg) for a team server. Its schema is created and
+upgraded by the versioned migrations in ``MIGRATIONS`` (table ``schema_migrations`` records what
+was applied). The run's JSON Lines label store (``judging.store``) stays the record the stages read:
+``export_to_store`` appends what people labelled here to it, and stage 06 does so itself when a
+database is configured.
+
+What the database guarantees, each by a constraint or one transaction, not by the caller:
+- a label is committed when ``submit`` returns (SQLite: WAL, ``synchronous=FULL``), so a killed
+  server or a closed browser loses nothing that was acknowledged;
+- every change carries a request id, recorded in the same transaction (``requests``): a replayed
+  request is refused with what it did the first time, so a retry after a lost answer never adds a
+  label twice;
+- one live label per (pair, person, kind) — a partial unique index; an undo retracts (keeps the
+  row, marks it), it never deletes;
+- a pair is offered to at most ``per_pair`` people per pool at once: claims run one at a time
+  (SQLite ``BEGIN IMMEDIATE``; PostgreSQL a transaction-scoped advisory lock) and count the live
+  labels plus the other people's unexpired leases;
+- machine labels live in their own table (``machine_labels``) and are only ever read beside
+  people's for agreement: nothing a model says can replace a person's label here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sqlite3
+import time as _time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterable, Iterator, Mapping
+
+import pandas as pd
+
+from lookalike.vocab import LABELS
+
+POOLS = ("blind", "metadata")       # metadata: this person sees the file name and caption beside the page
+KINDS = ("label", "adjudication")
+ROLES = ("annotator", "adjudicator")
+DEFAULT_FILE = Path("labels") / "labels.sqlite"
+REQUEST_ID = re.compile(r"[A-Za-z0-9_.:-]{8,80}")
+NAME = re.compile(r"[^\x00-\x1f<>]{1,60}")
+
+# Each migration: (version, what it does, statements). "{id}" is the dialect's auto-increment key.
+MIGRATIONS: list[tuple[int, str, list[str]]] = [
+    (1, "pairs, annotators, leases, people's labels, requests, machine labels", [
+        """CREATE TABLE pairs (
+             pair_id TEXT PRIMARY KEY, query_id TEXT NOT NULL, unit_id TEXT NOT NULL,
+             question_sha TEXT NOT NULL, question TEXT NOT NULL, flagged TEXT NOT NULL DEFAULT '',
+             added TEXT NOT NULL)""",
+        """CREATE TABLE annotators (
+             name TEXT PRIMARY KEY, pool TEXT NOT NULL CHECK (pool IN ('blind', 'metadata')),
+             role TEXT NOT NULL CHECK (role IN ('annotator', 'adjudicator')), joined TEXT NOT NULL)""",
+        """CREATE TABLE leases (
+             pair_id TEXT NOT NULL REFERENCES pairs(pair_id), annotator TEXT NOT NULL REFERENCES annotators(name),
+             kind TEXT NOT NULL, expires DOUBLE PRECISION NOT NULL, PRIMARY KEY (pair_id, annotator, kind))""",
+        """CREATE TABLE labels (
+             id {id}, request_id TEXT NOT NULL UNIQUE, pair_id TEXT NOT NULL REFERENCES pairs(pair_id),
+             annotator TEXT NOT NULL REFERENCES annotators(name), pool TEXT NOT NULL,
+             kind TEXT NOT NULL CHECK (kind IN ('label', 'adjudication')),
+             label TEXT NOT NULL CHECK (label IN ('sufficient', 'supporting', 'irrelevant')),
+             note TEXT NOT NULL DEFAULT '', time TEXT NOT NULL, seconds DOUBLE PRECISION,
+             retracted INTEGER NOT NULL DEFAULT 0, retracted_time TEXT)""",
+        "CREATE UNIQUE INDEX labels_live ON labels (pair_id, annotator, kind) WHERE retracted = 0",
+        """CREATE TABLE requests (
+             request_id TEXT PRIMARY KEY, annotator TEXT NOT NULL, action TEXT NOT NULL, result TEXT NOT NULL,
+             time TEXT NOT NULL)""",
+        """CREATE TABLE machine_labels (
+             pair_id TEXT NOT NULL REFERENCES pairs(pair_id), judge TEXT NOT NULL, label TEXT NOT NULL,
+             PRIMARY KEY (pair_id, judge))""",
+    ]),
+]
+SCHEMA_VERSION = MIGRATIONS[-1][0]
+
+
+class LabelDBError(ValueError):
+    """A request the database refuses; ``status`` is the HTTP status a server answers with."""
+
+    def __init__(self, message: str, status: int = 400):
+        super().__init__(message)
+        self.status = status
+
+
+class Replay(LabelDBError):
+    """A request id already applied: nothing was changed again."""
+
+    def __init__(self, request_id: str, result: str, when: str):
+        super().__init__(f"request {request_id} was already applied at {when} ({result}); nothing was changed again", 409)
+        self.result = result
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """What one person is shown next: the pair's opaque id and its question (nothing else is blind-safe)."""
+
+    pair_id: str
+    question: str
+    kind: str
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def resolve(db: str | Path | None, run_dir: Path | str) -> str:
+    """The database a run uses: a PostgreSQL URL as given; else a file (a relative path is under the
+    run folder; empty means ``<run>/labels/labels.sqlite``)."""
+    text = str(db or "").strip()
+    if text.startswith(("postgresql://", "postgres://")):
+        return text
+    if text.startswith("sqlite:///"):
+        text = text[len("sqlite:///"):]
+    path = Path(text) if text else DEFAULT_FILE
+    return str(path if path.is_absolute() else Path(run_dir) / path)
+
+
+class LabelDB:
+    """The label database at ``target`` (a file path, or a postgresql:// URL)."""
+
+    def __init__(self, target: str | Path):
+        self.target = str(target)
+        self.postgres = self.target.startswith(("postgresql://", "postgres://"))
+        if self.postgres:
+            try:
+                import psycopg  # noqa: F401  (optional: only a team server on PostgreSQL needs it)
+            except ImportError as exc:
+                raise LabelDBError(f"{self.target}: a PostgreSQL database needs the psycopg package "
+                                   "(pip install 'psycopg[binary]')") from exc
+        else:
+            Path(self.target).parent.mkdir(parents=True, exist_ok=True)
+        self.migrate()
+
+    # ------------------------------------------------------------------ connections
+
+    def _connect(self):
+        if self.postgres:
+            import psycopg
+            return psycopg.connect(self.target, autocommit=True)
+        con = sqlite3.connect(self.target, timeout=30, isolation_level=None, check_same_thread=False)
+        con.execute("PRAGMA journal_mode=WAL")
+        con.execute("PRAGMA synchronous=FULL")        # a committed label survives a killed process or machine
+        con.execute("PRAGMA foreign_keys=ON")
+        con.execute("PRAGMA busy_timeout=30000")
+        return con
+
+    def _sql(self, sql: str) -> str:
+        return sql.replace("?", "%s") if self.postgres else sql
+
+    @contextmanager
+    def transaction(self, serial: bool = False) -> Iterator["_Tx"]:
+        """One transaction; serial: one at a time against every other serial transaction (claims)."""
+        con = self._connect()
+        try:
+            if self.postgres:
+                con.execute("BEGIN")
+                if serial:
+                    con.execute("SELECT pg_advisory_xact_lock(87500)")
+            else:
+                con.execute("BEGIN IMMEDIATE" if serial else "BEGIN")
+            tx = _Tx(con, self)
+            try:
+                yield tx
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
+        finally:
+            con.close()
+
+    def query(self, sql: str, params: Iterable = ()) -> pd.DataFrame:
+        con = self._connect()
+        try:
+            cur = con.execute(self._sql(sql), tuple(params))
+            cols = [d[0] for d in cur.description]
+            return pd.DataFrame(cur.fetchall(), columns=cols)
+        finally:
+            con.close()
+
+    # ------------------------------------------------------------------ schema
+
+    def version(self) -> int:
+        with self.transaction() as tx:
+            if not tx.table_exists("schema_migrations"):
+                return 0
+            return int(tx.one("SELECT COALESCE(MAX(version), 0) FROM schema_migrations")[0])
+
+    def migrate(self) -> int:
+        """Apply every migration not yet applied, each in one transaction; returns the version."""
+        auto = "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY" if self.postgres else "INTEGER PRIMARY KEY AUTOINCREMENT"
+        with self.transaction(serial=True) as tx:
+            if not tx.table_exists("schema_migrations"):
+                tx.run("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied TEXT NOT NULL)")
+            have = int(tx.one("SELECT COALESCE(MAX(version), 0) FROM schema_migrations")[0])
+            if have > SCHEMA_VERSION:
+                raise LabelDBError(f"{self.target}: schema version {have} is newer than this lookalike knows "
+                                   f"({SCHEMA_VERSION}); upgrade lookalike", 500)
+            for version, name, statements in MIGRATIONS:
+                if version <= have:
+                    continue
+                for statement in statements:
+                    tx.run(statement.replace("{id}", auto))
+                tx.run("INSERT INTO schema_migrations (version, name, applied) VALUES (?, ?, ?)", (version, name, now_iso()))
+        return SCHEMA_VERSION
+
+    # ------------------------------------------------------------------ pairs, machine labels, people
+
+    def add_pairs(self, pairs: pd.DataFrame) -> int:
+        """Add pairs (pair_id, query_id, unit_id, question_sha, question, flagged); ones held are kept as
+        they are. Returns how many were new."""
+        stamp = now_iso()
+        with self.transaction(serial=True) as tx:
+            before = int(tx.one("SELECT COUNT(*) FROM pairs")[0])
+            for r in pairs.to_dict("records"):
+                tx.run("INSERT INTO pairs (pair_id, query_id, unit_id, question_sha, question, flagged, added) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (pair_id) DO NOTHING",
+                       (r["pair_id"], r["query_id"], r["unit_id"], r["question_sha"], r["question"],
+                        str(r.get("flagged", "") or ""), stamp))
+            return int(tx.one("SELECT COUNT(*) FROM pairs")[0]) - before
+
+    def set_machine_labels(self, labels: pd.DataFrame) -> int:
+        """A judge's labels of pairs held here (pair_id, judge, label), for agreement only."""
+        with self.transaction(serial=True) as tx:
+            known = {r[0] for r in tx.all("SELECT pair_id FROM pairs")}
+            n = 0
+            for r in labels.to_dict("records"):
+                if r["pair_id"] not in known:
+                    continue
+                tx.run("INSERT INTO machine_labels (pair_id, judge, label) VALUES (?, ?, ?) "
+                       "ON CONFLICT (pair_id, judge) DO UPDATE SET label = excluded.label",
+                       (r["pair_id"], r["judge"], r["label"]))
+                n += 1
+            return n
+
+    def join(self, name: str, role: str = "annotator", door_share: float = 0.0) -> dict:
+        """Sign a person in (created on first sign-in). Their pool is fixed then: with the judge door on
+        (door_share > 0) a new person sees file names and captions while the metadata pool holds fewer
+        than door_share of everyone, so pools fill in the order people arrive."""
+        name = str(name).strip()
+        if not NAME.fullmatch(name):
+            raise LabelDBError("a name is 1 to 60 characters, without < > or control characters")
+        if role not in ROLES:
+            raise LabelDBError(f"role {role!r} is not one of {', '.join(ROLES)}")
+        with self.transaction(serial=True) as tx:
+            row = tx.one("SELECT name, pool, role, joined FROM annotators WHERE name = ?", (name,))
+            if row is None:
+                n, meta = tx.one("SELECT COUNT(*), COALESCE(SUM(CASE WHEN pool = 'metadata' THEN 1 ELSE 0 END), 0) "
+                                 "FROM annotators WHERE role = 'annotator'")
+                pool = "metadata" if role == "annotator" and door_share > 0 and meta < door_share * (n + 1) else "blind"
+                row = (name, pool, role, now_iso())
+                tx.run("INSERT INTO annotators (name, pool, role, joined) VALUES (?, ?, ?, ?)", row)
+            elif row[2] != role and role == "adjudicator":
+                tx.run("UPDATE annotators SET role = 'adjudicator' WHERE name = ?", (name,))
+                row = (row[0], row[1], "adjudicator", row[3])
+        return dict(zip(("name", "pool", "role", "joined"), row))
+
+    def annotator(self, name: str) -> dict:
+        df = self.query("SELECT name, pool, role, joined FROM annotators WHERE name = ?", (name,))
+        if df.empty:
+            raise LabelDBError(f"nobody named {name!r} has signed in", 401)
+        return df.iloc[0].to_dict()
+
+    # ------------------------------------------------------------------ the queue
+
+    def next_pair(self, name: str, per_pair: int, lease_s: float, seed: int, separate_pools: bool) -> Assignment | None:
+        """The pair this person labels next, leased to them for lease_s seconds: the one they already
+        hold, else the first in their own shuffled order that they have not labelled and that has a
+        free slot (live labels plus other people's unexpired leases below per_pair — counted within
+        their pool when the pools are separate). None when nothing is left for them."""
+        person = self.annotator(name)
+        clock = _time.time()
+        with self.transaction(serial=True) as tx:
+            tx.run("DELETE FROM leases WHERE expires < ?", (clock,))
+            held = tx.one("SELECT l.pair_id, p.question FROM leases l JOIN pairs p ON p.pair_id = l.pair_id "
+                          "WHERE l.annotator = ? AND l.kind = 'label'", (name,))
+            if held is not None:
+                tx.run("UPDATE leases SET expires = ? WHERE pair_id = ? AND annotator = ? AND kind = 'label'",
+                       (clock + lease_s, held[0], name))
+                return Assignment(held[0], held[1], "label")
+            pool_clause = "AND pool = ?" if separate_pools else ""
+            pool_args = (person["pool"],) if separate_pools else ()
+            filled: dict[str, int] = {}
+            for pid, n in tx.all(f"SELECT pair_id, COUNT(*) FROM labels WHERE kind = 'label' AND retracted = 0 "
+                                 f"{pool_clause} GROUP BY pair_id", pool_args):
+                filled[pid] = filled.get(pid, 0) + int(n)
+            lease_pool = ("AND a.pool = ?" if separate_pools else "")
+            for pid, n in tx.all(f"SELECT l.pair_id, COUNT(*) FROM leases l JOIN annotators a ON a.name = l.annotator "
+                                 f"WHERE l.kind = 'label' AND l.annotator <> ? {lease_pool} GROUP BY l.pair_id",
+                                 (name, *pool_args)):
+                filled[pid] = filled.get(pid, 0) + int(n)
+            mine = {r[0] for r in tx.all("SELECT pair_id FROM labels WHERE annotator = ? AND kind = 'label' "
+                                         "AND retracted = 0", (name,))}
+            pairs = tx.all("SELECT pair_id, question FROM pairs")
+            order = sorted(pairs, key=lambda r: shuffle_key(seed, name, r[0]))
+            for pid, question in order:
+                if pid in mine or filled.get(pid, 0) >= per_pair:
+                    continue
+                tx.run("INSERT INTO leases (pair_id, annotator, kind, expires) VALUES (?, ?, 'label', ?)",
+                       (pid, name, clock + lease_s))
+                return Assignment(pid, question, "label")
+        return None
+
+    def submit(self, name: str, pair_id: str, label: str, note: str, request_id: str, per_pair: int,
+               separate_pools: bool, seconds: float | None = None, kind: str = "label") -> int:
+        """Record one label (or an adjudication) and free the lease, in one transaction; returns its id.
+        Refused: an unknown pair or label, a replayed request id, a pair this person already labelled,
+        a pair whose slots others filled while this person held no lease."""
+        check_request_id(request_id)
+        if label not in LABELS:
+            raise LabelDBError(f"label {label!r} is not one of {', '.join(LABELS)}")
+        if kind not in KINDS:
+            raise LabelDBError(f"kind {kind!r} is not one of {', '.join(KINDS)}")
+        person = self.annotator(name)
+        if kind == "adjudication" and person["role"] != "adjudicator":
+            raise LabelDBError(f"{name} did not sign in as an adjudicator", 403)
+        note = str(note or "")[:2000]
+        stamp = now_iso()
+        with self.transaction(serial=True) as tx:
+            _replay(tx, request_id)
+            if tx.one("SELECT 1 FROM pairs WHERE pair_id = ?", (pair_id,)) is None:
+                raise LabelDBError(f"pair {pair_id!r} is not in this run's pool", 404)
+            if tx.one("SELECT id FROM labels WHERE pair_id = ? AND annotator = ? AND kind = ? AND retracted = 0",
+                      (pair_id, name, kind)) is not None:
+                raise LabelDBError(f"{name} has already labelled pair {pair_id} (undo it first to change it)", 409)
+            if kind == "label":
+                leased = tx.one("SELECT 1 FROM leases WHERE pair_id = ? AND annotator = ? AND kind = 'label'",
+                                (pair_id, name)) is not None
+                pool_clause = "AND pool = ?" if separate_pools else ""
+                args = (pair_id, person["pool"]) if separate_pools else (pair_id,)
+                live = int(tx.one(f"SELECT COUNT(*) FROM labels WHERE pair_id = ? AND kind = 'label' AND retracted = 0 "
+                                  f"{pool_clause}", args)[0])
+                if not leased and live >= per_pair:
+                    raise LabelDBError(f"pair {pair_id} already has its {per_pair} label(s) from other people "
+                                       "(your lease had expired); ask for the next pair", 409)
+            cur = tx.run("INSERT INTO labels (request_id, pair_id, annotator, pool, kind, label, note, time, seconds) "
+                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                         (request_id, pair_id, name, person["pool"], kind, label, note, stamp, seconds))
+            label_id = int(cur.fetchone()[0])
+            tx.run("DELETE FROM leases WHERE pair_id = ? AND annotator = ? AND kind = ?", (pair_id, name, kind))
+            tx.run("INSERT INTO requests (request_id, annotator, action, result, time) VALUES (?, ?, ?, ?, ?)",
+                   (request_id, name, "label", f"{kind} {label_id} of pair {pair_id}", stamp))
+        return label_id
+
+    def undo(self, name: str, request_id: str, lease_s: float, kind: str = "label") -> str | None:
+        """Retract this person's latest live label (kept, marked retracted) and lease its pair back to
+        them so it is shown again; returns the pair id, or None when they have nothing to undo."""
+        check_request_id(request_id)
+        self.annotator(name)
+        stamp = now_iso()
+        with self.transaction(serial=True) as tx:
+            _replay(tx, request_id)
+            last = tx.one("SELECT id, pair_id FROM labels WHERE annotator = ? AND kind = ? AND retracted = 0 "
+                          "ORDER BY id DESC LIMIT 1", (name, kind))
+            result = "nothing to undo"
+            if last is not None:
+                tx.run("UPDATE labels SET retracted = 1, retracted_time = ? WHERE id = ?", (stamp, last[0]))
+                tx.run("DELETE FROM leases WHERE annotator = ? AND kind = ?", (name, kind))
+                tx.run("INSERT INTO leases (pair_id, annotator, kind, expires) VALUES (?, ?, ?, ?)",
+                       (last[1], name, kind, _time.time() + lease_s))
+                result = f"retracted {kind} {last[0]} of pair {last[1]}"
+            tx.run("INSERT INTO requests (request_id, annotator, action, result, time) VALUES (?, ?, ?, ?, ?)",
+                   (request_id, name, "undo", result, stamp))
+        return None if last is None else last[1]
+
+    # ------------------------------------------------------------------ reading
+
+    def pairs(self) -> pd.DataFrame:
+        return self.query("SELECT pair_id, query_id, unit_id, question_sha, question, flagged FROM pairs ORDER BY pair_id")
+
+    def labels(self, live: bool = True) -> pd.DataFrame:
+        """People's labels joined to their pairs (live only by default), in the order they were written."""
+        where = "WHERE l.retracted = 0" if live else ""
+        return self.query(f"SELECT l.id, l.pair_id, p.query_id, p.unit_id, p.question_sha, l.annotator, l.pool, l.kind, "
+                          f"l.label, l.note, l.time, l.seconds, l.retracted FROM labels l JOIN pairs p "
+                          f"ON p.pair_id = l.pair_id {where} ORDER BY l.id")
+
+    def machine_labels(self) -> pd.DataFrame:
+        return self.query("SELECT pair_id, judge, label FROM machine_labels ORDER BY pair_id, judge")
+
+    def annotators(self) -> pd.DataFrame:
+        return self.query("SELECT name, pool, role, joined FROM annotators ORDER BY name")
+
+
+class _Tx:
+    def __init__(self, con, db: LabelDB):
+        self.con, self.db = con, db
+
+    def run(self, sql: str, params: Iterable = ()):
+        return self.con.execute(self.db._sql(sql), tuple(params))
+
+    def one(self, sql: str, params: Iterable = ()):
+        return self.run(sql, params).fetchone()
+
+    def all(self, sql: str, params: Iterable = ()) -> list:
+        return self.run(sql, params).fetchall()
+
+    def table_exists(self, name: str) -> bool:
+        if self.db.postgres:
+            return self.one("SELECT to_regclass(?)", (name,))[0] is not None
+        return self.one("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)) is not None
+
+
+def _replay(tx: _Tx, request_id: str) -> None:
+    seen = tx.one("SELECT result, time FROM requests WHERE request_id = ?", (request_id,))
+    if seen is not None:
+        raise Replay(request_id, seen[0], seen[1])
+
+
+def check_request_id(request_id: str) -> None:
+    if not isinstance(request_id, str) or not REQUEST_ID.fullmatch(request_id):
+        raise LabelDBError("request_id must be 8 to 80 letters, digits or . _ : - (one fresh id per change; "
+                           "a retry sends the same one)")
+
+
+def shuffle_key(seed: int, name: str, pair_id: str) -> str:
+    """A person's own shuffled order of the pool: seeded, so a restart shows the same order."""
+    return hashlib.sha256(f"{seed}\0{name}\0{pair_id}".encode("utf-8")).hexdigest()
+
+
+def pool_pairs(pool: pd.DataFrame, questions: pd.DataFrame, flagged: Mapping[tuple[str, str], str] | None = None
+               ) -> pd.DataFrame:
+    """Stage 06's pool (query_id, unit_id) as the database's pairs, each with its opaque pair id (the
+    offline page's: query, unit and question text hashed) and the judge that flagged it, if any."""
+    from lookalike.judging.store import pair_id, question_sha
+
+    text = dict(zip(questions["query_id"], questions["text"].astype(str)))
+    rows = []
+    for q, u in zip(pool["query_id"], pool["unit_id"]):
+        if q not in text:
+            continue
+        rows.append({"pair_id": pair_id(q, u, text[q]), "query_id": q, "unit_id": u,
+                     "question_sha": question_sha(text[q]), "question": text[q],
+                     "flagged": (flagged or {}).get((q, u), "")})
+    return pd.DataFrame(rows, columns=["pair_id", "query_id", "unit_id", "question_sha", "question", "flagged"])

@@ -1,0 +1,300 @@
+"""``lookalike labels serve``: the team label server — a Starlette app over the label database.
+
+People sign in with a name (and the shared token when ``LOOKALIKE_LABELS_TOKEN`` is set) and get
+their own shuffled, blind queue of the run's pooled pairs: the question and the page image only —
+never the system, rank, file name, caption or unit id (the image is fetched by an opaque pair id).
+With ``labels.door`` on, the metadata pool's people see the file name and caption beside the page,
+which is how the judge door is measured with people. Adjudicators get the disagreement queue
+(machine-flagged pairs first) with everyone's labels. Every change is one database transaction
+carrying a client request id, so a retry never doubles a label and a closed browser loses nothing.
+
+Pages are jinja2 templates (``report/templates``, autoescaped; corpus text reaches the DOM through
+``textContent`` only), with no script or style from anywhere else.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import math
+import mimetypes
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import pandas as pd
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Route
+
+from lookalike import params as P
+from lookalike.data.schema import resolve_image
+from lookalike.judging import team
+from lookalike.judging.labeldb import LabelDB, LabelDBError, pool_pairs, resolve
+from lookalike.judging.store import LabelStore, pair_id
+from lookalike.report import pages
+
+TOKEN_ENV = "LOOKALIKE_LABELS_TOKEN"
+
+
+@dataclass
+class Settings:
+    """The label server's settings: the run's labels.* parameters (command-line flags may override)."""
+
+    per_pair: int = 1
+    door: bool = False
+    door_share: float = 0.5
+    lease_s: float = 900.0
+    seed: int = 0
+    token: str = ""
+
+    @property
+    def separate_pools(self) -> bool:
+        return self.door
+
+    @property
+    def pools(self) -> int:
+        return 2 if self.door else 1
+
+
+@dataclass
+class RunPairs:
+    """What the server knows of a run beyond the database: each pair's image and, for the metadata
+    pool only, its unit's file name and caption."""
+
+    run_dir: Path
+    pairs: pd.DataFrame
+    images: dict[str, Path] = field(default_factory=dict)
+    metadata: dict[str, dict] = field(default_factory=dict)
+    machine: pd.DataFrame | None = None
+
+
+def run_params(run_dir: Path) -> dict[str, Any]:
+    """The parameters a finished run was made with (manifest.json), checked against base.yaml."""
+    manifest = run_dir / "manifest.json"
+    given = json.loads(manifest.read_text(encoding="utf-8")).get("params", {}) if manifest.is_file() else {}
+    return P.check(given)
+
+
+def flagged_pairs(validation: pd.DataFrame, judgements: pd.DataFrame) -> dict[tuple[str, str], str]:
+    """(query, unit) -> judge, for each page a machine judge says answers a question people judged
+    (question_validation's flagged_by; the page from validation_judgements' distractor rows)."""
+    if "flagged_by" not in validation.columns or judgements.empty:
+        return {}
+    by = {q: j for q, j in zip(validation["query_id"], validation["flagged_by"].astype(str)) if j}
+    out = {}
+    gold_rows = judgements[judgements["role"] == "gold"]
+    golds = {q: set(str(u).split(";")) for q, u in zip(gold_rows["query_id"], gold_rows["unit_ids"])}
+    hits = judgements[(judgements["role"] == "distractor") & (judgements["label"] == "sufficient")
+                      & judgements["query_id"].isin(set(by))]
+    for q, ids in zip(hits["query_id"], hits["unit_ids"].astype(str)):
+        for u in ids.split(";"):
+            if u and u not in golds.get(q, set()):
+                out[(q, u)] = by[q]
+    return out
+
+
+def load_run(run_dir: Path | str) -> RunPairs:
+    """The run's pooled pairs (stage 06's tables/pool.csv), their images and metadata, and the model's
+    pre-labels from the store (for agreement with people; never shown to anyone labelling)."""
+    run_dir = Path(run_dir)
+    tables = run_dir / "tables"
+    need = [tables / f"{n}.csv" for n in ("pool", "questions_validated", "units")]
+    missing = [str(p) for p in need if not p.is_file()]
+    if missing:
+        raise LabelDBError(f"{', '.join(missing)} not found: run stage 06 (judge pool) for this run first", 500)
+    read = lambda name: pd.read_csv(tables / f"{name}.csv", keep_default_na=False)  # noqa: E731
+    pool, questions, units = read("pool"), read("questions_validated"), read("units")
+    flags = (flagged_pairs(read("question_validation"), read("validation_judgements"))
+             if (tables / "question_validation.csv").is_file() and (tables / "validation_judgements.csv").is_file()
+             else {})
+    pairs = pool_pairs(pool, questions, flags)
+    by_unit = units.set_index("unit_id")
+    images, metadata = {}, {}
+    for pid, u in zip(pairs["pair_id"], pairs["unit_id"]):
+        row = by_unit.loc[u]
+        images[pid] = resolve_image(str(row["image_path"]), run_dir)
+        metadata[pid] = {"file": str(row.get("filename", "") or ""), "caption": str(row.get("caption", "") or "")}
+    machine = None
+    store_path = run_dir / "labels" / "store.jsonl"
+    if store_path.is_file():
+        text = dict(zip(questions["query_id"], questions["text"].astype(str)))
+        model = LabelStore(store_path).frame()
+        model = model[model["source"] == "model"]
+        if len(model):
+            model = model.assign(pair_id=[pair_id(q, u, text.get(q, "")) for q, u in zip(model["query_id"], model["unit_id"])])
+            machine = (model[model["pair_id"].isin(set(pairs["pair_id"]))]
+                       .groupby(["pair_id", "judge"], sort=True).tail(1)[["pair_id", "judge", "label"]])
+    return RunPairs(run_dir, pairs, images, metadata, machine)
+
+
+def settings_from(params: Mapping[str, Any], **overrides) -> Settings:
+    labels = params["labels"]
+    s = Settings(per_pair=int(labels["per_pair"]), door=bool(labels["door"]), door_share=float(labels["door_share"]),
+                 lease_s=60.0 * float(labels["lease_minutes"]), seed=int(params["seed"]),
+                 token=os.environ.get(TOKEN_ENV, ""))
+    for key, value in overrides.items():
+        if value is not None:
+            setattr(s, key, value)
+    return s
+
+
+def open_db(run_dir: Path, params: Mapping[str, Any], db: str | None = None) -> LabelDB:
+    return LabelDB(resolve(db if db is not None else params["labels"]["db"], run_dir))
+
+
+# ----------------------------------------------------------------------------- the app
+
+def create_app(run: RunPairs, db: LabelDB, settings: Settings) -> Starlette:
+    """The label server for one run. Loads the run's pairs and the model's pre-labels into the database
+    (pairs already held are kept as they are)."""
+    db.add_pairs(run.pairs)
+    if run.machine is not None and len(run.machine):
+        db.set_machine_labels(run.machine)
+    known = set(run.pairs["pair_id"])
+
+    def fail(message: str, status: int = 400) -> JSONResponse:
+        return JSONResponse({"error": message}, status_code=status)
+
+    def check_token(request: Request) -> None:
+        given = request.headers.get("x-token", "") or request.query_params.get("token", "")
+        if settings.token and not hmac.compare_digest(given, settings.token):
+            raise LabelDBError(f"a valid token is needed (the server's {TOKEN_ENV})", 401)
+
+    def person(request: Request) -> dict:
+        check_token(request)
+        name = request.headers.get("x-annotator", "")
+        if not name:
+            raise LabelDBError("sign in first: no annotator name was sent (header X-Annotator)", 401)
+        return db.annotator(name)
+
+    async def body(request: Request, *fields: str) -> dict:
+        try:
+            data = json.loads(await request.body() or b"null")
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise LabelDBError(f"the request body is not JSON ({exc})") from exc
+        if not isinstance(data, dict):
+            raise LabelDBError(f"the request body must be a JSON object with {', '.join(fields)}")
+        missing = [f for f in fields if f not in data]
+        if missing:
+            raise LabelDBError(f"the request body lacks {', '.join(missing)} (expected {', '.join(fields)})")
+        return data
+
+    def guarded(handler):
+        async def endpoint(request: Request):
+            try:
+                return await handler(request)
+            except LabelDBError as exc:
+                return fail(str(exc), exc.status)
+        return endpoint
+
+    async def index(request: Request):
+        return HTMLResponse(pages.label_server_page(door=settings.door, token=bool(settings.token)))
+
+    async def signin(request: Request):
+        check_token(request)
+        data = await body(request, "name")
+        role = str(data.get("role", "annotator"))
+        who = db.join(str(data["name"]), role, settings.door_share if settings.door else 0.0)
+        return JSONResponse({**who, "per_pair": settings.per_pair, "door": settings.door})
+
+    def counts(name: str) -> dict:
+        labels = db.labels()
+        people = team.people_labels(labels)
+        mine = int((people["annotator"] == name).sum()) if len(people) else 0
+        return {"mine": mine, "pairs": len(known)}
+
+    async def next_pair(request: Request):
+        who = person(request)
+        got = db.next_pair(who["name"], settings.per_pair, settings.lease_s, settings.seed, settings.separate_pools)
+        out: dict[str, Any] = {"done": got is None, **counts(who["name"])}
+        if got is not None:
+            out.update(pair_id=got.pair_id, question=got.question)
+            if who["pool"] == "metadata":
+                meta = run.metadata.get(got.pair_id, {})
+                out["metadata"] = {"file name": meta.get("file", ""), "caption": meta.get("caption", "")}
+        return JSONResponse(out)
+
+    async def image(request: Request):
+        person(request)
+        pid = request.path_params["pair_id"]
+        if pid not in known:
+            raise LabelDBError(f"pair {pid!r} is not in this run's pool", 404)
+        path = run.images[pid]
+        if not path.is_file():
+            raise LabelDBError(f"the image of pair {pid} is missing on the server", 404)
+        media = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+        return Response(path.read_bytes(), media_type=media, headers={"Cache-Control": "private, max-age=3600"})
+
+    async def label(request: Request):
+        who = person(request)
+        data = await body(request, "pair_id", "label", "request_id")
+        seconds = data.get("seconds")
+        try:
+            seconds = None if seconds is None else float(seconds)
+        except (TypeError, ValueError) as exc:
+            raise LabelDBError(f"seconds must be a number, got {seconds!r}") from exc
+        if seconds is not None and not math.isfinite(seconds):
+            seconds = None
+        kind = "adjudication" if request.url.path.endswith("/adjudicate") else "label"
+        label_id = db.submit(who["name"], str(data["pair_id"]), str(data["label"]), str(data.get("note", "")),
+                             data["request_id"], settings.per_pair, settings.separate_pools, seconds, kind=kind)
+        return JSONResponse({"id": label_id, **counts(who["name"])})
+
+    async def undo(request: Request):
+        who = person(request)
+        data = await body(request, "request_id")
+        pid = db.undo(who["name"], data["request_id"], settings.lease_s, kind=str(data.get("kind", "label")))
+        return JSONResponse({"undone": pid, **counts(who["name"])})
+
+    async def adjudicate_next(request: Request):
+        who = person(request)
+        if who["role"] != "adjudicator":
+            raise LabelDBError(f"{who['name']} did not sign in as an adjudicator", 403)
+        queue = team.disagreements(db.labels(), db.pairs(), db.machine_labels())
+        if queue.empty:
+            return JSONResponse({"done": True, "left": 0})
+        first = queue.iloc[0]
+        return JSONResponse({"done": False, "left": len(queue), "pair_id": first["pair_id"],
+                             "question": first["question"], "labels": first["labels"], "reason": first["reason"]})
+
+    async def progress_page(request: Request):
+        check_token(request)
+        prog = team.progress(db.labels(), db.pairs(), db.annotators(), settings.per_pair, settings.pools)
+        return HTMLResponse(pages.label_progress_page(prog, settings.per_pair, settings.pools))
+
+    async def agreement_page(request: Request):
+        check_token(request)
+        table = team.agreement_table(db.labels(), db.machine_labels(), seed=settings.seed)
+        return HTMLResponse(pages.label_agreement_page(table, [team.agreement_words(r) for r in table.to_dict("records")]))
+
+    routes = [
+        Route("/", guarded(index)),
+        Route("/api/signin", guarded(signin), methods=["POST"]),
+        Route("/api/next", guarded(next_pair)),
+        Route("/api/image/{pair_id}", guarded(image)),
+        Route("/api/label", guarded(label), methods=["POST"]),
+        Route("/api/undo", guarded(undo), methods=["POST"]),
+        Route("/api/adjudicate/next", guarded(adjudicate_next)),
+        Route("/api/adjudicate", guarded(label), methods=["POST"]),
+        Route("/progress", guarded(progress_page)),
+        Route("/agreement", guarded(agreement_page)),
+    ]
+    return Starlette(routes=routes)
+
+
+def serve(run_dir: Path | str, host: str = "127.0.0.1", port: int = 8750, db: str | None = None, **overrides) -> None:
+    """Run the label server until stopped (uvicorn, one process; SQLite serialises the writes)."""
+    import uvicorn
+
+    run_dir = Path(run_dir)
+    params = run_params(run_dir)
+    settings = settings_from(params, **overrides)
+    database = open_db(run_dir, params, db)
+    app = create_app(load_run(run_dir), database, settings)
+    print(f"lookalike labels: serving {run_dir} on http://{host}:{port}/ — database {database.target}; "
+          f"{settings.per_pair} label(s) per pair" + (f"; judge door on ({settings.door_share:.0%} see file name "
+                                                       "and caption)" if settings.door else ""), flush=True)
+    uvicorn.run(app, host=host, port=port, log_level="warning")

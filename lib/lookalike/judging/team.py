@@ -1,0 +1,267 @@
+"""What a team's labels say: agreement among people and with the model, the adjudicator's queue,
+progress, and the export of the team database into the run's label store.
+
+Every function takes the database's frames (``LabelDB.labels()``, ``pairs()``, ``machine_labels()``)
+so it can be tested without a server. Agreement follows the design's honesty rules: a kappa is
+printed with its interval and n, and where it is undefined (no pair labelled twice, or every label
+the same) the row says why and gives the raw agreement instead.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Mapping
+
+import numpy as np
+import pandas as pd
+
+from lookalike.judging import judges as J
+from lookalike.judging.labeldb import LabelDB
+from lookalike.judging.store import LabelStore
+from lookalike.vocab import LABELS
+
+AGREEMENT_COLUMNS = ["scope", "first", "second", "n", "agreement", "kappa", "kappa_lo", "kappa_hi", "statistic", "why"]
+QUEUE_COLUMNS = ["pair_id", "query_id", "unit_id", "question", "flagged", "labels", "reason"]
+PROGRESS_COLUMNS = ["annotator", "pool", "role", "labels", "adjudications", "first", "last", "labels_per_hour"]
+ANNOTATOR_JUDGE = "annotator:"
+ADJUDICATOR_JUDGE = "adjudicator:"
+
+
+# ----------------------------------------------------------------------------- agreement
+
+def fleiss_kappa(first: list[str], second: list[str]) -> float:
+    """Fleiss' kappa of items rated by two people each, where the two need not be the same two people
+    from item to item (so Cohen's kappa, which assumes fixed raters, does not apply). nan when every
+    label is the same (chance agreement is then 1)."""
+    n = len(first)
+    if n == 0:
+        return float("nan")
+    counts = np.zeros((n, len(LABELS)))
+    index = {lab: i for i, lab in enumerate(LABELS)}
+    for i, (a, b) in enumerate(zip(first, second)):
+        counts[i, index[a]] += 1
+        counts[i, index[b]] += 1
+    p_j = counts.sum(axis=0) / (2 * n)
+    p_e = float((p_j ** 2).sum())
+    p_o = float(((counts * (counts - 1)).sum(axis=1) / 2).mean())
+    return float("nan") if p_e >= 1.0 else (p_o - p_e) / (1 - p_e)
+
+
+def _fleiss_ci(first: list[str], second: list[str], groups: list[str], n_boot: int = 1000, seed: int = 0
+               ) -> tuple[float, float]:
+    """Percentile bootstrap 95% CI of Fleiss' kappa, whole questions resampled (pairs of one question
+    move together: they share a question's difficulty)."""
+    by_group: dict[str, list[int]] = {}
+    for i, g in enumerate(groups):
+        by_group.setdefault(g, []).append(i)
+    keys = sorted(by_group)
+    if len(first) < 2 or len(keys) < 2:
+        return float("nan"), float("nan")
+    rng = np.random.default_rng([seed, 36])
+    values = []
+    for _ in range(n_boot):
+        idx = [i for g in rng.integers(0, len(keys), len(keys)) for i in by_group[keys[g]]]
+        k = fleiss_kappa([first[i] for i in idx], [second[i] for i in idx])
+        if k == k:
+            values.append(k)
+    if len(values) < n_boot * 0.5:
+        return float("nan"), float("nan")
+    lo, hi = np.quantile(values, [0.025, 0.975])
+    return float(lo), float(hi)
+
+
+def _why_undefined(first: list[str], second: list[str], what: str) -> str:
+    if not first:
+        return f"no pair has {what}"
+    labels = sorted(set(first) | set(second))
+    if len(labels) == 1:
+        return f"every label was {labels[0]}: chance agreement is then total and kappa measures nothing"
+    return ("one side gave one label throughout: kappa measures nothing" if len(set(first)) < 2 or len(set(second)) < 2
+            else "too few pairs or questions for an interval")
+
+
+def people_labels(labels: pd.DataFrame) -> pd.DataFrame:
+    """Live labels people gave (kind label), one row each."""
+    if labels.empty:
+        return labels
+    return labels[(labels["kind"] == "label") & (labels["retracted"].astype(int) == 0)]
+
+
+def resolved(labels: pd.DataFrame) -> pd.DataFrame:
+    """People's label of each pair: the adjudication when there is one, else the label most of its
+    annotators gave (ties have none and are left out). Columns pair_id, query_id, unit_id, label, basis."""
+    rows = []
+    live = labels[labels["retracted"].astype(int) == 0] if len(labels) else labels
+    for pid, part in (live.groupby("pair_id", sort=True) if len(live) else []):
+        adj = part[part["kind"] == "adjudication"]
+        if len(adj):
+            rows.append((pid, part["query_id"].iloc[0], part["unit_id"].iloc[0], adj["label"].iloc[-1], "adjudicated"))
+            continue
+        counts = part["label"].value_counts()
+        if len(counts) == 1 or counts.iloc[0] > counts.iloc[1]:
+            rows.append((pid, part["query_id"].iloc[0], part["unit_id"].iloc[0], counts.index[0],
+                         "one person" if len(part) == 1 else "majority"))
+    return pd.DataFrame(rows, columns=["pair_id", "query_id", "unit_id", "label", "basis"])
+
+
+def agreement_table(labels: pd.DataFrame, machine: pd.DataFrame | None = None, seed: int = 0) -> pd.DataFrame:
+    """Agreement rows: overall among people (Fleiss' kappa over the first two people's labels of each
+    pair labelled twice, questions resampled for the CI), per pair of annotators (Cohen's kappa on the
+    pairs both labelled, pairs resampled), and each machine judge against people's resolved label.
+    Undefined kappas are nan with the reason in ``why``; raw agreement is always given."""
+    rows = []
+    people = people_labels(labels)
+    twice = (people.sort_values(["pair_id", "id"], kind="mergesort").groupby("pair_id", sort=True).head(2)
+             if len(people) else people)
+    both = twice.groupby("pair_id").filter(lambda g: len(g) == 2) if len(twice) else twice
+    firsts = both.groupby("pair_id", sort=True).nth(0) if len(both) else both
+    seconds = both.groupby("pair_id", sort=True).nth(1) if len(both) else both
+    a = firsts["label"].tolist() if len(both) else []
+    b = seconds["label"].tolist() if len(both) else []
+    k = fleiss_kappa(a, b)
+    lo, hi = _fleiss_ci(a, b, firsts["query_id"].tolist() if len(both) else [], seed=seed) if k == k else (math.nan, math.nan)
+    rows.append({"scope": "people, overall", "first": "first person", "second": "second person", "n": len(a),
+                 "agreement": float(np.mean([x == y for x, y in zip(a, b)])) if a else math.nan,
+                 "kappa": k, "kappa_lo": lo, "kappa_hi": hi,
+                 "statistic": "Fleiss' kappa (first two people per pair; questions resampled)",
+                 "why": "" if k == k and lo == lo else _why_undefined(a, b, "two people's labels")})
+    names = sorted(set(people["annotator"])) if len(people) else []
+    wide = people.pivot_table(index="pair_id", columns="annotator", values="label", aggfunc="first") if len(people) else None
+    for i, x in enumerate(names):
+        for y in names[i + 1:]:
+            common = wide[[x, y]].dropna()
+            fa, fb = common[x].tolist(), common[y].tolist()
+            if not fa:
+                continue
+            stats = J.agreement(fa, fb, seed=seed)
+            rows.append({"scope": "people, pair of annotators", "first": x, "second": y, "n": stats["n"],
+                         "agreement": stats["agreement"], "kappa": stats["kappa"], "kappa_lo": stats["kappa_lo"],
+                         "kappa_hi": stats["kappa_hi"], "statistic": "Cohen's kappa (pairs resampled)",
+                         "why": "" if stats["kappa"] == stats["kappa"] else _why_undefined(fa, fb, "labels from both")})
+    if machine is not None and len(machine):
+        truth = resolved(labels)
+        for judge, part in machine.groupby("judge", sort=True):
+            m = part.merge(truth, on="pair_id", suffixes=("_model", "_people"))
+            fa, fb = m["label_model"].tolist(), m["label_people"].tolist()
+            stats = J.agreement(fa, fb, seed=seed) if fa else {"n": 0, "agreement": math.nan, "kappa": math.nan,
+                                                                  "kappa_lo": math.nan, "kappa_hi": math.nan}
+            rows.append({"scope": "model vs people", "first": judge, "second": "people (adjudicated, else majority)",
+                         "n": stats["n"], "agreement": stats["agreement"], "kappa": stats["kappa"],
+                         "kappa_lo": stats["kappa_lo"], "kappa_hi": stats["kappa_hi"],
+                         "statistic": "Cohen's kappa (pairs resampled)",
+                         "why": "" if stats["kappa"] == stats["kappa"] else _why_undefined(fa, fb, "labels from both")})
+    return pd.DataFrame(rows, columns=AGREEMENT_COLUMNS)
+
+
+def agreement_words(row: Mapping) -> str:
+    """One agreement row in words: kappa with its interval and n, or why it is undefined with the raw agreement."""
+    n = int(row["n"])
+    raw = f"raw agreement {row['agreement']:.2f}" if row["agreement"] == row["agreement"] else "no raw agreement"
+    if row["kappa"] == row["kappa"]:
+        interval = (f" [{row['kappa_lo']:.2f}, {row['kappa_hi']:.2f}]" if row["kappa_lo"] == row["kappa_lo"]
+                    else " (no interval: " + str(row["why"]) + ")")
+        return f"kappa {row['kappa']:.2f}{interval}, {raw}, n = {n} pairs"
+    return f"kappa undefined ({row['why']}); {raw}, n = {n} pairs"
+
+
+# ----------------------------------------------------------------------------- the adjudicator's queue
+
+def disagreements(labels: pd.DataFrame, pairs: pd.DataFrame, machine: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Pairs an adjudicator should settle, not yet adjudicated: first those a machine judge flagged
+    (it says a distractor answers a question people judged) once a person has labelled them, then those
+    people labelled differently. Columns QUEUE_COLUMNS; labels lists who said what (with notes)."""
+    live = labels[labels["retracted"].astype(int) == 0] if len(labels) else labels
+    adjudicated = set(live.loc[live["kind"] == "adjudication", "pair_id"]) if len(live) else set()
+    people = people_labels(labels)
+    said = {pid: part for pid, part in people.groupby("pair_id", sort=True)} if len(people) else {}
+    machine_says = ({p: "; ".join(f"{j} says {lab}" for j, lab in zip(g["judge"], g["label"]))
+                     for p, g in machine.groupby("pair_id")} if machine is not None and len(machine) else {})
+    rows = []
+    for r in pairs.itertuples():
+        if r.pair_id in adjudicated or r.pair_id not in said:
+            continue
+        part = said[r.pair_id]
+        differ = part["label"].nunique() > 1
+        if not (r.flagged or differ):
+            continue
+        reason = (f"flagged by {r.flagged}: it says this page answers a question people judged"
+                  + ("; people disagree" if differ else "")) if r.flagged else "people disagree"
+        if r.pair_id in machine_says:
+            reason += f" ({machine_says[r.pair_id]})"
+        words = "; ".join(f"{a}: {lab}" + (f" ({n})" if n else "") for a, lab, n in
+                          zip(part["annotator"], part["label"], part["note"]))
+        rows.append({"pair_id": r.pair_id, "query_id": r.query_id, "unit_id": r.unit_id, "question": r.question,
+                     "flagged": r.flagged, "labels": words, "reason": reason, "_first": 0 if r.flagged else 1})
+    out = pd.DataFrame(rows, columns=QUEUE_COLUMNS + ["_first"])
+    return out.sort_values(["_first", "query_id", "unit_id"], kind="mergesort")[QUEUE_COLUMNS].reset_index(drop=True)
+
+
+# ----------------------------------------------------------------------------- progress
+
+def _hours(times: pd.Series) -> float:
+    t = pd.to_datetime(times, utc=True, format="ISO8601")
+    return (t.max() - t.min()).total_seconds() / 3600 if len(t) > 1 else 0.0
+
+
+def progress(labels: pd.DataFrame, pairs: pd.DataFrame, annotators: pd.DataFrame, per_pair: int, pools: int = 1
+             ) -> dict:
+    """Progress: per annotator (labels, adjudications, labels per hour between their first and last
+    label), per question (pairs, slots filled), and overall (slots = pairs × per_pair × pools, filled,
+    the team's labels per hour over the span of all labels, and hours left at that rate — None while
+    the rate cannot be measured: fewer than two labels)."""
+    live = labels[labels["retracted"].astype(int) == 0] if len(labels) else labels
+    people = people_labels(labels)
+    rows = []
+    for a in annotators.itertuples():
+        mine = people[people["annotator"] == a.name] if len(people) else people
+        adj = int(((live["annotator"] == a.name) & (live["kind"] == "adjudication")).sum()) if len(live) else 0
+        hours = _hours(mine["time"]) if len(mine) else 0.0
+        rows.append({"annotator": a.name, "pool": a.pool, "role": a.role, "labels": len(mine), "adjudications": adj,
+                     "first": mine["time"].min() if len(mine) else "", "last": mine["time"].max() if len(mine) else "",
+                     "labels_per_hour": (len(mine) - 1) / hours if hours > 0 else math.nan})
+    per_annotator = pd.DataFrame(rows, columns=PROGRESS_COLUMNS)
+    filled = people.groupby("pair_id").size() if len(people) else pd.Series(dtype=int)
+    slots_per_pair = per_pair * pools
+    pq = pairs.assign(filled=pairs["pair_id"].map(filled).fillna(0).astype(int).clip(upper=slots_per_pair))
+    per_question = (pq.groupby("query_id", sort=True)
+                    .agg(pairs=("pair_id", "size"), slots_filled=("filled", "sum"),
+                         pairs_complete=("filled", lambda s: int((s >= slots_per_pair).sum())))
+                    .reset_index())
+    per_question["slots"] = per_question["pairs"] * slots_per_pair
+    total = len(pairs) * slots_per_pair
+    done = int(pq["filled"].sum())
+    hours = _hours(people["time"]) if len(people) else 0.0
+    rate = (len(people) - 1) / hours if hours > 0 else math.nan
+    left = (total - done) / rate if rate == rate and rate > 0 else None
+    return {"per_annotator": per_annotator, "per_question": per_question, "slots": total, "filled": done,
+            "labels_per_hour": rate, "hours_left": left}
+
+
+# ----------------------------------------------------------------------------- export to the store
+
+def export_to_store(db: LabelDB, store: LabelStore) -> dict:
+    """Append what people labelled in the database to the run's label store, as people's labels
+    (source human; judge ``annotator:<name>``, an adjudication ``adjudicator:<name>``, which the store
+    ranks above any one person's label). A label already current in the store for that person is not
+    written again; a person's changed label (after an undo) is written after the one it replaces.
+    Retracted labels stay in the database only. Returns counts: written, already held, retracted."""
+    all_labels = db.labels(live=False)
+    live = all_labels[all_labels["retracted"].astype(int) == 0]
+    latest = {}
+    for r in store.rows:
+        latest[(r["query_id"], r["unit_id"], r["judge"])] = (r["label"], r["note"])
+    written = held = 0
+    ordered = pd.concat([live[live["kind"] == "label"], live[live["kind"] == "adjudication"]])
+    for r in ordered.itertuples():
+        judge = (ADJUDICATOR_JUDGE if r.kind == "adjudication" else ANNOTATOR_JUDGE) + r.annotator
+        if latest.get((r.query_id, r.unit_id, judge)) == (r.label, r.note):
+            held += 1
+            continue
+        row = {"query_id": r.query_id, "unit_id": r.unit_id, "question_sha": r.question_sha, "label": r.label,
+               "judge": judge, "source": "human", "note": r.note}
+        added = store.append([row], time=r.time)
+        if not added:     # the same words as an earlier label of theirs that was since replaced: say it is this one
+            added = store.append([{**row, "note": f"{r.note} [team label {r.id}]".strip()}], time=r.time)
+        written += added
+        latest[(r.query_id, r.unit_id, judge)] = (r.label, r.note)
+    return {"written": written, "already_held": held, "retracted": int((all_labels["retracted"].astype(int) == 1).sum())}
