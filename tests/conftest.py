@@ -141,3 +141,33 @@ def ray_cluster():
     engine.connect("", num_cpus=2, object_store_mb=256)
     yield ray.get_runtime_context().gcs_address
     ray.shutdown()
+
+
+def make_label_run(root: Path, questions: int = 4, per_question: int = 3, seed: int = 0) -> Path:
+    """A small finished-run folder the label server can serve: stage 06's pool, the validated
+    questions and the units (each with a file name, a caption and a tiny PNG). Question q1 holds a
+    script tag and unit u1's caption an HTML tag, so escaping is exercised; file names and captions of
+    the first unit of each question hold one of its words (the judge door's signal)."""
+    import json
+
+    import pandas as pd
+
+    root.mkdir(parents=True, exist_ok=True)
+    units, qs, pool = [], [], []
+    for q in range(1, questions + 1):
+        word = ["revenue", "margin", "headcount", "dividend", "capex", "churn"][(q - 1) % 6]
+        text = f"What was the {word} of firm {q} in 2023?" + (" <script>alert('q')</script>" if q == 1 else "")
+        qs.append({"query_id": f"q{q}", "text": text})
+        for j in range(per_question):
+            u = f"u{(q - 1) * per_question + j + 1}"
+            make_png(root / "pages" / f"{u}.png", color=(40 * j % 255, 90, 160))
+            caption = (f"{word} table" if j == 0 else f"page {j} of report {q}") + (" <img src=x onerror=alert(1)>" if u == "u1" else "")
+            units.append({"unit_id": u, "doc_id": f"d{q}", "image_path": f"pages/{u}.png",
+                          "filename": f"{word if j == 0 else 'scan'}_{u}.png", "caption": caption})
+            pool.append({"query_id": f"q{q}", "unit_id": u})
+    (root / "tables").mkdir(exist_ok=True)
+    pd.DataFrame(units).to_csv(root / "tables" / "units.csv", index=False)
+    pd.DataFrame(qs).to_csv(root / "tables" / "questions_validated.csv", index=False)
+    pd.DataFrame(pool).to_csv(root / "tables" / "pool.csv", index=False)
+    (root / "manifest.json").write_text(json.dumps({"params": {"seed": seed}}), encoding="utf-8")
+    return root

@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("leak-check", help="the leak ablation's CI gate (see lookalike leak-check -h)")
     sub.add_parser("check", help="read and validate every input a run would read, in seconds (see lookalike check -h)")
     sub.add_parser("audit", help="check a run's figures against the invariants (see lookalike audit -h)")
-    sub.add_parser("labels", help="the label store: import a labelling-page export (see lookalike labels -h)")
+    sub.add_parser("labels", help="labels: import a labelling-page export, serve the team label server, export its labels (see lookalike labels -h)")
     args = parser.parse_args(argv)
     if args.command == "run":
         from lookalike.cli.run import main as run_main

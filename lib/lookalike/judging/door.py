@@ -22,11 +22,14 @@ import pandas as pd
 from lookalike.data.schema import filename_words
 from lookalike.eval import stats
 from lookalike.judging.judges import AnswerStringJudge, Judge, content_words, label_pairs
+from lookalike.judging.team import resolved
 
 DOOR_COLUMNS = ["query_id", "unit_id", "blind", "with_metadata", "gained", "term_in_metadata"]
 SUMMARY_COLUMNS = ["judge", "n_pairs", "relevant_blind", "relevant_with_metadata", "gained", "lost",
                    "gained_with_term", "gained_with_term_lo", "gained_with_term_hi",
-                   "others_with_term", "others_with_term_lo", "others_with_term_hi"]
+                   "others_with_term", "others_with_term_lo", "others_with_term_hi",
+                   "share_blind", "share_blind_lo", "share_blind_hi",
+                   "share_with_metadata", "share_with_metadata_lo", "share_with_metadata_hi"]
 
 
 def metadata_text(unit: Mapping) -> str:
@@ -68,26 +71,70 @@ def judge_door(judge: Judge, pairs: pd.DataFrame, questions: pd.DataFrame, view:
     out["gained"] = (out["blind"] == "irrelevant") & (out["with_metadata"] != "irrelevant")
     out["term_in_metadata"] = [bool(content_words(asked.get(q, "")) & content_words(meta.get(u, "")))
                                for q, u in zip(out["query_id"], out["unit_id"])]
-    gained, others = out[out["gained"]], out[~out["gained"]]
+    return out[DOOR_COLUMNS], door_summary(out, units, name or judge.name)
+
+
+def door_summary(out: pd.DataFrame, units: pd.DataFrame, name: str) -> pd.DataFrame:
+    """One summary row of a door's per-pair table (DOOR_COLUMNS): relevant labels blind and with
+    metadata (counts, and shares with intervals), gains and losses, and the share of gains (and of
+    the other pairs) whose metadata holds a query word. Every interval is a bootstrap 95% interval
+    resampling whole documents of the judged units (pairs of one document move together)."""
     doc = dict(zip(units["unit_id"], units["doc_id"].astype(str))) if "doc_id" in units.columns else {}
 
-    def share(part: pd.DataFrame):
-        # bootstrap over pairs, whole documents of the judged unit resampled (pairs of one document move together)
+    def share(part: pd.DataFrame, values: pd.Series):
         if not len(part):
             return stats.Interval(float("nan"), float("nan"), float("nan"), 0, "bootstrap")
         groups = pd.Series([doc.get(u, u) for u in part["unit_id"]], index=range(len(part)), name="document")
-        return stats.bootstrap_ci(part["term_in_metadata"].to_numpy(float), 2000, rng=0,
-                                  clusters=groups.to_numpy(dtype=object))
+        return stats.bootstrap_ci(values.to_numpy(float), 2000, rng=0, clusters=groups.to_numpy(dtype=object))
 
-    g, o = share(gained), share(others)
-    summary = pd.DataFrame([{
-        "judge": name or judge.name, "n_pairs": len(out), "relevant_blind": int((out["blind"] != "irrelevant").sum()),
+    gained, others = out[out["gained"]], out[~out["gained"]]
+    g, o = share(gained, gained["term_in_metadata"]), share(others, others["term_in_metadata"])
+    b = share(out, out["blind"] != "irrelevant")
+    m = share(out, out["with_metadata"] != "irrelevant")
+    return pd.DataFrame([{
+        "judge": name, "n_pairs": len(out), "relevant_blind": int((out["blind"] != "irrelevant").sum()),
         "relevant_with_metadata": int((out["with_metadata"] != "irrelevant").sum()), "gained": len(gained),
         "lost": int(((out["blind"] != "irrelevant") & (out["with_metadata"] == "irrelevant")).sum()),
         "gained_with_term": g.estimate, "gained_with_term_lo": g.lo, "gained_with_term_hi": g.hi,
-        "others_with_term": o.estimate, "others_with_term_lo": o.lo, "others_with_term_hi": o.hi}],
+        "others_with_term": o.estimate, "others_with_term_lo": o.lo, "others_with_term_hi": o.hi,
+        "share_blind": b.estimate, "share_blind_lo": b.lo, "share_blind_hi": b.hi,
+        "share_with_metadata": m.estimate, "share_with_metadata_lo": m.lo, "share_with_metadata_hi": m.hi}],
         columns=SUMMARY_COLUMNS)
-    return out[DOOR_COLUMNS], summary
+
+
+def people_door(labels: pd.DataFrame, questions: pd.DataFrame, units: pd.DataFrame
+                ) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    """The judge door measured with people (the team label database with ``labels.door`` on): on the
+    pairs labelled in both pools, the blind pool's label (its people's majority, ties left out) against
+    the metadata pool's (who saw the file name and caption beside the page). Returns (per pair, summary,
+    why): why says in words why there is no row (empty when there is one). Adjudications are not
+    used here: they settle a pair once for both pools, which is what the door compares."""
+    empty = (pd.DataFrame(columns=DOOR_COLUMNS), pd.DataFrame(columns=SUMMARY_COLUMNS))
+    people = labels[(labels["kind"] == "label") & (labels["retracted"].astype(int) == 0)] if len(labels) else labels
+    pools = {pool: people[people["pool"] == pool] for pool in ("blind", "metadata")} if len(people) else {}
+    missing = [pool for pool in ("blind", "metadata") if not len(pools.get(pool, ()))]
+    if len(missing) == 2:
+        return (*empty, "no people's labels from either pool yet")
+    if missing == ["metadata"]:
+        return (*empty, "no labels yet from the metadata pool (people who see file names and captions)")
+    if missing == ["blind"]:
+        return (*empty, "no labels yet from the blind pool (people who do not see file names and captions)")
+    blind, seen = resolved(pools["blind"]), resolved(pools["metadata"])
+    both = blind.merge(seen[["pair_id", "label"]], on="pair_id", suffixes=("_blind", "_metadata"))
+    if both.empty:
+        return (*empty, "no pair has a label from both pools yet (or every such pair is a tie within a pool)")
+    meta = {r["unit_id"]: metadata_text(r) for r in units.to_dict("records")}
+    asked = dict(zip(questions["query_id"], questions["text"]))
+    out = pd.DataFrame({"query_id": both["query_id"], "unit_id": both["unit_id"], "blind": both["label_blind"],
+                        "with_metadata": both["label_metadata"]})
+    out["gained"] = (out["blind"] == "irrelevant") & (out["with_metadata"] != "irrelevant")
+    out["term_in_metadata"] = [bool(content_words(asked.get(q, "")) & content_words(meta.get(u, "")))
+                               for q, u in zip(out["query_id"], out["unit_id"])]
+    out = out.sort_values(["query_id", "unit_id"], kind="mergesort").reset_index(drop=True)
+    n_blind, n_meta = pools["blind"]["annotator"].nunique(), pools["metadata"]["annotator"].nunique()
+    name = (f"people ({n_blind} blind, {n_meta} seeing file name and caption; "
+            "each pool's majority label, ties left out)")
+    return out[DOOR_COLUMNS], door_summary(out, units, name), ""
 
 
 def subject_terms_judge() -> Judge:

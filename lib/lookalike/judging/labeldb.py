@@ -118,6 +118,25 @@ def resolve(db: str | Path | None, run_dir: Path | str) -> str:
     return str(path if path.is_absolute() else Path(run_dir) / path)
 
 
+def existing(db: str | Path | None, run_dir: Path | str) -> "LabelDB | None":
+    """The run's label database when there is one (a PostgreSQL URL, or a SQLite file that exists);
+    None when nobody has started a label server for this run."""
+    target = resolve(db, run_dir)
+    if target.startswith(("postgresql://", "postgres://")) or Path(target).is_file():
+        return LabelDB(target)
+    return None
+
+
+def describe(target: str, run_dir: Path | str) -> str:
+    """Where a database is, for a report: a file relative to the run folder, a URL without its password."""
+    if target.startswith(("postgresql://", "postgres://")):
+        return re.sub(r"//([^:/@]+):[^@]*@", r"//\1:***@", target)
+    try:
+        return str(Path(target).resolve().relative_to(Path(run_dir).resolve()))
+    except ValueError:
+        return target
+
+
 class LabelDB:
     """The label database at ``target`` (a file path, or a postgresql:// URL)."""
 

@@ -22,6 +22,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
+from urllib.parse import unquote
 
 import pandas as pd
 from starlette.applications import Starlette
@@ -32,7 +33,7 @@ from starlette.routing import Route
 from lookalike import params as P
 from lookalike.data.schema import resolve_image
 from lookalike.judging import team
-from lookalike.judging.labeldb import LabelDB, LabelDBError, pool_pairs, resolve
+from lookalike.judging.labeldb import LabelDB, LabelDBError, Replay, pool_pairs, resolve
 from lookalike.judging.store import LabelStore, pair_id
 from lookalike.report import pages
 
@@ -165,7 +166,7 @@ def create_app(run: RunPairs, db: LabelDB, settings: Settings) -> Starlette:
 
     def person(request: Request) -> dict:
         check_token(request)
-        name = request.headers.get("x-annotator", "")
+        name = unquote(request.headers.get("x-annotator", ""))   # the page sends it URL-encoded (headers are Latin-1)
         if not name:
             raise LabelDBError("sign in first: no annotator name was sent (header X-Annotator)", 401)
         return db.annotator(name)
@@ -186,6 +187,8 @@ def create_app(run: RunPairs, db: LabelDB, settings: Settings) -> Starlette:
         async def endpoint(request: Request):
             try:
                 return await handler(request)
+            except Replay as exc:       # a retry of a change already made: the client counts it as done
+                return JSONResponse({"error": str(exc), "replay": True, "result": exc.result}, status_code=exc.status)
             except LabelDBError as exc:
                 return fail(str(exc), exc.status)
         return endpoint

@@ -244,14 +244,18 @@ def export_to_store(db: LabelDB, store: LabelStore) -> dict:
     (source human; judge ``annotator:<name>``, an adjudication ``adjudicator:<name>``, which the store
     ranks above any one person's label). A label already current in the store for that person is not
     written again; a person's changed label (after an undo) is written after the one it replaces.
-    Retracted labels stay in the database only. Returns counts: written, already held, retracted."""
+    Retracted labels stay in the database only, and so do the metadata pool's labels (with the judge
+    door on): those people saw file names and captions, which is the leak the door measures, so their
+    labels feed the door's people row and never the qrels. Returns counts: written, already_held,
+    retracted, metadata_pool."""
     all_labels = db.labels(live=False)
     live = all_labels[all_labels["retracted"].astype(int) == 0]
     latest = {}
     for r in store.rows:
         latest[(r["query_id"], r["unit_id"], r["judge"])] = (r["label"], r["note"])
     written = held = 0
-    ordered = pd.concat([live[live["kind"] == "label"], live[live["kind"] == "adjudication"]])
+    seen_metadata = (live["kind"] == "label") & (live["pool"] == "metadata")
+    ordered = pd.concat([live[(live["kind"] == "label") & ~seen_metadata], live[live["kind"] == "adjudication"]])
     for r in ordered.itertuples():
         judge = (ADJUDICATOR_JUDGE if r.kind == "adjudication" else ANNOTATOR_JUDGE) + r.annotator
         if latest.get((r.query_id, r.unit_id, judge)) == (r.label, r.note):
@@ -264,4 +268,5 @@ def export_to_store(db: LabelDB, store: LabelStore) -> dict:
             added = store.append([{**row, "note": f"{r.note} [team label {r.id}]".strip()}], time=r.time)
         written += added
         latest[(r.query_id, r.unit_id, judge)] = (r.label, r.note)
-    return {"written": written, "already_held": held, "retracted": int((all_labels["retracted"].astype(int) == 1).sum())}
+    return {"written": written, "already_held": held, "retracted": int((all_labels["retracted"].astype(int) == 1).sum()),
+            "metadata_pool": int(seen_metadata.sum())}

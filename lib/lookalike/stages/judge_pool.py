@@ -16,6 +16,8 @@ from lookalike.judging import door as JD
 from lookalike.judging import judges as J
 from lookalike.judging import pool as JP
 from lookalike.judging import store as L
+from lookalike.judging import labeldb as LDB
+from lookalike.judging import team
 from lookalike.eval import metrics as M
 from lookalike.retrieval import indexes as retrieve
 from lookalike.retrieval import derived as D
@@ -119,6 +121,19 @@ def run(ctx: StageContext) -> StageResult:
              + store.append(yours))
     if yours:
         res.say(f"your judgements: {len(yours)} pairs entered the store as people's labels")
+    # the team's label database (lookalike labels serve): its people's labels join the store first
+    team_db = LDB.existing(ctx.get("labels.db"), RUN)
+    team_labels = team_db.labels() if team_db is not None else pd.DataFrame()
+    if team_db is not None:
+        sent = team.export_to_store(team_db, store)
+        res.say(f"team label database {LDB.describe(team_db.target, RUN)}: {len(team_labels)} live labels from "
+                f"{team_labels['annotator'].nunique() if len(team_labels) else 0} people; {sent['written']} written to "
+                f"the store now, {sent['already_held']} already there, {sent['retracted']} taken back by undo (kept in "
+                f"the database only)" + (f", {sent['metadata_pool']} from the metadata pool (they saw file names and "
+                                         "captions: used for the judge door only, never for the qrels)"
+                                         if sent["metadata_pool"] else ""))
+    else:
+        res.say("no team label database for this run (`lookalike labels serve` starts one)")
     current = store.current(shas)
     current = current.merge(pooled[["query_id", "unit_id"]], on=["query_id", "unit_id"])
     res.say(f"model labels: {len(pre)}; adjudicator labels: {len(adj)}")
@@ -143,6 +158,16 @@ def run(ctx: StageContext) -> StageResult:
     else:
         agreement = pd.DataFrame(columns=["model", "adjudicator", "n", "agreement", "kappa", "kappa_lo", "kappa_hi", "n_boundary", "kappa_boundary"])
         res.say("no adjudicated labels yet: export the labelling page, label, and run `lookalike labels import`")
+
+    text_of = dict(zip(validated["query_id"], validated["text"].astype(str)))
+    machine = pd.DataFrame({"pair_id": [L.pair_id(q, u, text_of[q]) for q, u in zip(pre["query_id"], pre["unit_id"])],
+                            "judge": pre["judge"], "label": pre["label"]})
+    annotator_agreement = (team.agreement_table(team_labels, machine, seed=seed) if len(team_labels)
+                           else pd.DataFrame(columns=team.AGREEMENT_COLUMNS))
+    for row in annotator_agreement.to_dict("records"):
+        res.say(f"{row['scope']}: {row['first']} vs {row['second']}: {team.agreement_words(row)}")
+    if annotator_agreement.empty:
+        res.say("agreement among people: no team labels (two or more people per pair, labels.per_pair, give it)")
 
     res.section("judged")
     qrels = L.qrels_from(current)
@@ -184,9 +209,21 @@ def run(ctx: StageContext) -> StageResult:
         door = pd.concat([d.assign(judge=name) for (d, _), (_, name) in zip(doors, door_judges)],
                          ignore_index=True)[["judge"] + JD.DOOR_COLUMNS]
         door_summary = pd.concat([s for _, s in doors], ignore_index=True)
+    if len(team_labels) and not ctx.get("labels.door"):
+        res.say("people: labels.door is off, so everyone labelled blind and there is no people row")
+    elif len(team_labels):
+        people_pairs, people_summary, why = JD.people_door(team_labels, validated, units)
+        if why:
+            res.say(f"people: {why}")
+        else:
+            door = pd.concat([door, people_pairs.assign(judge=people_summary["judge"].iloc[0])],
+                             ignore_index=True)[["judge"] + JD.DOOR_COLUMNS]
+            door_summary = pd.concat([door_summary, people_summary], ignore_index=True)
     for d in door_summary.itertuples():
-        res.say(f"{d.judge}, {d.n_pairs} pooled pairs: relevant {d.relevant_blind} as it reads the page, "
-                f"{d.relevant_with_metadata} with each unit's file name and caption appended ({d.gained} gained, "
+        res.say(f"{d.judge}, {d.n_pairs} pairs: relevant {d.relevant_blind} "
+                f"({S.fmt_ci(d.share_blind, d.share_blind_lo, d.share_blind_hi)}) blind, {d.relevant_with_metadata} "
+                f"({S.fmt_ci(d.share_with_metadata, d.share_with_metadata_lo, d.share_with_metadata_hi)}) with each "
+                f"unit's file name and caption shown ({d.gained} gained, "
                 f"{d.lost} lost); gains whose file name or caption holds a query word: "
                 + (S.fmt_ci(d.gained_with_term, d.gained_with_term_lo, d.gained_with_term_hi) if d.gained else "none")
                 + f", the other pairs: {S.fmt_ci(d.others_with_term, d.others_with_term_lo, d.others_with_term_hi)} "
@@ -215,6 +252,7 @@ def run(ctx: StageContext) -> StageResult:
     if len(qrels):
         trec.write_qrels(qrels, RUN / "qrels" / "labels.qrels")
     res.table("label_agreement", agreement)
+    res.table("annotator_agreement", annotator_agreement)
     res.table("judged", judged, sort_by=["system"])
     res.table("judge_door", door, sort_by=["judge", "query_id", "unit_id"] if len(door) else None)
     res.table("judge_door_summary", door_summary)

@@ -1,0 +1,266 @@
+"""The team label database: migrations, pools, leases and slots, replay refusal, undo that retracts,
+machine labels kept apart, and the export into the run's label store (people first, adjudicators
+above annotators)."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+
+import pandas as pd
+import pytest
+
+from conftest import make_label_run
+from lookalike.judging import labeldb as LDB
+from lookalike.judging import team
+from lookalike.judging.labeldb import LabelDB, LabelDBError, Replay
+from lookalike.judging.server import load_run
+from lookalike.judging.store import LabelStore, question_sha
+
+
+@pytest.fixture
+def run(tmp_path):
+    return load_run(make_label_run(tmp_path / "run", questions=4, per_question=3))
+
+
+@pytest.fixture
+def db(tmp_path, run):
+    d = LabelDB(tmp_path / "run" / "labels" / "labels.sqlite")
+    d.add_pairs(run.pairs)
+    return d
+
+
+_ids = iter(range(10**9))
+
+
+def rid() -> str:
+    return f"req-{next(_ids):08d}"
+
+
+def label_all(db: LabelDB, name: str, per_pair: int, label="irrelevant", separate=False, seed=0) -> list[str]:
+    done = []
+    while (got := db.next_pair(name, per_pair, 60, seed, separate)) is not None:
+        db.submit(name, got.pair_id, label, "", rid(), per_pair, separate)
+        done.append(got.pair_id)
+    return done
+
+
+def test_schema_is_created_by_versioned_migrations_once(tmp_path):
+    path = tmp_path / "l.sqlite"
+    first = LabelDB(path)
+    assert first.version() == LDB.SCHEMA_VERSION == 1
+    LabelDB(path)                          # opening again applies nothing twice
+    con = sqlite3.connect(path)
+    assert con.execute("SELECT COUNT(*) FROM schema_migrations").fetchone()[0] == len(LDB.MIGRATIONS)
+    assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    con.execute("INSERT INTO schema_migrations VALUES (99, 'from the future', 'x')")
+    con.commit()
+    con.close()
+    with pytest.raises(LabelDBError, match="schema version 99 is newer"):
+        LabelDB(path)
+
+
+def test_pairs_carry_the_offline_pages_opaque_ids_and_are_kept_on_reload(db, run):
+    assert len(db.pairs()) == 12
+    assert db.add_pairs(run.pairs) == 0                    # held pairs are kept as they are
+    assert not any(u in pid for pid, u in zip(db.pairs()["pair_id"], db.pairs()["unit_id"]))
+
+
+def test_pools_fill_by_arrival_and_adjudicators_stay_blind(db):
+    pools = [db.join(n, "annotator", 0.5)["pool"] for n in ("a", "b", "c", "d")]
+    assert sorted(pools) == ["blind", "blind", "metadata", "metadata"]
+    assert db.join("a", "annotator", 0.5)["pool"] == pools[0]          # fixed at first sign-in
+    assert db.join("judge", "adjudicator", 0.5)["pool"] == "blind"
+    assert db.join("e", "annotator", 0.0)["pool"] == "blind"           # the door off: everyone blind
+    with pytest.raises(LabelDBError, match="1 to 60 characters"):
+        db.join("<b>x</b>")
+    with pytest.raises(LabelDBError, match="role"):
+        db.join("f", "boss")
+
+
+def test_every_pair_gets_per_pair_people_and_nobody_labels_one_twice(db):
+    for n in ("a", "b", "c"):
+        db.join(n)
+    done = {n: label_all(db, n, per_pair=2) for n in ("a", "b", "c")}
+    for n, pairs in done.items():
+        assert len(pairs) == len(set(pairs)), f"{n} was shown a pair twice"
+    counts = db.labels().groupby("pair_id").size()
+    assert len(counts) == 12 and (counts == 2).all()
+
+
+def test_leases_keep_a_slot_for_whoever_holds_it_until_it_expires(db):
+    db.join("a")
+    db.join("b")
+    held = db.next_pair("a", 1, 60, 0, False)
+    assert db.next_pair("a", 1, 60, 0, False).pair_id == held.pair_id     # asking again renews the same lease
+    offered_to_b = set()
+    while (got := db.next_pair("b", 1, 60, 0, False)) is not None:
+        offered_to_b.add(got.pair_id)
+        db.submit("b", got.pair_id, "supporting", "", rid(), 1, False)
+    assert held.pair_id not in offered_to_b and len(offered_to_b) == 11
+    db.submit("a", held.pair_id, "irrelevant", "", rid(), 1, False)       # a's slot was kept for a
+
+
+def test_a_late_submit_after_the_lease_expired_and_the_slot_filled_is_refused(db):
+    db.join("a")
+    db.join("b")
+    first = db.next_pair("a", 1, -1, 0, False)             # a lease that has already run out
+    while (got := db.next_pair("b", 1, 60, 0, False)) is not None:
+        db.submit("b", got.pair_id, "supporting", "", rid(), 1, False)
+    with pytest.raises(LabelDBError, match="already has its 1 label") as err:
+        db.submit("a", first.pair_id, "irrelevant", "", rid(), 1, False)
+    assert err.value.status == 409
+    assert len(db.labels()) == 12
+
+
+def test_concurrent_claims_never_overfill_a_slot(db):
+    names = [f"p{i}" for i in range(4)]
+    for n in names:
+        db.join(n)
+    errors = []
+
+    def work(n):
+        try:
+            label_all(db, n, per_pair=1)
+        except Exception as exc:       # noqa: BLE001 (reported below)
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in names]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    counts = db.labels().groupby("pair_id").size()
+    assert len(counts) == 12 and (counts == 1).all()
+
+
+def test_a_replayed_request_changes_nothing_and_says_what_it_did(db):
+    db.join("a")
+    got = db.next_pair("a", 1, 60, 0, False)
+    db.submit("a", got.pair_id, "sufficient", "", "same-request-1", 1, False)
+    with pytest.raises(Replay, match="already applied") as err:
+        db.submit("a", got.pair_id, "sufficient", "", "same-request-1", 1, False)
+    assert err.value.status == 409 and got.pair_id in err.value.result
+    assert len(db.labels()) == 1
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(label="relevant"), "is not one of sufficient, supporting, irrelevant"),
+    (dict(request_id="short"), "request_id must be 8 to 80"),
+    (dict(pair_id="nope"), "is not in this run's pool"),
+    (dict(name="stranger"), "nobody named 'stranger' has signed in"),
+    (dict(kind="adjudication"), "did not sign in as an adjudicator"),
+])
+def test_malformed_changes_are_refused_with_what_was_expected(db, change, message):
+    db.join("a")
+    got = db.next_pair("a", 1, 60, 0, False)
+    args = dict(name="a", pair_id=got.pair_id, label="irrelevant", note="", request_id=rid(), per_pair=1,
+                separate_pools=False)
+    kind = change.pop("kind", "label")
+    args.update(change)
+    with pytest.raises(LabelDBError, match=message):
+        db.submit(**args, kind=kind)
+    assert db.labels().empty
+
+
+def test_undo_retracts_the_label_keeps_it_and_shows_the_pair_again(db):
+    db.join("a")
+    got = db.next_pair("a", 1, 60, 0, False)
+    db.submit("a", got.pair_id, "sufficient", "first try", rid(), 1, False)
+    assert db.undo("a", rid(), 60) == got.pair_id
+    assert db.labels().empty
+    kept = db.labels(live=False)
+    assert len(kept) == 1 and kept["retracted"].iloc[0] == 1 and kept["note"].iloc[0] == "first try"
+    assert db.next_pair("a", 1, 60, 0, False).pair_id == got.pair_id
+    db.submit("a", got.pair_id, "supporting", "", rid(), 1, False)
+    assert db.labels()["label"].tolist() == ["supporting"]
+    with pytest.raises(LabelDBError, match="nobody named"):
+        db.undo("b", rid(), 60)
+    db.join("b")
+    assert db.undo("b", rid(), 60) is None                 # nothing to undo
+
+
+def test_machine_labels_live_apart_and_never_become_peoples(db):
+    db.join("a")
+    got = db.next_pair("a", 1, 60, 0, False)
+    db.submit("a", got.pair_id, "irrelevant", "", rid(), 1, False)
+    pairs = db.pairs()
+    db.set_machine_labels(pd.DataFrame({"pair_id": pairs["pair_id"], "judge": "answer-string", "label": "sufficient"}))
+    db.set_machine_labels(pd.DataFrame({"pair_id": ["not-a-pair"], "judge": "answer-string", "label": "sufficient"}))
+    assert len(db.machine_labels()) == 12
+    labels = db.labels()
+    assert len(labels) == 1 and labels["label"].iloc[0] == "irrelevant"
+
+
+def _store_with_model(tmp_path, db) -> tuple[LabelStore, dict]:
+    pairs = db.pairs()
+    store = LabelStore(tmp_path / "store.jsonl")
+    shas = dict(zip(pairs["query_id"], pairs["question_sha"]))
+    store.append([{"query_id": q, "unit_id": u, "question_sha": s, "label": "sufficient", "judge": "answer-string",
+                   "source": "model", "note": ""} for q, u, s in zip(pairs["query_id"], pairs["unit_id"], pairs["question_sha"])])
+    return store, shas
+
+
+def test_export_puts_people_over_the_model_and_an_adjudicator_over_annotators(tmp_path, db):
+    store, shas = _store_with_model(tmp_path, db)
+    for n in ("a", "b"):
+        db.join(n)
+    label_all(db, "a", 2, label="irrelevant")
+    label_all(db, "b", 2, label="supporting")
+    db.join("boss", "adjudicator")
+    first = db.pairs()["pair_id"].iloc[0]
+    db.submit("boss", first, "sufficient", "settled", rid(), 2, False, kind="adjudication")
+    sent = team.export_to_store(db, store)
+    assert sent == {"written": 25, "already_held": 0, "retracted": 0, "metadata_pool": 0}
+    current = store.current(shas).set_index(["query_id", "unit_id"])
+    row = db.pairs().set_index("pair_id").loc[first]
+    settled = current.loc[(row["query_id"], row["unit_id"])]
+    assert settled["label"] == "sufficient" and settled["judge"] == "adjudicator:boss" and not settled["conflict"]
+    others = current.drop(index=(row["query_id"], row["unit_id"]))
+    assert (others["source"] == "human").all() and others["conflict"].all()       # two people disagree, unsettled
+    assert team.export_to_store(db, store)["written"] == 0                        # nothing twice
+
+
+def test_export_follows_a_change_of_mind_back_and_forth(tmp_path, db):
+    store, shas = _store_with_model(tmp_path, db)
+    db.join("a")
+    got = db.next_pair("a", 1, 60, 0, False)
+    row = db.pairs().set_index("pair_id").loc[got.pair_id]
+    key = (row["query_id"], row["unit_id"])
+    for label in ("irrelevant", "supporting", "irrelevant"):
+        if label != "irrelevant" or len(db.labels(live=False)):
+            db.undo("a", rid(), 60)
+        db.submit("a", got.pair_id, label, "", rid(), 1, False)
+        team.export_to_store(db, store)
+        assert store.current(shas).set_index(["query_id", "unit_id"]).loc[key, "label"] == label
+
+
+def test_the_metadata_pools_labels_stay_out_of_the_store(tmp_path, db):
+    store, _ = _store_with_model(tmp_path, db)
+    a, b = db.join("a", "annotator", 0.5), db.join("b", "annotator", 0.5)
+    assert {a["pool"], b["pool"]} == {"blind", "metadata"}
+    label_all(db, "a", 1, separate=True)
+    label_all(db, "b", 1, separate=True)
+    assert len(db.labels()) == 24                          # each pool fills its own slot
+    sent = team.export_to_store(db, store)
+    assert sent["written"] == 12 and sent["metadata_pool"] == 12
+    blind = a["name"] if a["pool"] == "blind" else b["name"]
+    people = [r for r in store.rows if r["source"] == "human"]
+    assert {r["judge"] for r in people} == {f"annotator:{blind}"}
+
+
+def test_resolve_and_existing_find_the_runs_database(tmp_path):
+    run = tmp_path / "r"
+    assert LDB.resolve("", run) == str(run / "labels" / "labels.sqlite")
+    assert LDB.resolve("team.sqlite", run) == str(run / "team.sqlite")
+    assert LDB.resolve("postgresql://u:p@h/db", run) == "postgresql://u:p@h/db"
+    assert LDB.describe("postgresql://u:secret@h/db", run) == "postgresql://u:***@h/db"
+    assert LDB.existing("", run) is None
+    LabelDB(LDB.resolve("", run))
+    assert LDB.existing("", run) is not None
+
+
+def test_question_sha_of_a_pair_is_the_stores(db):
+    pairs = db.pairs()
+    assert (pairs["question_sha"] == [question_sha(t) for t in pairs["question"]]).all()

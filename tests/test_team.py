@@ -1,0 +1,147 @@
+"""What a team's labels say: Fleiss' and Cohen's kappa with reasons when undefined, the adjudicator's
+queue (machine-flagged pairs first), progress, and the judge door measured with two pools of people."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from lookalike.judging import door as JD
+from lookalike.judging import team
+
+
+def frame(rows, pairs=None) -> pd.DataFrame:
+    """Labels like LabelDB.labels(): (annotator, pair, label[, pool, kind, minute])."""
+    out = []
+    for i, r in enumerate(rows):
+        name, pid, label = r[:3]
+        pool = r[3] if len(r) > 3 else "blind"
+        kind = r[4] if len(r) > 4 else "label"
+        minute = r[5] if len(r) > 5 else i
+        q = pid.split("-")[0]
+        out.append({"id": i + 1, "pair_id": pid, "query_id": q, "unit_id": pid.split("-")[1], "question_sha": "x",
+                    "annotator": name, "pool": pool, "kind": kind, "label": label, "note": "",
+                    "time": f"2026-12-04T10:{minute:02d}:00.000+00:00", "seconds": 3.0, "retracted": 0})
+    return pd.DataFrame(out)
+
+
+def test_fleiss_kappa_matches_the_hand_computation():
+    # four pairs, two people each: (s,s) (s,i) (i,i) (p,p): p_o = 3/4, p_e = 22/64, kappa = 13/21
+    k = team.fleiss_kappa(["sufficient", "sufficient", "irrelevant", "supporting"],
+                          ["sufficient", "irrelevant", "irrelevant", "supporting"])
+    assert k == pytest.approx(13 / 21)
+    assert math.isnan(team.fleiss_kappa(["irrelevant"] * 5, ["irrelevant"] * 5))
+    assert math.isnan(team.fleiss_kappa([], []))
+
+
+def test_agreement_says_why_kappa_is_undefined():
+    one_each = frame([("a", "q1-u1", "irrelevant"), ("b", "q1-u2", "sufficient")])
+    row = team.agreement_table(one_each).iloc[0]
+    assert row["n"] == 0 and math.isnan(row["kappa"]) and "no pair has two people's labels" in row["why"]
+    same = frame([(n, f"q{i}-u{i}", "irrelevant") for i in range(1, 6) for n in ("a", "b")])
+    table = team.agreement_table(same)
+    overall = table.iloc[0]
+    assert overall["n"] == 5 and overall["agreement"] == 1.0 and math.isnan(overall["kappa"])
+    assert "every label was irrelevant" in overall["why"]
+    assert "kappa undefined (every label was irrelevant" in team.agreement_words(overall)
+    pair = table[table["scope"] == "people, pair of annotators"].iloc[0]
+    assert (pair["first"], pair["second"], pair["n"]) == ("a", "b", 5) and pair["why"]
+
+
+def test_agreement_overall_per_pair_of_people_and_model_vs_people():
+    labs = ["sufficient", "irrelevant", "supporting", "irrelevant", "sufficient", "irrelevant", "supporting", "irrelevant"]
+    other = ["sufficient", "irrelevant", "supporting", "supporting", "sufficient", "irrelevant", "irrelevant", "irrelevant"]
+    rows = [("a", f"q{i}-u{i}", lab) for i, lab in enumerate(labs)] + [("b", f"q{i}-u{i}", lab) for i, lab in enumerate(other)]
+    labels = frame(rows)
+    machine = pd.DataFrame({"pair_id": [f"q{i}-u{i}" for i in range(8)], "judge": "answer-string", "label": labs})
+    table = team.agreement_table(labels, machine, seed=1)
+    assert list(table["scope"]) == ["people, overall", "people, pair of annotators", "model vs people"]
+    overall = table.iloc[0]
+    assert overall["n"] == 8 and overall["agreement"] == pytest.approx(6 / 8)
+    assert overall["kappa"] == pytest.approx(team.fleiss_kappa(labs, other))
+    assert overall["kappa_lo"] <= overall["kappa"] <= overall["kappa_hi"]
+    # model vs people: people's label is the majority — a tie between a and b leaves the pair out
+    model = table.iloc[2]
+    assert model["n"] == 6 and model["agreement"] == 1.0
+
+
+def test_resolved_takes_the_adjudication_then_the_majority_and_leaves_ties_out():
+    labels = frame([("a", "q1-u1", "irrelevant"), ("b", "q1-u1", "sufficient"),
+                    ("a", "q2-u2", "irrelevant"), ("b", "q2-u2", "sufficient"), ("boss", "q2-u2", "supporting", "blind", "adjudication"),
+                    ("a", "q3-u3", "irrelevant"), ("b", "q3-u3", "irrelevant"), ("c", "q3-u3", "sufficient")])
+    out = team.resolved(labels).set_index("pair_id")
+    assert "q1-u1" not in out.index
+    assert (out.loc["q2-u2", "label"], out.loc["q2-u2", "basis"]) == ("supporting", "adjudicated")
+    assert (out.loc["q3-u3", "label"], out.loc["q3-u3", "basis"]) == ("irrelevant", "majority")
+
+
+def test_the_adjudicators_queue_puts_machine_flagged_pairs_first():
+    pairs = pd.DataFrame({"pair_id": ["q1-u1", "q2-u2", "q3-u3", "q4-u4"], "query_id": ["q1", "q2", "q3", "q4"],
+                          "unit_id": ["u1", "u2", "u3", "u4"], "question": ["a", "b", "c", "d"],
+                          "flagged": ["", "", "answer-string", ""]})
+    labels = frame([("a", "q1-u1", "irrelevant"), ("b", "q1-u1", "sufficient"),     # people disagree
+                    ("a", "q2-u2", "irrelevant"), ("b", "q2-u2", "irrelevant"),     # agree: not queued
+                    ("a", "q3-u3", "irrelevant"),                                   # flagged, one person
+                    ("a", "q4-u4", "irrelevant"), ("b", "q4-u4", "supporting"),
+                    ("boss", "q4-u4", "irrelevant", "blind", "adjudication")])     # settled: not queued
+    queue = team.disagreements(labels, pairs)
+    assert list(queue["pair_id"]) == ["q3-u3", "q1-u1"]
+    assert queue["reason"].iloc[0].startswith("flagged by answer-string")
+    assert queue["labels"].iloc[1] == "a: irrelevant; b: sufficient"
+
+
+def test_progress_counts_slots_rates_and_time_left():
+    pairs = pd.DataFrame({"pair_id": [f"q{i // 2}-u{i}" for i in range(6)], "query_id": [f"q{i // 2}" for i in range(6)]})
+    annotators = pd.DataFrame({"name": ["a", "b"], "pool": "blind", "role": "annotator"})
+    nothing = team.progress(frame([]).reindex(columns=["pair_id", "annotator", "kind", "label", "time", "retracted"]),
+                            pairs, annotators, per_pair=2)
+    assert (nothing["slots"], nothing["filled"], nothing["hours_left"]) == (12, 0, None)
+    labels = frame([("a", "q0-u0", "irrelevant", "blind", "label", 0), ("a", "q0-u1", "irrelevant", "blind", "label", 30),
+                    ("b", "q0-u0", "irrelevant", "blind", "label", 59)])
+    p = team.progress(labels, pairs, annotators, per_pair=2)
+    assert (p["slots"], p["filled"]) == (12, 3)
+    assert p["labels_per_hour"] == pytest.approx(2 / (59 / 60))
+    assert p["hours_left"] == pytest.approx(9 / p["labels_per_hour"])
+    per_q = p["per_question"].set_index("query_id")
+    assert (per_q.loc["q0", "slots_filled"], per_q.loc["q0", "pairs_complete"], per_q.loc["q0", "slots"]) == (3, 1, 4)
+    per_a = p["per_annotator"].set_index("annotator")
+    assert per_a.loc["a", "labels"] == 2 and per_a.loc["a", "labels_per_hour"] == pytest.approx(2.0)
+    assert math.isnan(per_a.loc["b", "labels_per_hour"])      # one label: no rate
+
+
+def _door_units():
+    return pd.DataFrame({"unit_id": [f"u{i}" for i in range(8)], "doc_id": [f"d{i // 2}" for i in range(8)],
+                         "filename": ["revenue_table.png" if i % 2 == 0 else "scan.png" for i in range(8)],
+                         "caption": [""] * 8})
+
+
+def test_people_door_compares_the_pools_on_pairs_both_labelled():
+    questions = pd.DataFrame({"query_id": [f"q{i}" for i in range(8)], "text": ["What was the revenue?"] * 8})
+    rows = []
+    for i in range(8):
+        pid = f"q{i}-u{i}"
+        rows.append(("blind1", pid, "irrelevant", "blind"))
+        # seeing the file name, the metadata pool calls the revenue_* pages relevant
+        rows.append(("meta1", pid, "supporting" if i % 2 == 0 else "irrelevant", "metadata"))
+    rows.append(("blind1", "q9-u9", "irrelevant", "blind"))     # labelled in one pool only: not compared
+    per_pair, summary, why = JD.people_door(frame(rows), questions, _door_units())
+    assert why == ""
+    s = summary.iloc[0]
+    assert s["judge"].startswith("people (1 blind, 1 seeing file name and caption")
+    assert (s["n_pairs"], s["relevant_blind"], s["relevant_with_metadata"], s["gained"], s["lost"]) == (8, 0, 4, 4, 0)
+    assert s["gained_with_term"] == 1.0 and s["others_with_term"] == 0.0
+    assert s["share_with_metadata"] == 0.5 and s["share_with_metadata_lo"] <= 0.5 <= s["share_with_metadata_hi"]
+    assert list(per_pair.columns) == JD.DOOR_COLUMNS and per_pair["term_in_metadata"].sum() == 4
+
+
+def test_people_door_says_why_when_a_pool_is_empty():
+    questions = pd.DataFrame({"query_id": ["q1"], "text": ["What was the revenue?"]})
+    only_blind = frame([("a", "q1-u1", "irrelevant", "blind")])
+    _, summary, why = JD.people_door(only_blind, questions, _door_units())
+    assert summary.empty and "no labels yet from the metadata pool" in why
+    _, _, why = JD.people_door(frame([]), questions, _door_units())
+    assert why == "no people's labels from either pool yet"
+    apart = frame([("a", "q1-u1", "irrelevant", "blind"), ("b", "q2-u2", "irrelevant", "metadata")])
+    assert "no pair has a label from both pools" in JD.people_door(apart, questions, _door_units())[2]
