@@ -264,3 +264,36 @@ def test_resolve_and_existing_find_the_runs_database(tmp_path):
 def test_question_sha_of_a_pair_is_the_stores(db):
     pairs = db.pairs()
     assert (pairs["question_sha"] == [question_sha(t) for t in pairs["question"]]).all()
+
+
+def test_pairs_others_began_come_first_so_pairs_finish_as_the_team_goes(db):
+    for n in ("a", "b"):
+        db.join(n)
+    first = []
+    for _ in range(3):
+        got = db.next_pair("a", 2, 60, 0, False)
+        db.submit("a", got.pair_id, "irrelevant", "", rid(), 2, False)
+        first.append(got.pair_id)
+    following = []
+    for _ in range(3):
+        got = db.next_pair("b", 2, 60, 0, False)
+        db.submit("b", got.pair_id, "irrelevant", "", rid(), 2, False)
+        following.append(got.pair_id)
+    assert sorted(following) == sorted(first)
+    assert team.agreement_table(db.labels()).iloc[0]["n"] == 3
+
+
+def test_with_the_door_on_each_pool_is_offered_what_the_other_pool_labelled(db):
+    a, b = db.join("a", "annotator", 0.5), db.join("b", "annotator", 0.5)
+    assert {a["pool"], b["pool"]} == {"blind", "metadata"}
+    done = []
+    for _ in range(4):
+        got = db.next_pair("a", 1, 60, 0, True)
+        db.submit("a", got.pair_id, "irrelevant", "", rid(), 1, True)
+        done.append(got.pair_id)
+    offered = []
+    for _ in range(4):
+        got = db.next_pair("b", 1, 60, 0, True)
+        db.submit("b", got.pair_id, "supporting", "", rid(), 1, True)
+        offered.append(got.pair_id)
+    assert sorted(offered) == sorted(done)

@@ -286,9 +286,10 @@ class LabelDB:
 
     def next_pair(self, name: str, per_pair: int, lease_s: float, seed: int, separate_pools: bool) -> Assignment | None:
         """The pair this person labels next, leased to them for lease_s seconds: the one they already
-        hold, else the first in their own shuffled order that they have not labelled and that has a
-        free slot (live labels plus other people's unexpired leases below per_pair — counted within
-        their pool when the pools are separate). None when nothing is left for them."""
+        hold, else, among the pairs they have not labelled that have a free slot (live labels plus other
+        people's unexpired leases below per_pair — counted within their pool when the pools are
+        separate), one others have begun (most begun first, the other pool's labels counting too),
+        then the first in their own shuffled order. None when nothing is left for them."""
         person = self.annotator(name)
         clock = _time.time()
         with self.transaction(serial=True) as tx:
@@ -310,10 +311,18 @@ class LabelDB:
                                  f"WHERE l.kind = 'label' AND l.annotator <> ? {lease_pool} GROUP BY l.pair_id",
                                  (name, *pool_args)):
                 filled[pid] = filled.get(pid, 0) + int(n)
+            started = filled
+            if separate_pools:        # the other pool's work counts for the order (the door compares the pools)
+                started = dict(filled)
+                for pid, n in tx.all("SELECT pair_id, COUNT(*) FROM labels WHERE kind = 'label' AND retracted = 0 "
+                                     "AND pool <> ? GROUP BY pair_id", pool_args):
+                    started[pid] = started.get(pid, 0) + int(n)
             mine = {r[0] for r in tx.all("SELECT pair_id FROM labels WHERE annotator = ? AND kind = 'label' "
                                          "AND retracted = 0", (name,))}
             pairs = tx.all("SELECT pair_id, question FROM pairs")
-            order = sorted(pairs, key=lambda r: shuffle_key(seed, name, r[0]))
+            # pairs others have begun come first, so pairs are finished (and agreement measured) as the team
+            # goes rather than only at the end; within that, this person's own shuffled order
+            order = sorted(pairs, key=lambda r: (-started.get(r[0], 0), shuffle_key(seed, name, r[0])))
             for pid, question in order:
                 if pid in mine or filled.get(pid, 0) >= per_pair:
                     continue
