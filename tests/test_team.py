@@ -145,3 +145,20 @@ def test_people_door_says_why_when_a_pool_is_empty():
     assert why == "no people's labels from either pool yet"
     apart = frame([("a", "q1-u1", "irrelevant", "blind"), ("b", "q2-u2", "irrelevant", "metadata")])
     assert "no pair has a label from both pools" in JD.people_door(apart, questions, _door_units())[2]
+
+
+def test_with_two_pools_people_agree_within_a_pool_and_the_model_meets_the_blind_pool():
+    rows = []
+    for i in range(6):
+        pid = f"q{i}-u{i}"
+        rows += [("b1", pid, "irrelevant", "blind"), ("b2", pid, "irrelevant" if i else "supporting", "blind"),
+                 ("m1", pid, "supporting", "metadata")]
+    labels = frame(rows)
+    machine = pd.DataFrame({"pair_id": [f"q{i}-u{i}" for i in range(6)], "judge": "answer-string", "label": "irrelevant"})
+    table = team.agreement_table(labels, machine)
+    assert list(table["scope"]) == ["people, overall (blind pool)", "people, pair of annotators (blind pool)",
+                                    "people, overall (metadata pool)", "model vs people"]
+    assert table.iloc[0]["n"] == 6 and table.iloc[0]["agreement"] == pytest.approx(5 / 6)
+    assert table.iloc[2]["n"] == 0                          # one metadata person: nothing to agree on
+    model = table.iloc[3]
+    assert model["second"].endswith("blind pool)") and model["n"] == 5 and model["agreement"] == 1.0

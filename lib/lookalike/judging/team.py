@@ -104,13 +104,9 @@ def resolved(labels: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["pair_id", "query_id", "unit_id", "label", "basis"])
 
 
-def agreement_table(labels: pd.DataFrame, machine: pd.DataFrame | None = None, seed: int = 0) -> pd.DataFrame:
-    """Agreement rows: overall among people (Fleiss' kappa over the first two people's labels of each
-    pair labelled twice, questions resampled for the CI), per pair of annotators (Cohen's kappa on the
-    pairs both labelled, pairs resampled), and each machine judge against people's resolved label.
-    Undefined kappas are nan with the reason in ``why``; raw agreement is always given."""
+def _people_rows(people: pd.DataFrame, where: str, seed: int) -> list[dict]:
+    """Agreement rows among the people in ``people``: overall, and per pair of annotators."""
     rows = []
-    people = people_labels(labels)
     twice = (people.sort_values(["pair_id", "id"], kind="mergesort").groupby("pair_id", sort=True).head(2)
              if len(people) else people)
     both = twice.groupby("pair_id").filter(lambda g: len(g) == 2) if len(twice) else twice
@@ -120,7 +116,7 @@ def agreement_table(labels: pd.DataFrame, machine: pd.DataFrame | None = None, s
     b = seconds["label"].tolist() if len(both) else []
     k = fleiss_kappa(a, b)
     lo, hi = _fleiss_ci(a, b, firsts["query_id"].tolist() if len(both) else [], seed=seed) if k == k else (math.nan, math.nan)
-    rows.append({"scope": "people, overall", "first": "first person", "second": "second person", "n": len(a),
+    rows.append({"scope": f"people, overall{where}", "first": "first person", "second": "second person", "n": len(a),
                  "agreement": float(np.mean([x == y for x, y in zip(a, b)])) if a else math.nan,
                  "kappa": k, "kappa_lo": lo, "kappa_hi": hi,
                  "statistic": "Fleiss' kappa (first two people per pair; questions resampled)",
@@ -134,18 +130,38 @@ def agreement_table(labels: pd.DataFrame, machine: pd.DataFrame | None = None, s
             if not fa:
                 continue
             stats = J.agreement(fa, fb, seed=seed)
-            rows.append({"scope": "people, pair of annotators", "first": x, "second": y, "n": stats["n"],
+            rows.append({"scope": f"people, pair of annotators{where}", "first": x, "second": y, "n": stats["n"],
                          "agreement": stats["agreement"], "kappa": stats["kappa"], "kappa_lo": stats["kappa_lo"],
                          "kappa_hi": stats["kappa_hi"], "statistic": "Cohen's kappa (pairs resampled)",
                          "why": "" if stats["kappa"] == stats["kappa"] else _why_undefined(fa, fb, "labels from both")})
+    return rows
+
+
+def agreement_table(labels: pd.DataFrame, machine: pd.DataFrame | None = None, seed: int = 0) -> pd.DataFrame:
+    """Agreement rows: overall among people (Fleiss' kappa over the first two people's labels of each
+    pair labelled twice, questions resampled for the CI), per pair of annotators (Cohen's kappa on the
+    pairs both labelled, pairs resampled), and each machine judge against people's resolved label.
+    With two pools (the judge door on), people are compared within their pool only — across pools the
+    difference is the door, not disagreement — and the model is compared with the blind pool and the
+    adjudications. Undefined kappas are nan with the reason in ``why``; raw agreement is always given."""
+    people = people_labels(labels)
+    pools = sorted(set(people["pool"])) if len(people) and "pool" in people.columns else []
+    rows = []
+    if len(pools) > 1:
+        for pool in pools:
+            rows += _people_rows(people[people["pool"] == pool], f" ({pool} pool)", seed)
+    else:
+        rows += _people_rows(people, "", seed)
     if machine is not None and len(machine):
-        truth = resolved(labels)
+        blind = labels[~((labels["kind"] == "label") & (labels["pool"] == "metadata"))] if len(pools) > 1 else labels
+        truth = resolved(blind)
+        said = "people (adjudicated, else majority" + ("; blind pool)" if len(pools) > 1 else ")")
         for judge, part in machine.groupby("judge", sort=True):
             m = part.merge(truth, on="pair_id", suffixes=("_model", "_people"))
             fa, fb = m["label_model"].tolist(), m["label_people"].tolist()
             stats = J.agreement(fa, fb, seed=seed) if fa else {"n": 0, "agreement": math.nan, "kappa": math.nan,
                                                                   "kappa_lo": math.nan, "kappa_hi": math.nan}
-            rows.append({"scope": "model vs people", "first": judge, "second": "people (adjudicated, else majority)",
+            rows.append({"scope": "model vs people", "first": judge, "second": said,
                          "n": stats["n"], "agreement": stats["agreement"], "kappa": stats["kappa"],
                          "kappa_lo": stats["kappa_lo"], "kappa_hi": stats["kappa_hi"],
                          "statistic": "Cohen's kappa (pairs resampled)",
