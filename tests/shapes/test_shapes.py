@@ -85,6 +85,7 @@ def test_every_invariant_holds_on_the_shape(shape, tmp_path):
         lines += _calibration_lines(run_dir)
     if not failed:
         lines += _expectations(shape, run_dir)
+        lines += _label_server_lines(run_dir)       # after the audit: it writes to the run's label store
     _record(shape, lines)
     assert not lines, f"{shape}: {len(lines)} violation(s):\n" + "\n".join(lines)
 
@@ -132,4 +133,116 @@ def test_peoples_labels_imported_between_two_runs_are_kept_and_used(tmp_path):
     assert (mine["source"] == "human").all()
     lines = _audit_lines(run_dir)
     _record("labels-between-runs", lines)
+    assert not lines, "\n".join(lines)
+
+
+def _label_server_lines(run_dir: Path) -> list[str]:
+    """The team label server on the shape's run (the judge door on): it loads the pool, gives one
+    person a blind queue and one the metadata pool's, takes their labels and exports the blind one's
+    to the store; with nothing pooled it says nothing is left to label."""
+    from starlette.testclient import TestClient
+
+    from lookalike.judging import server, team
+    from lookalike.judging.labeldb import LabelDB
+    from lookalike.judging.store import LabelStore
+
+    lines = []
+    try:
+        loaded = server.load_run(run_dir)
+        db = LabelDB(run_dir / "labels" / "team-check.sqlite")
+        c = TestClient(server.create_app(loaded, db, server.Settings(door=True, door_share=0.5)))
+        pool = _table(run_dir, "pool")
+        if len(loaded.pairs) != len(pool):
+            lines.append(f"label server: {len(loaded.pairs)} pairs served of {len(pool)} pooled")
+        done = {}
+        for name in ("meta", "blind"):
+            who = c.post("/api/signin", json={"name": name}).json()
+            done[who["pool"]] = 0
+            for i in range(3):
+                got = c.get("/api/next", headers={"X-Annotator": name}).json()
+                if got["done"]:
+                    break
+                keys = set(got) - {"done", "mine", "pairs", "pair_id", "question"}
+                if keys != ({"metadata"} if who["pool"] == "metadata" else set()):
+                    lines.append(f"label server: the {who['pool']} pool was sent {sorted(keys)}")
+                if c.get(f"/api/image/{got['pair_id']}", headers={"X-Annotator": name}).status_code != 200:
+                    lines.append(f"label server: pair {got['pair_id']}'s image was not served")
+                r = c.post("/api/label", headers={"X-Annotator": name},
+                           json={"pair_id": got["pair_id"], "label": "irrelevant", "request_id": f"{name}-shape-{i:03d}"})
+                if r.status_code != 200:
+                    lines.append(f"label server: a label was refused: {r.text}")
+                done[who["pool"]] += 1
+        if set(done) != {"blind", "metadata"}:
+            lines.append(f"label server: the pools filled as {done}")
+        if len(pool) and min(done.values()) == 0:
+            lines.append("label server: somebody was given nothing to label from a non-empty pool")
+        sent = team.export_to_store(db, LabelStore(run_dir / "labels" / "store.jsonl"))
+        if (sent["written"], sent["metadata_pool"]) != (done.get("blind", 0), done.get("metadata", 0)):
+            lines.append(f"label server: export wrote {sent} after {done}")
+        for page in ("/progress", "/agreement"):
+            if c.get(page).status_code != 200:
+                lines.append(f"label server: {page} did not render")
+    except Exception as exc:       # noqa: BLE001 (a crash on a shape is a violation, said in words)
+        lines.append(f"label server: {type(exc).__name__}: {exc}")
+    return lines
+
+
+def test_a_team_labels_with_the_door_on_between_two_runs(tmp_path):
+    """Photos with captions: four scripted people, two blind and two who see file names and captions,
+    label the whole pool on the label server; the second run exports their labels, keeps the metadata
+    pool's out of the qrels, shows the judge door's people row, and holds every invariant."""
+    import pandas as pd
+    import yaml
+    from starlette.testclient import TestClient
+
+    from lookalike.judging import server
+    from lookalike.judging.judges import content_words
+    from lookalike.judging.labeldb import LabelDB
+
+    params = SHAPES["photos-captions"](tmp_path / "corpus", seed=11)
+    settings = yaml.safe_load(params.read_text())
+    settings.setdefault("labels", {})["door"] = True
+    params.write_text(yaml.safe_dump(settings, sort_keys=False), encoding="utf-8")
+    run_dir = run.execute(params, out_root=tmp_path / "out", log=lambda *_: None)
+    gold = {tuple(line.split()[::2][:2]) for line in (tmp_path / "corpus" / "q.qrels").read_text().splitlines()}
+    loaded = server.load_run(run_dir)
+    c = TestClient(server.create_app(loaded, LabelDB(run_dir / "labels" / "labels.sqlite"),
+                                     server.settings_from(server.run_params(run_dir))))
+    pair = loaded.pairs.set_index("pair_id")
+    pools = {n: c.post("/api/signin", json={"name": n}).json()["pool"] for n in ("p1", "p2", "p3", "p4")}
+    assert sorted(pools.values()) == ["blind", "blind", "metadata", "metadata"]
+    blind_labels = {}
+    for name, pool in pools.items():
+        i = 0
+        while not (got := c.get("/api/next", headers={"X-Annotator": name}).json())["done"]:
+            q, u = pair.loc[got["pair_id"], ["query_id", "unit_id"]]
+            label = "sufficient" if (q, u) in gold else "irrelevant"
+            # scripted: who sees the caption calls a page supporting when it shares a word with the question
+            if pool == "metadata" and label == "irrelevant" and \
+                    content_words(got["question"]) & content_words(" ".join(got["metadata"].values())):
+                label = "supporting"
+            if pool == "blind":
+                blind_labels[(q, u)] = label
+            r = c.post("/api/label", headers={"X-Annotator": name},
+                       json={"pair_id": got["pair_id"], "label": label, "request_id": f"{name}-{i:05d}"})
+            assert r.status_code == 200, r.text
+            i += 1
+    assert len(blind_labels) == len(loaded.pairs)
+    run_dir = run.execute(params, out_root=tmp_path / "out", log=lambda *_: None)
+    summary = _table(run_dir, "judge_door_summary")
+    people = summary[summary["judge"].str.startswith("people (1 blind, 1 seeing")]    # p1 and p2 labelled each pool's whole share
+    assert len(people) == 1, summary["judge"].tolist()
+    row = people.iloc[0]
+    assert int(row["n_pairs"]) == len(loaded.pairs) and int(row["lost"]) == 0
+    assert int(row["relevant_with_metadata"]) == int(row["relevant_blind"]) + int(row["gained"])
+    if int(row["gained"]):
+        assert float(row["gained_with_term"]) == 1.0
+    current = _table(run_dir, "labels_current")
+    theirs = current[current["judge"].str.startswith("annotator:")]
+    assert len(theirs) and all(blind_labels[(q, u)] == lab for q, u, lab in
+                               zip(theirs["query_id"], theirs["unit_id"], theirs["label"]))
+    assert set(theirs["judge"]) <= {f"annotator:{n}" for n, p in pools.items() if p == "blind"}
+    assert len(pd.read_csv(run_dir / "tables" / "annotator_agreement.csv"))
+    lines = _audit_lines(run_dir)
+    _record("team-door-between-runs", lines)
     assert not lines, "\n".join(lines)
