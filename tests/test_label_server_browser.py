@@ -22,7 +22,7 @@ from conftest import REPO, headless_chrome, make_label_run, needs_chromium
 from lookalike.judging.labeldb import LabelDB
 from test_label_server import call, free_port, start
 
-pytestmark = needs_chromium
+pytestmark = [needs_chromium, pytest.mark.browser]
 
 
 def open_page(port: int, name: str, role: str = "annotator"):

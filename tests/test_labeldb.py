@@ -266,34 +266,25 @@ def test_question_sha_of_a_pair_is_the_stores(db):
     assert (pairs["question_sha"] == [question_sha(t) for t in pairs["question"]]).all()
 
 
+def label_some(db: LabelDB, name: str, n: int, per_pair: int, separate: bool, label="irrelevant") -> list[str]:
+    done = []
+    for _ in range(n):
+        got = db.next_pair(name, per_pair, 60, 0, separate)
+        db.submit(name, got.pair_id, label, "", rid(), per_pair, separate)
+        done.append(got.pair_id)
+    return done
+
+
 def test_pairs_others_began_come_first_so_pairs_finish_as_the_team_goes(db):
     for n in ("a", "b"):
         db.join(n)
-    first = []
-    for _ in range(3):
-        got = db.next_pair("a", 2, 60, 0, False)
-        db.submit("a", got.pair_id, "irrelevant", "", rid(), 2, False)
-        first.append(got.pair_id)
-    following = []
-    for _ in range(3):
-        got = db.next_pair("b", 2, 60, 0, False)
-        db.submit("b", got.pair_id, "irrelevant", "", rid(), 2, False)
-        following.append(got.pair_id)
-    assert sorted(following) == sorted(first)
+    first = label_some(db, "a", 3, per_pair=2, separate=False)
+    assert sorted(label_some(db, "b", 3, per_pair=2, separate=False)) == sorted(first)
     assert team.agreement_table(db.labels()).iloc[0]["n"] == 3
 
 
 def test_with_the_door_on_each_pool_is_offered_what_the_other_pool_labelled(db):
     a, b = db.join("a", "annotator", 0.5), db.join("b", "annotator", 0.5)
     assert {a["pool"], b["pool"]} == {"blind", "metadata"}
-    done = []
-    for _ in range(4):
-        got = db.next_pair("a", 1, 60, 0, True)
-        db.submit("a", got.pair_id, "irrelevant", "", rid(), 1, True)
-        done.append(got.pair_id)
-    offered = []
-    for _ in range(4):
-        got = db.next_pair("b", 1, 60, 0, True)
-        db.submit("b", got.pair_id, "supporting", "", rid(), 1, True)
-        offered.append(got.pair_id)
-    assert sorted(offered) == sorted(done)
+    done = label_some(db, "a", 4, per_pair=1, separate=True)
+    assert sorted(label_some(db, "b", 4, per_pair=1, separate=True, label="supporting")) == sorted(done)

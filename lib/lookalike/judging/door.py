@@ -65,13 +65,22 @@ def judge_door(judge: Judge, pairs: pd.DataFrame, questions: pd.DataFrame, view:
               and blind["unit_id"].tolist() == pairs["unit_id"].tolist()):
         raise ValueError("judge_door: the blind labels given are not of these pairs, in this order")
     seen = label_pairs(judge, pairs, questions, leaky_view)
+    out = door_pairs(blind["query_id"], blind["unit_id"], blind["label"], seen["label"], questions, meta)
+    return out, door_summary(out, units, name or judge.name)
+
+
+def door_pairs(query_ids, unit_ids, blind, with_metadata, questions: pd.DataFrame, meta: Mapping[str, str]
+               ) -> pd.DataFrame:
+    """The door's per-pair table (DOOR_COLUMNS): each pair's label blind and with metadata, whether it
+    gained relevance (irrelevant -> supporting / sufficient) and whether the unit's metadata text
+    (``meta``: unit_id -> metadata_text) holds a content word of the question."""
     asked = dict(zip(questions["query_id"], questions["text"]))
-    out = pd.DataFrame({"query_id": blind["query_id"], "unit_id": blind["unit_id"], "blind": blind["label"],
-                        "with_metadata": seen["label"]})
+    out = pd.DataFrame({"query_id": list(query_ids), "unit_id": list(unit_ids), "blind": list(blind),
+                        "with_metadata": list(with_metadata)})
     out["gained"] = (out["blind"] == "irrelevant") & (out["with_metadata"] != "irrelevant")
     out["term_in_metadata"] = [bool(content_words(asked.get(q, "")) & content_words(meta.get(u, "")))
                                for q, u in zip(out["query_id"], out["unit_id"])]
-    return out[DOOR_COLUMNS], door_summary(out, units, name or judge.name)
+    return out[DOOR_COLUMNS]
 
 
 def door_summary(out: pd.DataFrame, units: pd.DataFrame, name: str) -> pd.DataFrame:
@@ -124,12 +133,7 @@ def people_door(labels: pd.DataFrame, questions: pd.DataFrame, units: pd.DataFra
     if both.empty:
         return (*empty, "no pair has a label from both pools yet (or every such pair is a tie within a pool)")
     meta = {r["unit_id"]: metadata_text(r) for r in units.to_dict("records")}
-    asked = dict(zip(questions["query_id"], questions["text"]))
-    out = pd.DataFrame({"query_id": both["query_id"], "unit_id": both["unit_id"], "blind": both["label_blind"],
-                        "with_metadata": both["label_metadata"]})
-    out["gained"] = (out["blind"] == "irrelevant") & (out["with_metadata"] != "irrelevant")
-    out["term_in_metadata"] = [bool(content_words(asked.get(q, "")) & content_words(meta.get(u, "")))
-                               for q, u in zip(out["query_id"], out["unit_id"])]
+    out = door_pairs(both["query_id"], both["unit_id"], both["label_blind"], both["label_metadata"], questions, meta)
     out = out.sort_values(["query_id", "unit_id"], kind="mergesort").reset_index(drop=True)
     n_blind, n_meta = pools["blind"]["annotator"].nunique(), pools["metadata"]["annotator"].nunique()
     name = (f"people ({n_blind} blind, {n_meta} seeing file name and caption; "
