@@ -106,3 +106,21 @@ def test_check_refuses_a_mining_retriever_the_run_does_not_rank(tmp_path):
     assert "mining.retriever 'ocr-minilm' is not a system this run ranks (appearance, ocr-bm25)" in res.stdout
     path.write_text("run: mr\nencode:\n  encoders: [ocr-bm25, appearance]\nmining:\n  retriever: ocr-bm25\n")
     assert _check(path).returncode == 0
+
+
+def test_check_reads_the_team_label_database_and_refuses_one_it_cannot(tmp_path):
+    from lookalike.judging.labeldb import LabelDB
+
+    good = tmp_path / "team.sqlite"
+    LabelDB(good)
+    path = tmp_path / "db.yaml"
+    path.write_text(f"run: db\nlabels:\n  db: {good}\n")
+    res = _check(path)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "team label database" in res.stdout and "schema version 1; 0 pairs, 0 live labels from 0 people" in res.stdout
+    bad = tmp_path / "broken.sqlite"
+    bad.write_bytes(b"\x00garbage" * 512)
+    path.write_text(f"run: db\nlabels:\n  db: {bad}\n")
+    res = _check(path)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "REFUSED" in res.stdout and "broken.sqlite: not a lookalike label database" in res.stdout

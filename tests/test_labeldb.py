@@ -288,3 +288,19 @@ def test_with_the_door_on_each_pool_is_offered_what_the_other_pool_labelled(db):
     assert {a["pool"], b["pool"]} == {"blind", "metadata"}
     done = label_some(db, "a", 4, per_pair=1, separate=True)
     assert sorted(label_some(db, "b", 4, per_pair=1, separate=True, label="supporting")) == sorted(done)
+
+
+def test_a_file_that_is_not_a_label_database_is_refused_by_name(tmp_path):
+    bad = tmp_path / "labels.sqlite"
+    bad.write_bytes(b"these are not the labels you are looking for" * 100)
+    with pytest.raises(LabelDBError, match="labels.sqlite: not a lookalike label database"):
+        LabelDB(bad)
+    with pytest.raises(LabelDBError, match="not a lookalike label database"):
+        LabelDB(bad, migrate=False).inspect()
+    assert bad.read_bytes().startswith(b"these are not")          # nothing written over it
+
+
+def test_inspect_reads_without_changing(db):
+    db.join("a")
+    label_all(db, "a", 1)
+    assert db.inspect() == {"version": 1, "pairs": 12, "labels": 12, "people": 1}

@@ -28,6 +28,7 @@ from lookalike.data.schema import CorpusError
 from lookalike.io import inputs as I
 from lookalike.io import pagebase
 from lookalike.judging import judges as J
+from lookalike.judging import labeldb as LDB
 from lookalike.stages import context, stratify
 
 OK, REFUSED, BAD_PARAMS = 0, 1, 2
@@ -164,6 +165,7 @@ def check_inputs(prm: dict) -> list[Report]:
                          f"({', '.join(sorted(ranked))}); stage 08 mines that system's rankings — name one of them")
         if r.refused:
             reports.append(r)
+        reports += _team_database(prm)
         plan = Report("what each stage will do", heading_only=True)
         plan.notes = stage_plan(prm, units, structured, getattr(corpus, "answer_key", None))
         reports.append(plan)
@@ -232,6 +234,28 @@ def stage_plan(prm: dict, units: pd.DataFrame, questions: pd.DataFrame | None, a
                   f"08_mined_candidates: mines {prm['mining']['retriever']}'s rankings, judged by "
                   f"{J.resolve_name(prm['mining']['judge'], answer_key if demo else None)}"]
     return lines
+
+
+def _team_database(prm: dict) -> list[Report]:
+    """The team label database stage 06 would read (labels.db, else outputs/<run>/labels/labels.sqlite
+    when it exists), opened without changing it: a file that is not one, a newer schema, a server that
+    does not answer or a missing driver is refused here rather than in stage 06."""
+    run_dir = P.REPO_ROOT / "outputs" / prm["run"]
+    target = LDB.resolve(prm["labels"]["db"], run_dir)
+    postgres = target.startswith(("postgresql://", "postgres://"))
+    if not prm["labels"]["db"] and not Path(target).is_file():
+        return []
+    r = Report("team label database", LDB.describe(target, P.REPO_ROOT))
+    if not postgres and not Path(target).is_file():
+        r.notes.append("not created yet: `lookalike labels serve` creates it after stage 06")
+        return [r]
+    got = _guard(r, lambda: LDB.LabelDB(target, migrate=False).inspect())
+    if got is not None:
+        r.rows = got["labels"]
+        r.notes.append(f"schema version {got['version']}" + (" (will be upgraded when opened)"
+                                                            if got["version"] < LDB.SCHEMA_VERSION else "")
+                       + f"; {got['pairs']} pairs, {got['labels']} live labels from {got['people']} people")
+    return [r]
 
 
 def _endpoint(url: str, model: str) -> Report:

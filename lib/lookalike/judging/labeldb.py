@@ -140,7 +140,7 @@ def describe(target: str, run_dir: Path | str) -> str:
 class LabelDB:
     """The label database at ``target`` (a file path, or a postgresql:// URL)."""
 
-    def __init__(self, target: str | Path):
+    def __init__(self, target: str | Path, migrate: bool = True):
         self.target = str(target)
         self.postgres = self.target.startswith(("postgresql://", "postgres://"))
         if self.postgres:
@@ -149,9 +149,39 @@ class LabelDB:
             except ImportError as exc:
                 raise LabelDBError(f"{self.target}: a PostgreSQL database needs the psycopg package "
                                    "(pip install 'psycopg[binary]')") from exc
-        else:
+        elif migrate:
             Path(self.target).parent.mkdir(parents=True, exist_ok=True)
-        self.migrate()
+        if migrate:
+            with self._refusals():
+                self.migrate()
+
+    @contextmanager
+    def _refusals(self) -> Iterator[None]:
+        """A database that cannot be read as a label database is refused with its name and why."""
+        where = describe(self.target, ".")
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            raise LabelDBError(f"{where}: not a lookalike label database ({exc})", 500) from exc
+        except Exception as exc:
+            if type(exc).__module__.startswith("psycopg"):
+                raise LabelDBError(f"{where}: the PostgreSQL database did not answer as expected ({exc})", 500) from exc
+            raise
+
+    def inspect(self) -> dict:
+        """What the database holds, read without changing it: schema version, pairs, live labels,
+        people. Refused (LabelDBError) when it cannot be read or is newer than this lookalike."""
+        with self._refusals():
+            version = self.version()
+            if version > SCHEMA_VERSION:
+                raise LabelDBError(f"{describe(self.target, '.')}: schema version {version} is newer than this "
+                                   f"lookalike knows ({SCHEMA_VERSION}); upgrade lookalike", 500)
+            if version == 0:
+                return {"version": 0, "pairs": 0, "labels": 0, "people": 0}
+            counts = self.query("SELECT (SELECT COUNT(*) FROM pairs) AS pairs, "
+                                "(SELECT COUNT(*) FROM labels WHERE retracted = 0) AS labels, "
+                                "(SELECT COUNT(*) FROM annotators) AS people").iloc[0]
+            return {"version": version, **{k: int(v) for k, v in counts.items()}}
 
     # ------------------------------------------------------------------ connections
 
