@@ -67,3 +67,11 @@ def test_negatives_benchmark_runs_at_toy_scale(capsys):
     bench = _load("negatives")
     assert bench.main(["--units", "8000", "--dim", "16"]) == 0
     assert "goal <= 60 s" in capsys.readouterr().out
+
+
+def test_label_queue_benchmark_hands_out_the_same_pairs_both_ways(capsys):
+    bench = _load("label_queue")
+    assert bench.main(["--pairs", "500", "--people", "3", "--requests", "30"]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert "the same 30 pairs handed out in the same order" in out[0]
+    assert out[-1].startswith("next_vs_rehash=")
