@@ -207,5 +207,8 @@ def test_stage_06_shows_the_door_with_scripted_people_in_both_pools(ci_run, tmp_
     text = "".join("".join(o.get("text", "")) for cell in notebook["cells"] for o in cell.get("outputs", []))
     assert "people (2 blind, 2 seeing file name and caption" in text
     assert "team label database labels/labels.sqlite: 120 live labels from 4 people" in text
+    headline = json.loads((run_dir / "headlines" / "06_judge_pool.json").read_text())
+    assert "The team labelled 120 times (4 people); people, overall (blind pool): " in headline["sentence"]
+    assert headline["numbers"]["team labels"] == 120
     agreement = pd.read_csv(run_dir / "tables" / "annotator_agreement.csv")
     assert agreement["scope"].iloc[0] == "people, overall (blind pool)"

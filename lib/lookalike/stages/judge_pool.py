@@ -259,11 +259,18 @@ def run(ctx: StageContext) -> StageResult:
     kappa = (f"{J.kappa_words(agreement.iloc[0])} "
              f"({model.name} vs {agreement['adjudicator'].iloc[0]}, {int(agreement['n'].iloc[0])} pairs)"
              if len(agreement) else "no adjudication yet")
+    people_words = ""
+    if len(team_labels):
+        among = annotator_agreement[annotator_agreement["scope"].str.startswith("people, overall")].iloc[0]
+        people_words = (f" The team labelled {len(team_labels)} times ({team_labels['annotator'].nunique()} people); "
+                        f"{among['scope']}: {team.agreement_words(among)}.")
     res.headline(
         f"{len(pooled)} pooled pairs for {len(validated)} validated questions; {int(current['adjudicated'].sum())} "
-        f"adjudicated; model pre-labels: {kappa}. {L.provenance(current, agreement)[0][0].upper()}{L.provenance(current, agreement)[0][1:]}.",
+        f"adjudicated; model pre-labels: {kappa}. {L.provenance(current, agreement)[0][0].upper()}{L.provenance(current, agreement)[0][1:]}."
+        + people_words,
         numbers={"pooled pairs": len(pooled), "adjudicated": int(current["adjudicated"].sum()),
-                 **({"kappa (model vs adjudicator)": J.kappa_words(agreement.iloc[0])} if len(agreement) else {})},
+                 **({"kappa (model vs adjudicator)": J.kappa_words(agreement.iloc[0])} if len(agreement) else {}),
+                 **({"team labels": len(team_labels)} if len(team_labels) else {})},
     )
     return res
 
