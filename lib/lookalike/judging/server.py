@@ -300,4 +300,7 @@ def serve(run_dir: Path | str, host: str = "127.0.0.1", port: int = 8750, db: st
     print(f"lookalike labels: serving {run_dir} on http://{host}:{port}/ — database {database.target}; "
           f"{settings.per_pair} label(s) per pair" + (f"; judge door on ({settings.door_share:.0%} see file name "
                                                        "and caption)" if settings.door else ""), flush=True)
+    if host not in ("127.0.0.1", "localhost", "::1") and not settings.token:
+        print(f"lookalike labels: warning: {host} is reachable from other machines and no {TOKEN_ENV} is set — "
+              "anyone who can reach it can sign in and label", flush=True)
     uvicorn.run(app, host=host, port=port, log_level="warning")
