@@ -21,13 +21,25 @@ $(STAMP): requirements.txt constraints-torch.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "lookalike needs Python 3.11, found " + sys.version' 
 	@if [ -n "$(APT_PACKAGES)" ]; then \
 	  missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
-	  if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi; \
+	  if [ -n "$$missing" ]; then \
+	    if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	    else \
+	      echo "make setup: missing Debian packages: $$missing"; \
+	      echo "  install them (sudo apt-get install $$missing), or skip them: make setup APT_PACKAGES="; \
+	      echo "  (without tesseract set encode.ocr_engine: rapidocr; without chromium the browser tests skip)"; \
+	      exit 1; \
+	    fi; \
+	  fi; \
 	fi
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r constraints-torch.txt
-	$(PY) -m pip install -q --no-deps colpali-engine==0.3.18
 	$(PY) -m pip install -q -c constraints-torch.txt -r requirements.txt
+	@# colpali-engine last, without its dependencies (requirements.txt pins them): it caps torch below the
+	@# version these machines run (constraints-torch.txt says why), and pip would print that known cap as a
+	@# red ERROR on every set-up; --no-warn-conflicts keeps it to this one package.
+	$(PY) -m pip install -q --no-deps --no-warn-conflicts colpali-engine==0.3.18
 	$(PY) -m pip install -q --no-deps -e .
 	touch $(STAMP)
 

@@ -6,6 +6,16 @@ import argparse
 import sys
 
 
+def _version() -> str:
+    """The installed distribution's version (pyproject.toml's, once installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("lookalike")
+    except PackageNotFoundError:
+        return "unknown (not installed: pip install -e .)"
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "eval":
@@ -29,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return labels_main(argv[1:])
     parser = argparse.ArgumentParser(prog="lookalike", description="An honest evaluation workbench for visual retrievers.")
+    parser.add_argument("--version", action="version", version=f"lookalike {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     p_run = sub.add_parser("run", help="run the stage notebooks for a parameter file and build the report site")
     p_run.add_argument("params", help="a run file, e.g. params/demo.yaml (deep-merged over params/base.yaml)")

@@ -35,6 +35,11 @@ SUMMARY_STAGE = "07_metric_tables"   # the stage that writes summary.html
 PARAMS_PARAM = "params"
 
 
+# The stage kernels log at ERROR: ipykernel warns on every start that its local TCP sockets are not
+# encrypted (the kernel listens on 127.0.0.1 only, for this process), a line on the terminal per
+# stage that says nothing about the run. Errors in the kernel still print; cell output is untouched.
+KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=ERROR"]
+
 class OutputError(OSError):
     """The run folder cannot be made or written."""
 
@@ -186,7 +191,7 @@ def _run_stages(stages: list[str], plan: dict, merged: dict, nb_dir: Path, run_d
             pm.execute_notebook(str(NOTEBOOK_DIR / f"{stage}.ipynb"), str(out_nb), parameters=plan[stage],
                                 cwd=str(nb_dir), kernel_name="python3", progress_bar=False, log_output=False,
                                 request_save_on_cell_execute=False, autosave_cell_every=0,
-                                kernel_manager_class=manager)
+                                kernel_manager_class=manager, extra_arguments=KERNEL_ARGUMENTS)
         except pm.PapermillExecutionError as exc:
             raise StageFailed(stage, out_nb, f"{exc.ename}: {exc.evalue}") from None
         timings[stage] = time.perf_counter() - t0
