@@ -82,3 +82,19 @@ def test_runs_as_a_module(files):
     res = subprocess.run([sys.executable, "-m", "lookalike", "eval", "-m", "map", str(files / "qrels"),
                           str(files / "run")], capture_output=True, text=True, check=True)
     assert res.stdout.startswith("map")
+
+
+def test_all_trec_prints_the_runid_and_chosen_measures_do_not(files, capsys):
+    assert main(["-m", "all_trec", str(files / "qrels"), str(files / "run")]) == 0
+    assert f"{'runid':<22}\tall\tmine" in capsys.readouterr().out.splitlines()
+    assert main(["-m", "P.5", str(files / "qrels"), str(files / "run")]) == 0
+    assert "runid" not in capsys.readouterr().out
+
+
+def test_ranx_and_ir_measures_spellings_on_the_command_line(files, capsys):
+    assert main(["-m", "nDCG@10 P@5", "-m", "mrr", "-m", "hit_rate@5", str(files / "qrels"), str(files / "run")]) == 0
+    names = [line.split("\t")[0].strip() for line in capsys.readouterr().out.splitlines()]
+    assert names == ["nDCG@10", "P@5", "mrr", "hit_rate@5"]
+    assert main(["-m", "ndcg@1O", str(files / "qrels"), str(files / "run")]) == 2
+    assert main(["-m", "precison@5", str(files / "qrels"), str(files / "run")]) == 2
+    assert "did you mean precision@5?" in capsys.readouterr().err

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import pytest
 
@@ -76,3 +78,64 @@ def test_eval_cli_takes_both_spellings(tmp_path, capsys):
                       str(tmp_path / "run")]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [line.split("\t")[0].strip() for line in lines] == ["nDCG@10", "P(rel=2)@2"]
+
+
+# ten common measures in trec_eval's, ir_measures' and ranx's spellings
+THREE_SPELLINGS = [
+    ("ndcg_cut_10", "nDCG@10", "ndcg@10"),
+    ("P_5", "P@5", "precision@5"),
+    ("recall_10", "R@10", "recall@10"),
+    ("map", "AP", "map"),
+    ("map_cut_100", "AP@100", "map@100"),
+    ("recip_rank", "RR", "mrr"),
+    ("success_5", "Success@5", "hit_rate@5"),
+    ("Rprec", "Rprec", "r-precision"),
+    ("bpref", "Bpref", "bpref"),
+    ("ndcg_exp_cut_10", "nDCGExp@10", "ndcg_burges@10"),
+]
+
+
+@pytest.mark.parametrize("trec, pretty, ranx", THREE_SPELLINGS)
+def test_three_dialects_name_one_measure(trec, pretty, ranx):
+    assert ms.parse_one(trec) == ms.parse_one(pretty) == ms.parse_one(ranx)
+    assert str(ms.parse_one(ranx)) == ranx                    # printed as asked
+
+
+def test_an_ir_measures_list_in_one_string():
+    assert [m.trec_name for m in ms.parse(["nDCG@10 P@5 RR", "map_cut.5,10"])] == [
+        "ndcg_cut_10", "P_5", "recip_rank", "map_cut_5", "map_cut_10"]
+
+
+@pytest.mark.parametrize("typo, suggestion", [("nDGC@10", "nDCG@10"), ("hitrate@5", "hit_rate@5"),
+                                              ("precison@5", "precision@5"), ("recip_rnk", "recip_rank"),
+                                              ("Succes@3", "Success@3")])
+def test_a_typo_gets_a_did_you_mean_with_its_own_cutoff(typo, suggestion):
+    with pytest.raises(ms.MeasureError, match=f"did you mean {re.escape(suggestion)}"):
+        ms.parse_one(typo)
+
+
+@pytest.mark.slow          # ranx compiles its measures with numba on first use: about 40 s
+@pytest.mark.filterwarnings("ignore::numba.core.errors.NumbaTypeSafetyWarning")
+def test_ranx_agrees_on_the_measures_it_shares():
+    """Our values against ranx's on a run without tied scores (ranx breaks ties its own way)."""
+    ranx = pytest.importorskip("ranx")
+    import numpy as np
+
+    rng = np.random.default_rng(35)
+    qrels, run = {}, {}
+    for q in range(40):
+        docs = [f"d{i}" for i in range(60)]
+        qrels[f"q{q}"] = {d: int(rng.integers(1, 3)) for d in rng.choice(docs, size=int(rng.integers(1, 8)), replace=False)}
+        scores = rng.permutation(len(docs)).astype(float) + rng.random(len(docs)) / 10
+        run[f"q{q}"] = {d: float(s) for d, s in zip(docs, scores)}
+    from lookalike.eval import metrics as M
+
+    ours_q = M.Qrels(pd.DataFrame([(q, d, r) for q, ds in qrels.items() for d, r in ds.items()],
+                                  columns=["query_id", "unit_id", "relevance"]))
+    ours_r = M.Run(pd.DataFrame([(q, d, s) for q, ds in run.items() for d, s in ds.items()],
+                                columns=["query_id", "unit_id", "score"]))
+    names = ["ndcg@10", "map@100", "map", "mrr", "precision@5", "recall@10", "hit_rate@5", "r-precision", "ndcg_burges@10"]
+    means = M.evaluate(ours_q, ours_r, names).mean()
+    theirs = ranx.evaluate(ranx.Qrels(qrels), ranx.Run(run), names)
+    for name in names:
+        assert means[name] == pytest.approx(theirs[name], abs=1e-9), name

@@ -29,7 +29,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("qrels", help="TREC qrels file: query_id iteration unit_id relevance")
     p.add_argument("run", help="TREC run file: query_id Q0 unit_id rank score tag")
     p.add_argument("-m", dest="measures", action="append", metavar="MEASURE",
-                   help="measure, repeatable; trec_eval and ir_measures spellings work (P.5,10  ndcg_cut.10  nDCG@10  P(rel=2)@5  official)")
+                   help="measure, repeatable; trec_eval, ir_measures and ranx spellings work (P.5,10  ndcg_cut.10  "
+                        "nDCG@10  'nDCG@10 P@5 RR'  P(rel=2)@5  ndcg@10  map@100  mrr  hit_rate@5  official)")
     p.add_argument("-q", action="store_true", help="print per-query values too")
     p.add_argument("-c", action="store_true", help="average over every qrels query (missing ones score 0)")
     p.add_argument("-l", type=int, default=1, metavar="LEVEL", help="smallest grade counted relevant (default 1)")
@@ -110,7 +111,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"-M must be at least 1 (units kept per ranking), got {args.M}")
     try:
         measures = M.parse_measures(args.measures or M.TREC_DEFAULT)
-        default = not args.measures
+        # trec_eval prints the run's tag with its default set and with all_trec, not with chosen measures
+        default = not args.measures or any(str(m).strip() in ("all_trec", "official", "trec") for m in args.measures)
         qrels = ranking.Qrels.read(args.qrels)
         run = ranking.Run.read(args.run)
         ev = M.evaluate(qrels, run, measures, level=args.l, complete=args.c, max_docs=args.M)

@@ -77,7 +77,24 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("neither", "Neither", "required", needs="three-way", doc="the top k holds neither"),
     Family("judged", "Judged", "required", needs="judged", doc="share of the top min(k, num_ret) that is judged"),
     Family("iprec_at_recall", "IPrec", "recall", doc="interpolated precision at recall x"),
+    Family("map_cut", "AP", "required", doc="average precision over the top k, divided by all relevant (trec_eval)"),
+    Family("relative_P", "RelP", "required", doc="relevant in the top k over min(k, num_rel) (trec_eval)"),
+    Family("gm_bpref", "GMBpref", "none", "gmean", "binary", doc="geometric mean of bpref (floor 1e-5, as trec_eval)"),
+    Family("num_nonrel_judged_ret", "NumNonRelJudgedRet", "none", "sum", "judged", True,
+           "judged non-relevant units retrieved"),
+    Family("set_P", "SetP", "none", doc="relevant retrieved over retrieved (the whole ranking as a set)"),
+    Family("set_recall", "SetR", "none", doc="relevant retrieved over relevant"),
+    Family("set_F", "SetF", "none", doc="harmonic mean of set_P and set_recall"),
+    Family("set_map", "SetAP", "none", doc="set_P times set_recall (trec_eval's set_map)"),
+    Family("set_relative_P", "SetRelP", "none", doc="relevant retrieved over min(num_ret, num_rel)"),
 )}
+# ranx's names (lower case; "@k" for a cutoff) for the families they compute the same way:
+# without a cutoff, and with one
+RANX = {"ndcg": "ndcg", "ndcg_burges": "ndcg_exp", "map": "map", "mrr": "recip_rank", "r-precision": "Rprec",
+        "bpref": "bpref"}
+RANX_CUT = {"ndcg": "ndcg_cut", "ndcg_burges": "ndcg_exp_cut", "map": "map_cut", "precision": "P", "recall": "recall",
+            "hit_rate": "success"}
+_RANX_RE = re.compile(r"^(?P<base>[a-z][a-z_\-]*)(?:@(?P<k>\d+))?$")
 _BY_PRETTY = {}
 for _f in FAMILIES.values():
     # nDCG@k and nDCG name two families (cutoff and none); the cutoff decides which
@@ -166,7 +183,33 @@ def _cutoff(spec: str, text: str) -> int:
 def _known() -> str:
     trec = sorted(f.name + ("_k" if f.cutoff == "required" else "_x" if f.cutoff == "recall" else "")
                   for f in FAMILIES.values())
-    return ", ".join(trec) + "; or ir_measures style: nDCG@10, P(rel=2)@5, RecallAll@10, Judged@10, RR"
+    return (", ".join(trec) + "; or ir_measures style: nDCG@10, P(rel=2)@5, RecallAll@10, Judged@10, RR; "
+            "or ranx style: ndcg@10, map@100, mrr, precision@5, recall@10, hit_rate@5")
+
+
+def _spellings(k: str | None) -> list[str]:
+    """Every spelling the parser accepts, with the cutoff the user wrote (k) where a family needs one:
+    what 'did you mean' picks from."""
+    out = []
+    for f in FAMILIES.values():
+        if f.cutoff == "none" and k is None:
+            out += [f.name, f.pretty]
+        elif f.cutoff != "none" and k is not None:
+            out += [f"{f.name}_{k}", f"{f.pretty}@{k}"]
+    out += list(RANX) if k is None else [f"{b}@{k}" for b in RANX_CUT]
+    return list(dict.fromkeys(out))
+
+
+def _did_you_mean(name: str) -> str:
+    import difflib
+
+    m = re.match(r"^(?P<base>.*?)(?:[@_.](?P<k>\d*\.?\d+))?$", name)
+    spellings = _spellings(m.group("k") if m else None)
+    close = difflib.get_close_matches(name, spellings, n=3, cutoff=0.6)
+    if not close:
+        lowered = {s.lower(): s for s in spellings}
+        close = [lowered[c] for c in difflib.get_close_matches(name.lower(), list(lowered), n=3, cutoff=0.6)]
+    return f"; did you mean {' or '.join(close)}?" if close else ""
 
 
 def parse_one(name: str) -> Measure:
@@ -194,10 +237,20 @@ def parse_one(name: str) -> Measure:
             if fam.cutoff == "recall":
                 return Measure(fam.name, x=float(m.group("k")), rel=rel, spelled=name)
             return Measure(fam.name, k=_cutoff(name, m.group("k")) if has_k else None, rel=rel, spelled=name)
-    raise MeasureError(f"unknown measure {name!r} (known: {_known()})")
+    m = _RANX_RE.match(name)
+    if m:
+        base, k = m.group("base"), m.group("k")
+        if k is None and base in RANX:
+            return Measure(RANX[base], spelled=name)
+        if k is not None and base in RANX_CUT:
+            return Measure(RANX_CUT[base], k=_cutoff(name, k), spelled=name)
+    hint = _did_you_mean(name)
+    raise MeasureError(f"unknown measure {name!r}{hint}" if hint else f"unknown measure {name!r} (known: {_known()})")
 
 
 def _expand(spec: str) -> list[str]:
+    if len(spec.split()) > 1:            # ir_measures' space-separated list: 'nDCG@10 P@5 RR'
+        return [name for part in spec.split() for name in _expand(part)]
     if spec in ("official", "all_trec", "trec"):
         return list(TREC_DEFAULT)
     if "." in spec and "@" not in spec and not _IPREC_RE.match(spec):

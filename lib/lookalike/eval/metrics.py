@@ -309,8 +309,10 @@ class _Context:
         first = np.repeat(starts, np.diff(np.concatenate([starts, [len(q)]])))
         return np.arange(len(q)) - first + 1
 
-    def _map(self) -> np.ndarray:
-        q, r = self._sorted_hits(self.relevant & self.retrieved)
+    def _map(self, k: int | None = None) -> np.ndarray:
+        """Average precision (trec_eval map; with k, map_cut: only the relevant units in the top k add
+        their precision, and the sum is still over all relevant units)."""
+        q, r = self._sorted_hits(self.relevant & (self.retrieved if k is None else self._top(k)))
         prec = self._ordinal(q) / r
         return self._safe_div(np.bincount(q, weights=prec, minlength=self.nq), self.num_rel)
 
@@ -390,6 +392,15 @@ COMPUTE = {
     "ndcg": lambda c, m: c._ndcg(None, exponential=False),
     "ndcg_exp": lambda c, m: c._ndcg(None, exponential=True),
     "iprec_at_recall": lambda c, m: c._iprec(m.x),
+    "map_cut": lambda c, m: c._map(m.k),
+    "relative_P": lambda c, m: c._safe_div(c._count(c.relevant & c._top(m.k)), np.minimum(c.num_rel, m.k)),
+    "gm_bpref": lambda c, m: c._bpref(),     # per query the bpref; aggregate_values takes the geometric mean
+    "num_nonrel_judged_ret": lambda c, m: c._count(c.judged & ~c.relevant & c.retrieved),
+    "set_P": lambda c, m: c._safe_div(c.num_rel_ret, c.num_ret),
+    "set_recall": lambda c, m: c._safe_div(c.num_rel_ret, c.num_rel),
+    "set_F": lambda c, m: c._safe_div(2 * c.num_rel_ret, c.num_ret + c.num_rel),
+    "set_map": lambda c, m: c._safe_div(c.num_rel_ret, c.num_ret) * c._safe_div(c.num_rel_ret, c.num_rel),
+    "set_relative_P": lambda c, m: c._safe_div(c.num_rel_ret, np.minimum(c.num_ret, c.num_rel)),
     "P": lambda c, m: c._count(c.relevant & c._top(m.k)) / m.k,
     "recall": lambda c, m: c._safe_div(c._count(c.relevant & c._top(m.k)), c.num_rel),
     "success": lambda c, m: (c._count(c.relevant & c._top(m.k)) > 0).astype(np.float64),
