@@ -98,3 +98,26 @@ def test_ranx_and_ir_measures_spellings_on_the_command_line(files, capsys):
     assert main(["-m", "ndcg@1O", str(files / "qrels"), str(files / "run")]) == 2
     assert main(["-m", "precison@5", str(files / "qrels"), str(files / "run")]) == 2
     assert "did you mean precision@5?" in capsys.readouterr().err
+
+
+@pytest.mark.shared_data
+@pytest.mark.parametrize("options, qrels, run, expected", [
+    ([], "qrels.test", "results.test", "out.test.a"),
+    (["-q"], "qrels.test", "results.test", "out.test.aq"),
+    (["-q", "-c"], "qrels.test", "results.trunc", "out.test.aqc"),
+    (["-q", "-c", "-M100"], "qrels.test", "results.trunc", "out.test.aqcM"),
+    (["-q", "-l2"], "qrels.rel_level", "results.test", "out.test.aql"),
+])
+def test_all_trec_prints_trec_evals_lines_and_names_the_rest(shared_data, capsys, options, qrels, run, expected):
+    d = shared_data / "trec_eval"
+    assert main(["-m", "all_trec", *options, str(d / qrels), str(d / run)]) == 0
+    out, err = capsys.readouterr()
+    ours, theirs = out.splitlines(), (d / expected).read_text().splitlines()
+    # every line printed is trec_eval's, in its order; what is missing is named on stderr
+    it = iter(theirs)
+    assert all(any(line == t for t in it) for line in ours), "a line differs from trec_eval's or is out of order"
+    missing = {t.split("\t")[0].strip() for t in theirs} - {o.split("\t")[0].strip() for o in ours}
+    assert missing <= {"infAP", "binG", "G", "ndcg_rel", "Rndcg", "relstring", "relstring_20"}
+    assert "not computed and not printed: infAP, binG, G, ndcg_rel, Rndcg" in err
+    if expected == "out.test.a":
+        assert len(ours) == 94 and len(theirs) == 99

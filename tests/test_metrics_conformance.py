@@ -80,7 +80,10 @@ def test_trec_eval_expected_outputs_exact_at_4_decimals(trec_dir):
             checked.add(measure)
     # every trec_eval measure we implement was checked somewhere
     for must in ("map", "gm_map", "Rprec", "bpref", "recip_rank", "P_5", "recall_1000", "ndcg", "ndcg_cut_10",
-                 "ndcg_cut_23", "success_1", "iprec_at_recall_0.25", "num_rel_ret"):
+                 "ndcg_cut_23", "success_1", "iprec_at_recall_0.25", "num_rel_ret", "map_cut_10", "relative_P_5",
+                 "gm_bpref", "num_nonrel_judged_ret", "set_P", "set_relative_P", "set_recall", "set_map", "set_F",
+                 "Rprec_mult_0.20", "Rprec_mult_0.35", "Rprec_mult_5.00", "utility", "11pt_avg", "rbp", "rbp_resid",
+                 "unj_20"):
         assert must in checked
 
 

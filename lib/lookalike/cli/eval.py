@@ -121,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"lookalike eval: {exc}", file=sys.stderr)
         return 2
     out = []
-    per_query_measures = [m for m in measures if m not in ("num_q", "gm_map")]
+    # as trec_eval: counts of queries and geometric means are properties of the set, not of one query
+    per_query_measures = [m for m in measures if measures_mod.parse_one(m).aggregation not in ("count", "gmean")]
     if args.q:
         for qid, row in ev.per_query.iterrows():
             out.extend(_line(m, str(qid), row[m]) for m in per_query_measures)
@@ -157,6 +158,10 @@ def main(argv: list[str] | None = None) -> int:
         notes.append(f"{len(ev.no_relevant_queries)} evaluated queries have no relevant unit at level {args.l} "
                      f"(their recall, map, nDCG are 0, as in trec_eval): "
                      f"{', '.join(ev.no_relevant_queries[:10])}{' ...' if len(ev.no_relevant_queries) > 10 else ''}")
+    if args.measures and any(str(m).strip() == "all_trec" for m in args.measures):
+        notes.insert(0, f"all_trec: {len(measures_mod.ALL_TREC_MISSING)} of trec_eval's measures are not computed "
+                        f"and not printed: {', '.join(measures_mod.ALL_TREC_MISSING)}"
+                        + (" (and its per-query relstring)" if args.q else ""))
     for note in notes:
         print(f"lookalike eval: note: {note}", file=sys.stderr)
     return 0

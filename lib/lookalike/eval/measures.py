@@ -87,6 +87,14 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("set_F", "SetF", "none", doc="harmonic mean of set_P and set_recall"),
     Family("set_map", "SetAP", "none", doc="set_P times set_recall (trec_eval's set_map)"),
     Family("set_relative_P", "SetRelP", "none", doc="relevant retrieved over min(num_ret, num_rel)"),
+    Family("Rprec_mult", "RprecMult", "recall", doc="precision at x times R (trec_eval)"),
+    Family("11pt_avg", "IPrecAvg11", "none", doc="mean interpolated precision at recall 0, 0.1, ..., 1"),
+    Family("utility", "Utility", "none", doc="relevant retrieved minus non-relevant retrieved (trec_eval's default "
+                                             "coefficients 1, -1, 0, 0)"),
+    Family("rbp", "RBP", "none", doc="rank-biased precision, persistence 0.9 (trec_eval's default)"),
+    Family("rbp_resid", "RBPResid", "none", needs="judged",
+           doc="what the unjudged units (and the ranking's tail) could still add to rbp"),
+    Family("unj", "Unjudged", "required", needs="judged", doc="share of the top k that is unjudged (k as denominator)"),
 )}
 # ranx's names (lower case; "@k" for a cutoff) for the families they compute the same way:
 # without a cutoff, and with one
@@ -102,8 +110,19 @@ for _f in FAMILIES.values():
 TREC_DEFAULT = ["num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref", "recip_rank",
                 *[f"iprec_at_recall_{x / 10:.2f}" for x in range(11)],
                 "P_5", "P_10", "P_15", "P_20", "P_30", "P_100", "P_200", "P_500", "P_1000"]
+_CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
+# trec_eval's all_trec set in the order it prints it (after runid); ALL_TREC_MISSING: the ones
+# lookalike does not compute yet (named on stderr by lookalike eval, never silently left out)
+ALL_TREC = ["num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref", "recip_rank",
+            *[f"iprec_at_recall_{x / 10:.2f}" for x in range(11)], *[f"P_{k}" for k in _CUTS],
+            *[f"recall_{k}" for k in _CUTS], "infAP", "gm_bpref", *[f"Rprec_mult_{x / 10:.2f}" for x in range(2, 21, 2)],
+            "utility", "11pt_avg", "binG", "G", "ndcg", "ndcg_rel", "Rndcg", *[f"ndcg_cut_{k}" for k in _CUTS],
+            *[f"map_cut_{k}" for k in _CUTS], *[f"relative_P_{k}" for k in _CUTS], "success_1", "success_5",
+            "success_10", "set_P", "set_relative_P", "set_recall", "set_map", "set_F", "num_nonrel_judged_ret",
+            "rbp", "rbp_resid", "unj_5", "unj_10", "unj_20"]
+ALL_TREC_MISSING = ["infAP", "binG", "G", "ndcg_rel", "Rndcg"]
 _TREC_RE = re.compile(r"^(?P<base>[A-Za-z_]+?)_(?P<k>\d+)$")
-_IPREC_RE = re.compile(r"^iprec_at_recall_(?P<x>\d*\.?\d+)$")
+_IPREC_RE = re.compile(r"^(?P<base>iprec_at_recall|Rprec_mult)_(?P<x>\d*\.?\d+)$")
 _PRETTY_RE = re.compile(r"^(?P<base>[A-Za-z0-9]+?)(?:\(rel=(?P<rel>\d+)\))?(?:@(?P<k>\d*\.?\d+))?$")
 
 
@@ -219,7 +238,7 @@ def parse_one(name: str) -> Measure:
         return Measure(name, spelled=name)
     m = _IPREC_RE.match(name)
     if m:
-        return Measure("iprec_at_recall", x=float(m.group("x")), spelled=name)
+        return Measure(m.group("base"), x=float(m.group("x")), spelled=name)
     m = _TREC_RE.match(name)
     if m and m.group("base") in FAMILIES and FAMILIES[m.group("base")].cutoff == "required":
         k = int(m.group("k"))
@@ -251,8 +270,10 @@ def parse_one(name: str) -> Measure:
 def _expand(spec: str) -> list[str]:
     if len(spec.split()) > 1:            # ir_measures' space-separated list: 'nDCG@10 P@5 RR'
         return [name for part in spec.split() for name in _expand(part)]
-    if spec in ("official", "all_trec", "trec"):
+    if spec in ("official", "trec"):
         return list(TREC_DEFAULT)
+    if spec == "all_trec":
+        return [name for name in ALL_TREC if name not in ALL_TREC_MISSING]
     if "." in spec and "@" not in spec and not _IPREC_RE.match(spec):
         base, _, params = spec.partition(".")
         names = []
@@ -260,8 +281,8 @@ def _expand(spec: str) -> list[str]:
             p = p.strip()
             if not p:
                 continue
-            if base == "iprec_at_recall":
-                names.append(f"iprec_at_recall_{float(p):.2f}")
+            if base in FAMILIES and FAMILIES[base].cutoff == "recall":
+                names.append(f"{base}_{float(p):.2f}")
             else:
                 names.append(f"{base}_{_cutoff(spec, p)}")
         return names

@@ -231,6 +231,9 @@ def _judged_ranks(R: Run, jq: np.ndarray, ju: np.ndarray) -> np.ndarray:
     return out
 
 
+RBP_P = 0.9      # trec_eval's default persistence for rbp
+
+
 def _log2_discount(ranks: np.ndarray) -> np.ndarray:
     return 1.0 / np.log2(ranks.astype(np.float64) + 1.0)
 
@@ -280,6 +283,25 @@ class _Context:
         m = self.relevant & self.retrieved
         np.minimum.at(best, self.qi[m], self.rank[m])
         return np.where(np.isfinite(best), 1.0 / best, 0.0)
+
+    def _rbp(self, mask: np.ndarray, graded: bool = False) -> np.ndarray:
+        """Rank-biased precision's weight of the masked units: (1 - p) p^(rank - 1), p = RBP_P; graded:
+        times the unit's grade over its query's highest grade (negative grades count 0), as trec_eval's
+        rbp does whatever the relevance level."""
+        weights = np.where(mask, (1 - RBP_P) * RBP_P ** (self.rank.astype(np.float64) - 1), 0.0)
+        if graded:
+            top = np.zeros(self.nq)
+            np.maximum.at(top, self.qi, self.rel.astype(np.float64))
+            gain = np.maximum(self.rel, 0) / np.where(top[self.qi] > 0, top[self.qi], 1.0)
+            weights = weights * gain
+        return np.bincount(self.qi, weights=weights, minlength=self.nq)
+
+    def _rprec_mult(self, x: float) -> np.ndarray:
+        # trec_eval m_Rprec_mult.c: precision at the cutoff x * R rounded up (its test outputs say up, not
+        # to nearest), over that cutoff; the 1e-9 keeps an exact product such as 0.2 * 80 from going to 17
+        cut = np.ceil(x * self.num_rel - 1e-9)
+        hits = self._count(self.relevant & self.retrieved & (self.rank <= cut[self.qi]))
+        return self._safe_div(hits, cut)
 
     def _rprec(self) -> np.ndarray:
         in_r = self.relevant & self.retrieved & (self.rank <= self.num_rel[self.qi])
@@ -393,6 +415,14 @@ COMPUTE = {
     "ndcg_exp": lambda c, m: c._ndcg(None, exponential=True),
     "iprec_at_recall": lambda c, m: c._iprec(m.x),
     "map_cut": lambda c, m: c._map(m.k),
+    "Rprec_mult": lambda c, m: c._rprec_mult(m.x),
+    "rbp": lambda c, m: c._rbp(c.retrieved, graded=True),
+    # what rbp could still gain: the weight of the unjudged units retrieved and of the ranks past the ranking
+    # (all the weight but the judged units'); 0 for an empty ranking, as trec_eval prints
+    "rbp_resid": lambda c, m: np.where(c.num_ret > 0, 1.0 - c._rbp(c.judged & c.retrieved), 0.0),
+    "11pt_avg": lambda c, m: sum(c._iprec(x / 10) for x in range(11)) / 11,
+    "utility": lambda c, m: 2 * c.num_rel_ret - c.num_ret,
+    "unj": lambda c, m: (np.minimum(c.num_ret, m.k) - c._count(c.judged & c._top(m.k))) / m.k,
     "relative_P": lambda c, m: c._safe_div(c._count(c.relevant & c._top(m.k)), np.minimum(c.num_rel, m.k)),
     "gm_bpref": lambda c, m: c._bpref(),     # per query the bpref; aggregate_values takes the geometric mean
     "num_nonrel_judged_ret": lambda c, m: c._count(c.judged & ~c.relevant & c.retrieved),
