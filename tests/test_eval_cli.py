@@ -121,3 +121,36 @@ def test_all_trec_prints_trec_evals_lines_and_names_the_rest(shared_data, capsys
     assert "not computed and not printed: infAP, binG, G, ndcg_rel, Rndcg" in err
     if expected == "out.test.a":
         assert len(ours) == 94 and len(theirs) == 99
+
+
+def test_csv_and_json_give_the_text_outputs_numbers_at_full_precision(files, capsys):
+    import io
+    import json
+
+    import pandas as pd
+
+    args = ["-q", "-m", "P.1,2", "-m", "map", str(files / "qrels"), str(files / "run")]
+    assert main(args) == 0
+    text = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    assert main(["--format", "csv", *args]) == 0
+    table = pd.read_csv(io.StringIO(capsys.readouterr().out), dtype={"query": str})
+    assert list(table.columns) == ["measure", "query", "value"] and len(table) == len(text)
+    for (measure, query, value), row in zip(text, table.itertuples()):
+        assert (measure.strip(), query) == (row.measure, row.query) and f"{row.value:.4f}" == value
+    assert main(["--format", "json", "-m", "all_trec", str(files / "qrels"), str(files / "run")]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["runid"] == "mine" and all(set(r) == {"measure", "query", "value"} for r in data["rows"])
+    assert not any(r["measure"] == "runid" for r in data["rows"])
+
+
+def test_csv_with_groups_and_intervals(files, capsys):
+    import io
+
+    import pandas as pd
+
+    (files / "groups.csv").write_text("query_id,structure\nq1,page-single\nq2,cross-doc\nq3,cross-doc\n")
+    assert main(["--format", "csv", "-m", "P.1", "--ci", "--group-by", f"{files / 'groups.csv'}:structure",
+                 str(files / "qrels"), str(files / "run")]) == 0
+    table = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert list(table.columns) == ["measure", "query", "value", "ci_lo", "ci_hi"]
+    assert table.loc[table["measure"] == "num_groups", "value"].tolist() == [2]

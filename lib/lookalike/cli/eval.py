@@ -40,6 +40,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--ci", action="store_true", help="append the bootstrap 95%% CI of each mean")
     p.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples for --ci (default 2000)")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
+    p.add_argument("--format", choices=("text", "json", "csv"), default="text",
+                   help="text: trec_eval's lines (default); csv: measure,query,value[,ci_lo,ci_hi] at full "
+                        "precision; json: the same rows in one object with the run's id")
     return p
 
 
@@ -63,24 +66,48 @@ def _read_groups(spec: str) -> tuple[pd.Series, str]:
     return df.set_index("query_id")[column].astype(str), column
 
 
-def _line(measure: str, qid: str, value: float, ci: tuple[float, float] | None = None) -> str:
-    text = f"{measure:<22}\t{qid}\t{M.format_value(measure, value)}"
+def _line(measure: str, qid: str, value, ci: tuple[float, float] | None = None) -> dict:
+    """One output row: measure, query (or all / a group / macro), value and, with --ci, its interval."""
+    row = {"measure": measure, "query": qid, "value": value}
     if ci is not None:
-        text += f"\t{ci[0]:.4f}\t{ci[1]:.4f}"
+        row.update(ci_lo=ci[0], ci_hi=ci[1])
+    return row
+
+
+def _text(row: dict) -> str:
+    value = row["value"]
+    value = str(value) if isinstance(value, (str, int)) else M.format_value(row["measure"], value)
+    text = f"{row['measure']:<22}\t{row['query']}\t{value}"
+    if "ci_lo" in row:
+        text += f"\t{row['ci_lo']:.4f}\t{row['ci_hi']:.4f}"
     return text
 
 
-def _block(per_query: pd.DataFrame, measures: list[str], label: str, args, runid: str | None) -> list[str]:
+def _render(rows: list[dict], how: str, runid: str) -> str:
+    """The rows as trec_eval's text lines, a CSV table or one JSON object (values at full precision)."""
+    if how == "text":
+        return "\n".join(_text(r) for r in rows)
+    numeric = [r for r in rows if r["measure"] != "runid"]
+    if how == "json":
+        import json
+
+        clean = [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()} for r in numeric]
+        return json.dumps({"runid": runid, "rows": clean}, indent=1)
+    columns = ["measure", "query", "value"] + (["ci_lo", "ci_hi"] if any("ci_lo" in r for r in numeric) else [])
+    return pd.DataFrame(numeric, columns=columns).to_csv(index=False, lineterminator="\n").rstrip("\n")
+
+
+def _block(per_query: pd.DataFrame, measures: list[str], label: str, args, runid: str | None) -> list[dict]:
     lines = []
     if runid is not None:
-        lines.append(f"{'runid':<22}\t{label}\t{runid}")
+        lines.append(_line("runid", label, runid))
     means = M.aggregate_values(per_query, measures)
     for m in measures:
         ci = None
         if args.ci and measures_mod.parse_one(m).aggregation == "mean":
             iv = stats.bootstrap_ci(per_query[m].to_numpy(), args.n_boot, rng=args.seed)
             ci = (iv.lo, iv.hi)
-        lines.append(_line(m, label, means[m], ci))
+        lines.append(_line(m, label, float(means[m]), ci))
     return lines
 
 
@@ -125,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     per_query_measures = [m for m in measures if measures_mod.parse_one(m).aggregation not in ("count", "gmean")]
     if args.q:
         for qid, row in ev.per_query.iterrows():
-            out.extend(_line(m, str(qid), row[m]) for m in per_query_measures)
+            out.extend(_line(m, str(qid), float(row[m])) for m in per_query_measures)
     out.extend(_block(ev.per_query, measures, "all", args, run.name if default else None))
     if groups is not None:
         g, column = groups
@@ -137,12 +164,13 @@ def main(argv: list[str] | None = None) -> int:
         table = ev.by_group(g, name=column)
         for key in sorted(table.loc[table["aggregate"] == "group", column].unique()):
             part = ev.per_query[g.reindex(ev.per_query.index).to_numpy() == key]
-            out.append(_line("num_q", key, len(part)))
+            out.append(_line("num_q", key, float(len(part))))
             out.extend(_block(part, [m for m in measures if m != "num_q"], key, args, None))
         macro = table[table["aggregate"] == "macro"].set_index("measure")
-        out.append(f"{'num_groups':<22}\tmacro\t{int(macro['n'].iloc[0])}")
-        out.extend(_line(m, "macro", macro.loc[m, "value"]) for m in measures if not measures_mod.parse_one(m).integer)
-    print("\n".join(out))
+        out.append(_line("num_groups", "macro", int(macro["n"].iloc[0])))
+        out.extend(_line(m, "macro", float(macro.loc[m, "value"])) for m in measures
+                   if not measures_mod.parse_one(m).integer)
+    print(_render(out, args.format, run.name))
     notes = []
     base_note = page_base_note(qrels.unit_ids, run.vocab)
     if base_note:
