@@ -209,3 +209,19 @@ def test_a_failing_stage_keeps_its_partial_notebook_with_the_error(tmp_path, mon
                         tmp_path / "out", lambda *_: None)
     kept = failed.value.notebook.read_text(encoding="utf-8")
     assert "first cell ran" in kept and "a planted failure" in kept and "never\\n" not in kept
+
+
+def test_evidence_qrels_reproduce_the_first_look_with_the_cli(ci_run, capsys):
+    """The command the README gives: lookalike eval -c on qrels/evidence.qrels and runs/NAME.run prints
+    tables/systems.csv's figures for NAME (to the 4 decimals trec_eval prints)."""
+    from lookalike.cli import eval as eval_cli
+
+    systems = pd.read_csv(ci_run / "tables" / "systems.csv")
+    assert (ci_run / "qrels" / "evidence.qrels").is_file()
+    for row in systems.itertuples():
+        capsys.readouterr()
+        assert eval_cli.main(["-c", "-m", "recall.10", "-m", "ndcg_cut.10", "-m", "recall_all.10",
+                              str(ci_run / "qrels" / "evidence.qrels"), str(ci_run / "runs" / f"{row.system}.run")]) == 0
+        printed = {line.split()[0]: line.split()[2] for line in capsys.readouterr().out.splitlines()}
+        assert printed == {"recall_10": f"{row.recall_10:.4f}", "ndcg_cut_10": f"{row.ndcg_cut_10:.4f}",
+                           "recall_all_10": f"{row.recall_all_10:.4f}"}, row.system

@@ -42,10 +42,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from lookalike.data.schema import resolve_image
-from lookalike.io.cache import Cache
-from lookalike.retrieval.encoders import Encoder, Vectors
-from lookalike.retrieval.encoders import ocr
+from lookalike.plugin import Cache, Encoder, Vectors, default_ocr_engine, ocr_texts, resolve_image
 
 _WORD = re.compile(r"[a-z0-9]+(?:[.,][0-9]+)*")
 
@@ -73,7 +70,7 @@ class HashedOcr(Encoder):
     def __init__(self, dim: int = 1024, bigrams: bool = True, ocr_engine: str = "", workers: int = 0, **kw):
         if int(dim) < 16:
             raise ValueError(f"hashed-ocr: dim must be at least 16, got {dim}")
-        super().__init__(dim=int(dim), bigrams=bool(bigrams), ocr_engine=ocr_engine or ocr.default_engine(), **kw)
+        super().__init__(dim=int(dim), bigrams=bool(bigrams), ocr_engine=ocr_engine or default_ocr_engine(), **kw)
         self.workers = workers
 
     def _embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -84,8 +81,8 @@ class HashedOcr(Encoder):
         t0 = time.perf_counter()
         paths = [str(resolve_image(p, base_dir)) for p in units["image_path"]]
         # lookalike's OCR: cached per image content, shared with the built-in OCR systems
-        texts, stats = ocr.ocr_many(paths, self.settings["ocr_engine"], cache or Cache(), self.workers,
-                                    progress=self.progress)
+        texts, stats = ocr_texts(paths, self.settings["ocr_engine"], cache or Cache(), self.workers,
+                           progress=self.progress)
         stats = dict(stats, seconds=round(time.perf_counter() - t0, 2))
         return Vectors(self.id, self.provenance, list(units["unit_id"]), self._embed(texts), "single", stats)
 

@@ -16,10 +16,28 @@ on any cycle or any import against this order). Lowest first:
   judging        judges (one protocol, a registry), the label store, the judge pool, agreement
   analysis       hard negatives, question validation, the leak ablation, sufficiency scoring, mining
   stages         one function per stage: run(ctx) -> StageResult; the notebooks call these
+  api, plugin    the public surfaces: the Python API (re-exported here) and the plug-in authors' names
   cli            the runner (papermill) and the command line: run, eval, leak-check, labels
 """
 
 __version__ = "0.1.0"
 
 LAYERS = (("vocab", "params", "progress"), ("eval",), ("data",), ("io",), ("report",), ("retrieval",), ("judging",),
-          ("analysis",), ("stages",), ("cli",), ("__main__",))
+          ("analysis",), ("stages",), ("api", "plugin"), ("cli",), ("__main__",))
+
+# The public API (lookalike.api), loaded on first use so that `import lookalike` and the command line's
+# start stay light: `lookalike.compare`, `lookalike.read_qrels`, ... import pandas only when asked for.
+__all__ = ["Qrels", "Run", "read_qrels", "read_run", "parse_measure", "evaluate", "Evaluation", "compare", "Report",
+           "open_run", "FinishedRun", "format_p", "Measure", "MeasureError", "TrecFormatError", "__version__"]
+
+
+def __getattr__(name: str):
+    if name in __all__ and name != "__version__":
+        from lookalike import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'lookalike' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

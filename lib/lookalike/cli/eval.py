@@ -1,4 +1,4 @@
-"""``lookalike eval QRELS RUN``: trec_eval-compatible evaluation from the command line.
+"""``lookalike eval QRELS RUN [RUN ...]``: trec_eval-compatible evaluation from the command line.
 
 Output lines are trec_eval's: ``measure<TAB>query_or_all<TAB>value`` (measure left-justified to 22
 characters, values with 4 decimals, counts as integers). With the default measures and no extra
@@ -7,6 +7,11 @@ options the output is line-for-line trec_eval's default output for the measures 
 Extras: ``--group-by FILE:COLUMN`` prints one block per group (the group's name in the second
 column, its num_q first) and a ``macro`` block (equal weight per group) after the ``all`` block;
 ``--ci`` appends two columns, the bootstrap 95% CI of the mean (per group too).
+
+Several runs: one comparison table (lookalike.compare): each run's mean with its bootstrap 95% CI on
+the queries every run was scored on, the paired difference from the baseline (``--baseline``, default
+the first run) with its CI, the paired randomisation test's p-value adjusted by Holm over the runs on
+each measure, and the queries won, tied and lost against the baseline.
 """
 
 from __future__ import annotations
@@ -27,7 +32,10 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="lookalike eval", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("qrels", help="TREC qrels file: query_id iteration unit_id relevance")
-    p.add_argument("run", help="TREC run file: query_id Q0 unit_id rank score tag")
+    p.add_argument("run", nargs="+", help="TREC run file: query_id Q0 unit_id rank score tag; several runs are "
+                                          "compared (paired tests against --baseline, Holm over the runs)")
+    p.add_argument("--baseline", metavar="NAME", help="with several runs: the run the others are compared with "
+                                                        "(its tag, or its file name; default the first run)")
     p.add_argument("-m", dest="measures", action="append", metavar="MEASURE",
                    help="measure, repeatable; trec_eval, ir_measures and ranx spellings work (P.5,10  ndcg_cut.10  "
                         "nDCG@10  'nDCG@10 P@5 RR'  P(rel=2)@5  ndcg@10  map@100  mrr  hit_rate@5  official)")
@@ -136,6 +144,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--n-boot must be at least 1 (resamples of the bootstrap), got {args.n_boot}")
     if args.M is not None and args.M < 1:
         parser.error(f"-M must be at least 1 (units kept per ranking), got {args.M}")
+    if len(args.run) > 1:
+        return _compare(parser, args)
+    args.run = args.run[0]
     try:
         measures = M.parse_measures(args.measures or M.TREC_DEFAULT)
         # trec_eval prints the run's tag with its default set and with all_trec, not with chosen measures
@@ -192,4 +203,42 @@ def main(argv: list[str] | None = None) -> int:
                         + (" (and its per-query relstring)" if args.q else ""))
     for note in notes:
         print(f"lookalike eval: note: {note}", file=sys.stderr)
+    return 0
+
+
+def _compare(parser: argparse.ArgumentParser, args) -> int:
+    """Several runs: the comparison Report, as text, CSV (full precision) or JSON."""
+    from lookalike.eval import compare as C
+
+    refused = [flag for flag, on in (("-q", args.q), ("--group-by", args.group_by), ("-M", args.M is not None))
+               if on]
+    if refused:
+        parser.error(f"{', '.join(refused)} print one run's lines; with several runs lookalike eval prints one "
+                     "comparison table (evaluate the runs one at a time for these)")
+    try:
+        qrels = ranking.Qrels.read(args.qrels)
+        runs: dict[str, ranking.Run] = {}
+        for path in args.run:
+            run = ranking.Run.read(path)
+            name = run.name if run.name not in runs else Path(path).name
+            if name in runs:
+                raise ValueError(f"{path}: a run named {name!r} is already given")
+            runs[name] = run
+        baseline = args.baseline
+        if baseline is not None and baseline not in runs:
+            by_file = {Path(p).name: n for p, n in zip(args.run, runs)}
+            if baseline not in by_file:
+                raise ValueError(f"--baseline {baseline!r} is none of the runs: {', '.join(runs)}")
+            baseline = by_file[baseline]
+        report = C.compare(qrels, runs, args.measures, baseline, level=args.l, complete=args.c,
+                           n_boot=args.n_boot, seed=args.seed)
+    except (trec.TrecFormatError, M.MeasureError, ValueError) as exc:
+        print(f"lookalike eval: {exc}", file=sys.stderr)
+        return 2
+    if args.format == "csv":
+        print(report.table.to_csv(index=False, lineterminator="\n").rstrip("\n"))
+    elif args.format == "json":
+        print(report.to_json())
+    else:
+        print(report)
     return 0

@@ -13,7 +13,7 @@ from lookalike.io import inputs as I
 from lookalike import params as P
 from lookalike.retrieval import derived as D
 from lookalike.retrieval import systems
-from lookalike.eval import ranking
+from lookalike.eval import ranking, trec
 from lookalike.io.cache import Cache
 from lookalike.retrieval.encoders import appearance as appearance_mod, resolve_device
 
@@ -125,12 +125,19 @@ def run(ctx: StageContext) -> StageResult:
         qrels = given[["query_id", "unit_id", "relevance"]]
         look = systems.first_look({n: I.document_run(r, unit_doc) for n, r in runs.items()}, qrels, provenance, seed=seed)
         look = systems.with_chance(look, units["doc_id"].nunique())
-        res.say("judgements are per document: each system is scored by its best page per document")
+        res.say("judgements are per document: each system is scored by its best page per document (runs/ rank "
+                "pages, so no qrels/evidence.qrels is written beside them; tables/qrels.csv holds the judgements)")
     else:
         qrels = given[["query_id", "unit_id", "relevance"]] if given is not None and len(given) else systems.evidence_qrels(questions)
         look = systems.first_look(runs, qrels, provenance, seed=seed,
                                   clusters=ctx.clusters(dict(zip(questions["query_id"], questions["evidence_unit_ids"]))))
         look = systems.with_chance(look, len(units))
+        if len(qrels):
+            # the judgements the first look is scored against, beside runs/: `lookalike eval -c -m recall.10
+            # qrels/evidence.qrels runs/NAME.run` (or trec_eval) gives this table's recall_10 for NAME
+            (RUN / "qrels").mkdir(exist_ok=True)
+            trec.write_qrels(qrels.sort_values(["query_id", "unit_id"]), RUN / "qrels" / "evidence.qrels")
+            res.say("the evidence judgements scored here: qrels/evidence.qrels (TREC qrels, beside runs/)")
     if len(look) and "chance_recall_10" in look.columns:
         res.say(f"chance: a random ranking's Recall@10 is {look['chance_recall_10'].iloc[0]:.3f} (10 / "
                 f"{round(10 / look['chance_recall_10'].iloc[0]) if look['chance_recall_10'].iloc[0] < 1 else 'all'} "
