@@ -1,4 +1,5 @@
-"""Run parameters: params/base.yaml deep-merged with a run file, checked key by key.
+"""Run parameters: base.yaml (the package's own, lookalike/base.yaml; params/base.yaml in a checkout
+points to it) deep-merged with a run file, checked key by key.
 
 papermill only warns about unknown parameters and merges YAML shallowly, so the runner does the
 merge and the checks itself. base.yaml is the one schema, readable as it stands: every key with
@@ -20,14 +21,30 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-BASE_PARAMS = REPO_ROOT / "params" / "base.yaml"
+PACKAGE_DIR = Path(__file__).resolve().parent
+# the schema ships inside the package, so an installed lookalike (not only a checkout) finds it
+BASE_PARAMS = PACKAGE_DIR / "base.yaml"
+
+
+def _checkout() -> Path | None:
+    """The repository lookalike runs from, or None for an installed package."""
+    root = PACKAGE_DIR.parents[1]
+    return root if (root / "pyproject.toml").is_file() and (root / "lib" / "lookalike").is_dir() else None
+
+
+CHECKOUT = _checkout()
+PROJECT_ENV = "LOOKALIKE_PROJECT_ROOT"
+# Where relative paths in params (and outputs/) start: the checkout's root (where `make` runs), or —
+# an installed package — the folder lookalike was started in. The runner passes it on to the stage
+# kernels in PROJECT_ENV, since they run inside the run's notebooks folder.
+PROJECT_ROOT = CHECKOUT or Path(os.environ.get(PROJECT_ENV) or Path.cwd())
 
 
 class ParamsError(ValueError):
@@ -132,12 +149,12 @@ def params_hash(params: dict[str, Any]) -> str:
 
 
 def repo_path(value: str) -> Path | None:
-    """A path parameter as a Path: absolute paths as given, relative ones from the repository root
-    (where `make` runs); None for an empty value."""
+    """A path parameter as a Path: absolute paths as given, relative ones from PROJECT_ROOT (a
+    checkout's root, where `make` runs, or the folder an installed lookalike runs in); None when empty."""
     if not value:
         return None
     p = Path(value)
-    return p if p.is_absolute() else REPO_ROOT / p
+    return p if p.is_absolute() else PROJECT_ROOT / p
 
 
 _CONSTRAINT = re.compile(r"^\s*(?P<key>[a-z_]+):[^#]*#\s*\{(?P<spec>[^}]*)\}")

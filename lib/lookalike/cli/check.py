@@ -240,12 +240,12 @@ def _team_database(prm: dict) -> list[Report]:
     """The team label database stage 06 would read (labels.db, else outputs/<run>/labels/labels.sqlite
     when it exists), opened without changing it: a file that is not one, a newer schema, a server that
     does not answer or a missing driver is refused here rather than in stage 06."""
-    run_dir = P.REPO_ROOT / "outputs" / prm["run"]
+    run_dir = P.PROJECT_ROOT / "outputs" / prm["run"]
     target = LDB.resolve(prm["labels"]["db"], run_dir)
     postgres = target.startswith(("postgresql://", "postgres://"))
     if not prm["labels"]["db"] and not Path(target).is_file():
         return []
-    r = Report("team label database", LDB.describe(target, P.REPO_ROOT))
+    r = Report("team label database", LDB.describe(target, P.PROJECT_ROOT))
     if not postgres and not Path(target).is_file():
         r.notes.append("not created yet: `lookalike labels serve` creates it after stage 06")
         return [r]

@@ -22,7 +22,7 @@ from lookalike import stages as stage_modules
 from lookalike.data import schema as corpus
 from lookalike.report import site as report
 
-NOTEBOOK_DIR = P.REPO_ROOT / "notebooks"
+NOTEBOOK_DIR = P.PACKAGE_DIR / "notebooks"          # package data: an installed lookalike carries its stages
 STAGES = list(stage_modules.STAGES)
 # Every notebook declares run_dir and params. The runner executes a stage with its working
 # directory in outputs/<run>/notebooks/, so ".." is the run folder (nbval re-executes the stored
@@ -80,7 +80,7 @@ def _normalise(nb_path: Path) -> None:
     nbformat.write(nb, nb_path)
 
 
-def execute(params_file: Path | str, out_root: Path | str = P.REPO_ROOT / "outputs", stages: list[str] | None = None,
+def execute(params_file: Path | str, out_root: Path | str = P.PROJECT_ROOT / "outputs", stages: list[str] | None = None,
             log=print) -> Path:
     """Run the stages for one parameter file; returns the run folder. Raises StageFailed or ParamsError."""
     merged = P.load_params(params_file)
@@ -132,7 +132,7 @@ def execute(params_file: Path | str, out_root: Path | str = P.REPO_ROOT / "outpu
         if SUMMARY_STAGE not in timings:
             report.write_failed_summary(run_dir, str(merged.get("title", "lookalike report")), failed.stage,
                                         failed.reason, later)
-    report.write_manifest(run_dir, merged, P.params_hash(merged), timings, fp, P.REPO_ROOT, started,
+    report.write_manifest(run_dir, merged, P.params_hash(merged), timings, fp, P.CHECKOUT, started,
                           datetime.now(timezone.utc).isoformat(timespec="seconds"))
     if failed is not None:
         raise failed
@@ -178,6 +178,7 @@ def _run_stages(stages: list[str], plan: dict, merged: dict, nb_dir: Path, run_d
     (stage -> seconds) as stages finish, so a failure still leaves the times of those that ran."""
     import papermill as pm
 
+    os.environ[P.PROJECT_ENV] = str(P.PROJECT_ROOT)    # the kernels resolve relative paths as the runner does
     manager = kernel_manager_class()
     timings = {} if timings is None else timings
 
@@ -204,7 +205,7 @@ def _run_stages(stages: list[str], plan: dict, merged: dict, nb_dir: Path, run_d
 
 def main(params_file: str, out_root: str | None = None, stages: list[str] | None = None) -> int:
     try:
-        execute(params_file, out_root or P.REPO_ROOT / "outputs", stages)
+        execute(params_file, out_root or P.PROJECT_ROOT / "outputs", stages)
     except (P.ParamsError, StageFailed, OutputError) as exc:
         print(f"lookalike run: {exc}", file=sys.stderr)
         return 1 if isinstance(exc, StageFailed) else 2

@@ -376,14 +376,15 @@ def package_versions() -> dict[str, str]:
 
 
 def write_manifest(run_dir: Path | str, params: dict[str, Any], params_hash: str, timings: dict[str, float],
-                   corpus_fingerprint: str, repo: Path, started: str, finished: str) -> Path:
+                   corpus_fingerprint: str, repo: Path | None, started: str, finished: str) -> Path:
     """manifest.json: the one place for timestamps, host, versions and revision (never in tables or cells)."""
     record = {
         "run": params.get("run"),
         "started": started,
         "finished": finished,
         "host": {"machine": platform.machine(), "system": platform.system(), "node": platform.node()},
-        "git_revision": _git_revision(repo),
+        # an installed package has no revision of its own (the version is under versions)
+        "git_revision": _git_revision(repo) if repo is not None else "installed package",
         "params": params,
         "params_hash": params_hash,
         "stage_wall_seconds": {k: round(v, 2) for k, v in timings.items()},
