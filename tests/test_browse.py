@@ -105,6 +105,11 @@ def test_browser_filters_counts_and_opens_a_page_in_headless_chromium(corpus):
         count = lambda: driver.find_element(By.ID, "count").text  # noqa: E731
         rows = lambda: driver.find_elements(By.CSS_SELECTOR, "#rows tr.row")  # noqa: E731
         assert count() == "6 of 6 rows" and len(rows()) == 6
+        # it opens on failures first: a look-alike loss (else the worst gold rank) heads the list
+        assert Select(driver.find_element(By.ID, "sort")).first_selected_option.get_attribute("value") == "failures"
+        if f["hard_negative_loss"].any():
+            assert rows()[0].get_attribute("data-outcome") in set(f.loc[f["hard_negative_loss"], "outcome"])
+            assert f.loc[f["hard_negative_loss"], "outcome"].ne("sufficient@1").all()
         assert driver.execute_script("return window.pwned === undefined")      # the question's markup stayed text
         assert "</script><script>window.pwned=1</script> & <b>more</b>?" in driver.find_element(By.ID, "rows").text
         Select(driver.find_element(By.ID, "f-system")).select_by_visible_text("fooled")

@@ -216,13 +216,28 @@ def systems_html(systems: pd.DataFrame) -> str:
     return f"<div class=wide>{table}</div>{note}"
 
 
-def write_summary(run_dir: Path | str, title: str, blocks: list[dict]) -> Path:
+# the stakeholder page reads on a 1,300 px laptop screen without sideways scrolling: a wider column
+# than the notebooks' pages (1180 + 2 x 24 px padding), tables a little smaller, cells that may wrap
+SUMMARY_CSS = """
+body{max-width:1180px} table.metric{font-size:.82rem} table.metric th{white-space:normal;vertical-align:bottom}
+table.metric th[colspan]{text-align:center;border-bottom:2px solid #c9d3ea}
+.lead{border-left:4px solid #4c6ef5;background:#f4f6ff;padding:.6rem 1rem;margin:1rem 0}
+.lead p{margin:.3rem 0} .lead .verdict{font-size:1.08rem;font-weight:600}
+"""
+
+
+def write_summary(run_dir: Path | str, title: str, blocks: list[dict], lead: dict | None = None) -> Path:
     """outputs/<run>/summary.html: the stakeholder page — headings, sentences, tables and figures,
-    no code. blocks: dicts with heading, text (plain; escaped), optional table (DataFrame; escaped),
-    figure (a name under figures/, inlined as SVG so the page stands alone) and note."""
+    no code. lead: run, corpus, date and the verdict sentence, shown first (report.summary.lead).
+    blocks: dicts with heading, text (plain; escaped), optional table (DataFrame; escaped; two-level
+    columns become grouped headers), figure (a name under figures/, inlined as SVG so the page stands
+    alone), note and footnote (a muted line under the table: what did not run and why)."""
     run_dir = Path(run_dir)
     esc = html.escape
     parts = [f"<h1>{esc(title)}</h1>"]
+    if lead:
+        parts.append(f'<div class=lead><p class=muted>run <b>{esc(str(lead["run"]))}</b> · {esc(str(lead["corpus"]))} · '
+                     f'{esc(str(lead["date"]))}</p><p class=verdict>{esc(str(lead["verdict"]))}</p></div>')
     for b in blocks:
         parts.append(f"<h2>{esc(b['heading'])}</h2>")
         if b.get("text"):
@@ -234,6 +249,8 @@ def write_summary(run_dir: Path | str, title: str, blocks: list[dict]) -> Path:
             svg = (run_dir / "figures" / f"{fig}.svg").read_text(encoding="utf-8")
             svg = re.sub(r"^<\?xml[^>]*>\s*", "", svg)
             parts.append(f"<figure>{svg}</figure>")
+        if b.get("footnote"):
+            parts.append(f"<p class=muted><small>{esc(b['footnote'])}</small></p>")
         if b.get("note"):
             parts.append(f"<p class=muted>{esc(b['note'])}</p>")
     if (run_dir / "browse" / "index.html").is_file():
@@ -242,7 +259,7 @@ def write_summary(run_dir: Path | str, title: str, blocks: list[dict]) -> Path:
     parts.append('<p class=muted><a href="index.html">Full report</a> · every number above comes from this run; '
                  'tables are in tables/ as CSV.</p>')
     out = run_dir / "summary.html"
-    out.write_text(_page(title, "\n".join(parts)), encoding="utf-8")
+    out.write_text(_page(title, "\n".join(parts), SUMMARY_CSS), encoding="utf-8")
     return out
 
 

@@ -14,7 +14,10 @@ import re
 import numpy as np
 import pandas as pd
 
+from lookalike.eval.compare import format_p
+
 _ID = re.compile(r"[^A-Za-z0-9_-]+")
+_P_VALUE = re.compile(r"^(p|p_\w+|p \(.*\)|.*p-value.*)$")   # p, p_holm, p (Holm), 'p-value' columns
 PROSE_CHARS = 40         # a text column with a longer cell is prose: it wraps
 
 
@@ -58,6 +61,9 @@ def html_table(df: pd.DataFrame, table_id: str, digits: int = 3, caption: str = 
             formats[col] = lambda v: "yes" if v else "no"
         elif pd.api.types.is_integer_dtype(s):
             formats[col] = "{:d}"
+        elif pd.api.types.is_float_dtype(s) and _P_VALUE.match(str(col[-1] if isinstance(col, tuple) else col)):
+            formats[col] = lambda v: html.escape(format_p(v))     # "< 0.001", never "0.000" (Styler leaves
+            # what a callable formatter returns unescaped)
         elif pd.api.types.is_float_dtype(s):
             formats[col] = (lambda v, d=digits: "" if pd.isna(v) else ("∞" if np.isinf(v) else f"{v:.{d}f}"))
     styler = (shown.style.hide(axis="index").set_uuid(_ID.sub("-", table_id))

@@ -7,6 +7,7 @@ summary.html.
 from __future__ import annotations
 
 import re
+from datetime import datetime, timezone
 
 import altair as alt
 import numpy as np
@@ -19,6 +20,7 @@ from lookalike.report import tables as readable
 from lookalike.judging import judges as J
 from lookalike.judging import store as L
 from lookalike.report import site as report
+from lookalike.report import summary as SU
 from lookalike.analysis import scoring as S
 from lookalike.analysis import views as V
 from lookalike.eval import stats
@@ -400,13 +402,15 @@ def run(ctx: StageContext) -> StageResult:
     res.table("fusion_trace_counts", trace_counts, sort_by=["method", "component"])
     macro = (_ci_pivot(evidence[(evidence["aggregate"] == "macro") & (evidence["k"] == 10)], ["system", "n"])
              if len(evidence) else pd.DataFrame())
+    settings_ran, settings_not_run = SU.split_not_run(settings_view)
     lost = (trace_counts.pivot_table(index="component", columns="method", values="questions_lost", aggfunc="sum")
             .astype(int).reset_index() if len(trace_counts) else None)
     if lost is not None:
         lost.columns.name = None
     blocks = [
         {"heading": "What was scored", "text": scored_words(read("question_validation"), strict)},
-        {"heading": "Headline: each system against easy and hard negatives", "table": headline,
+        {"heading": "Headline: each system against easy and hard negatives",
+         "table": SU.spanned(headline) if len(headline) else headline,
          "text": "Top-1 against random pages (questions as generated) beside what the top k holds when the "
                  f"competitors are {hard_words(distractors)} (validated questions). The columns do not "
                  "share a denominator: each has its own n and 95% CI, and they are not subtracted from one another.",
@@ -414,7 +418,7 @@ def run(ctx: StageContext) -> StageResult:
         {"heading": "Evidence-complete retrieval (Macro over evidence structures, k = 10)", "table": macro,
          "text": "nDCG and Recall credit any evidence page found; nDCGAll and RecallAll only when every evidence "
                  "page of a question is in the top 10. " + S.macro_weights(evidence)},
-        {"heading": "The benchmark's settings, per family", "table": settings_view,
+        {"heading": "The benchmark's settings, per family", "table": settings_ran, "footnote": settings_not_run,
          "text": f"Each base system (family) as it stands (Base), ranking pages by their document's context "
                  f"alone (Ctx), page score plus document context (B+Ctx), reranked (Rerank) and with query "
                  f"splitting (Q-Split). n = {len(strict)} validated single-gold questions, scored against their "
@@ -508,7 +512,10 @@ def run(ctx: StageContext) -> StageResult:
     noun = unit_noun(ctx.get("corpus.source"))
     blocks = [{k: (nouned(v, noun) if k in ("text", "note") and isinstance(v, str) else v) for k, v in b.items()}
               for b in blocks]
-    res.after_save.append(lambda: report.write_summary(RUN, "lookalike — summary", blocks))
+    lead = SU.lead(ctx.get("run"), SU.corpus_words(ctx.get("corpus.source"), len(units), len(questions),
+                                                     noun, ctx.get("corpus.root") or ctx.get("corpus.manifest")),
+                   datetime.now(timezone.utc).strftime("%Y-%m-%d"), SU.verdict(sufficiency, significance))
+    res.after_save.append(lambda: report.write_summary(RUN, f"{ctx.get('title')} — summary", blocks, lead))
     best = suff_hard[suff_hard["k"] == 1].sort_values(["sufficient", "system"], ascending=[False, True]).head(1)
     sentence = (f"Best sufficient@1 under hard negatives: {best['system'].iloc[0]} {best['sufficient'].iloc[0]:.2f} "
                 f"(n = {int(best['n'].iloc[0])}); see the summary page for every system beside its top-1 under random negatives."
