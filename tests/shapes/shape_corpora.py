@@ -12,14 +12,18 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from PIL import Image, ImageDraw, ImageFont
 
-ENTITIES = ["Acme", "Borealis", "Cobalt", "Dorian"]
-PERIODS = ["2023", "2024"]
-METRICS = ["revenue", "operating income", "headcount"]
-COLOURS = {"red": (200, 40, 40), "blue": (40, 60, 200), "green": (40, 160, 60), "yellow": (230, 200, 40),
-           "purple": (120, 50, 160)}
-SHAPE_WORDS = ["circle", "square", "triangle"]
+from lookalike.data.examples import COLOURS, ENTITIES, METRICS, PERIODS, SHAPE_WORDS  # noqa: F401 (the shapes' words)
+from lookalike.data.examples import filing_questions as _filing_questions
+from lookalike.data.examples import filings as _filings
+from lookalike.data.examples import full_metadata as _full_metadata
+from lookalike.data.examples import page as _page
+from lookalike.data.examples import photo_questions as _photo_questions
+from lookalike.data.examples import photos as _photos
+from lookalike.data.examples import value as _value
+from lookalike.data.examples import write_pdfs as _write_pdfs
+from lookalike.data.examples import write_qrels as _qrels
+from lookalike.data.examples import write_questions as _questions
 
 # every shape runs the cheap built-in systems: OCR + BM25, OCR + MiniLM, and the appearance encoder
 FAST = """
@@ -37,56 +41,6 @@ labels:
 leak:
   gate_units: 40
 """
-
-
-def _font(size: int):
-    return ImageFont.load_default(size=size)
-
-
-def _page(lines: list[str], size=(700, 420)) -> Image.Image:
-    img = Image.new("RGB", size, "white")
-    d = ImageDraw.Draw(img)
-    y = 30
-    for i, line in enumerate(lines):
-        d.text((30, y), line, fill="black", font=_font(34 if i == 0 else 28))
-        y += 56
-    return img
-
-
-def _value(rng: np.random.Generator, metric: str) -> str:
-    return f"{int(rng.integers(1000, 9999))} employees" if metric == "headcount" else f"{int(rng.integers(100, 999))} million"
-
-
-def _filings(rng: np.random.Generator, entities=ENTITIES, periods=PERIODS):
-    """doc -> pages (lines per page); facts: (doc, page, entity, period, metric, value)."""
-    docs, facts = {}, []
-    for ent in entities:
-        for per in periods:
-            doc = f"{ent.lower()}-{per}"
-            pages = [[f"{ent} annual report {per}", "Contents: results by metric"]]
-            for m in METRICS:
-                v = _value(rng, m)
-                pages.append([f"{ent} {per}: {m}", f"{m.capitalize()} for {per} was {v}", f"Reported by {ent}"])
-                facts.append((doc, len(pages), ent, per, m, v))
-            docs[doc] = pages
-    return docs, facts
-
-
-def _write_pdfs(folder: Path, docs: dict, name=lambda doc: doc) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    for doc, pages in docs.items():
-        imgs = [_page(p) for p in pages]
-        imgs[0].save(folder / f"{name(doc)}.pdf", save_all=True, append_images=imgs[1:], resolution=110)
-
-
-def _questions(path: Path, rows: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
-
-
-def _qrels(path: Path, lines: list[tuple[str, str, int]]) -> Path:
-    path.write_text("".join(f"{q} 0 {u} {r}\n" for q, u, r in lines), encoding="utf-8")
-    return path
 
 
 def _merge(base: dict, over: dict) -> dict:
@@ -107,20 +61,6 @@ def _params(folder: Path, name: str, body: str) -> Path:
     return path
 
 
-def _filing_questions(facts, rng, n=12, answers=True, qrels=True):
-    pick = rng.choice(len(facts), size=min(n, len(facts)), replace=False)
-    qs, qr = [], []
-    for i, j in enumerate(sorted(pick)):
-        doc, page, ent, per, m, v = facts[j]
-        row = {"query_id": f"s{i:02d}", "text": f"What was the {m} of {ent} in {per}?"}
-        if answers:
-            row["answer"] = v
-        qs.append(row)
-        if qrels:
-            qr.append((row["query_id"], f"{doc}:{page}", 2))
-    return qs, qr
-
-
 def _pdf_shape(folder: Path, seed: int, name: str, corpus_extra: str = "", entities=ENTITIES, periods=PERIODS,
                n: int = 12, answers: bool = True, qrels: bool = True, metadata=None) -> Path:
     """Filings drawn as PDFs, n questions about their facts (with answers and / or qrels), and the
@@ -139,14 +79,6 @@ def _pdf_shape(folder: Path, seed: int, name: str, corpus_extra: str = "", entit
     return _params(folder, name, "\ncorpus:\n" + "\n".join(lines) + "\n" + corpus_extra)
 
 
-def _full_metadata(folder: Path, docs: dict, facts: list) -> None:
-    rows = [{"unit_id": f"{doc}:1", "template_id": "cover", "entity": doc.split("-")[0].capitalize(),
-             "period": doc.split("-")[1], "metric": "", "content_type": "text"} for doc in docs]
-    rows += [{"unit_id": f"{d}:{p}", "template_id": f"metric-{m.replace(' ', '-')}", "entity": e, "period": per,
-              "metric": m, "content_type": "table"} for d, p, e, per, m, _ in facts]
-    pd.DataFrame(rows).to_csv(folder / "meta.csv", index=False)
-
-
 def pdf_full_metadata(folder: Path, seed: int) -> Path:
     """PDFs whose manifest names template, period, metric and entity for every page."""
     return _pdf_shape(folder, seed, "pdf-full-metadata", f"  manifest: {folder / 'meta.csv'}\n",
@@ -163,41 +95,6 @@ def pdf_name_pattern(folder: Path, seed: int) -> Path:
     return _pdf_shape(folder, seed, "pdf-name-pattern", '  name_pattern: "(?P<entity>[a-z]+)-(?P<period>[0-9]{4})"\n')
 
 
-def _photo(rng: np.random.Generator) -> tuple[Image.Image, str, str]:
-    """A photo-like picture with no text: two coloured shapes on a noisy ground; (image, caption, alt)."""
-    base = rng.integers(60, 200, size=3)
-    arr = np.clip(base + rng.normal(0, 18, size=(240, 320, 3)), 0, 255).astype("uint8")
-    img = Image.fromarray(arr, "RGB")
-    d = ImageDraw.Draw(img)
-    parts = []
-    for slot in range(2):
-        colour = list(COLOURS)[int(rng.integers(len(COLOURS)))]
-        shape = SHAPE_WORDS[int(rng.integers(len(SHAPE_WORDS)))]
-        x, y = 30 + 150 * slot + int(rng.integers(0, 30)), 60 + int(rng.integers(0, 60))
-        box = (x, y, x + 100, y + 100)
-        if shape == "circle":
-            d.ellipse(box, fill=COLOURS[colour])
-        elif shape == "square":
-            d.rectangle(box, fill=COLOURS[colour])
-        else:
-            d.polygon([(x, y + 100), (x + 50, y), (x + 100, y + 100)], fill=COLOURS[colour])
-        parts.append((colour, shape))
-    caption = f"A {parts[0][0]} {parts[0][1]} to the left of a {parts[1][0]} {parts[1][1]}"
-    alt = f"{parts[0][1]} and {parts[1][1]}"
-    return img, caption, alt
-
-
-def _photos(folder: Path, rng: np.random.Generator, n: int) -> list[dict]:
-    (folder / "photos").mkdir(parents=True, exist_ok=True)
-    rows = []
-    for i in range(n):
-        img, caption, alt = _photo(rng)
-        name = f"photo{i:03d}.jpg"
-        img.save(folder / "photos" / name, quality=90)
-        rows.append({"doc_id": f"photo{i:03d}", "unit_id": f"photo{i:03d}:1", "caption": caption, "alt_text": alt})
-    return rows
-
-
 def _photo_params(folder: Path, name: str, qs: list, qr: list, extra: str = "") -> Path:
     """The questions and qrels of a photo folder (photos/ with meta.csv beside it), and its params."""
     _questions(folder / "q.jsonl", qs)
@@ -211,13 +108,7 @@ def photos_captions_qrels_only(folder: Path, seed: int) -> Path:
     rng = np.random.default_rng(seed)
     rows = _photos(folder, rng, 40)
     pd.DataFrame(rows)[["unit_id", "caption", "alt_text"]].to_csv(folder / "meta.csv", index=False)
-    pick = rng.choice(len(rows), size=14, replace=False)
-    qs, qr = [], []
-    for i, j in enumerate(sorted(pick)):
-        words = rows[j]["caption"].split()
-        qs.append({"query_id": f"p{i:02d}", "text": f"Which picture has a {words[2]} {words[1]} and a "
-                   f"{words[-1]} that is {words[-2]}?"})
-        qr.append((f"p{i:02d}", rows[j]["unit_id"], 1))
+    qs, qr = _photo_questions(rows, rng, 14)
     return _photo_params(folder, "photos-captions", qs, qr, "encode:\n  encoders: [ocr-bm25, caption-minilm, appearance]\nmining:\n  retriever: ocr-bm25\n")
 
 

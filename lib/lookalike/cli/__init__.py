@@ -1,4 +1,5 @@
-"""Command line: lookalike run PARAMS.yaml | check PARAMS.yaml | eval QRELS RUN | leak-check PARAMS.yaml | audit RUN_DIR | labels import ..."""
+"""Command line: lookalike run PARAMS.yaml | check PARAMS.yaml | eval QRELS RUN [RUN ...] | leak-check PARAMS.yaml |
+audit RUN_DIR | labels serve|export|import ... | example documents|photos [DIR]"""
 
 from __future__ import annotations
 
@@ -50,9 +51,26 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("check", help="read and validate every input a run would read, in seconds (see lookalike check -h)")
     sub.add_parser("audit", help="check a run's figures against the invariants (see lookalike audit -h)")
     sub.add_parser("labels", help="labels: import a labelling-page export, serve the team label server, export its labels (see lookalike labels -h)")
+    p_ex = sub.add_parser("example", help="write a small generated corpus to try lookalike on: documents (PDFs, "
+                                          "manifest, questions with answers, qrels) or photos (captions, questions, qrels)")
+    p_ex.add_argument("name", choices=("documents", "photos"))
+    p_ex.add_argument("dir", nargs="?", default=None,
+                      help="where to write it (default examples/generated/NAME, where params/examples/ looks)")
+    p_ex.add_argument("--seed", type=int, default=0, help="the generator's seed (default 0)")
     args = parser.parse_args(argv)
     if args.command == "run":
         from lookalike.cli.run import main as run_main
 
         return run_main(args.params, args.out, args.stages)
+    if args.command == "example":
+        from pathlib import Path
+
+        from lookalike import params as P
+        from lookalike.data import examples
+
+        folder = Path(args.dir) if args.dir else P.PROJECT_ROOT / "examples" / "generated" / args.name
+        examples.EXAMPLES[args.name](folder, seed=args.seed)
+        files = sorted(p for p in folder.rglob("*") if p.is_file())
+        print(f"lookalike example: {args.name}: {len(files)} files written under {folder}")
+        return 0
     return 2
