@@ -13,7 +13,7 @@ PARAMS ?= params/$(RUN).yaml
 APT_PACKAGES ?= tesseract-ocr tesseract-ocr-eng chromium chromium-driver
 STAMP := $(VENV)/.setup-done
 
-.PHONY: setup report test test-fast test-shapes clean-outputs
+.PHONY: setup report test test-fast test-shapes docs clean-outputs
 
 setup: $(STAMP)
 
@@ -65,6 +65,10 @@ test-shapes: setup
 # unit tests only: no notebook execution, no browser, no GPU (a few minutes on 2 cores)
 test-fast: setup
 	$(PY) -m pytest -m "not slow and not browser and not gpu" tests
+
+# docs/parameters.md is generated from the schema (lib/lookalike/base.yaml); a test checks it is current
+docs: setup
+	$(PY) -c "from lookalike import params; open('docs/parameters.md', 'w', encoding='utf-8').write(params.reference_markdown())"
 
 clean-outputs:
 	rm -rf outputs/demo outputs/ci/{corpus,tables,figures,headlines,html,index.html,manifest.json}

@@ -44,7 +44,10 @@ def installed(tmp_path_factory) -> Path:
 
 
 def _env(target: Path) -> dict:
-    return dict(os.environ, PYTHONPATH=str(target), LOOKALIKE_PROGRESS="0")
+    env = dict(os.environ, PYTHONPATH=str(target))
+    for name in ("LOOKALIKE_PROGRESS", "LOOKALIKE_PROJECT_ROOT"):
+        env.pop(name, None)
+    return env
 
 
 def test_the_package_carries_its_schema_and_stages(installed):

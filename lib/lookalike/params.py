@@ -245,3 +245,52 @@ def check(params: dict[str, Any], source: str = "injected parameters") -> dict[s
     merged = deep_merge(read_yaml(BASE_PARAMS), params, Path(source))
     check_constraints(merged, source)
     return merged
+
+
+REFERENCE_INTRO = """# Parameters
+
+Generated from lookalike's schema (`lib/lookalike/base.yaml`; `params/base.yaml` in a checkout
+points to it) by `make docs`; a test fails when this page and the schema differ.
+
+A run file (`params/ci.yaml`, `params/demo.yaml` or yours) is deep-merged over these defaults. A key
+that is not here, a value of another type, or one outside the allowed values stops the run at load
+time, naming the key, the file and what is allowed (`lookalike check PARAMS.yaml` says the same in
+seconds). Relative paths start at the checkout's root (where `make` runs), or, for an installed
+lookalike, at the folder it runs in.
+"""
+
+
+def reference_markdown(base_file: Path | str = BASE_PARAMS) -> str:
+    """docs/parameters.md: one table per section of base.yaml — key, default, allowed values (the
+    constraint in braces) and the comment — in the schema's own order."""
+    rows: dict[str, list[tuple[str, str, str, str]]] = {}
+    section = ""
+    values = read_yaml(Path(base_file))
+    for line in Path(base_file).read_text(encoding="utf-8").splitlines():
+        m = re.match(r"^(?P<indent> *)(?P<key>[a-z_]+):(?P<rest>.*)$", line)
+        if not m:
+            continue
+        comment = m.group("rest").split(" # ", 1)[1].strip() if " # " in m.group("rest") else ""
+        if not m.group("indent") and not m.group("rest").split("#")[0].strip():
+            section = m.group("key")                       # a section heading: "encode:"
+            rows.setdefault(section, [])
+            continue
+        key = m.group("key") if not m.group("indent") else f"{section}.{m.group('key')}"
+        top = "" if not m.group("indent") else section
+        allowed = ""
+        c = re.match(r"^\{(?P<spec>[^}]*)\}\s*(?P<text>.*)$", comment)
+        if c:
+            allowed, comment = c.group("spec").strip(), c.group("text")
+        value = values
+        for part in key.split("."):
+            value = value[part]
+        rows.setdefault(top, []).append((key, json.dumps(value, ensure_ascii=False), allowed, comment))
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|").replace("\n", " ")
+    out = [REFERENCE_INTRO]
+    for name, items in rows.items():
+        out.append(f"## {name or 'the run'}\n")
+        out.append("| key | default | allowed | what it does |\n|---|---|---|---|")
+        out += [f"| `{k}` | `{cell(d)}` | {cell(a)} | {cell(t)} |" for k, d, a, t in items]
+        out.append("")
+    return "\n".join(out)

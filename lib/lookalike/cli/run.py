@@ -178,7 +178,10 @@ def _run_stages(stages: list[str], plan: dict, merged: dict, nb_dir: Path, run_d
     (stage -> seconds) as stages finish, so a failure still leaves the times of those that ran."""
     import papermill as pm
 
-    os.environ[P.PROJECT_ENV] = str(P.PROJECT_ROOT)    # the kernels resolve relative paths as the runner does
+    if P.CHECKOUT is None:
+        # an installed lookalike: the kernels (started in the run's notebooks folder) resolve
+        # relative paths from the folder the runner started in
+        os.environ[P.PROJECT_ENV] = str(P.PROJECT_ROOT)
     manager = kernel_manager_class()
     timings = {} if timings is None else timings
 
