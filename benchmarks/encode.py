@@ -157,7 +157,7 @@ class CpuSampler:
         while not self._stop.wait(self.interval):
             self.last.update(self._snapshot())       # read only after the thread is joined
 
-    def __enter__(self) -> "CpuSampler":
+    def __enter__(self) -> CpuSampler:
         self.base = self._snapshot()
         self._thread.start()
         return self

@@ -126,7 +126,7 @@ def test_bi_and_colpali_compare_on_one_corpus_through_the_run_settings(tmp_path,
     tiny_colpali.save("ColIdefics3", tmp_path / "col")
     ctx = context(tmp_path, {"encode": {"encoders": ["bi", "colpali"], "colpali_model": str(tmp_path / "col"),
                                         "device": "cpu", "settings": {"bi": {"model": str(tmp_path / "bi")}}}})
-    settings = systems.run_settings(ctx.get)
+    settings = ctx.encoder_settings()
     vecs, table = systems.encode_units(units, root, ["bi", "colpali"], Cache(tmp_path / "c"), **settings)
     assert list(table["kind"]) == ["single", "multi"]
     questions = pd.DataFrame({"query_id": ["q1"], "text": ["revenue"]})

@@ -28,7 +28,7 @@ def test_per_query_complete_and_cutoff_options(shared_data, capsys):
     d = shared_data / "trec_eval"
     assert main(["-q", "-c", "-M100", "-m", "official", str(d / "qrels.test"), str(d / "results.trunc")]) == 0
     ours = capsys.readouterr().out.splitlines()
-    expected = {tuple(l.split("\t")[:2]): l for l in (d / "out.test.aqcM").read_text().splitlines()}
+    expected = {tuple(line.split("\t")[:2]): line for line in (d / "out.test.aqcM").read_text().splitlines()}
     for line in ours:
         key = tuple(line.split("\t")[:2])
         if key[0].strip() != "runid":

@@ -174,7 +174,7 @@ def start(run_dir: Path, port: int, *extra: str) -> subprocess.Popen:
                 return proc
         except OSError:
             if proc.poll() is not None:
-                raise AssertionError(proc.stdout.read().decode())
+                raise AssertionError(proc.stdout.read().decode()) from None
             time.sleep(0.1)
     proc.kill()
     raise AssertionError("the label server did not start in 60 s")
@@ -222,7 +222,7 @@ def test_kill_9_mid_submit_loses_no_acknowledged_label_and_doubles_none(tmp_path
             except (OSError, urllib.error.URLError):
                 return                                # the server is gone
 
-    for round_ in range(3):                          # three kills, each while a label request is on its way
+    for _round in range(3):                          # three kills, each while a label request is on its way
         proc = start(run_dir, port, "--per-pair", "2")
         for n in names:
             assert call(port, "/api/signin", {"name": n})[0] == 200

@@ -20,7 +20,7 @@ import pytest
 
 from conftest import REPO, headless_chrome, make_label_run, needs_chromium
 from lookalike.judging.labeldb import LabelDB
-from test_label_server import call, free_port, start
+from test_label_server import free_port, start
 
 pytestmark = [needs_chromium, pytest.mark.browser]
 
@@ -77,7 +77,7 @@ def test_corpus_text_stays_text_in_the_browser(tmp_path):
             pair = press(driver, "3", pair)
         assert seen_script and seen_caption
         with pytest.raises(NoAlertPresentException):
-            driver.switch_to.alert.text
+            driver.switch_to.alert.text  # noqa: B018 (reading it raises when no alert is open)
         assert "Zoë tester" in driver.find_element(By.ID, "who").text
     finally:
         driver.quit()

@@ -65,7 +65,7 @@ def test_a_plugin_by_file_path_and_by_module_ranks_like_a_built_in(tmp_path, pag
             monkeypatch.syspath_prepend(str(tmp_path))
         assert E.system_name(spec) == "colour" and E.encoder_class(spec).provenance == "pixels"
         ctx = context(tmp_path, {"encode": {"encoders": [spec], "settings": {"colour": {"scale": 2.0}}}})
-        settings = systems.run_settings(ctx.get)
+        settings = ctx.encoder_settings()
         vecs, table = systems.encode_units(pages, tmp_path, [spec], Cache(tmp_path / "c"), **settings)
         assert list(vecs) == ["colour"] and table["encoder"].tolist() == ["colour"]
         assert '"scale": 2.0' in table["encoder_id"].iloc[0]             # its settings are in its id (cache key)
@@ -128,7 +128,7 @@ def test_encode_settings_is_an_open_mapping_and_a_built_in_typo_is_refused(tmp_p
     assert prm["encode"]["settings"] == {"hashed-ocr": {"dim": 64}, "ocr-minilm": {"workerz": 2}}
     ctx = context(tmp_path, prm)
     with pytest.raises(EncodeError, match="'workerz' is not a setting of the ocr-minilm encoder"):
-        systems.make_encoder("ocr-minilm", **systems.run_settings(ctx.get))
+        systems.make_encoder("ocr-minilm", **ctx.encoder_settings())
     bad = tmp_path / "bad.yaml"
     bad.write_text("encode:\n  settings: [dim]\n")
     with pytest.raises(P.ParamsError, match="encode.settings' must be a mapping"):

@@ -44,7 +44,7 @@ def test_compare_agrees_with_evaluate_and_with_holm_per_measure():
         means = M.evaluate(qrels, run, ["ndcg_cut_10", "P_5"]).mean()
         got = t[t["system"] == name].set_index("measure")["mean"]
         assert got["ndcg@10"] == pytest.approx(means["ndcg_cut_10"]) and got["P@5"] == pytest.approx(means["P_5"])
-    for m, part in t.groupby("measure"):
+    for _m, part in t.groupby("measure"):
         others = part[part["system"] != "weak"]
         assert np.allclose(others["p_holm"], stats.holm(others["p_randomisation"].to_numpy()))
         assert (others["wins"] + others["ties"] + others["losses"] == 30).all()

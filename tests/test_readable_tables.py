@@ -1,6 +1,7 @@
 """Metric tables as people read them: estimate [lo, hi] in one cell, n, fixed precision, escaped."""
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -66,3 +67,39 @@ def test_a_stage_says_one_interval_wording_once_under_its_table(tmp_path):
     assert html.count("documents resampled") == 1 and "<caption>intervals: bootstrap 95%" in html
     res.html_table("y", df.assign(interval=["one", "two"]))                # differing wordings stay per row
     assert "<td" in res.html["y"] and ">one<" in res.html["y"] and ">two<" in res.html["y"]
+
+
+def test_frames_a_stage_shows_take_the_report_table_style():
+    """res.show[...] frames render as the report's tables: no 0..n index column, a pivot's row
+    labels kept as a column, cells escaped and not truncated; no rows -> a sentence."""
+    from lookalike.stages.base import StageResult
+
+    res = StageResult("09_x", "t", Path("."))
+    long_text = "a very long explanation " * 20
+    res.show["units"] = pd.DataFrame({"unit": ["<b>u</b>"], "note": [long_text]})
+    res.show["pivot"] = pd.DataFrame({"register": ["shown", "hidden"], "recall": [0.5, 0.25]}).set_index("register")
+    res.show["empty"] = pd.DataFrame(columns=["a", "b"])
+    res.show["other"] = "a string passes through"
+    page = res.show["units"]._repr_html_()
+    assert "&lt;b&gt;u&lt;/b&gt;" in page and long_text.strip() in page and "row_heading" not in page
+    assert ">register<" in res.show["pivot"]._repr_html_() and ">shown<" in res.show["pivot"]._repr_html_()
+    assert "..." not in repr(res.show["units"]) and repr(res.show["units"]).count("long explanation") == 20
+    assert res.show["empty"]._repr_html_() == "<p>No rows: empty has nothing to show on this run.</p>"
+    assert res.show["other"] == "a string passes through"
+
+
+def test_an_empty_table_or_chart_is_a_sentence_or_nothing():
+    import altair as alt
+
+    from lookalike.stages.base import StageResult
+
+    res = StageResult("09_x", "t", Path("."))
+    res.html_table("by_source", pd.DataFrame(columns=["system", "n"]))
+    assert res.html["by_source"] == "<p>No rows: by source has nothing to show on this run.</p>"
+    assert "No missing thing table" in res.table_html("missing_thing").data
+    empty, full = pd.DataFrame(columns=["x", "y"]), pd.DataFrame({"x": [1], "y": [2]})
+    res.figure("bars", alt.Chart(empty).mark_bar().encode(x="x:Q", y="y:Q"))
+    res.figure("layered", alt.Chart(empty).mark_bar().encode(x="x:Q") + alt.Chart(empty).mark_rule().encode(x="x:Q"))
+    res.figure("faceted", alt.Chart(empty).mark_bar().encode(x="x:Q").properties(width=50).facet(column="y:N"))
+    res.figure("drawn", alt.Chart(full).mark_bar().encode(x="x:Q", y="y:Q"))
+    assert set(res.figures) == {"drawn"}

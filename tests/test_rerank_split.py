@@ -152,10 +152,12 @@ def test_derived_systems_are_built_from_parameters_or_skipped_with_the_reason(tm
     questions = pd.DataFrame({"query_id": ["q1", "q2"], "text": ["x", "y"]})
     vecs = {"toy": Vectors("toy", "pixels", list("abcd"), np.eye(4, dtype=np.float32))}
     cache = Cache(tmp_path / "cache")
-    none = D.build({"toy": BASE}, questions, vecs, units, tmp_path, cache, _ctx(tmp_path).get, {}, 100)
+    plain = _ctx(tmp_path).config
+    none = D.build({"toy": BASE}, questions, vecs, units, tmp_path, cache, plain.rerank, plain.split, plain.encode, {}, 100)
     assert none.runs == {} and none.notes == []
     asked = _ctx(tmp_path, rerank={"systems": ["toy", "nope"]}, split={"systems": ["toy"]})
-    out = D.build({"toy": BASE}, questions, vecs, units, tmp_path, cache, asked.get, {}, 100)
+    cfg = asked.config
+    out = D.build({"toy": BASE}, questions, vecs, units, tmp_path, cache, cfg.rerank, cfg.split, cfg.encode, {}, 100)
     assert out.runs == {}
     said = "\n".join(out.notes)
     assert "'nope' is not a system of this run" in said

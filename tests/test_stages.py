@@ -19,7 +19,7 @@ def results(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("stages") / "ci"
     ctx = stages.context(run_dir, P.load_params(REPO / "params" / "ci.yaml"))
     out = {}
-    for notebook, module in stages.STAGES.items():
+    for _notebook, module in stages.STAGES.items():
         res = importlib.import_module(f"lookalike.stages.{module}").run(ctx)
         res.save()
         out[module] = res

@@ -7,7 +7,7 @@ Named in a run's parameters by its path (or, once installed as a package, by "mo
       settings:
         hashed-ocr: {dim: 2048, bigrams: true}
 
-What lookalike asks of an encoder class (README: bring your own encoder):
+What lookalike asks of an encoder class (docs/encoders.md: bring your own encoder):
 
 - ``name``: the system's name in every table and file (here "hashed-ocr");
 - ``provenance``: what its page index reads — "pixels" here, since OCR sees only the image;
@@ -37,7 +37,7 @@ import hashlib
 import re
 import time
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd

@@ -19,12 +19,16 @@ runner injects every parameter into every stage.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import re
+from dataclasses import make_dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
+from collections.abc import Mapping
 
 import yaml
 
@@ -294,3 +298,49 @@ def reference_markdown(base_file: Path | str = BASE_PARAMS) -> str:
         out += [f"| `{k}` | `{cell(d)}` | {cell(a)} | {cell(t)} |" for k, d, a, t in items]
         out.append("")
     return "\n".join(out)
+
+
+# ----------------------------------------------------------------------------- typed configuration
+
+def _frozen(value: Any) -> Any:
+    """A parameter value that cannot be changed in place: lists become tuples, mappings read-only."""
+    if isinstance(value, list):
+        return tuple(_frozen(v) for v in value)
+    if isinstance(value, dict):
+        return MappingProxyType({k: _frozen(v) for k, v in value.items()})
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """The plain form of a frozen value (tuples -> lists, read-only mappings -> dicts), for code that
+    serialises it (an encoder's id is JSON of its settings)."""
+    if isinstance(value, tuple):
+        return [thaw(v) for v in value]
+    if isinstance(value, Mapping):
+        return {k: thaw(v) for k, v in value.items()}
+    return value
+
+
+_PY_TYPES = {bool: bool, int: int, float: float, str: str, list: tuple, dict: Mapping}
+
+
+@functools.lru_cache(maxsize=4)
+def config_types(base_file: str = str(BASE_PARAMS)) -> tuple[type, dict[str, type]]:
+    """(the run's Config class, section -> its Params class), frozen dataclasses made from base.yaml:
+    one field per key, typed by its default (lists are tuples, mappings read-only)."""
+    base = read_yaml(Path(base_file))
+    sections = {name: make_dataclass(f"{name.title().replace('_', '')}Params",
+                                     [(k, _PY_TYPES.get(type(v), Any)) for k, v in body.items()], frozen=True)
+                for name, body in base.items() if isinstance(body, dict) and body}
+    fields = [(k, sections[k] if k in sections else _PY_TYPES.get(type(v), Any)) for k, v in base.items()]
+    return make_dataclass("Config", fields, frozen=True), sections
+
+
+def typed(params: dict[str, Any], base_file: Path | str = BASE_PARAMS):
+    """The merged, checked parameters as frozen dataclasses: cfg.encode.device, cfg.rerank.systems.
+    Stages hand these (or plain values from them) to the layers below; no layer below the stages
+    reads a parameter by its dotted name."""
+    config, sections = config_types(str(base_file))
+    values = {k: (sections[k](**{kk: _frozen(vv) for kk, vv in v.items()}) if k in sections else _frozen(v))
+              for k, v in params.items()}
+    return config(**values)

@@ -17,7 +17,8 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Iterator, TextIO
+from typing import TextIO
+from collections.abc import Iterable, Iterator
 
 CHANNEL = "LOOKALIKE_PROGRESS"
 MIN_TOTAL = 200

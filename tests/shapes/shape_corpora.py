@@ -72,7 +72,7 @@ def _pdf_shape(folder: Path, seed: int, name: str, corpus_extra: str = "", entit
         metadata(folder, docs, facts)
     qs, qr = _filing_questions(facts, rng, n=n, answers=answers, qrels=qrels)
     _questions(folder / "q.jsonl", qs)
-    lines = [f"  source: pdf", f"  root: {folder / 'pdfs'}", f"  questions: {folder / 'q.jsonl'}"]
+    lines = ["  source: pdf", f"  root: {folder / 'pdfs'}", f"  questions: {folder / 'q.jsonl'}"]
     if qrels:
         _qrels(folder / "q.qrels", qr)
         lines.append(f"  qrels: {folder / 'q.qrels'}")

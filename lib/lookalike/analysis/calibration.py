@@ -10,7 +10,7 @@ expected outcome (a verdict, a bound, a direction), the outcome holds; ``check``
 
 from __future__ import annotations
 
-from typing import Collection, Mapping
+from collections.abc import Collection, Mapping
 
 import numpy as np
 import pandas as pd

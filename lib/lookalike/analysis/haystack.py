@@ -14,7 +14,7 @@ the doubt that a line in log size is the right shape (shares are clipped to [0, 
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd

@@ -31,7 +31,7 @@ import shutil
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -862,7 +862,7 @@ def judging_sheet_html(sheet: pd.DataFrame, units: pd.DataFrame, out_path: Path,
     folder.mkdir(parents=True, exist_ok=True)
     tokens = {}
     for uid in sorted(set(sheet["unit_id"])):
-        token = hashlib.sha256(f"{salt}:{uid}".encode("utf-8")).hexdigest()[:16]
+        token = hashlib.sha256(f"{salt}:{uid}".encode()).hexdigest()[:16]
         src = resolve_image(images[uid], image_root)
         dst = folder / f"{token}{Path(src).suffix}"
         if not dst.exists():

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -103,7 +103,7 @@ def select(mined: pd.DataFrame, rule: str, k: int = 4, judged_labels: pd.DataFra
     """The k negatives per question a rule chooses (CHOSEN_COLUMNS). judged_labels (query_id,
     unit_id, label) is what the judged rule may see: its judging budget."""
     out = []
-    lab = {} if judged_labels is None else {(q, u): l for q, u, l in zip(judged_labels["query_id"],
+    lab = {} if judged_labels is None else {(q, u): lab_ for q, u, lab_ in zip(judged_labels["query_id"],
                                                                         judged_labels["unit_id"], judged_labels["label"])}
     for j, (q, g) in enumerate(mined.groupby("query_id", sort=True)):
         g = g.sort_values("rank")
@@ -179,7 +179,7 @@ def export_training(chosen: pd.DataFrame, questions: pd.DataFrame, gold: Mapping
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     text = questions.set_index("query_id")["text"]
-    lab = {(q, u): l for q, u, l in zip(labels["query_id"], labels["unit_id"], labels["label"])}
+    lab = {(q, u): lab_ for q, u, lab_ in zip(labels["query_id"], labels["unit_id"], labels["label"])}
     written = []
     for rule, g in chosen.groupby("rule", sort=True):
         rows = []

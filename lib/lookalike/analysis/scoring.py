@@ -8,7 +8,7 @@ Within one set, paired differences (slot 1 -> slot 5, system vs system) are fine
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -115,7 +115,7 @@ def evidence_complete(qrels: pd.DataFrame, runs: Mapping[str, pd.DataFrame], que
         pq = per_query(qrels, run, measures, list(questions["query_id"]))
         frames[name] = pq
         groups = structure.reindex(pq.index)
-        for j, (label, code) in enumerate(EVIDENCE_MEASURES.items()):
+        for _j, (label, code) in enumerate(EVIDENCE_MEASURES.items()):
             for k in ks:
                 col = pq[f"{code}_{k}"]
                 draws = {}

@@ -17,7 +17,7 @@ evidence-complete table), not against pooled labels.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 from typing import Any
 
@@ -107,7 +107,7 @@ def execute(params_file: Path | str, out_root: Path | str = P.PROJECT_ROOT / "ou
     if unknown:
         raise P.ParamsError(f"unknown stage(s) {unknown}; stages are {STAGES}")
     plan = {stage: stage_parameters(stage, merged) for stage in stages}   # fail on params before running anything
-    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    started = datetime.now(UTC).isoformat(timespec="seconds")
     timings: dict[str, float] = {}
     failed: StageFailed | None = None
     with progress.relay():
@@ -133,7 +133,7 @@ def execute(params_file: Path | str, out_root: Path | str = P.PROJECT_ROOT / "ou
             report.write_failed_summary(run_dir, str(merged.get("title", "lookalike report")), failed.stage,
                                         failed.reason, later)
     report.write_manifest(run_dir, merged, P.params_hash(merged), timings, fp, P.CHECKOUT, started,
-                          datetime.now(timezone.utc).isoformat(timespec="seconds"))
+                          datetime.now(UTC).isoformat(timespec="seconds"))
     if failed is not None:
         raise failed
     log(f"[lookalike] {merged['run']}: report at {run_dir / 'index.html'}")

@@ -229,7 +229,7 @@ def _simulate(entities: list[Entity], periods: list[str], rng: np.random.Generat
         level = ent.scale
         margins = rng.uniform(0.06, 0.22, size=len(ent.segments))
         heads = float(ent.headcount)
-        for t, period in enumerate(periods):
+        for _t, period in enumerate(periods):
             level *= 1.0 + rng.normal(0.012, 0.03)
             q = int(period[1]) - 1
             seg_rev = level * season[q] * weights * rng.normal(1.0, 0.04, size=len(weights))

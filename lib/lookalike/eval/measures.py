@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Iterable
+from collections.abc import Iterable
 
 # aggregation over queries: mean (trec_eval's 'all' line), sum (counts), gmean (gm_map), count (num_q)
 AGGREGATIONS = ("mean", "sum", "gmean", "count")

@@ -32,7 +32,7 @@ no relevant unit are evaluated (most measures 0, as in trec_eval) and listed too
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -270,7 +270,7 @@ class _Context:
         ctx = self if m.rel is None or m.rel == self.level else self.at_level(m.rel)
         return COMPUTE[m.family](ctx, m)
 
-    def at_level(self, level: int) -> "_Context":
+    def at_level(self, level: int) -> _Context:
         relevant = self.rel >= level
         return _Context(qi=self.qi, rel=self.rel, rank=self.rank, retrieved=self.retrieved, relevant=relevant,
                         judged=self.judged, nq=self.nq, num_rel=np.bincount(self.qi, weights=relevant, minlength=self.nq),

@@ -10,7 +10,7 @@ writes every run file in this order.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping
+from collections.abc import Mapping
 
 from itertools import chain
 
@@ -107,7 +107,7 @@ class Run:
         self._vocab_index: pd.Index | None = None
 
     @classmethod
-    def read(cls, path, name: str | None = None) -> "Run":
+    def read(cls, path, name: str | None = None) -> Run:
         """A TREC run file: plain files go straight into arrays (trec.read_columns), any other
         through the line-by-line reader, which names the line of any error."""
         cols = trec.read_columns(path, "run")
@@ -254,7 +254,7 @@ class Qrels:
             self.offsets = np.concatenate([[0], np.cumsum(np.bincount(qcode, minlength=len(self.query_ids)))]).astype(np.int64)
 
     @classmethod
-    def read(cls, path) -> "Qrels":
+    def read(cls, path) -> Qrels:
         """A TREC qrels file: plain files go straight into arrays (trec.read_columns), any other
         through the line-by-line reader, which names the line of any error."""
         cols = trec.read_columns(path, "qrels")

@@ -424,7 +424,9 @@ def beir_folder(folder: Path | str, out_dir: Path | str, split: str = "test", ma
     evidence = qrels[qrels["relevance"] > 0].groupby("query_id")["unit_id"].apply(lambda s: ";".join(sorted(s)))
     qs = pd.DataFrame({"query_id": [_safe_id(x) for x in queries[qid_col]], "text": queries[text_col].astype(str)})
     qs = qs.assign(answer="", evidence_structure="", register="question", qualified=False, qualifiers="",
-                   evidence_unit_ids=qs["query_id"].map(evidence).fillna(""))
+                   # a query with no relevant unit has no evidence: "" (map gives NaN; with no evidence
+                   # at all the column would be float, which pandas 4 will not fill with a string)
+                   evidence_unit_ids=[evidence.get(q, "") for q in qs["query_id"]])
     return Corpus(units=pd.DataFrame(units, columns=UNIT_COLUMNS), questions=qs[QUESTION_COLUMNS],
                   skipped=pd.DataFrame(skipped, columns=SKIP_COLUMNS), qrels=qrels)
 

@@ -17,7 +17,7 @@ limited corpus is refused too — the message says so.
 from __future__ import annotations
 
 import re
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from lookalike.data.schema import CorpusError
 

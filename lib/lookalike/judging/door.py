@@ -15,7 +15,7 @@ question's words — what a lenient judge does, and what metadata moves.
 
 from __future__ import annotations
 
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 import pandas as pd
 

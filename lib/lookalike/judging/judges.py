@@ -33,7 +33,8 @@ import urllib.request
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Mapping, Protocol, Sequence
+from typing import Protocol
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd

@@ -30,9 +30,9 @@ import sqlite3
 import time as _time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
-from typing import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 import pandas as pd
 
@@ -103,7 +103,7 @@ class Assignment:
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def resolve(db: str | Path | None, run_dir: Path | str) -> str:
@@ -118,7 +118,7 @@ def resolve(db: str | Path | None, run_dir: Path | str) -> str:
     return str(path if path.is_absolute() else Path(run_dir) / path)
 
 
-def existing(db: str | Path | None, run_dir: Path | str) -> "LabelDB | None":
+def existing(db: str | Path | None, run_dir: Path | str) -> LabelDB | None:
     """The run's label database when there is one (a PostgreSQL URL, or a SQLite file that exists);
     None when nobody has started a label server for this run."""
     target = resolve(db, run_dir)
@@ -201,7 +201,7 @@ class LabelDB:
         return sql.replace("?", "%s") if self.postgres else sql
 
     @contextmanager
-    def transaction(self, serial: bool = False) -> Iterator["_Tx"]:
+    def transaction(self, serial: bool = False) -> Iterator[_Tx]:
         """One transaction; serial: one at a time against every other serial transaction (claims)."""
         con = self._connect()
         try:
@@ -362,7 +362,7 @@ class LabelDB:
                    (pick, name, clock + lease_s))
             return Assignment(pick, tx.one("SELECT question FROM pairs WHERE pair_id = ?", (pick,))[0], "label")
 
-    def _order(self, tx: "_Tx", seed: int, name: str) -> list[str]:
+    def _order(self, tx: _Tx, seed: int, name: str) -> list[str]:
         """This person's shuffled order of every pair, kept while the pairs stay the same (hashing every
         pair on every request costs about 100 ms at 50,000 pairs)."""
         count = int(tx.one("SELECT COUNT(*) FROM pairs")[0])
@@ -486,7 +486,7 @@ def check_request_id(request_id: str) -> None:
 
 def shuffle_key(seed: int, name: str, pair_id: str) -> str:
     """A person's own shuffled order of the pool: seeded, so a restart shows the same order."""
-    return hashlib.sha256(f"{seed}\0{name}\0{pair_id}".encode("utf-8")).hexdigest()
+    return hashlib.sha256(f"{seed}\0{name}\0{pair_id}".encode()).hexdigest()
 
 
 def pool_pairs(pool: pd.DataFrame, questions: pd.DataFrame, flagged: Mapping[tuple[str, str], str] | None = None

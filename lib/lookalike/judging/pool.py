@@ -6,7 +6,7 @@ sees (stage 03); ``unjudged`` is what re-pooling adds.
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 import pandas as pd

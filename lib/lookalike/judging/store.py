@@ -27,9 +27,9 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -55,7 +55,7 @@ class LabelError(ValueError):
 # ----------------------------------------------------------------------------- store
 
 def _now() -> str:
-    return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+    return datetime.now(UTC).replace(microsecond=0).isoformat()
 
 
 class LabelStore:
@@ -205,7 +205,7 @@ def qrels_from(current: pd.DataFrame) -> pd.DataFrame:
 # ----------------------------------------------------------------------------- labelling page
 
 def pair_id(query_id: str, unit_id: str, question: str = "") -> str:
-    return hashlib.sha256(f"{query_id}\0{unit_id}\0{question}".encode("utf-8")).hexdigest()[:12]
+    return hashlib.sha256(f"{query_id}\0{unit_id}\0{question}".encode()).hexdigest()[:12]
 
 
 def labelling_page(pairs: pd.DataFrame, questions: pd.DataFrame, units: pd.DataFrame, base_dir: Path | str,

@@ -10,7 +10,7 @@ the same) the row says why and gives the raw agreement instead.
 from __future__ import annotations
 
 import math
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd

@@ -55,7 +55,7 @@ def haystack(curve: pd.DataFrame) -> alt.FacetChart:
     # the dashed segment: the fitted line (value = a + b log size, as the extrapolation) from the
     # largest measured size to the target
     segments = []
-    for (system, measure), g in data.groupby(["system", "measure"], sort=True):
+    for (_system, _measure), g in data.groupby(["system", "measure"], sort=True):
         guess, seen = g[g["extrapolated"]], g[~g["extrapolated"]].sort_values("corpus_size")
         if len(guess) and len(seen) >= 2:
             logs = np.log(seen["corpus_size"].to_numpy(dtype=float))

@@ -6,7 +6,7 @@ import base64
 import io
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
 import pandas as pd
 from PIL import Image, ImageDraw, ImageFont

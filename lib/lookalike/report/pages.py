@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 import jinja2
 

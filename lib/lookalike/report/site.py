@@ -149,7 +149,7 @@ color:#1d2330;line-height:1.45}
 h1,h2,h3{line-height:1.2} a{color:#1f4fa3}
 table{border-collapse:collapse;font-size:.9rem;margin:.5rem 0} th,td{border-bottom:1px solid #dde;padding:.25rem .6rem;
 text-align:right} th{background:#f1f3f8} td:first-child,th:first-child{text-align:left}
-pre{background:#f6f7fa;padding:.6rem;overflow-x:auto;font-size:.85rem}
+pre{background:#f6f7fa;padding:.6rem;font-size:.85rem;white-space:pre-wrap;overflow-wrap:anywhere}
 .input_prompt,.output_prompt{display:none} .input_area{border-left:3px solid #c9d3ea;margin:.4rem 0}
 .output_stderr{display:none} .cell{margin:.6rem 0} img,svg{max-width:100%;height:auto}
 .stage{border:1px solid #dde;border-radius:6px;padding:1rem;margin:1rem 0} .muted{color:#667}

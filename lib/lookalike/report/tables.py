@@ -80,3 +80,34 @@ def html_table(df: pd.DataFrame, table_id: str, digits: int = 3, caption: str = 
         styler = styler.set_caption(html.escape(str(caption)))
     # Styler writes an empty <style> block when no cell is styled: left out
     return re.sub(r'^<style type="text/css">\s*</style>\s*', "", styler.to_html())
+
+
+def _plain(df: pd.DataFrame) -> pd.DataFrame:
+    """A frame without the index pandas would print: a named or multi-level index (a pivot's rows)
+    becomes columns; a plain 0..n index goes."""
+    if isinstance(df.index, pd.RangeIndex) and df.index.name is None:
+        return df.reset_index(drop=True)
+    return df.reset_index()
+
+
+class Readable:
+    """A frame for a notebook cell, shown the way every table of the report is: the Styler table
+    (no index column, CI triples folded, cells escaped, long text wrapped, nothing truncated), and
+    a sentence instead of an empty table when it has no rows."""
+
+    def __init__(self, df: pd.DataFrame, table_id: str, what: str = "", digits: int = 3):
+        self.df, self.table_id, self.what, self.digits = _plain(df), table_id, what or table_id, digits
+
+    def empty_words(self) -> str:
+        return f"No rows: {self.what} has nothing to show on this run."
+
+    def _repr_html_(self) -> str:
+        if not len(self.df):
+            return f"<p>{html.escape(self.empty_words())}</p>"
+        return html_table(with_ci(self.df), self.table_id, digits=self.digits)
+
+    def __repr__(self) -> str:
+        if not len(self.df):
+            return self.empty_words()
+        with pd.option_context("display.max_colwidth", None, "display.width", 200):
+            return self.df.to_string(index=False)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping
+from collections.abc import Mapping
 
 import pandas as pd
 
@@ -34,13 +34,14 @@ class Derived:
     failed: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=FAILED_COLUMNS))
 
 
-def _reranker(get: Callable, unit_vectors: Mapping, questions: pd.DataFrame, units: pd.DataFrame, run_dir: Path,
+def _reranker(rerank, encode, unit_vectors: Mapping, questions: pd.DataFrame, units: pd.DataFrame, run_dir: Path,
               cache: Cache, settings: dict):
-    """(score function, reranker id) for rerank.method, or raises RerankError saying what is missing."""
-    method = get("rerank.method")
+    """(score function, reranker id) for rerank.method, or raises RerankError saying what is missing.
+    rerank, encode: the run's typed rerank and encode parameters (params.typed)."""
+    method = rerank.method
     ids_text = dict(zip(questions["query_id"], questions["text"]))
     if method == "maxsim":
-        name = get("rerank.maxsim_encoder")
+        name = rerank.maxsim_encoder
         vecs = unit_vectors.get(name)
         if vecs is None or vecs.kind != "multi":
             raise R.RerankError(f"rerank.maxsim_encoder {name!r} is not a multi-vector system of this run "
@@ -50,23 +51,24 @@ def _reranker(get: Callable, unit_vectors: Mapping, questions: pd.DataFrame, uni
         reranker = R.MaxSimReranker(vecs.encoder_id, pages, dict(zip(qv.ids, qv.data)))
         return reranker.score_ids, reranker.id
     if method == "endpoint":
-        reranker = R.EndpointReranker(get("rerank.url"), get("rerank.model"), get("rerank.api_key_env"),
+        reranker = R.EndpointReranker(rerank.url, rerank.model, rerank.api_key_env,
                                       cache_dir=cache.root)
     else:
-        reranker = R.CrossEncoderReranker(get("rerank.model"), resolve_device(settings.get("device", "auto"))[0],
+        reranker = R.CrossEncoderReranker(rerank.model, resolve_device(settings.get("device", "auto"))[0],
                                           cache_dir=cache.root)
-    texts = systems.ocr_texts(units, run_dir, cache, get("encode.ocr_engine"), get("encode.workers"))
+    texts = systems.ocr_texts(units, run_dir, cache, encode.ocr_engine, encode.workers)
     return R.text_scorer(reranker, ids_text, texts), reranker.id
 
 
 def build(runs: Mapping[str, pd.DataFrame], questions: pd.DataFrame, unit_vectors: Mapping, units: pd.DataFrame,
-          run_dir: Path, cache: Cache, get: Callable, settings: dict, depth: int) -> Derived:
-    """Every +rerank and +split system the parameters ask for, over these questions. settings:
-    systems.run_settings (a run_dir in it is ignored: run_dir is the one used)."""
+          run_dir: Path, cache: Cache, rerank, split, encode, settings: dict, depth: int) -> Derived:
+    """Every +rerank and +split system the parameters ask for, over these questions. rerank, split,
+    encode: the run's typed parameters (params.typed); settings: systems.run_settings (a run_dir in
+    it is ignored: run_dir is the one used)."""
     settings = {k: v for k, v in settings.items() if k != "run_dir"}
     out = Derived()
     failed_rows: list = []
-    wanted = list(get("rerank.systems"))
+    wanted = list(rerank.systems)
     if wanted and len(questions):
         present = [s for s in wanted if s in runs]
         for s in wanted:
@@ -74,22 +76,22 @@ def build(runs: Mapping[str, pd.DataFrame], questions: pd.DataFrame, unit_vector
                 out.notes.append(f"rerank: {s!r} is not a system of this run ({', '.join(sorted(runs))}); "
                                  f"{s}{R.SUFFIX} not built")
         try:
-            score, rid = _reranker(get, unit_vectors, questions, units, run_dir, cache, settings) if present else (None, "")
+            score, rid = _reranker(rerank, encode, unit_vectors, questions, units, run_dir, cache, settings) if present else (None, "")
         except R.RerankError as exc:
             score = None
             out.notes.append(f"rerank: {', '.join(s + R.SUFFIX for s in present)} not built: {exc}")
         if score is not None:
             frames = []
             for s in present:
-                res = R.rerank_run(runs[s], int(get("rerank.depth")), score)
+                res = R.rerank_run(runs[s], int(rerank.depth), score)
                 out.runs[s + R.SUFFIX] = res.run
                 frames.append(res.scores.assign(system=s + R.SUFFIX))
                 failed_rows += [(s + R.SUFFIX, q, why) for q, why in res.failed]
-                out.notes.append(f"rerank: {s}{R.SUFFIX} = the top {get('rerank.depth')} of {s} re-scored by {rid}"
+                out.notes.append(f"rerank: {s}{R.SUFFIX} = the top {rerank.depth} of {s} re-scored by {rid}"
                                  f" ({len(res.failed)} of {questions['query_id'].nunique()} questions kept their "
                                  f"base order: the reranker refused them)")
             out.rerank_scores = pd.concat(frames, ignore_index=True)[RERANK_SCORE_COLUMNS]
-    wanted = list(get("split.systems"))
+    wanted = list(split.systems)
     if wanted and len(questions):
         encoded = [s for s in wanted if s in unit_vectors]
         for s in wanted:
@@ -99,8 +101,8 @@ def build(runs: Mapping[str, pd.DataFrame], questions: pd.DataFrame, unit_vector
         splitter = None
         if encoded:
             try:
-                splitter = Q.ChatSplitter(get("split.url"), get("split.model"), get("split.api_key_env"),
-                                          get("split.max_subqueries"), cache_dir=cache.root)
+                splitter = Q.ChatSplitter(split.url, split.model, split.api_key_env, split.max_subqueries,
+                                          cache_dir=cache.root)
             except Q.SplitError as exc:
                 out.notes.append(f"split: {', '.join(s + Q.SUFFIX for s in encoded)} not built: {exc}")
         if splitter is not None:

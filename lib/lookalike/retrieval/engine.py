@@ -29,7 +29,7 @@ import os
 import pickle
 import time
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
 import pandas as pd
 

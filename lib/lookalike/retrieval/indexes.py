@@ -11,7 +11,7 @@ fault injection uses on purpose and which is recorded on the index.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -57,7 +57,7 @@ class DenseIndex:
         self.encoder_id = ""
         self._index = None
 
-    def add(self, vectors: Vectors) -> "DenseIndex":
+    def add(self, vectors: Vectors) -> DenseIndex:
         import faiss
 
         _check(vectors, self.accepts, self.allow_foreign_provenance, self.name)
@@ -111,7 +111,7 @@ class MultiVectorIndex:
         self._centroids = None
         self.last_search: dict = {}
 
-    def add(self, vectors: Vectors) -> "MultiVectorIndex":
+    def add(self, vectors: Vectors) -> MultiVectorIndex:
         """Index the vectors' pages. Pages stored on disk (Vectors.stored: a float16 PageStore) stay
         there and are read a block at a time by every search (memory follows memory_budget_mb, not
         the corpus); they are indexed as given, once — a stored index takes no second add."""
@@ -208,7 +208,7 @@ class BM25Index:
         self.unit_ids: list[str] = []
         self._retriever = None
 
-    def add(self, vectors: Vectors) -> "BM25Index":
+    def add(self, vectors: Vectors) -> BM25Index:
         import bm25s
 
         _check(vectors, self.accepts, self.allow_foreign_provenance, self.name)

@@ -7,7 +7,7 @@ blocks and the fixed-order token sum here, so a (query, page) gets the same bits
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -33,7 +33,7 @@ scored (the benchmark prints both cases); the result is exact either way.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -51,12 +51,12 @@ class PageBalls:
     radius -inf so they never raise a maximum. order lists look-alike pages next to each other,
     for blocked scoring."""
 
-    centres: "object"                 # torch.Tensor (P, K, d)
-    radii: "object"                   # torch.Tensor (P, K)
+    centres: object                 # torch.Tensor (P, K, d)
+    radii: object                   # torch.Tensor (P, K)
     order: np.ndarray                 # page indices, look-alike pages next to each other
     clusters: int
     seconds: float = 0.0
-    _augmented: "object" = None
+    _augmented: object = None
 
     def augmented(self):
         """[centre, radius] rows (P * K, d + 1); unused clusters are a zero centre and a radius

@@ -22,7 +22,7 @@ import os
 import sys
 import zipfile
 from pathlib import Path
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -55,7 +55,7 @@ def units_fingerprint(unit_ids: Sequence[str], image_paths: Sequence[Path]) -> s
             stamp = f"{st.st_size}:{st.st_mtime_ns}"
         except OSError:
             stamp = "missing"
-        h.update(f"{uid}\0{p}\0{stamp}\n".encode("utf-8"))
+        h.update(f"{uid}\0{p}\0{stamp}\n".encode())
     return h.hexdigest()
 
 
@@ -80,7 +80,7 @@ def page_texts(run_dir: Path, engine_id: str, unit_ids: Sequence[str], image_pat
 
 
 def _key(encoder_id: str, text: str) -> str:
-    return hashlib.sha256(f"{encoder_id}\0{text}".encode("utf-8")).hexdigest()
+    return hashlib.sha256(f"{encoder_id}\0{text}".encode()).hexdigest()
 
 
 def _file_name(name: str) -> str:

@@ -28,7 +28,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -163,7 +163,7 @@ class Int8Centroids:
 class StoredPages(Sequence):
     """A PageStore's pages as a sequence of float32 (tokens, dim) arrays, each read when asked for."""
 
-    def __init__(self, store: "PageStore", index: Sequence[int] | None = None):
+    def __init__(self, store: PageStore, index: Sequence[int] | None = None):
         self.store = store
         self.index = np.arange(len(store)) if index is None else np.asarray(index, dtype=np.int64)
 
@@ -179,7 +179,7 @@ class StoredPages(Sequence):
         o = self.store.offsets
         return (o[self.index + 1] - o[self.index]).astype(np.int64)
 
-    def by_id(self) -> "StoredPagesById":
+    def by_id(self) -> StoredPagesById:
         """The pages as a read-only mapping unit id -> float32 page, each read when asked for."""
         return StoredPagesById(self)
 
@@ -223,7 +223,7 @@ class PageStore:
 
     @classmethod
     def write(cls, folder: Path | str, ids: Sequence[str], pages: Iterable[np.ndarray], dim: int,
-              encoder_id: str = "") -> "PageStore":
+              encoder_id: str = "") -> PageStore:
         """Write pages (an iterable: a generator keeps memory flat) as float16, in ids order."""
         writer = PageWriter(folder, dim, encoder_id)
         ids = list(ids)
@@ -326,7 +326,7 @@ class PageWriter:
         self.ids.append(str(unit_id))
         self.offsets.append(self.offsets[-1] + len(page))
 
-    def close(self) -> "PageStore":
+    def close(self) -> PageStore:
         self._fh.close()
         np.save(self.folder / OFFSETS, np.asarray(self.offsets, dtype=np.int64))
         (self.folder / IDS).write_text(json.dumps(self.ids))
@@ -393,9 +393,9 @@ class CentroidIndex:
     store: PageStore
     clusters: int
     seconds: float
-    _first: "Int8Centroids | None" = None
+    _first: Int8Centroids | None = None
 
-    def first_stage(self) -> "Int8Centroids":
+    def first_stage(self) -> Int8Centroids:
         """The centroids in memory for the first stage: padded and quantized once (int8: clusters x
         dim bytes per page)."""
         if self._first is None:
@@ -403,7 +403,7 @@ class CentroidIndex:
         return self._first
 
     @classmethod
-    def build(cls, pages: PageStore, folder: Path | str, clusters: int = 64) -> "CentroidIndex":
+    def build(cls, pages: PageStore, folder: Path | str, clusters: int = 64) -> CentroidIndex:
         import time
 
         t0 = time.perf_counter()

@@ -16,7 +16,7 @@ import inspect
 import shutil
 import time
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -25,6 +25,7 @@ from lookalike.data.schema import resolve_image
 from lookalike.eval import metrics as M
 from lookalike.eval import ranking, stats
 from lookalike.io.cache import Cache
+from lookalike.params import thaw
 from lookalike.retrieval import encoders as E
 from lookalike.retrieval import indexes as retrieve
 from lookalike.retrieval import runstore
@@ -52,18 +53,15 @@ def encoder_settings(name: str, ocr_engine: str = "", device: str = "auto", batc
     return out
 
 
-def run_settings(get, device: str | None = None, batch_size: int | None = None) -> dict:
-    """Every encoder's settings from a run's parameters (get: StageContext.get), so each stage
-    builds its encoders (and their ids, the cache keys) the same way. device / batch_size: a
-    stage's own choice instead of encode.device / encode.batch_size."""
-    return dict(ocr_engine=get("encode.ocr_engine"), device=device or get("encode.device"),
-                batch_size=batch_size or get("encode.batch_size"), workers=get("encode.workers"),
-                colpali_model=get("encode.colpali_model"), colpali_family=get("encode.colpali_family"),
-                endpoint={"url": get("encode.endpoint_url"), "model": get("encode.endpoint_model"),
-                          "api_key_env": get("encode.endpoint_api_key_env"),
-                          "dimensions": get("encode.endpoint_dimensions"),
-                          "image_prompt": get("encode.endpoint_image_prompt")},
-                settings=get("encode.settings"), encoders=list(get("encode.encoders")))
+def run_settings(encode) -> dict:
+    """Every encoder's settings from the run's encode parameters (params.typed(...).encode), so
+    each stage builds its encoders (and their ids, the cache keys) the same way, as the user set them."""
+    return dict(ocr_engine=encode.ocr_engine, device=encode.device, batch_size=encode.batch_size,
+                workers=encode.workers, colpali_model=encode.colpali_model, colpali_family=encode.colpali_family,
+                endpoint={"url": encode.endpoint_url, "model": encode.endpoint_model,
+                          "api_key_env": encode.endpoint_api_key_env, "dimensions": encode.endpoint_dimensions,
+                          "image_prompt": encode.endpoint_image_prompt},
+                settings=thaw(encode.settings), encoders=list(encode.encoders))
 
 
 def spec_of(name: str, encoders: Sequence[str] = ()) -> str:

@@ -10,9 +10,13 @@ function directly.
 
 from __future__ import annotations
 
+import functools
+import html
+
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 import pandas as pd
 
@@ -43,6 +47,18 @@ class StageContext:
     def path(self, dotted: str) -> Path | None:
         """A path parameter resolved the one way paths are: relative to the repository root; None if empty."""
         return P.repo_path(self.get(dotted))
+
+    @functools.cached_property
+    def config(self):
+        """The parameters as frozen dataclasses (params.typed): ctx.config.encode.device."""
+        return P.typed(self.params)
+
+    def encoder_settings(self) -> dict:
+        """Every encoder's settings as the user set them (device, batch size, models, per-encoder
+        settings): one function for every stage, so stages 02-08 build the same encoders (and ids)."""
+        from lookalike.retrieval import systems
+
+        return systems.run_settings(self.config.encode)
 
     @property
     def seed(self) -> int:
@@ -82,6 +98,37 @@ def context(run_dir: Path | str, params: dict[str, Any] | None = None) -> StageC
     return StageContext(Path(run_dir), P.check(params or {}))
 
 
+class _Shown(dict):
+    """StageResult.show: a frame put here is kept as report.tables.Readable, so a notebook shows it
+    in the report's one table style (other objects pass through)."""
+
+    def __init__(self, stage: str = ""):
+        super().__init__()
+        self.stage = stage
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        if isinstance(value, pd.DataFrame):
+            value = readable.Readable(value, f"{self.stage}-show-{name}", what=name.replace("_", " "))
+        super().__setitem__(name, value)
+
+
+def _empty_chart(fig) -> bool:
+    """An Altair chart whose every data frame (its own and its layers', facets', concatenations')
+    has no rows: there is nothing to draw."""
+    frames, stack = [], [fig]
+    while stack:
+        c = stack.pop()
+        data = getattr(c, "data", None)
+        if isinstance(data, pd.DataFrame):
+            frames.append(data)
+        for attr in ("layer", "hconcat", "vconcat", "concat"):
+            stack.extend(getattr(c, attr, None) or [])
+        spec = getattr(c, "spec", None)
+        if spec is not None and hasattr(spec, "to_dict"):
+            stack.append(spec)
+    return bool(frames) and all(f.empty for f in frames)
+
+
 @dataclass
 class StageResult:
     """What a stage computed. ``text`` holds the plain-text blocks the notebook prints (the
@@ -97,7 +144,7 @@ class StageResult:
     timings: dict[str, pd.DataFrame] = field(default_factory=dict)
     figures: dict[str, Any] = field(default_factory=dict)
     text: dict[str, str] = field(default_factory=dict)
-    show: dict[str, Any] = field(default_factory=dict)
+    show: dict[str, Any] = field(default_factory=_Shown)
     # the same tables as people read them (estimate [lo, hi], n, fixed precision): name -> HTML
     html: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -108,8 +155,11 @@ class StageResult:
     after_save: list = field(default_factory=list)
     _section: str = field(default="", repr=False)
 
+    def __post_init__(self) -> None:
+        self.show.stage = self.stage
+
     # -- building a result
-    def section(self, name: str) -> "StageResult":
+    def section(self, name: str) -> StageResult:
         """Start a text block; later say() calls append to it."""
         self._section = name
         self.text.setdefault(name, "")
@@ -128,6 +178,10 @@ class StageResult:
     def html_table(self, name: str, df: pd.DataFrame, digits: int = 3, caption: str = "") -> None:
         """Keep an HTML rendering of df for the notebook and its report (CI triples folded into
         one 'estimate [lo, hi]' cell); the plain-text block nbval checks is built separately."""
+        if not len(df):
+            # n = 0: a sentence, not an empty table under its headers
+            self.html[name] = f"<p>No rows: {html.escape(name.replace('_', ' '))} has nothing to show on this run.</p>"
+            return
         shown = readable.with_ci(df)
         if "interval" in shown.columns and shown["interval"].nunique() == 1 and len(shown):
             # one wording for every row: said once, under the table, instead of in each row
@@ -136,7 +190,8 @@ class StageResult:
         self.html[name] = readable.html_table(shown, f"{self.stage}-{name}", digits=digits, caption=caption)
 
     def figure(self, name: str, fig) -> None:
-        if fig is not None:
+        """Keep a chart or image; a chart with no rows to draw is not kept (nothing is drawn at n = 0)."""
+        if fig is not None and not (hasattr(fig, "to_dict") and _empty_chart(fig)):
             self.figures[name] = fig
 
     def headline(self, sentence: str, figure: str = "", numbers: dict[str, Any] | None = None) -> None:
@@ -151,7 +206,7 @@ class StageResult:
         """One HTML table for the notebook (IPython's HTML object: its plain-text form is fixed)."""
         from IPython.display import HTML
 
-        return HTML(self.html.get(name, "<p>(no table)</p>"))
+        return HTML(self.html.get(name, f"<p>No {html.escape(name.replace('_', ' '))} table on this run.</p>"))
 
     def display(self, name: str):
         """A figure for the notebook: charts as SVG (no Vega needed to read the notebook), images as they are."""

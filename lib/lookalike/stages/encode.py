@@ -38,7 +38,7 @@ def run(ctx: StageContext) -> StageResult:
     units = ctx.units()
     questions = ctx.table("questions")
     cache = Cache(encode_cache_dir or None)
-    settings = systems.run_settings(ctx.get)
+    settings = ctx.encoder_settings()
 
     res.section("device")
     device, dtype = resolve_device(encode_device)
@@ -109,7 +109,8 @@ def run(ctx: StageContext) -> StageResult:
             res.say(ext_skipped.head(10).to_string(index=False))
 
     res.section("derived")
-    derived = D.build(runs, questions, unit_vectors, units, RUN, cache, ctx.get, settings, retrieve_depth)
+    derived = D.build(runs, questions, unit_vectors, units, RUN, cache, ctx.config.rerank, ctx.config.split,
+                      ctx.config.encode, settings, retrieve_depth)
     for name, run in derived.runs.items():
         runs[name] = run
         provenance[name] = provenance.get(name.rsplit("+", 1)[0], "pixels")

@@ -81,7 +81,7 @@ def run(ctx: StageContext) -> StageResult:
     gold = dict(zip(single["query_id"], single["evidence_unit_ids"]))
     by_gold_hard = hard.groupby("gold_unit_id")["unit_id"].apply(list).to_dict()
     by_gold_rand = rand.groupby("gold_unit_id")["unit_id"].apply(list).to_dict()
-    settings = dict(systems.run_settings(ctx.get, device="auto", batch_size=32), run_dir=RUN)
+    settings = dict(ctx.encoder_settings(), run_dir=RUN)
     unit_vectors = {name: Vectors.load(RUN / "vectors" / f"{name}.npz")
                     for name in systems.pixel_systems(RUN, ctx.get("encode.encoders"))}
     query_vectors = systems.encode_queries(single, list(unit_vectors), **settings) if len(single) else {}

@@ -71,7 +71,7 @@ def run(ctx: StageContext) -> StageResult:
     res.section("systems")
     names = systems.base_systems(RUN, ctx.get("encode.encoders"))
     unit_vectors = {n: Vectors.load(RUN / "vectors" / f"{n}.npz") for n in names}
-    settings = dict(systems.run_settings(ctx.get, device="auto", batch_size=32), run_dir=RUN)
+    settings = dict(ctx.encoder_settings(), run_dir=RUN)
     query_vectors = systems.encode_queries(validated, names, **settings) if len(validated) else {}
     runs = systems.build_runs(unit_vectors, query_vectors, retrieve_depth, retrieve_rrf_k) if len(validated) else {}
     if len(runs) >= 3 and "caption-minilm" in runs:
@@ -89,7 +89,8 @@ def run(ctx: StageContext) -> StageResult:
     for name in external:           # your runs: they ranked the questions as generated
         ext = trec.read_run(RUN / "runs" / f"{name}.run")[0]
         runs[name] = ext[ext["query_id"].isin(set(validated["query_id"]))].reset_index(drop=True)
-    derived = D.build(runs, validated, unit_vectors, units, RUN, cache, ctx.get, settings, retrieve_depth)
+    derived = D.build(runs, validated, unit_vectors, units, RUN, cache, ctx.config.rerank, ctx.config.split,
+                      ctx.config.encode, settings, retrieve_depth)
     runs.update(derived.runs)
     out = RUN / "runs_validated"
     out.mkdir(exist_ok=True)

@@ -24,7 +24,7 @@ PLANTED_LEAK_COLUMNS = ["system", "input", "verdict", "probe_changed", "differen
 def dual_encoders(ctx: StageContext) -> dict:
     """The run's dual encoders (encode.encoders entries that also embed caption text into their query
     space: clip, bi, endpoint, a plug-in with encode_captions), built with the run's settings."""
-    settings = systems.run_settings(ctx.get)
+    settings = ctx.encoder_settings()
     return {E.system_name(spec): systems.make_encoder(spec, **settings)
             for spec in ctx.get("encode.encoders") if E.has_captions(spec)}
 

@@ -7,7 +7,7 @@ summary.html.
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 import altair as alt
 import numpy as np
@@ -64,7 +64,7 @@ def run(ctx: StageContext) -> StageResult:
     # views restrict it (stage 02's, questions as generated) rather than re-score
     EXTERNAL.update({p.stem: trec.read_run(p)[0] for p in sorted((RUN / "runs").glob("*.run"))
                      if p.stem.endswith(("+rerank", "+split"))})
-    settings = dict(systems.run_settings(ctx.get, device="auto", batch_size=32), run_dir=RUN)
+    settings = dict(ctx.encoder_settings(), run_dir=RUN)
 
 
     scorer = S.CandidateSystems(units, unit_vectors, FUSIONS, EXTERNAL, settings, retrieve_rrf_k, retrieve_depth, seed)
@@ -514,7 +514,7 @@ def run(ctx: StageContext) -> StageResult:
               for b in blocks]
     lead = SU.lead(ctx.get("run"), SU.corpus_words(ctx.get("corpus.source"), len(units), len(questions),
                                                      noun, ctx.get("corpus.root") or ctx.get("corpus.manifest")),
-                   datetime.now(timezone.utc).strftime("%Y-%m-%d"), SU.verdict(sufficiency, significance))
+                   datetime.now(UTC).strftime("%Y-%m-%d"), SU.verdict(sufficiency, significance))
     res.after_save.append(lambda: report.write_summary(RUN, f"{ctx.get('title')} — summary", blocks, lead))
     best = suff_hard[suff_hard["k"] == 1].sort_values(["sufficient", "system"], ascending=[False, True]).head(1)
     sentence = (f"Best sufficient@1 under hard negatives: {best['system'].iloc[0]} {best['sufficient'].iloc[0]:.2f} "

@@ -172,7 +172,7 @@ def run(ctx: StageContext) -> StageResult:
 
     res.section("top1")
     single = validated[(validated["evidence_structure"] == "page-single")].reset_index(drop=True)
-    settings = dict(systems.run_settings(ctx.get, device="auto", batch_size=32), run_dir=RUN)
+    settings = dict(ctx.encoder_settings(), run_dir=RUN)
     names = systems.pixel_systems(RUN, ctx.get("encode.encoders"))
     unit_vectors = {n: Vectors.load(RUN / "vectors" / f"{n}.npz") for n in names}
     top1_rows = []

@@ -19,7 +19,7 @@ import re
 import sys
 import time
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -237,7 +237,7 @@ def encoder_class(spec: str):
     return _plugin(spec)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _plugin(spec: str):
     module_name, _, attr = spec.rpartition(":")
     if not module_name or not attr:
@@ -289,7 +289,7 @@ def check_plugin(cls, spec: str = "") -> None:
         raise EncodeError(f"{where}: kind must be one of {', '.join(KINDS)}, got {getattr(cls, 'kind', None)!r}")
     for method in ("encode_units", "encode_queries"):
         if not callable(getattr(cls, method, None)):
-            raise EncodeError(f"{where}: no {method} method (README: bring your own encoder)")
+            raise EncodeError(f"{where}: no {method} method (docs/encoders.md: bring your own encoder)")
         if getattr(cls, method) is getattr(Encoder, method):
             raise EncodeError(f"{where}: {method} is the base class's, which encodes nothing; implement it")
 

@@ -14,7 +14,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -110,7 +110,7 @@ class Vectors:
         return target
 
     @classmethod
-    def load(cls, path: Path | str) -> "Vectors":
+    def load(cls, path: Path | str) -> Vectors:
         with np.load(path, allow_pickle=False) as z:
             meta = json.loads(str(z["meta"]))
             ids = [str(x) for x in z["ids"]]
@@ -199,7 +199,7 @@ class Encoder:
         return f"<{type(self).__name__} {self.id} device={self.device}>"
 
 
-def cached_pages(enc: "Encoder", units: pd.DataFrame, base_dir: Path, cache, embed, sink=None
+def cached_pages(enc: Encoder, units: pd.DataFrame, base_dir: Path, cache, embed, sink=None
                  ) -> tuple[list[str], list | None, dict]:
     """The page-image loop an image encoder shares: each unit's vector from the cache (keyed by the
     image's sha256 and enc.id), else embed(list of RGB images) in batches of enc.batch_size, then

@@ -27,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import time
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd

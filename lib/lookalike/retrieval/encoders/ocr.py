@@ -19,7 +19,7 @@ import os
 import shutil
 from concurrent.futures import ProcessPoolExecutor
 from functools import lru_cache
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from PIL import Image, ImageOps

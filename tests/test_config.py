@@ -1,0 +1,71 @@
+"""Typed configuration: params.typed gives frozen dataclasses; every stage builds its encoders from
+the user's encode settings through one function; no layer below the stages reads a dotted key."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import re
+from pathlib import Path
+from collections.abc import Mapping
+
+import pytest
+
+from lookalike import params as P
+from lookalike.retrieval import systems
+from lookalike.stages.base import context
+
+LIB = Path(P.__file__).resolve().parent
+STAGES = sorted(p for p in (LIB / "stages").glob("*.py") if p.name not in ("__init__.py", "base.py"))
+DOTTED = re.compile(r"""(\bctx\.get\(|\bget\(\s*["'][a-z_]+\.[a-z_]+["']|\.params\[\s*["'](?!run\b))""")
+
+
+def test_typed_parameters_are_frozen_and_complete():
+    cfg = P.typed(P.check({"encode": {"device": "cpu", "settings": {"clip": {"model": "/m"}}}}))
+    assert cfg.encode.device == "cpu" and isinstance(cfg.encode.encoders, tuple)
+    assert isinstance(cfg.encode.settings, Mapping) and cfg.encode.settings["clip"]["model"] == "/m"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.encode.device = "cuda"
+    with pytest.raises(TypeError):
+        cfg.encode.settings["clip"] = {}                      # read-only all the way down
+    base = P.read_yaml(P.BASE_PARAMS)
+    for section, body in base.items():
+        if isinstance(body, dict) and body:
+            assert {f.name for f in dataclasses.fields(getattr(cfg, section))} == set(body), section
+    assert P.thaw(cfg.encode.settings) == {"clip": {"model": "/m"}}
+
+
+def test_every_stage_builds_encoders_from_the_users_settings(tmp_path):
+    """Before, four stages replaced encode.device and encode.batch_size with auto / 32, so stage 02
+    and stages 04-07 could build different encoders. Now no stage calls run_settings itself or passes
+    an override: they all ask the context, which returns what the user set."""
+    offenders = []
+    for path in STAGES:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "run_settings":
+                offenders.append(f"{path.name}:{node.lineno}")
+    assert offenders == [], f"stages building encoder settings on their own: {offenders}"
+    users = [p.name for p in STAGES if "encoder_settings()" in p.read_text(encoding="utf-8")]
+    assert {"encode.py", "leak.py", "hard_negatives.py", "validate.py", "judge_pool.py", "metric_tables.py"} <= set(users)
+    ctx = context(tmp_path, {"encode": {"device": "cpu", "batch_size": 7, "encoders": ["ocr-minilm", "appearance"]}})
+    settings = ctx.encoder_settings()
+    assert settings["device"] == "cpu" and settings["batch_size"] == 7
+    ids = [systems.make_encoder(spec, **settings).id for spec in ctx.config.encode.encoders]
+    assert ids == [systems.make_encoder(spec, **ctx.encoder_settings()).id for spec in ctx.config.encode.encoders]
+
+
+def test_no_layer_below_the_stages_reads_a_dotted_parameter():
+    found = []
+    for path in sorted(LIB.rglob("*.py")):
+        rel = path.relative_to(LIB).as_posix()
+        if rel.startswith(("stages/", "cli/")) or rel == "params.py":
+            continue
+        for no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if DOTTED.search(line) and not line.lstrip().startswith("#"):
+                found.append(f"{rel}:{no}: {line.strip()}")
+    assert found == [], "\n".join(found)
+
+
+def test_the_dotted_read_check_sees_one():
+    assert DOTTED.search('method = get("rerank.method")') and DOTTED.search("x = ctx.get('seed')")
+    assert not DOTTED.search('vecs = unit_vectors.get(name)')

@@ -1,0 +1,29 @@
+"""The linter (ruff, rules and the reason for each exception in pyproject.toml) passes on the package,
+the tests, the benchmarks and the examples: part of the fast lane."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _ruff() -> list[str]:
+    found = shutil.which("ruff", path=str(Path(sys.executable).parent))
+    return [found] if found else [sys.executable, "-m", "ruff"]
+
+
+def test_ruff_passes():
+    done = subprocess.run([*_ruff(), "check", "--output-format", "concise", "lib", "tests", "benchmarks", "examples"],
+                          cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+
+
+def test_ruff_would_catch_an_unused_import(tmp_path):
+    (tmp_path / "bad.py").write_text("import os\n")
+    done = subprocess.run([*_ruff(), "check", "--config", str(REPO / "pyproject.toml"), str(tmp_path / "bad.py")],
+                          cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 1 and "F401" in done.stdout
