@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from lookalike import params as P
+from lookalike.stages import contracts
 from lookalike import progress
 from lookalike import stages as stage_modules
 from lookalike.data import schema as corpus
@@ -187,6 +188,7 @@ def _run_stages(stages: list[str], plan: dict, merged: dict, nb_dir: Path, run_d
 
     for stage in stages:
         out_nb = nb_dir / f"{stage}.ipynb"
+        before = _files(run_dir)
         log(f"[lookalike] {merged['run']}: stage {stage} ...")
         t0 = time.perf_counter()
         try:
@@ -203,7 +205,29 @@ def _run_stages(stages: list[str], plan: dict, merged: dict, nb_dir: Path, run_d
         log(f"[lookalike] {merged['run']}: stage {stage} done in {timings[stage]:.1f} s")
         report.notebook_to_html(out_nb, run_dir / "html" / f"{stage}.html", with_code=True)
         report.notebook_to_html(out_nb, run_dir / "html" / f"{stage}.report.html", with_code=False)
+        _check_contract(stage, before, _files(run_dir), out_nb, log)
     return timings
+
+
+STRICT_CONTRACTS = "LOOKALIKE_STRICT_CONTRACTS"
+
+
+def _files(run_dir: Path) -> set[str]:
+    return {p.relative_to(run_dir).as_posix() for p in run_dir.rglob("*") if p.is_file()}
+
+
+def _check_contract(stage: str, before: set[str], after: set[str], out_nb: Path, log) -> None:
+    """The files a stage created must be ones its contract (or the runner) declares. An undeclared one
+    is lookalike's bug: with LOOKALIKE_STRICT_CONTRACTS set (the tests) it stops the run, otherwise
+    the runner names it and goes on."""
+    undeclared = contracts.undeclared_files(stage, after - before)
+    if not undeclared:
+        return
+    words = (f"{stage} wrote files its contract does not declare: {', '.join(undeclared[:10])}"
+             f"{' ...' if len(undeclared) > 10 else ''} (lookalike.stages.contracts)")
+    if os.environ.get(STRICT_CONTRACTS):
+        raise StageFailed(stage, out_nb, f"ContractError: {words}")
+    log(f"[lookalike] warning: {words}")
 
 
 def main(params_file: str, out_root: str | None = None, stages: list[str] | None = None) -> int:

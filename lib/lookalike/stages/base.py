@@ -71,6 +71,11 @@ class StageContext:
             raise FileNotFoundError(f"{path} is missing: the stage that writes tables/{name}.csv has not run")
         return pd.read_csv(path, keep_default_na=False)
 
+    def optional_table(self, name: str) -> pd.DataFrame | None:
+        """An earlier stage's table when that stage wrote it (some tables are written only for some
+        corpora: your judgements, the demo's answer key), else None."""
+        return self.table(name) if self.has_table(name) else None
+
     def has_table(self, name: str) -> bool:
         return (self.run_dir / "tables" / f"{name}.csv").is_file()
 
@@ -222,7 +227,14 @@ class StageResult:
 
     # -- writing it
     def save(self) -> None:
-        """Write every table, figure and the headline into the run folder."""
+        """Write every table, figure and the headline into the run folder (only tables the stage's
+        contract declares: stages.contracts)."""
+        from lookalike.stages import contracts
+
+        undeclared = contracts.undeclared_tables(self.stage, self.tables)
+        if undeclared:
+            raise contracts.ContractError(f"{self.stage} writes tables its contract does not declare: "
+                                          f"{', '.join(undeclared)} (lookalike.stages.contracts)")
         for name, df in self.tables.items():
             site.write_table(df, self.run_dir, name)
         for name, df in self.timings.items():

@@ -119,7 +119,7 @@ def run(ctx: StageContext) -> StageResult:
             "no reranking or query splitting configured (rerank.systems, split.systems)")
 
     res.section("first_look")
-    given = pd.read_csv(RUN / "tables" / "qrels.csv", keep_default_na=False) if (RUN / "tables" / "qrels.csv").is_file() else None
+    given = ctx.optional_table("qrels")
     if given is not None and len(given) and (given["level"] == "document").all():
         # document-level judgements: each system's ranking becomes a document ranking (best page per document)
         unit_doc = dict(zip(units["unit_id"], units["doc_id"]))

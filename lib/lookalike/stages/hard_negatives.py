@@ -36,10 +36,10 @@ def run(ctx: StageContext) -> StageResult:
 
     res.section("distractors")
     golds = sorted({u for ids in questions["evidence_unit_ids"] for u in ids.split(";") if u})
-    preview = not golds and (RUN / "tables" / "sample.csv").is_file()
+    preview = not golds and ctx.has_table("sample")
     if preview:
         # no questions with evidence pages: show what the distractors of the sampled units would be
-        golds = sorted(pd.read_csv(RUN / "tables" / "sample.csv", keep_default_na=False)["unit_id"])
+        golds = sorted(ctx.table("sample")["unit_id"])
         res.say(f"no questions with evidence pages: distractors of the {len(golds)} sampled units, as a preview")
     if not golds:
         hard, pool_sizes = N.hard_negatives(units.head(0), appearance.data[:0], [], k=negatives_k)
@@ -144,7 +144,7 @@ def run(ctx: StageContext) -> StageResult:
 
     res.section("documents")
     doc_table = pd.DataFrame(columns=N.TOP1_COLUMNS)
-    given = pd.read_csv(RUN / "tables" / "qrels.csv", keep_default_na=False) if (RUN / "tables" / "qrels.csv").is_file() else None
+    given = ctx.optional_table("qrels")
     if given is not None and len(given) and (given["level"] == "document").all():
         rel = given[given["relevance"] > 0].groupby("query_id")["unit_id"].apply(list)
         doc_gold = {q: d[0] for q, d in rel.items() if len(d) == 1}

@@ -82,8 +82,8 @@ def run(ctx: StageContext) -> StageResult:
                                               units["doc_id"], n_context=4, seed=seed)
         runs["ocr-minilm+doc-context"] = retrieve.run_from_scores(dc, list(validated["query_id"]), list(units["unit_id"]),
                                                                   retrieve_depth)
-    systems_csv = RUN / "tables" / "systems.csv"
-    sys_table = pd.read_csv(systems_csv, keep_default_na=False) if systems_csv.is_file() else pd.DataFrame()
+    sys_table = ctx.optional_table("systems")
+    sys_table = pd.DataFrame() if sys_table is None else sys_table
     external = (sorted(sys_table.loc[sys_table["provenance"] == "external", "system"])
                 if "provenance" in sys_table.columns else [])
     for name in external:           # your runs: they ranked the questions as generated

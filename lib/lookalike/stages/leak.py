@@ -41,9 +41,9 @@ def ablation(ctx: StageContext, units: pd.DataFrame, cache: Cache, max_units: in
     if inject is None:
         inject = "caption-index" if ctx.get("leak.inject_caption_leak") else ""
     seed = ctx.seed if seed is None else seed
-    if visible is None and (ctx.run_dir / "tables" / "visible.csv").is_file():
+    if visible is None and ctx.has_table("visible"):
         visible = ctx.table("visible")
-    if facts is None and (ctx.run_dir / "tables" / "facts.csv").is_file():
+    if facts is None and ctx.has_table("facts"):
         facts = ctx.table("facts")
     ab = L.run_ablation(units, ctx.run_dir, seed, cache, max_units=max_units, inject=inject,
                         ocr_engine=ctx.get("encode.ocr_engine"), workers=ctx.get("encode.workers"),

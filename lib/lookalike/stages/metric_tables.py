@@ -56,7 +56,7 @@ def run(ctx: StageContext) -> StageResult:
     FUSIONS = {"pixels-rrf": ["ocr-minilm", "ocr-bm25"], "hybrid-rrf": BASE}
     FUSIONS = {k: v for k, v in FUSIONS.items() if len(v) >= 2 and set(v) <= set(BASE)}
     unit_vectors = {n: Vectors.load(RUN / "vectors" / f"{n}.npz") for n in BASE}
-    sys_table = read("systems") if (RUN / "tables" / "systems.csv").is_file() else pd.DataFrame()
+    sys_table = read("systems") if ctx.has_table("systems") else pd.DataFrame()
     EXTERNAL = ({n: trec.read_run(RUN / "runs" / f"{n}.run")[0]
                  for n in sorted(sys_table.loc[sys_table["provenance"] == "external", "system"])}
                 if "provenance" in sys_table.columns else {})
@@ -435,7 +435,7 @@ def run(ctx: StageContext) -> StageResult:
     if ctx.has_table("hard_vs_random") and len(read("hard_vs_random")):
         blocks.insert(1, {"heading": "Are the hard negatives harder than random ones?",
                           "text": harder_words(read("hard_vs_random"))})
-    if (RUN / "tables" / "validity_ladder.csv").is_file() and len(read("validity_ladder")):
+    if ctx.has_table("validity_ladder") and len(read("validity_ladder")):
         ladder_t = read("validity_ladder")
         slopes = N.ladder_slopes(ladder_t)
         fitted = all(v == v for v in (slopes.get("random", float("nan")), slopes.get("hard", float("nan"))))
