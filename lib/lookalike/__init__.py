@@ -4,8 +4,9 @@ The package is layered; a module imports only from its own subpackage and from t
 its own (tests/test_layers.py walks the import graph, function-level imports included, and fails
 on any cycle or any import against this order). Lowest first:
 
-  vocab, params, progress  the project's words (labels and grades, registers), the run parameters'
-                 schema, and the terminal's progress bars
+  vocab, params, progress, registry  the project's words (labels and grades, registers), the run
+                 parameters' schema and typed configuration, the terminal's progress bars, and the one
+                 registry shape (name -> spec) pluggable things use
   eval           the ranking rule, TREC formats, the measure registry and engine, statistics
   data           the units schema and the demo generator
   io             reading what users bring: corpora (manifest, PDF, images, BEIR, ViDoRe), questions,
@@ -22,7 +23,7 @@ on any cycle or any import against this order). Lowest first:
 
 __version__ = "0.1.0"
 
-LAYERS = (("vocab", "params", "progress"), ("eval",), ("data",), ("io",), ("report",), ("retrieval",), ("judging",),
+LAYERS = (("vocab", "params", "progress", "registry"), ("eval",), ("data",), ("io",), ("report",), ("retrieval",), ("judging",),
           ("analysis",), ("stages",), ("api", "plugin"), ("cli",), ("__main__",))
 
 # The public API (lookalike.api), loaded on first use so that `import lookalike` and the command line's

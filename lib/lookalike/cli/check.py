@@ -181,14 +181,12 @@ def run_systems(prm: dict) -> set[str]:
     document context, your runs, and the +rerank / +split systems it names."""
     from lookalike.retrieval import encoders as E
 
-    base = {E.system_name(spec) for spec in prm["encode"]["encoders"]}
+    from lookalike.retrieval import catalog, systems
+
+    base = [E.system_name(spec) for spec in prm["encode"]["encoders"]]
     names = set(base) | {str(spec).partition("=")[0].strip() for spec in prm["retrieve"]["external_runs"]}
-    if {"ocr-minilm", "ocr-bm25"} <= base:
-        names.add("pixels-rrf")
-    if len(base) >= 3:
-        names.add("hybrid-rrf")
-    if "ocr-minilm" in base:
-        names.add("ocr-minilm+doc-context")
+    encoded = [n for n in base if n != "appearance"]          # appearance answers no query (systems.base_systems)
+    names |= set(catalog.plan(encoded, {n: systems.declared_provenance(n) for n in encoded}, "08").built)
     names |= {f"{s}+rerank" for s in prm["rerank"]["systems"]} | {f"{s}+split" for s in prm["split"]["systems"]}
     return names
 

@@ -26,6 +26,7 @@ from lookalike.eval import metrics as M
 from lookalike.eval import ranking, stats
 from lookalike.io.cache import Cache
 from lookalike.params import thaw
+from lookalike.retrieval import catalog
 from lookalike.retrieval import encoders as E
 from lookalike.retrieval import indexes as retrieve
 from lookalike.retrieval import runstore
@@ -214,8 +215,10 @@ def encode_queries(questions: pd.DataFrame, names: Sequence[str], run_dir: Path 
 
 def build_runs(unit_vectors: dict, query_vectors: dict, depth: int = 100, rrf_k: int = 60,
                memory_budget_mb: float = 512.0, search: str = "exact", n_candidates: int = 200, clusters: int = 64,
-               recall: dict | None = None, recall_sample: int = 100, seed: int = 0) -> dict[str, pd.DataFrame]:
-    """Index each encoder's unit vectors and search the queries (multi-vector ones exactly, or by
+               recall: dict | None = None, recall_sample: int = 100, seed: int = 0,
+               stage: str = "02") -> dict[str, pd.DataFrame]:
+    """Index each encoder's unit vectors and search the queries, then fuse them as the stage's plan says
+    (retrieval.catalog) (multi-vector ones exactly, or by
     candidates: then recall, when given, gets each such system's candidate recall against exact
     MaxSim on recall_sample queries). What an index accepts comes from
     the system's *declared* provenance (its encoder class), never from the vectors it is handed, so
@@ -236,8 +239,11 @@ def build_runs(unit_vectors: dict, query_vectors: dict, depth: int = 100, rrf_k:
         if recall is not None and vecs.kind == "multi" and search == "candidates":
             # an approximate search is reported with its candidate recall against exact MaxSim
             recall[name] = index.candidate_recall(query_vectors[name], recall_sample, seed)
-    if "ocr-minilm" in runs and "ocr-bm25" in runs:
-        runs["pixels-rrf"] = retrieve.rrf([runs["ocr-minilm"], runs["ocr-bm25"]], k=rrf_k, depth=depth)
+    # the fusions this stage builds (retrieval.catalog: stage 02 fuses pixels-rrf, stage 06 on also hybrid-rrf)
+    base = [n for n in unit_vectors if n in runs]
+    fusions = catalog.plan(base, {n: declared_provenance(n, unit_vectors[n]) for n in base}, stage).fusions()
+    for name, members in fusions.items():
+        runs[name] = retrieve.rrf([runs[m] for m in members], k=rrf_k, depth=depth)
     return runs
 
 

@@ -12,7 +12,7 @@ import torch
 from lookalike.io import inputs as I
 from lookalike import params as P
 from lookalike.retrieval import derived as D
-from lookalike.retrieval import systems
+from lookalike.retrieval import catalog, systems
 from lookalike.eval import ranking, trec
 from lookalike.io.cache import Cache
 from lookalike.retrieval.encoders import appearance as appearance_mod, resolve_device
@@ -94,7 +94,9 @@ def run(ctx: StageContext) -> StageResult:
     if not runs:
         res.say("no questions with this corpus: nothing to rank (supply questions to get runs)")
     provenance = {name: v.provenance for name, v in unit_vectors.items()}
-    provenance["pixels-rrf"] = "pixels"
+    for name, members in catalog.plan(list(provenance), provenance, "02").built.items():
+        if name in runs:
+            provenance[name] = catalog.provenance(name, members, provenance)
     for spec in retrieve_external_runs:
         name, sep, path = (x.strip() for x in str(spec).partition("="))
         if not sep or not name or not path:

@@ -21,7 +21,7 @@ from lookalike.judging import team
 from lookalike.eval import metrics as M
 from lookalike.retrieval import indexes as retrieve
 from lookalike.retrieval import derived as D
-from lookalike.retrieval import systems
+from lookalike.retrieval import catalog, systems
 from lookalike.eval import ranking, trec
 from lookalike.io.cache import Cache
 from lookalike.retrieval.encoders.base import Vectors
@@ -73,14 +73,16 @@ def run(ctx: StageContext) -> StageResult:
     unit_vectors = {n: Vectors.load(RUN / "vectors" / f"{n}.npz") for n in names}
     settings = dict(ctx.encoder_settings(), run_dir=RUN)
     query_vectors = systems.encode_queries(validated, names, **settings) if len(validated) else {}
-    runs = systems.build_runs(unit_vectors, query_vectors, retrieve_depth, retrieve_rrf_k) if len(validated) else {}
-    if len(runs) >= 3 and "caption-minilm" in runs:
-        runs["hybrid-rrf"] = retrieve.rrf([runs[n] for n in names], k=retrieve_rrf_k, depth=retrieve_depth)
-    if "ocr-minilm" in runs:
+    runs = (systems.build_runs(unit_vectors, query_vectors, retrieve_depth, retrieve_rrf_k, stage="06")
+            if len(validated) else {})
+    derived_plan = catalog.plan(names, {n: systems.declared_provenance(n, unit_vectors[n]) for n in names}, "06")
+    if derived_plan.not_built:
+        res.say("\n".join(derived_plan.not_built.values()))
+    if "ocr-minilm" in runs and derived_plan.has(catalog.DOC_CONTEXT):
         # document-context scoring (VL-DocIR eq. 8): page score + the query's match to its document's context vectors
         dc = retrieve.document_context_scores(list(query_vectors["ocr-minilm"].data), list(unit_vectors["ocr-minilm"].data),
                                               units["doc_id"], n_context=4, seed=seed)
-        runs["ocr-minilm+doc-context"] = retrieve.run_from_scores(dc, list(validated["query_id"]), list(units["unit_id"]),
+        runs[catalog.DOC_CONTEXT] = retrieve.run_from_scores(dc, list(validated["query_id"]), list(units["unit_id"]),
                                                                   retrieve_depth)
     sys_table = ctx.optional_table("systems")
     sys_table = pd.DataFrame() if sys_table is None else sys_table

@@ -24,7 +24,7 @@ from lookalike.report import summary as SU
 from lookalike.analysis import scoring as S
 from lookalike.analysis import views as V
 from lookalike.eval import stats
-from lookalike.retrieval import systems
+from lookalike.retrieval import catalog, systems
 from lookalike.eval import trec
 from lookalike.retrieval.encoders.base import Vectors
 
@@ -53,9 +53,10 @@ def run(ctx: StageContext) -> StageResult:
     clusters = ctx.clusters(dict(zip(questions["query_id"], questions["evidence_unit_ids"]))
                             | dict(zip(validated["query_id"], validated["evidence_unit_ids"])))
     BASE = systems.base_systems(RUN, ctx.get("encode.encoders"))
-    FUSIONS = {"pixels-rrf": ["ocr-minilm", "ocr-bm25"], "hybrid-rrf": BASE}
-    FUSIONS = {k: v for k, v in FUSIONS.items() if len(v) >= 2 and set(v) <= set(BASE)}
     unit_vectors = {n: Vectors.load(RUN / "vectors" / f"{n}.npz") for n in BASE}
+    # the fusions and document context stage 06 pooled, from the one catalogue (retrieval.catalog)
+    derived_plan = catalog.plan(BASE, {n: systems.declared_provenance(n, unit_vectors[n]) for n in BASE}, "07")
+    FUSIONS = derived_plan.fusions()
     sys_table = read("systems") if ctx.has_table("systems") else pd.DataFrame()
     EXTERNAL = ({n: trec.read_run(RUN / "runs" / f"{n}.run")[0]
                  for n in sorted(sys_table.loc[sys_table["provenance"] == "external", "system"])}
@@ -67,7 +68,8 @@ def run(ctx: StageContext) -> StageResult:
     settings = dict(ctx.encoder_settings(), run_dir=RUN)
 
 
-    scorer = S.CandidateSystems(units, unit_vectors, FUSIONS, EXTERNAL, settings, retrieve_rrf_k, retrieve_depth, seed)
+    scorer = S.CandidateSystems(units, unit_vectors, FUSIONS, EXTERNAL, settings, retrieve_rrf_k, retrieve_depth, seed,
+                                doc_context=derived_plan.has(catalog.DOC_CONTEXT))
     res.say(f"validated single-gold questions: {len(strict)} ({len(one_unit)} with one evidence unit); "
           f"labelled pairs: {len(current)}; systems: "
           f"{', '.join(scorer.names)}")
