@@ -86,3 +86,8 @@ def test_summary_html_has_no_sideways_scroll_at_1300_px(ci_run):
         assert "run ci" in lead and "Best under hard negatives" in lead
     finally:
         driver.quit()
+
+
+def test_the_verdict_calls_an_image_folders_units_images():
+    said = SU.verdict(_suff([("a", 0.9, 10), ("b", 0.5, 10)]), _sig("a", "b", 0.01), noun="image")
+    assert "a sufficient image in its top 5" in said and "page" not in said

@@ -15,10 +15,11 @@ ALPHA = 0.05
 
 
 def verdict(sufficiency: pd.DataFrame, significance: pd.DataFrame, k: int = 5,
-            measure: str = "sufficient@5 (hard)", alpha: float = ALPHA) -> str:
+            measure: str = "sufficient@5 (hard)", alpha: float = ALPHA, noun: str = "page") -> str:
     """One sentence: the system with the highest sufficient@k under hard negatives, with its 95% CI
     and n, and whether it is ahead of the next system at Holm-adjusted p < alpha (the paired
-    randomisation test over every pair of systems, stage 07's significance table)."""
+    randomisation test over every pair of systems, stage 07's significance table). noun: what the
+    corpus's units are called (page, image)."""
     hard = sufficiency[(sufficiency["negatives"] == "hard") & (sufficiency["k"] == k)] if len(sufficiency) else sufficiency
     hard = hard[pd.to_numeric(hard["n"], errors="coerce") > 0] if len(hard) else hard
     if not len(hard):
@@ -26,7 +27,7 @@ def verdict(sufficiency: pd.DataFrame, significance: pd.DataFrame, k: int = 5,
                 "(see What was scored).")
     ranked = hard.sort_values(["sufficient", "system"], ascending=[False, True], kind="mergesort")
     best = ranked.iloc[0]
-    said = (f"Best under hard negatives: {best['system']} puts a sufficient page in its top {k} for a share of "
+    said = (f"Best under hard negatives: {best['system']} puts a sufficient {noun} in its top {k} for a share of "
             f"{fmt_ci(best['sufficient'], best['sufficient_lo'], best['sufficient_hi'])} (95% CI) of the "
             f"{int(best['n'])} validated questions")
     if len(ranked) == 1:

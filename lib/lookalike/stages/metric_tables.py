@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, UTC
+from pathlib import Path
 
 import altair as alt
 import numpy as np
@@ -515,8 +516,8 @@ def run(ctx: StageContext) -> StageResult:
     blocks = [{k: (nouned(v, noun) if k in ("text", "note") and isinstance(v, str) else v) for k, v in b.items()}
               for b in blocks]
     lead = SU.lead(ctx.get("run"), SU.corpus_words(ctx.get("corpus.source"), len(units), len(questions),
-                                                     noun, ctx.get("corpus.root") or ctx.get("corpus.manifest")),
-                   datetime.now(UTC).strftime("%Y-%m-%d"), SU.verdict(sufficiency, significance))
+                                                     noun, Path(ctx.get("corpus.root") or ctx.get("corpus.manifest")).name),
+                   datetime.now(UTC).strftime("%Y-%m-%d"), SU.verdict(sufficiency, significance, noun=noun))
     res.after_save.append(lambda: report.write_summary(RUN, f"{ctx.get('title')} — summary", blocks, lead))
     best = suff_hard[suff_hard["k"] == 1].sort_values(["sufficient", "system"], ascending=[False, True]).head(1)
     sentence = (f"Best sufficient@1 under hard negatives: {best['system'].iloc[0]} {best['sufficient'].iloc[0]:.2f} "
