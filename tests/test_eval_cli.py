@@ -154,3 +154,46 @@ def test_csv_with_groups_and_intervals(files, capsys):
     table = pd.read_csv(io.StringIO(capsys.readouterr().out))
     assert list(table.columns) == ["measure", "query", "value", "ci_lo", "ci_hi"]
     assert table.loc[table["measure"] == "num_groups", "value"].tolist() == [2]
+
+
+@pytest.mark.shared_data
+def test_measure_parameters_print_trec_evals_lines(shared_data, capsys):
+    """trec_eval's own measure-parameter test (EXPECTED_COMMANDS: out.test.meas_params): cutoff lists in
+    any order, utility's coefficients, 11pt_avg's recall points and ndcg's gain map — every line equal."""
+    d = shared_data / "trec_eval"
+    args = ["-q", "-miprec_at_recall..10,.20,.25,.75,.50", "-m", "P.5,7,3", "-m", "recall.20,2000",
+            "-m", "Rprec_mult.5.0,0.2,0.35", "-mutility.2,-1,0,0", "-m", "11pt_avg..25,.5,.75", "-mndcg.1=3,2=9,4=4.5",
+            "-mndcg_cut.10,20,23.4", "-msuccess.2,5,20", str(d / "qrels.test"), str(d / "results.test")]
+    assert main(args) == 0
+    assert capsys.readouterr().out == (d / "out.test.meas_params").read_text()
+
+
+def test_measure_parameters_by_hand(files, capsys):
+    """q1 ranks a (grade 2), b (0), c (1); q2 ranks y (unjudged), x (1); q3 has no ranking."""
+    assert main(["-q", "-mutility.3,-2,-1,0.5", "-N", "10", "-mndcg.1=5,0=-1", "-m11pt_avg.0.5,1",
+                 str(files / "qrels"), str(files / "run")]) == 0
+    got = {(line.split("\t")[0].strip(), line.split("\t")[1]): float(line.split("\t")[2])
+           for line in capsys.readouterr().out.splitlines()}
+    # utility: 3 x rel_ret - 2 x nonrel_ret - 1 x rel_not_ret + 0.5 x (N + rel_ret - ret - rel)
+    assert got[("utility_3,-2,-1,0.5", "q1")] == 3 * 2 - 2 * 1 - 0 + 0.5 * (10 + 2 - 3 - 2)
+    assert got[("utility_3,-2,-1,0.5", "q2")] == 3 * 1 - 2 * 1 - 0 + 0.5 * (10 + 1 - 2 - 1)
+    # gains: grade 2 keeps 2, grade 1 -> 5, grade 0 -> -1 (counted in the ranking, never in the ideal)
+    import math
+
+    dcg = 2 / math.log2(2) - 1 / math.log2(3) + 5 / math.log2(4)
+    ideal = 5 / math.log2(2) + 2 / math.log2(3)
+    assert got[("ndcg_1=5,0=-1", "q1")] == pytest.approx(round(dcg / ideal, 4))
+    # interpolated precision at recall 0.5 (a at rank 1: 1) and at recall 1 (c at rank 3: 2/3)
+    assert got[("11pt_avg_0.5,1", "q1")] == pytest.approx(round((1 + 2 / 3) / 2, 4))
+
+
+@pytest.mark.parametrize("spec, words", [
+    ("utility.1,-1,0", "four coefficients"),
+    ("ndcg.1:3", "level=gain pairs"),
+    ("ndcg.1=3,1=4", "two gains"),
+    ("11pt_avg.0.5,2", "between 0 and 1"),
+    ("P.5,x", "'x' is not a number"),
+])
+def test_malformed_measure_parameters_are_refused(files, capsys, spec, words):
+    assert main(["-m", spec, str(files / "qrels"), str(files / "run")]) == 2
+    assert words in capsys.readouterr().err

@@ -43,6 +43,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-c", action="store_true", help="average over every qrels query (missing ones score 0)")
     p.add_argument("-l", type=int, default=1, metavar="LEVEL", help="smallest grade counted relevant (default 1)")
     p.add_argument("-M", type=int, default=None, metavar="N", help="use only the top N units of each ranking")
+    p.add_argument("-N", type=int, default=0, metavar="N",
+                   help="the collection's size, for utility's fourth coefficient (default 0, as trec_eval)")
     p.add_argument("--group-by", metavar="FILE:COLUMN",
                    help="table (csv/tsv/parquet) with query_id and COLUMN: per-group and macro blocks")
     p.add_argument("--ci", action="store_true", help="append the bootstrap 95%% CI of each mean")
@@ -153,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         default = not args.measures or any(str(m).strip() in ("all_trec", "official", "trec") for m in args.measures)
         qrels = ranking.Qrels.read(args.qrels)
         run = ranking.Run.read(args.run)
-        ev = M.evaluate(qrels, run, measures, level=args.l, complete=args.c, max_docs=args.M)
+        ev = M.evaluate(qrels, run, measures, level=args.l, complete=args.c, max_docs=args.M, num_docs=args.N)
         groups = _read_groups(args.group_by) if args.group_by else None
     except (trec.TrecFormatError, M.MeasureError) as exc:
         print(f"lookalike eval: {exc}", file=sys.stderr)

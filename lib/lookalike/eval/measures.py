@@ -137,6 +137,10 @@ class Measure:
     k: int | None = None
     x: float | None = None
     rel: int | None = None
+    # trec_eval's measure parameters (utility's four coefficients, 11pt_avg's recall points, ndcg's
+    # level=gain pairs) and their text as written, which trec_eval prints in the measure's name
+    params: tuple = ()
+    param_text: str = field(default="", compare=False)
     spelled: str = field(default="", compare=False)
 
     @property
@@ -161,6 +165,8 @@ class Measure:
         written as ir_measures does, since trec_eval has no per-measure level."""
         if self.rel is not None:
             return self.pretty_name
+        if self.params:
+            return f"{self.family}_{self.param_text}"
         if self.k is not None:
             return f"{self.family}_{self.k}"
         if self.x is not None:
@@ -171,6 +177,8 @@ class Measure:
     def pretty_name(self) -> str:
         """ir_measures' spelling: nDCG@10, P(rel=2)@5, RecallAll@10, RR."""
         base = self.info.pretty + (f"(rel={self.rel})" if self.rel is not None else "")
+        if self.params:
+            return f"{base}({self.param_text})"
         if self.k is not None:
             return f"{base}@{self.k}"
         if self.x is not None:
@@ -231,9 +239,65 @@ def _did_you_mean(name: str) -> str:
     return f"; did you mean {' or '.join(close)}?" if close else ""
 
 
+# trec_eval measures that take a parameter list of their own (not a list of cutoffs)
+PARAMETRISED = ("utility", "11pt_avg", "ndcg")
+_PARAMS_RE = re.compile(r"^(?P<base>utility|11pt_avg|ndcg)_(?P<text>[^_].*)$")
+
+
+def _number(spec: str, text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise MeasureError(f"measure {spec!r}: {text!r} is not a number") from None
+
+
+def _printed_params(name: str):
+    """The match when name is a parametrised measure as trec_eval prints it (ndcg_1=3,2=9,
+    utility_2,-1,0,0, 11pt_avg_.25,.5), else None (ndcg_cut_10 is not one)."""
+    m = _PARAMS_RE.match(name)
+    if not m:
+        return None
+    base, text = m.group("base"), m.group("text")
+    ok = "=" in text if base == "ndcg" else re.fullmatch(r"[-+0-9.,eE]+", text) is not None
+    return m if ok else None
+
+
+def _with_params(spec: str, base: str, text: str) -> Measure:
+    """utility.p1,p2,p3,p4 | 11pt_avg.x1,x2,... | ndcg.level=gain,... (trec_eval's forms)."""
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if base == "utility":
+        if len(parts) != 4:
+            raise MeasureError(f"measure {spec!r}: utility takes four coefficients (relevant retrieved, "
+                               f"non-relevant retrieved, relevant not retrieved, non-relevant not retrieved), "
+                               f"got {len(parts)}")
+        params: tuple = tuple(_number(spec, p) for p in parts)
+    elif base == "11pt_avg":
+        params = tuple(_number(spec, p) for p in parts)
+        if not params or any(not 0 <= x <= 1 for x in params):
+            raise MeasureError(f"measure {spec!r}: 11pt_avg takes recall points between 0 and 1")
+    else:
+        pairs = []
+        for p in parts:
+            level, eq, gain = p.partition("=")
+            if not eq or not level.strip().lstrip("-").isdigit():
+                raise MeasureError(f"measure {spec!r}: ndcg takes level=gain pairs, e.g. ndcg.1=3,2=9; got {p!r}")
+            pairs.append((int(level), _number(spec, gain)))
+        if len({lv for lv, _ in pairs}) != len(pairs):
+            raise MeasureError(f"measure {spec!r}: a relevance level is given two gains")
+        params = tuple(pairs)
+    return Measure(base, params=params, param_text=text)          # printed as trec_eval does: utility_2,-1,0,0
+
+
 def parse_one(name: str) -> Measure:
-    """One measure name in either spelling (no trec_eval parameter lists; see ``parse``)."""
+    """One measure name in either spelling, or a trec_eval measure with its own parameters
+    (utility.2,-1,0,0; 11pt_avg..25,.5; ndcg.1=3,2=9); cutoff lists are ``parse``'s."""
     name = name.strip()
+    base, dot, text = name.partition(".")
+    if dot and base in PARAMETRISED and text:
+        return _with_params(name, base, text)
+    m = _printed_params(name)            # the printed form read back: utility_2,-1,0,0 / ndcg_1=3,2=9
+    if m:
+        return _with_params(name, m.group("base"), m.group("text"))
     if name in FAMILIES and FAMILIES[name].cutoff == "none":
         return Measure(name, spelled=name)
     m = _IPREC_RE.match(name)
@@ -274,18 +338,15 @@ def _expand(spec: str) -> list[str]:
         return list(TREC_DEFAULT)
     if spec == "all_trec":
         return [name for name in ALL_TREC if name not in ALL_TREC_MISSING]
-    if "." in spec and "@" not in spec and not _IPREC_RE.match(spec):
+    if "." in spec and "@" not in spec and not _IPREC_RE.match(spec) and not _printed_params(spec):
         base, _, params = spec.partition(".")
-        names = []
-        for p in params.split(","):
-            p = p.strip()
-            if not p:
-                continue
-            if base in FAMILIES and FAMILIES[base].cutoff == "recall":
-                names.append(f"{base}_{float(p):.2f}")
-            else:
-                names.append(f"{base}_{_cutoff(spec, p)}")
-        return names
+        if base in PARAMETRISED:
+            return [spec]
+        # trec_eval evaluates a cutoff list in increasing order, whatever order it was given in
+        values = sorted({_number(spec, p.strip()) for p in params.split(",") if p.strip()})
+        if base in FAMILIES and FAMILIES[base].cutoff == "recall":
+            return [f"{base}_{x:.2f}" for x in values]
+        return list(dict.fromkeys(f"{base}_{_cutoff(spec, repr(x))}" for x in values))
     return [spec]
 
 

@@ -129,13 +129,14 @@ def aggregate(per_query: pd.DataFrame, groups: Mapping[str, str] | pd.Series, me
 
 
 def evaluate(qrels, run, names: Sequence[str] | None = None, *, level: int = 1, complete: bool = False,
-             max_docs: int | None = None, grades: Mapping[str, int] | None = None) -> Evaluation:
+             max_docs: int | None = None, grades: Mapping[str, int] | None = None, num_docs: int = 0) -> Evaluation:
     """Evaluate one run against qrels; returns per-query values (see the module docstring).
 
     qrels: Qrels, long frame (relevance or three-way label column) or dict. run: Run, long frame or
     dict. level: the smallest grade that counts as relevant for binary measures (trec_eval -l).
     complete: evaluate every qrels query (trec_eval -c). max_docs: use only the top max_docs of
-    each ranking (trec_eval -M). grades: label -> grade for the sufficiency measures.
+    each ranking (trec_eval -M). grades: label -> grade for the sufficiency measures. num_docs: the
+    collection size, read only by utility's fourth coefficient (trec_eval -N).
     """
     wanted = measures.parse(names or TREC_DEFAULT)
     Q = qrels if isinstance(qrels, Qrels) else Qrels(qrels, grades=grades)
@@ -184,7 +185,7 @@ def evaluate(qrels, run, names: Sequence[str] | None = None, *, level: int = 1, 
     num_rel_ret = np.bincount(qi, weights=rel_ret, minlength=nq)
     ctx = _Context(qi=qi, rel=rel, rank=rank_of, retrieved=retrieved, relevant=relevant, judged=judged, nq=nq,
                    num_rel=num_rel, num_ret=num_ret.astype(np.float64), num_rel_ret=num_rel_ret, level=level,
-                   grades=grades)
+                   grades=grades, num_docs=num_docs)
     columns = {str(m): ctx.value(m) for m in wanted}
     per_query = pd.DataFrame(columns, index=pd.Index(eval_q, name="query_id", dtype=object), dtype="float64")
     no_rel = [str(q) for q, n in zip(eval_q, num_rel) if n == 0]
@@ -252,6 +253,7 @@ class _Context:
     num_rel_ret: np.ndarray
     level: int
     grades: dict
+    num_docs: int = 0          # the collection size, for utility's fourth coefficient (trec_eval -N)
 
     def _count(self, mask: np.ndarray) -> np.ndarray:
         return np.bincount(self.qi, weights=mask, minlength=self.nq)
@@ -381,21 +383,42 @@ class _Context:
         out[zero] = firsts[zero]
         return out
 
-    def _ndcg(self, k: int | None, exponential: bool) -> np.ndarray:
-        gain_of = (lambda g: np.exp2(g) - 1.0) if exponential else (lambda g: g.astype(np.float64))
-        hit = self.retrieved & (self.rel > 0)
+    def _utility(self, p: tuple) -> np.ndarray:
+        """trec_eval's utility: p1 x relevant retrieved + p2 x non-relevant retrieved + p3 x relevant
+        not retrieved + p4 x non-relevant not retrieved, the last over the collection size (trec_eval
+        -N, num_docs; 0 unless given, as trec_eval)."""
+        rel_ret, ret, rel = self.num_rel_ret, self.num_ret, self.num_rel
+        return (p[0] * rel_ret + p[1] * (ret - rel_ret) + p[2] * (rel - rel_ret)
+                + p[3] * (self.num_docs + rel_ret - ret - rel))
+
+    def _ndcg(self, k: int | None, exponential: bool, gains: dict | None = None) -> np.ndarray:
+        """nDCG (cut at k), gains the grades (2^grade - 1 when exponential), or trec_eval's gain map
+        (level -> gain; a level not named keeps its grade as gain; gains may be 0 or negative, and
+        level 0 may be given one)."""
+        if gains:
+            levels = np.unique(self.rel[self.judged])
+            table = {int(lv): float(gains.get(int(lv), lv)) for lv in levels}
+            gain = np.zeros(len(self.rel))
+            for lv, g in table.items():
+                gain[self.rel == lv] = g
+            gain[~self.judged] = 0.0
+            gain_of_unit = gain
+        else:
+            raw = self.rel.astype(np.float64)
+            gain_of_unit = np.where(self.rel > 0, np.exp2(raw) - 1.0 if exponential else raw, 0.0)
+        hit = self.retrieved & (gain_of_unit != 0)
         if k is not None:
             hit &= self.rank <= k
-        dcg = np.bincount(self.qi[hit], weights=gain_of(self.rel[hit]) * _log2_discount(self.rank[hit]),
+        dcg = np.bincount(self.qi[hit], weights=gain_of_unit[hit] * _log2_discount(self.rank[hit]),
                           minlength=self.nq)
-        # ideal: the query's positive grades in descending order, at ranks 1, 2, ...
-        pos = self.rel > 0
-        q, g = self.qi[pos], self.rel[pos]
+        # ideal: the query's positive gains in descending order, at ranks 1, 2, ...
+        pos = gain_of_unit > 0
+        q, g = self.qi[pos], gain_of_unit[pos]
         order = np.lexsort((-g, q))
         q, g = q[order], g[order]
         ideal_rank = self._ordinal(q)
         keep = ideal_rank <= k if k is not None else np.ones(len(q), dtype=bool)
-        idcg = np.bincount(q[keep], weights=gain_of(g[keep]) * _log2_discount(ideal_rank[keep]), minlength=self.nq)
+        idcg = np.bincount(q[keep], weights=g[keep] * _log2_discount(ideal_rank[keep]), minlength=self.nq)
         return self._safe_div(dcg, idcg)
 
 
@@ -411,7 +434,7 @@ COMPUTE = {
     "bpref": lambda c, m: c._bpref(),
     "recip_rank": lambda c, m: c._recip_rank(),
     "top1": lambda c, m: c._count(c.relevant & c._top(1)),
-    "ndcg": lambda c, m: c._ndcg(None, exponential=False),
+    "ndcg": lambda c, m: c._ndcg(None, exponential=False, gains=dict(m.params) if m.params else None),
     "ndcg_exp": lambda c, m: c._ndcg(None, exponential=True),
     "iprec_at_recall": lambda c, m: c._iprec(m.x),
     "map_cut": lambda c, m: c._map(m.k),
@@ -420,8 +443,10 @@ COMPUTE = {
     # what rbp could still gain: the weight of the unjudged units retrieved and of the ranks past the ranking
     # (all the weight but the judged units'); 0 for an empty ranking, as trec_eval prints
     "rbp_resid": lambda c, m: np.where(c.num_ret > 0, 1.0 - c._rbp(c.judged & c.retrieved), 0.0),
-    "11pt_avg": lambda c, m: sum(c._iprec(x / 10) for x in range(11)) / 11,
-    "utility": lambda c, m: 2 * c.num_rel_ret - c.num_ret,
+    # 11pt_avg: mean interpolated precision at recall 0, 0.1, ..., 1, or at the points given
+    "11pt_avg": lambda c, m: (sum(c._iprec(x) for x in m.params) / len(m.params) if m.params
+                              else sum(c._iprec(x / 10) for x in range(11)) / 11),
+    "utility": lambda c, m: c._utility(m.params or (1.0, -1.0, 0.0, 0.0)),
     "unj": lambda c, m: (np.minimum(c.num_ret, m.k) - c._count(c.judged & c._top(m.k))) / m.k,
     "relative_P": lambda c, m: c._safe_div(c._count(c.relevant & c._top(m.k)), np.minimum(c.num_rel, m.k)),
     "gm_bpref": lambda c, m: c._bpref(),     # per query the bpref; aggregate_values takes the geometric mean
