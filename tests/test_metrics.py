@@ -377,3 +377,21 @@ def test_a_run_over_exactly_the_judged_queries_scores_as_through_the_alignment()
     pd.testing.assert_frame_equal(fast.per_query, aligned.per_query)
     complete = M.evaluate({**qrels, "zz-judged-only": {"d1": 1}}, run, names, complete=True)
     pd.testing.assert_frame_equal(fast.per_query, complete.per_query.drop(index="zz-judged-only"))
+
+
+def test_rank_of_agrees_with_the_canonical_ranking():
+    """ranking.rank_of (one unit's place in a row of scores) is the place Run gives it, ties included."""
+    import numpy as np
+
+    from lookalike.eval import ranking
+
+    rng = np.random.default_rng(3)
+    for trial in range(50):
+        n = int(rng.integers(1, 12))
+        ids = np.array([f"u{j:02d}" for j in rng.permutation(n)], dtype=object)
+        scores = rng.integers(0, 3, size=n).astype(float)           # many ties
+        order = list(ranking.Run(pd.DataFrame({"query_id": "q", "unit_id": ids, "score": scores})).unit_ids)
+        for i in range(n):
+            assert ranking.rank_of(scores, ids, i) == order.index(ids[i]) + 1, trial
+            j = int(rng.integers(n))
+            assert ranking.ranks_above(scores[i], ids[i], scores[j], ids[j]) == (order.index(ids[i]) < order.index(ids[j]))

@@ -3,8 +3,8 @@
 Rule: within a query, units are ordered by score descending, ties broken by unit id descending in
 strcmp (byte / code point) order; any rank column of the input is ignored. This is trec_eval's
 rule (form_res_rels.c, comp_sim_docno), so a tie never depends on dict, heap or faiss order.
-``Run`` and ``rank`` implement it; nothing else in lookalike sorts rankings, and ``write_run``
-writes every run file in this order.
+``Run`` and ``rank`` implement it (``rank_of`` and ``ranks_above`` for one unit's place in a row of
+scores); nothing else in lookalike sorts rankings, and ``write_run`` writes every run file in this order.
 """
 
 from __future__ import annotations
@@ -288,3 +288,18 @@ def write_run(run, path: Path | str, tag: str = "lookalike") -> Path:
         for q, u, r, s in zip(*(ranked[c].tolist() for c in ("query_id", "unit_id", "rank", "score"))):
             fh.write(f"{q} Q0 {u} {int(r)} {float(s)!r} {tag}\n")
     return path
+
+
+def ranks_above(score_a: float, id_a: str, score_b: float, id_b: str) -> bool:
+    """Whether unit a ranks above unit b under the canonical rule (higher score; on a tie, the
+    larger unit id in code point order)."""
+    return (score_a, id_a) > (score_b, id_b)
+
+
+def rank_of(scores: np.ndarray, unit_ids: np.ndarray, i: int) -> int:
+    """The 1-based rank of unit i in one query's row of scores over unit_ids, under the canonical
+    rule: 1 + the units with a higher score, or an equal score and a larger id."""
+    scores = np.asarray(scores)
+    ids = np.asarray(unit_ids, dtype=object)
+    s, u = scores[i], ids[i]
+    return 1 + int(np.sum((scores > s) | ((scores == s) & (ids > u))))

@@ -13,7 +13,7 @@ from lookalike.analysis import negatives as N
 from lookalike import params as P
 from lookalike.analysis import cleaning as QC
 from lookalike.analysis import questions as Q
-from lookalike.eval import stats
+from lookalike.eval import ranking, stats
 from lookalike.retrieval import systems
 from lookalike.io.cache import Cache
 from lookalike.retrieval.encoders.base import Vectors
@@ -243,14 +243,15 @@ def run(ctx: StageContext) -> StageResult:
             regression_summary = N.top1_table(scores, list(units["unit_id"]), list(rq["query_id"]), gold, sets, seed,
                                               clusters=ctx.clusters(gold))
             col = {u: i for i, u in enumerate(units["unit_id"])}
+            unit_ids = units["unit_id"].to_numpy(dtype=object)
             rows = []
             for n, m in scores.items():
                 for i, r in enumerate(rq.itertuples()):
                     s = m[i]
                     e = s[col[r.expected_unit_id]]
-                    rank = 1 + int(np.sum((s > e) | ((s == e) & (units["unit_id"].to_numpy() > r.expected_unit_id))))
-                    above = "" if not r.returned_unit_id else bool(
-                        (s[col[r.returned_unit_id]], r.returned_unit_id) > (e, r.expected_unit_id))
+                    rank = ranking.rank_of(s, unit_ids, col[r.expected_unit_id])
+                    above = "" if not r.returned_unit_id else ranking.ranks_above(
+                        s[col[r.returned_unit_id]], r.returned_unit_id, e, r.expected_unit_id)
                     rows.append({"query_id": r.query_id, "system": n, "expected_rank": rank,
                                  "top1_hard": float(N.top1_within(m[[i]], list(units["unit_id"]), [r.query_id], gold,
                                                                   sets["hard"]).iloc[0]),
