@@ -134,18 +134,6 @@ def load_params(run_file: Path | str, base_file: Path | str = BASE_PARAMS) -> di
     return merged
 
 
-def flatten(params: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested params -> the flat names notebooks declare: {'corpus': {'source': x}} -> corpus_source."""
-    flat: dict[str, Any] = {}
-    for key, value in params.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            flat.update(flatten(value, prefix=f"{name}_"))
-        else:
-            flat[name] = value
-    return flat
-
-
 def params_hash(params: dict[str, Any]) -> str:
     """sha256 of the canonical JSON of the merged parameters (key order does not matter)."""
     blob = json.dumps(params, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
