@@ -41,7 +41,7 @@ from lookalike.eval import measures
 from lookalike.eval.ranking import Qrels, Run, rank  # noqa: F401 (re-exported)
 from lookalike.vocab import LABEL_GRADES
 
-# Every name a caller used to import from here stays importable.
+# Names callers import from here (the measure registry lives in lookalike.eval.measures).
 TREC_DEFAULT = measures.TREC_DEFAULT
 GM_FLOOR = 0.00001  # trec_eval's MIN_GEO_MEAN for gm_map
 MeasureError = measures.MeasureError

@@ -116,7 +116,7 @@ def write_browser(run_dir: Path | str, failures: pd.DataFrame, questions: pd.Dat
     thumbs, missing = [], []
     for i, u in enumerate(shown):
         try:
-            # each page decoded once for both sizes (it was read twice: a third of stage 07's save)
+            # each page decoded once for both sizes: decoding is most of what saving the browser costs
             with Image.open(resolve_image(paths[u], base_dir)) as im:
                 im.load()
                 thumb = images.data_uri(im, THUMB_WIDTH)
