@@ -76,3 +76,16 @@ def test_the_summary_sentence_states_n_interval_and_what_it_rests_on():
                              interval="bootstrap 95%, documents resampled")
     assert "n = 60 validated questions" in said and "evidence pages" in said and "documents resampled" in said
     assert "an extrapolation, not a measurement" in said
+
+
+def test_adding_a_system_moves_no_other_systems_interval():
+    """Before, each (system, measure) curve drew resamples seeded by its place in the sorted list, so
+    removing one system (hybrid-rrf on a run without captions) moved the next systems' intervals."""
+    rng = np.random.default_rng(0)
+    frame = lambda: pd.DataFrame({10: rng.random(30), 20: rng.random(30)},  # noqa: E731
+                                 index=[f"q{i}" for i in range(30)])
+    a, b, c = frame(), frame(), frame()
+    two = H.curve({("a", "top1"): a, ("c", "top1"): c}, n_boot=300, seed=4)
+    three = H.curve({("a", "top1"): a, ("b", "top1"): b, ("c", "top1"): c}, n_boot=300, seed=4)
+    pd.testing.assert_frame_equal(two.reset_index(drop=True),
+                                  three[three["system"] != "b"].reset_index(drop=True))

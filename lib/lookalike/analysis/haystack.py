@@ -59,16 +59,17 @@ def curve(per_query: Mapping[tuple[str, str], pd.DataFrame], target_size: int | 
     one column per corpus size (the per-question value at that size). Sizes and questions must be
     the same across the frame's columns; every size shares one set of bootstrap resamples."""
     rows = []
-    for j, ((system, measure), frame) in enumerate(sorted(per_query.items())):
+    for (system, measure), frame in sorted(per_query.items()):
         frame = frame.reindex(columns=sorted(frame.columns))
         sizes = np.array(frame.columns, dtype=np.float64)
         n = len(frame)
         if n == 0:
             continue
         cl = stats.cluster_array(clusters, list(frame.index))
-        # the same seed for every size: the same resampled questions at every point of the curve
+        # one seed for every size and every system: the same resampled questions at every point of every
+        # curve, so adding or removing a system moves no other system's interval
         draws = np.column_stack([stats.bootstrap_means(frame[c].to_numpy(dtype=np.float64), n_boot,
-                                                   np.random.default_rng([seed, 71, j]), cl) for c in frame.columns])
+                                                   np.random.default_rng([seed, 71]), cl) for c in frame.columns])
         means = frame.mean(axis=0).to_numpy()
         lo, hi = np.quantile(draws, [0.025, 0.975], axis=0)
         for s, v, a, b in zip(frame.columns, means, lo, hi):
