@@ -132,7 +132,8 @@ def test_the_readme_python_example_runs(tmp_path):
 def test_the_readme_finished_run_example_runs(ci_run, tmp_path):
     (tmp_path / "outputs").mkdir()
     (tmp_path / "outputs" / "demo").symlink_to(ci_run)
-    block = _python_blocks("Python API")[1] + "\nprint(report.n_queries, len(headline))\n"
+    # the second block continues the first one's session: lookalike is imported there
+    block = "import lookalike\n" + _python_blocks("Python API")[1] + "\nprint(report.n_queries, len(headline))\n"
     done = subprocess.run([sys.executable, "-c", block], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     n, rows = map(int, done.stdout.split())
