@@ -23,6 +23,9 @@ TITLE = 'Encoders and systems'
 
 
 def run(ctx: StageContext) -> StageResult:
+    """Stage 02: its sections, in the order it builds them: device, encode, provenance, appearance, runs,
+    derived, first_look, first_look_chart. Reads and writes what
+    lookalike.stages.contracts.CONTRACTS["02_encode"] declares."""
     seed = ctx.get('seed')
     encode_encoders = ctx.get('encode.encoders')
     encode_device = ctx.get('encode.device')

@@ -18,6 +18,8 @@ TITLE = 'Hard negatives'
 
 
 def run(ctx: StageContext) -> StageResult:
+    """Stage 04: its sections, in the order it builds them: distractors, montage, top1, top1_chart, ladder,
+    documents. Reads and writes what lookalike.stages.contracts.CONTRACTS["04_hard_negatives"] declares."""
     seed = ctx.get('seed')
     negatives_k = ctx.get('negatives.k')
     negatives_random = ctx.get('negatives.random')

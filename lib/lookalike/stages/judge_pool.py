@@ -33,6 +33,9 @@ TITLE = 'Judge pool and labels'
 
 
 def run(ctx: StageContext) -> StageResult:
+    """Stage 06: its sections, in the order it builds them: setup, systems, pool, labels, store, agreement,
+    judged, disagreements, door, page. Reads and writes what
+    lookalike.stages.contracts.CONTRACTS["06_judge_pool"] declares."""
     seed = ctx.get('seed')
     encode_ocr_engine = ctx.get('encode.ocr_engine')
     encode_cache_dir = ctx.get('encode.cache_dir')

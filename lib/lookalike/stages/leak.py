@@ -59,6 +59,9 @@ def ablation(ctx: StageContext, units: pd.DataFrame, cache: Cache, max_units: in
 
 
 def run(ctx: StageContext) -> StageResult:
+    """Stage 03: its sections, in the order it builds them: injected, matched, overlap, queries, pool, repool,
+    ablation, dual, chart, resolution, breakdowns, gate, planted. Reads and writes what
+    lookalike.stages.contracts.CONTRACTS["03_leak_ablation"] declares."""
     seed = ctx.get('seed')
     encode_ocr_engine = ctx.get('encode.ocr_engine')
     encode_workers = ctx.get('encode.workers')

@@ -36,6 +36,10 @@ PLANNER_COLUMNS = ["measure", "system", "minus", "n", "difference", "se", "resol
 
 
 def run(ctx: StageContext) -> StageResult:
+    """Stage 07: its sections, in the order it builds them: setup, top1_random, sufficiency, headline,
+    sufficiency_chart, significance, planner, planted, breakdown, evidence, settings, source_structure, kinds,
+    failures, haystack, fusion. Reads and writes what lookalike.stages.contracts.CONTRACTS["07_metric_tables"]
+    declares."""
     seed = ctx.get('seed')
     retrieve_depth = ctx.get('retrieve.depth')
     retrieve_rrf_k = ctx.get('retrieve.rrf_k')

@@ -21,6 +21,9 @@ TITLE = 'Mined candidates'
 
 
 def run(ctx: StageContext) -> StageResult:
+    """Stage 08: its sections, in the order it builds them: setup, mined, incompleteness, rules, rules_chart,
+    agreement, score_shape. Reads and writes what lookalike.stages.contracts.CONTRACTS["08_mined_candidates"]
+    declares."""
     seed = ctx.get('seed')
     encode_ocr_engine = ctx.get('encode.ocr_engine')
     encode_cache_dir = ctx.get('encode.cache_dir')

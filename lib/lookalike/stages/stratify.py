@@ -30,6 +30,8 @@ def load_corpus(ctx: StageContext, render: bool = True):
 
 
 def run(ctx: StageContext) -> StageResult:
+    """Stage 01: its sections, in the order it builds them: load, strata, sample, questions. Reads and writes
+    what lookalike.stages.contracts.CONTRACTS["01_stratify_corpus"] declares."""
     seed = ctx.get('seed')
     corpus_questions = str(ctx.path('corpus.questions') or '')
     corpus_question_columns = ctx.get('corpus.question_columns')

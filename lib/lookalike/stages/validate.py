@@ -25,6 +25,9 @@ TITLE = 'Question validation'
 
 
 def run(ctx: StageContext) -> StageResult:
+    """Stage 05: its sections, in the order it builds them: setup, cleaning, validation, shares, shares_chart,
+    repairs, caught, agreement, top1, top1_chart, regressions. Reads and writes what
+    lookalike.stages.contracts.CONTRACTS["05_validate_questions"] declares."""
     seed = ctx.get('seed')
     encode_ocr_engine = ctx.get('encode.ocr_engine')
     encode_cache_dir = ctx.get('encode.cache_dir')
