@@ -91,3 +91,12 @@ def test_summary_html_has_no_sideways_scroll_at_1300_px(ci_run):
 def test_the_verdict_calls_an_image_folders_units_images():
     said = SU.verdict(_suff([("a", 0.9, 10), ("b", 0.5, 10)]), _sig("a", "b", 0.01), noun="image")
     assert "a sufficient image in its top 5" in said and "page" not in said
+
+
+def test_a_tie_at_the_top_names_every_tied_system_and_no_best():
+    """Seen on photos with captions: three systems at 1.00, and the verdict called the first in
+    alphabetical order best, tied with the second only."""
+    said = SU.verdict(_suff([("ocr", 1.0, 14), ("caption", 1.0, 14), ("hybrid", 1.0, 14), ("weak", 0.5, 14)]),
+                      pd.DataFrame(), noun="image")
+    assert said.startswith("No single best under hard negatives: caption is tied with hybrid and ocr")
+    assert "weak" not in said and "sufficient image" in said

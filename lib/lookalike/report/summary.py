@@ -35,7 +35,13 @@ def verdict(sufficiency: pd.DataFrame, significance: pd.DataFrame, k: int = 5,
     second = ranked.iloc[1]
     other = f"{second['system']} at {fmt_ci(second['sufficient'], second['sufficient_lo'], second['sufficient_hi'])}"
     if second["sufficient"] == best["sufficient"]:
-        return said + f"; tied with {other}."
+        # every system at the top value is named: none of them is "best"
+        tied = list(ranked.loc[ranked["sufficient"] == best["sufficient"], "system"])[1:]
+        names = tied[0] if len(tied) == 1 else ", ".join(tied[:-1]) + f" and {tied[-1]}"
+        return (f"No single best under hard negatives: {best['system']} is tied with {names} — each puts a "
+                f"sufficient {noun} in its top {k} for a share of "
+                f"{fmt_ci(best['sufficient'], best['sufficient_lo'], best['sufficient_hi'])} (95% CI) of the "
+                f"{int(best['n'])} validated questions.")
     pair = significance[(significance["measure"] == measure)
                         & (((significance["system"] == best["system"]) & (significance["baseline"] == second["system"]))
                            | ((significance["system"] == second["system"]) & (significance["baseline"] == best["system"])))
