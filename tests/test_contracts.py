@@ -34,7 +34,7 @@ def source_tables(module: str) -> tuple[set[str], set[str]]:
         if (name in ("read", "optional") and not owner) or (owner == "ctx" and name in ("table", "has_table",
                                                                                            "optional_table")):
             reads.add(table)
-        elif owner == "res" and name == "table":
+        elif owner in ("res", "sec") and name == "table":
             writes.add(table)
     return reads, writes
 

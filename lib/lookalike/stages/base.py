@@ -202,6 +202,28 @@ class StageResult:
     def headline(self, sentence: str, figure: str = "", numbers: dict[str, Any] | None = None) -> None:
         self.sentence, self.headline_figure, self.numbers = sentence, figure, dict(numbers or {})
 
+    def add(self, section: Section, *values: Any) -> Any:
+        """Take in what one section built (its text blocks, tables, figures, shown frames, HTML, notes,
+        headline) and hand back the values it computed for later sections: none -> None, one -> it,
+        several -> the tuple. A stage's run() is a list of ``x = res.add(*some_section(...))``."""
+        for name, block in section.text.items():
+            if block or name in self.text:
+                self.text[name] = self.text.get(name, "") + block
+        clash = (set(self.tables) & set(section.tables)) | (set(self.figures) & set(section.figures))
+        if clash:
+            raise ValueError(f"{self.stage}: section {section.name!r} builds {', '.join(sorted(clash))} again")
+        self.tables.update(section.tables)
+        self.timings.update(section.timings)
+        self.figures.update(section.figures)
+        self.html.update(section.html)
+        for name, value in section.show.items():
+            dict.__setitem__(self.show, name, value)
+        self.notes.extend(section.notes)
+        self.after_save.extend(section.after_save)
+        if section.sentence:
+            self.headline(section.sentence, section.headline_figure, section.numbers)
+        return None if not values else values[0] if len(values) == 1 else values
+
     # -- reading a result in a notebook
     def print(self, name: str) -> None:
         """Print one text block as it was built (no trailing newline of its own)."""
@@ -249,3 +271,19 @@ class StageResult:
                              numbers=self.numbers)
         for write in self.after_save:
             write()
+
+
+class Section(StageResult):
+    """What one section of a stage builds: the same building calls as StageResult (say, table,
+    html_table, figure, show, headline), gathered under the section's name and handed to the stage's
+    result with ``res.add``. A section function takes its inputs as arguments (frames, typed
+    parameters, values earlier sections computed), never the stage context, and returns
+    ``(section, *values)`` so it can be called and checked on its own."""
+
+    def __init__(self, stage: str, name: str):
+        super().__init__(stage, "", Path("."))
+        self.name = name
+        self.section(name)
+
+    def save(self) -> None:
+        raise TypeError(f"section {self.name!r} of {self.stage} is saved with its stage's result (StageResult.add)")

@@ -7,8 +7,10 @@ summary.html.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from datetime import datetime, UTC
 from pathlib import Path
+from typing import Any
 
 import altair as alt
 import numpy as np
@@ -29,57 +31,145 @@ from lookalike.retrieval import catalog, systems
 from lookalike.eval import trec
 from lookalike.retrieval.encoders.base import Vectors
 
-from lookalike.stages.base import StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
+from lookalike.stages.base import Section, StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
 
+STAGE = "07_metric_tables"
 TITLE = 'Metric tables'
 PLANNER_COLUMNS = ["measure", "system", "minus", "n", "difference", "se", "resolvable", "n_needed"]
 
 
 def run(ctx: StageContext) -> StageResult:
-    """Stage 07: its sections, in the order it builds them: setup, top1_random, sufficiency, headline,
+    """Stage 07, in the order its notebook shows them: setup, top1_random, sufficiency, headline,
     sufficiency_chart, significance, planner, planted, breakdown, evidence, settings, source_structure, kinds,
-    failures, haystack, fusion. Reads and writes what lookalike.stages.contracts.CONTRACTS["07_metric_tables"]
-    declares."""
-    seed = ctx.get('seed')
-    retrieve_depth = ctx.get('retrieve.depth')
-    retrieve_rrf_k = ctx.get('retrieve.rrf_k')
-    res = StageResult('07_metric_tables', TITLE, ctx.run_dir)
+    failures, haystack, fusion, then the summary page and the headline. Reads and writes what
+    lookalike.stages.contracts.CONTRACTS["07_metric_tables"] declares."""
+    cfg, res = ctx.config, StageResult(STAGE, TITLE, ctx.run_dir)
+    x = read_inputs(ctx)
+    scorer = res.add(*setup_section(x, cfg.retrieve.rrf_k, cfg.retrieve.depth, cfg.seed))
+    top1_random = res.add(*top1_random_section(x.questions, x.distractors, scorer, cfg.seed, x.clusters))
+    hard_runs, suff_hard, frames_hard, sufficiency = res.add(*sufficiency_section(
+        x.one_unit, x.distractors, x.units, scorer, x.corpus_runs, x.qrels_labels, cfg.seed, x.clusters))
+    headline = res.add(*headline_section(top1_random, suff_hard, hard_runs, frames_hard, cfg.seed, x.clusters))
+    res.add(*sufficiency_chart_section(suff_hard))
+    evidence_qrels, evidence, frames_ev, significance = res.add(*significance_section(
+        x.strict, x.corpus_runs, cfg.seed, x.clusters, frames_hard))
+    plan = res.add(*planner_section(significance))
+    effects = res.add(*planted_section(x, cfg.seed))
+    res.add(*breakdown_section(x.one_unit, x.units, frames_hard))
+    res.add(*evidence_section(evidence))
+    settings_view = res.add(*settings_section(x, evidence, evidence_qrels, cfg.retrieve.depth, cfg.seed,
+                                              {"rerank": cfg.rerank.systems, "split": cfg.split.systems}))
+    cells = res.add(*source_structure_section(x.units, frames_ev, x.strict, cfg.seed, x.clusters,
+                                              cfg.report.source_column, unit_noun(cfg.corpus.source)))
+    res.add(*kinds_section(x.unit_vectors, evidence))
+    res.add(*failures_section(x))
+    haystack = res.add(*haystack_section(x.units, x.distractors, x.strict, cfg.seed, scorer, evidence_qrels,
+                                         x.clusters, cfg.report.target_corpus_size, cfg.report.haystack_fractions))
+    trace_counts = res.add(*fusion_section(x.base, x.corpus_runs, x.current, x.strict, cfg.retrieve.rrf_k,
+                                           cfg.retrieve.depth))
+    res.add(*qrels_section(evidence_qrels, x.run_dir))
+    tables = {"headline": headline, "evidence": evidence, "settings_view": settings_view, "cells": cells,
+              "trace_counts": trace_counts, "effects": effects, "haystack": haystack, "plan": plan,
+              "sufficiency": sufficiency, "significance": significance}
+    res.add(*summary_section(x, tables, cfg))
+    res.add(*stage_headline_section(suff_hard, x.current, x.earlier["label_agreement"]))
+    return res
 
-    res.section("setup")
-    RUN = ctx.run_dir
-    read = ctx.table
+
+@dataclass
+class MetricInputs:
+    """What stage 07 reads from the run folder, once: earlier stages' tables, the encoded vectors, the
+    validated questions' corpus runs, and what follows from them (the scored question sets, the
+    clusters intervals resample, the systems and their encoder settings)."""
+
+    run_dir: Path
+    units: pd.DataFrame
+    questions: pd.DataFrame
+    validated: pd.DataFrame
+    distractors: pd.DataFrame
+    current: pd.DataFrame
+    clusters: Any
+    unit_clusters: Any
+    base: list
+    unit_vectors: dict
+    corpus_runs: dict
+    external: dict
+    derived_plan: Any
+    settings: dict
+    # optional tables of earlier stages, empty when that stage did not write them on this corpus
+    earlier: dict = field(default_factory=dict)
+
+    @property
+    def qrels_labels(self) -> pd.DataFrame:
+        """The current labels as graded judgements (sufficient 2, supporting 1)."""
+        return (L.qrels_from(self.current) if len(self.current)
+                else pd.DataFrame(columns=["query_id", "unit_id", "relevance"]))
+
+    @property
+    def strict(self) -> pd.DataFrame:
+        """The validated single-gold questions: what every corpus-wide figure is scored on."""
+        return self.validated[self.validated["slice"] == "single-gold"].reset_index(drop=True)
+
+    @property
+    def one_unit(self) -> pd.DataFrame:
+        """The validated single-gold questions with one evidence unit: what hard-negative figures score."""
+        strict = self.strict
+        return strict[~strict["evidence_unit_ids"].str.contains(";")].reset_index(drop=True)
+
+
+def read_inputs(ctx: StageContext) -> MetricInputs:
+    """Stage 07's reading step: every table, vector file and run it scores (stages.contracts lists them)."""
+    read, run_dir = ctx.table, ctx.run_dir
     units = ctx.units()
     questions, validated, distractors = read("questions"), read("questions_validated"), read("distractors")
-    current = read("labels_current")
-    qrels_labels = L.qrels_from(current) if len(current) else pd.DataFrame(columns=["query_id", "unit_id", "relevance"])
-    strict = validated[validated["slice"] == "single-gold"].reset_index(drop=True)
-    one_unit = strict[~strict["evidence_unit_ids"].str.contains(";")].reset_index(drop=True)
     # intervals resample clusters of questions (stats.cluster: by default each question's gold document)
     clusters = ctx.clusters(dict(zip(questions["query_id"], questions["evidence_unit_ids"]))
                             | dict(zip(validated["query_id"], validated["evidence_unit_ids"])))
-    BASE = systems.base_systems(RUN, ctx.get("encode.encoders"))
-    unit_vectors = {n: Vectors.load(RUN / "vectors" / f"{n}.npz") for n in BASE}
+    base = systems.base_systems(run_dir, ctx.get("encode.encoders"))
+    unit_vectors = {n: Vectors.load(run_dir / "vectors" / f"{n}.npz") for n in base}
     # the fusions and document context stage 06 pooled, from the one catalogue (retrieval.catalog)
-    derived_plan = catalog.plan(BASE, {n: systems.declared_provenance(n, unit_vectors[n]) for n in BASE}, "07")
-    FUSIONS = derived_plan.fusions()
-    sys_table = read("systems") if ctx.has_table("systems") else pd.DataFrame()
-    EXTERNAL = ({n: trec.read_run(RUN / "runs" / f"{n}.run")[0]
+    derived_plan = catalog.plan(base, {n: systems.declared_provenance(n, unit_vectors[n]) for n in base}, "07")
+    sys_table = ctx.optional_table("systems")
+    external = ({n: trec.read_run(run_dir / "runs" / f"{n}.run")[0]
                  for n in sorted(sys_table.loc[sys_table["provenance"] == "external", "system"])}
-                if "provenance" in sys_table.columns else {})
+                if sys_table is not None and "provenance" in sys_table.columns else {})
     # +rerank / +split systems: like your runs, only their top-depth ranking is known, so the candidate
     # views restrict it (stage 02's, questions as generated) rather than re-score
-    EXTERNAL.update({p.stem: trec.read_run(p)[0] for p in sorted((RUN / "runs").glob("*.run"))
+    external.update({p.stem: trec.read_run(p)[0] for p in sorted((run_dir / "runs").glob("*.run"))
                      if p.stem.endswith(("+rerank", "+split"))})
-    settings = dict(ctx.encoder_settings(), run_dir=RUN)
+    corpus_runs = {p.stem: trec.read_run(p)[0] for p in sorted((run_dir / "runs_validated").glob("*.run"))}
+
+    def optional(name: str) -> pd.DataFrame:
+        return read(name) if ctx.has_table(name) else pd.DataFrame()
+
+    # tables some corpora have and others not (the demo's answer key, the leak check, the ladder)
+    earlier = {"planted": optional("planted"), "question_validation": optional("question_validation"),
+               "validation_judgements": optional("validation_judgements"), "leak_gate": optional("leak_gate"),
+               "leak_planted": optional("leak_planted"), "leak_per_query": optional("leak_per_query"),
+               "judge_door_summary": optional("judge_door_summary"), "validity_ladder": optional("validity_ladder"),
+               "hard_vs_random": optional("hard_vs_random"), "label_agreement": optional("label_agreement")}
+    return MetricInputs(run_dir, units, questions, validated, distractors, read("labels_current"), clusters,
+                        ctx.unit_clusters(), base, unit_vectors, corpus_runs, external, derived_plan,
+                        dict(ctx.encoder_settings(), run_dir=run_dir), earlier)
 
 
-    scorer = S.CandidateSystems(units, unit_vectors, FUSIONS, EXTERNAL, settings, retrieve_rrf_k, retrieve_depth, seed,
-                                doc_context=derived_plan.has(catalog.DOC_CONTEXT))
-    res.say(f"validated single-gold questions: {len(strict)} ({len(one_unit)} with one evidence unit); "
-          f"labelled pairs: {len(current)}; systems: "
-          f"{', '.join(scorer.names)}")
+def setup_section(x: MetricInputs, rrf_k: int, depth: int, seed: int) -> tuple[Section, S.CandidateSystems]:
+    """The scorer every candidate view uses (base systems, the catalogue's fusions and document context,
+    your runs and +rerank / +split rankings), and what is scored: questions, labelled pairs, systems."""
+    sec = Section(STAGE, "setup")
+    scorer = S.CandidateSystems(x.units, x.unit_vectors, x.derived_plan.fusions(), x.external, x.settings, rrf_k,
+                                depth, seed, doc_context=x.derived_plan.has(catalog.DOC_CONTEXT))
+    sec.say(f"validated single-gold questions: {len(x.strict)} ({len(x.one_unit)} with one evidence unit); "
+            f"labelled pairs: {len(x.current)}; systems: "
+            f"{', '.join(scorer.names)}")
+    return sec, scorer
 
-    res.section("top1_random")
+
+def top1_random_section(questions: pd.DataFrame, distractors: pd.DataFrame, scorer, seed: int,
+                        clusters) -> tuple[Section, Any]:
+    """Top-1 under random negatives, questions as generated (page-single): each system's share
+    with its CI beside chance (one over the candidates). Writes top1_random_original."""
+    sec = Section(STAGE, "top1_random")
     orig = questions[questions["evidence_structure"] == "page-single"].reset_index(drop=True)
     rand = distractors[distractors["axis"] == "random"]
     rand_c = {q: [g] + list(rand[rand["query_id"] == q]["unit_id"]) for q, g in zip(orig["query_id"], orig["evidence_unit_ids"])}
@@ -95,28 +185,41 @@ def run(ctx: StageContext) -> StageResult:
                             "chance": chance, "interval": stats.interval_words(clusters)})
     top1_random = pd.DataFrame(random_rows, columns=["system", "n", "top1", "top1_lo", "top1_hi", "chance", "interval"])
     with pd.option_context("display.float_format", "{:.3f}".format):
-        res.say(top1_random.to_string(index=False) if len(top1_random) else "no page-single questions")
-    res.html_table("top1_random", top1_random)
+        sec.say(top1_random.to_string(index=False) if len(top1_random) else "no page-single questions")
+    sec.html_table("top1_random", top1_random)
+    sec.table("top1_random_original", top1_random, sort_by=["system"])
+    return sec, top1_random
 
-    res.section("sufficiency")
+def sufficiency_section(one_unit: pd.DataFrame, distractors: pd.DataFrame, units: pd.DataFrame, scorer,
+                        corpus_runs: dict, qrels_labels: pd.DataFrame, seed: int,
+                        clusters) -> tuple[Section, dict, pd.DataFrame, dict, pd.DataFrame]:
+    """Sufficient / supporting-only / neither at k under hard negatives (the gold and its look-alikes)
+    and over the corpus, validated one-unit questions. Returns the hard runs, the hard rows, per-query frames
+    and the whole table; writes sufficiency."""
+    sec = Section(STAGE, "sufficiency")
     # the gold against every look-alike (its per-axis distractors and the rest of its template), all labelled in stage 06
     hard_c = N.hard_candidates(one_unit, distractors, units)
     sizes = [len(v) - 1 for v in hard_c.values()]
-    res.say(f"hard candidates per question: the gold and {np.median(sizes) if sizes else 0:.0f} look-alikes (median; "
+    sec.say(f"hard candidates per question: the gold and {np.median(sizes) if sizes else 0:.0f} look-alikes (median; "
             f"{min(sizes, default=0)}–{max(sizes, default=0)}): its per-axis distractors and every other page of its template")
     hard_runs = scorer.runs(one_unit, hard_c)
-    corpus_runs = {p.stem: trec.read_run(p)[0] for p in sorted((RUN / "runs_validated").glob("*.run"))}
     suff_hard, frames_hard = S.sufficiency(qrels_labels, hard_runs, list(one_unit["query_id"]), "hard", seed=seed,
                                            clusters=clusters)
     suff_corpus, frames_corpus = S.sufficiency(qrels_labels, corpus_runs, list(one_unit["query_id"]), "corpus", seed=seed,
                                                clusters=clusters)
     sufficiency = pd.concat([suff_hard, suff_corpus], ignore_index=True)
     with pd.option_context("display.float_format", "{:.3f}".format):
-        res.say(sufficiency[sufficiency["k"].isin([1, 5])].drop(
+        sec.say(sufficiency[sufficiency["k"].isin([1, 5])].drop(
             columns=["supporting_only_lo", "supporting_only_hi", "neither_lo", "neither_hi"]).to_string(index=False))
-    res.html_table("sufficiency", sufficiency[sufficiency["k"].isin([1, 5])])
+    sec.html_table("sufficiency", sufficiency[sufficiency["k"].isin([1, 5])])
+    sec.table("sufficiency", sufficiency, sort_by=["system", "negatives", "k"])
+    return sec, hard_runs, suff_hard, frames_hard, sufficiency
 
-    res.section("headline")
+def headline_section(top1_random: pd.DataFrame, suff_hard: pd.DataFrame, hard_runs, frames_hard, seed: int,
+                     clusters) -> tuple[Section, Any]:
+    """The headline table: top-1 under random negatives beside sufficient@1/@5, supporting-only@5 and
+    neither@5 under hard negatives, each with its own n and CI, and the paired gain from slot 1 to 5."""
+    sec = Section(STAGE, "headline")
     head_rows = []
     tr = top1_random.set_index("system")
     sh = suff_hard.set_index(["system", "k"])
@@ -136,10 +239,14 @@ def run(ctx: StageContext) -> StageResult:
         row["gain slot 1→5 (paired)"] = S.fmt_ci(g["gain"], g["gain_lo"], g["gain_hi"])
         head_rows.append(row)
     headline = pd.DataFrame(head_rows)
-    res.say(headline.to_string(index=False) if len(headline) else "no validated questions")
-    res.html_table("headline", headline)
+    sec.say(headline.to_string(index=False) if len(headline) else "no validated questions")
+    sec.html_table("headline", headline)
+    sec.table("headline", headline, sort_by=["system"] if len(headline) else None)
+    return sec, headline
 
-    res.section("sufficiency_chart")
+def sufficiency_chart_section(suff_hard: pd.DataFrame) -> tuple[Section]:
+    """The stacked chart of what the top k holds under hard negatives, one panel a system."""
+    sec = Section(STAGE, "sufficiency_chart")
     plot = suff_hard.melt(id_vars=["system", "k", "n"], value_vars=["sufficient", "supporting_only", "neither"],
                           var_name="outcome", value_name="share")
     chart = None if plot.empty else alt.Chart(plot).mark_bar().encode(
@@ -150,9 +257,14 @@ def run(ctx: StageContext) -> StageResult:
     ).transform_calculate(outcome_order="indexof(['sufficient','supporting_only','neither'], datum.outcome)").properties(
         width=130, height=200).facet(column=alt.Column("system:N", title=None)).properties(
         title="Hard negatives, validated questions: what the top k holds")
-    res.figure("07_sufficiency", chart)
+    sec.figure("07_sufficiency", chart)
+    return (sec,)
 
-    res.section("significance")
+def significance_section(strict: pd.DataFrame, corpus_runs, seed: int, clusters,
+                         frames_hard) -> tuple[Section, Any, Any, Any, Any]:
+    """Evidence-complete scores over the corpus, and every pair of systems compared (paired
+    randomisation test, Holm within each measure). Writes evidence_complete and significance."""
+    sec = Section(STAGE, "significance")
     evidence_qrels = systems.evidence_qrels(strict)
     evidence, frames_ev = S.evidence_complete(evidence_qrels, corpus_runs, strict, seed=seed, clusters=clusters)
     sig = []
@@ -167,68 +279,84 @@ def run(ctx: StageContext) -> StageResult:
         if len(significance):
             shown = significance.assign(difference=[S.fmt_ci(d, lo, hi) for d, lo, hi in zip(
                 significance["delta"], significance["delta_lo"], significance["delta_hi"])])
-            res.say(shown[["measure", "system", "baseline", "n", "difference", "p_randomisation", "p_holm"]].rename(
+            sec.say(shown[["measure", "system", "baseline", "n", "difference", "p_randomisation", "p_holm"]].rename(
                 columns={"baseline": "minus"}).to_string(index=False))
-            res.html_table("significance", shown[["measure", "system", "baseline", "n", "difference", "p_randomisation",
+            sec.html_table("significance", shown[["measure", "system", "baseline", "n", "difference", "p_randomisation",
                                                   "p_holm"]].rename(columns={"baseline": "minus"}))
             real = significance[significance["p_holm"] < 0.05]
-            res.say(f"\n{len(real)} of {len(significance)} pairs differ with Holm-adjusted p < 0.05 "
+            sec.say(f"\n{len(real)} of {len(significance)} pairs differ with Holm-adjusted p < 0.05 "
                     f"(randomisation test, {stats.interval_words(clusters).split(', ')[1]})")
         else:
-            res.say("nothing to compare")
+            sec.say("nothing to compare")
+    sec.table("evidence_complete", evidence, sort_by=["system", "aggregate", "evidence_structure", "measure", "k"])
+    sec.table("significance", significance, sort_by=["measure", "system", "baseline"] if len(significance) else None)
+    return sec, evidence_qrels, evidence, frames_ev, significance
 
-    res.section("planner")
+def planner_section(significance: pd.DataFrame) -> tuple[Section, Any]:
+    """The sample-size planner: per pair, the difference this n resolves and the questions 80% power
+    would need. Writes sample_size."""
+    sec = Section(STAGE, "planner")
     plan = pd.DataFrame(columns=PLANNER_COLUMNS)
     if len(significance):
         plan = pd.DataFrame([{"measure": r.measure, "system": r.system, "minus": r.baseline, "n": int(r.n),
                               "difference": r.delta, **stats.sample_size(r.delta, r.delta_lo, r.delta_hi, int(r.n))}
                              for r in significance.itertuples()], columns=PLANNER_COLUMNS)
         with pd.option_context("display.float_format", "{:.3f}".format):
-            res.say(plan.drop(columns=["se"]).assign(n_needed=plan["n_needed"].map(
+            sec.say(plan.drop(columns=["se"]).assign(n_needed=plan["n_needed"].map(
                 lambda v: "never (no difference)" if v == np.inf else f"{v:.0f}")).to_string(index=False))
-        res.html_table("planner", plan.drop(columns=["se"]).assign(n_needed=plan["n_needed"].map(
+        sec.html_table("planner", plan.drop(columns=["se"]).assign(n_needed=plan["n_needed"].map(
             lambda v: "never (no difference)" if v == np.inf else f"{v:.0f}")))
-        res.say("\nresolvable: the smallest difference this n resolves at 95% (the paired CI's half-width); n_needed: "
+        sec.say("\nresolvable: the smallest difference this n resolves at 95% (the paired CI's half-width); n_needed: "
                 "questions for 80% power to resolve the observed difference (normal approximation from the "
                 "clustered bootstrap SE). Both are for one comparison, before Holm's adjustment for the number "
                 "of pairs.")
     else:
-        res.say("nothing to compare")
+        sec.say("nothing to compare")
+    sec.table("sample_size", plan)
+    return sec, plan
 
-    res.section("planted")
+def planted_section(x: MetricInputs, seed: int) -> tuple[Section, pd.DataFrame]:
+    """Calibration on a corpus that plants effects (the demo): each planted effect beside what the
+    stage that measures it recovered, with its CI and whether it was recovered. Writes planted_effects."""
+    sec = Section(STAGE, "planted")
     effects = pd.DataFrame(columns=C.EFFECT_COLUMNS)
-    if ctx.has_table("planted") and len(read("planted")):
-        appearance = RUN / "vectors" / "appearance.npz"
+    units, questions, earlier = x.units, x.questions, x.earlier
+    if len(earlier["planted"]):
+        appearance = x.run_dir / "vectors" / "appearance.npz"
         revision_units = 0
         if appearance.is_file():
             _, pools = N.hard_negatives(units, Vectors.load(appearance).data, list(units["unit_id"]), k=1,
                                         axes=("revision",))
             revision_units = int((pools["pool"] > 0).sum())
-        optional = lambda name: read(name) if ctx.has_table(name) else pd.DataFrame()  # noqa: E731
-        ladder = optional("validity_ladder")
+        ladder = earlier["validity_ladder"]
         from lookalike.data import demo   # the generator's own rule for which questions it under-specified
 
         planted_qs = set(questions.loc[demo.under_specified(questions, units.assign(
             revision=units["revision"].astype(int))).to_numpy(), "query_id"])
         effects = C.planted_effects(
-            read("planted"), validation=read("question_validation"), revision_pool_units=revision_units,
-            planted_questions=planted_qs, judgements=optional("validation_judgements"),
-            leak_gate=optional("leak_gate"), leak_planted=optional("leak_planted"),
-            leak_per_query=optional("leak_per_query"), door_summary=optional("judge_door_summary"),
-            ladder_slopes=N.ladder_slopes(ladder) if len(ladder) else {}, unit_clusters=ctx.unit_clusters(),
-            clusters=clusters, seed=seed)
+            earlier["planted"], validation=earlier["question_validation"], revision_pool_units=revision_units,
+            planted_questions=planted_qs, judgements=earlier["validation_judgements"],
+            leak_gate=earlier["leak_gate"], leak_planted=earlier["leak_planted"],
+            leak_per_query=earlier["leak_per_query"], door_summary=earlier["judge_door_summary"],
+            ladder_slopes=N.ladder_slopes(ladder) if len(ladder) else {}, unit_clusters=x.unit_clusters,
+            clusters=x.clusters, seed=seed)
         with pd.option_context("display.float_format", "{:.3f}".format, "display.max_colwidth", 60):
-            res.say(effects[["effect", "planted", "recovered", "lo", "hi", "ok"]].to_string(index=False))
-            res.html_table("planted", effects[["effect", "planted", "recovered", "lo", "hi", "ok", "explanation"]].assign(
+            sec.say(effects[["effect", "planted", "recovered", "lo", "hi", "ok"]].to_string(index=False))
+            sec.html_table("planted", effects[["effect", "planted", "recovered", "lo", "hi", "ok", "explanation"]].assign(
                 recovered=effects["recovered"].map(C.as_number), lo=effects["lo"].map(C.as_number),
                 hi=effects["hi"].map(C.as_number)).rename(columns={"lo": "recovered_lo", "hi": "recovered_hi"}))
-            res.say()
+            sec.say()
             for r in effects.itertuples():
-                res.say(f"{'ok ' if r.ok else 'NOT OK'} {r.effect}: {r.explanation} [{r.check}]")
+                sec.say(f"{'ok ' if r.ok else 'NOT OK'} {r.effect}: {r.explanation} [{r.check}]")
     else:
-        res.say("this corpus plants nothing (the demo does): no calibration table")
+        sec.say("this corpus plants nothing (the demo does): no calibration table")
+    if len(effects):
+        sec.table("planted_effects", effects)
+    return sec, effects
 
-    res.section("breakdown")
+def breakdown_section(one_unit: pd.DataFrame, units: pd.DataFrame, frames_hard) -> tuple[Section, Any]:
+    """Sufficient@5 under hard negatives by register and by stratum, per system. Writes breakdown."""
+    sec = Section(STAGE, "breakdown")
     meta = one_unit.set_index("query_id")
     stratum = meta["evidence_unit_ids"].map(units.set_index("unit_id")["content_type"])
     parts = []
@@ -240,105 +368,143 @@ def run(ctx: StageContext) -> StageResult:
     breakdown = (pd.concat(parts, ignore_index=True)[["system", "by", "group", "n", "sufficient_5"]] if parts
                  else pd.DataFrame(columns=["system", "by", "group", "n", "sufficient_5"]))
     with pd.option_context("display.float_format", "{:.3f}".format):
-        res.say(breakdown.pivot_table(index=["by", "group"], columns="system", values="sufficient_5").to_string(na_rep="·")
+        sec.say(breakdown.pivot_table(index=["by", "group"], columns="system", values="sufficient_5").to_string(na_rep="·")
               if len(breakdown) else "no validated questions")
     if len(breakdown):
         wide = breakdown.pivot_table(index=["by", "group", "n"], columns="system", values="sufficient_5").reset_index()
         wide.columns.name = None
-        res.html_table("breakdown", wide)
+        sec.html_table("breakdown", wide)
+    sec.table("breakdown", breakdown, sort_by=["system", "by", "group"])
+    return sec, breakdown
 
-    res.section("evidence")
+def evidence_section(evidence: pd.DataFrame) -> tuple[Section]:
+    """Evidence-complete measures at k = 10 (Macro over evidence structures and Micro), and
+    RecallAll@10 by evidence structure."""
+    sec = Section(STAGE, "evidence")
     with pd.option_context("display.float_format", "{:.3f}".format):
         agg = evidence[(evidence["aggregate"] != "structure") & (evidence["k"] == 10)]
-        res.say(agg.pivot_table(index=["system", "aggregate"], columns="measure", values="value").to_string(na_rep="·")
+        sec.say(agg.pivot_table(index=["system", "aggregate"], columns="measure", values="value").to_string(na_rep="·")
               if len(agg) else "no validated questions")
         if len(agg):
             wide = _ci_pivot(agg, ["system", "aggregate", "n"])
-            res.html_table("evidence", wide, caption="each cell: estimate [95% CI]; Macro resamples each evidence "
+            sec.html_table("evidence", wide, caption="each cell: estimate [95% CI]; Macro resamples each evidence "
                                                      "structure on its own (stratified), Micro all questions")
-        res.say()
+        sec.say()
         st = evidence[(evidence["aggregate"] == "structure") & (evidence["k"] == 10) & (evidence["measure"] == "RecallAll")]
-        res.say(S.macro_weights(evidence))
-        res.say("RecallAll@10 by evidence structure (n per cell in tables/evidence_complete.csv):")
-        res.say(st.pivot_table(index="evidence_structure", columns="system", values="value").to_string(na_rep="·") if len(st) else "-")
+        sec.say(S.macro_weights(evidence))
+        sec.say("RecallAll@10 by evidence structure (n per cell in tables/evidence_complete.csv):")
+        sec.say(st.pivot_table(index="evidence_structure", columns="system", values="value").to_string(na_rep="·") if len(st) else "-")
+    return (sec,)
 
-    res.section("settings")
+def settings_section(x: MetricInputs, evidence: pd.DataFrame, evidence_qrels: pd.DataFrame, depth: int, seed: int,
+                     derived: dict) -> tuple[Section, pd.DataFrame]:
+    """The benchmark's settings per family (Base, Ctx, B+Ctx, Rerank, Q-Split) on the validated
+    single-gold questions; derived names the +rerank / +split systems asked for. Writes settings."""
+    sec = Section(STAGE, "settings")
+    strict, clusters, base, unit_vectors = x.strict, x.clusters, x.base, x.unit_vectors
     # the benchmark's settings per family: Base / Ctx / B+Ctx / Rerank / Q-Split (analysis.views)
-    ctx_qv = systems.encode_queries(strict, [n for n in BASE if unit_vectors[n].kind != "text"], **settings) \
+    ctx_qv = systems.encode_queries(strict, [n for n in base if unit_vectors[n].kind != "text"],
+                                     **x.settings) \
         if len(strict) else {}
-    ctx_runs, no_ctx = V.context_runs(BASE, unit_vectors, ctx_qv, units, list(strict["query_id"]), corpus_runs,
-                                      retrieve_depth, seed) if len(strict) else ({}, {})
-    extra = {k: r for k, r in ctx_runs.items() if k not in corpus_runs}
+    ctx_runs, no_ctx = V.context_runs(base, unit_vectors, ctx_qv, x.units, list(strict["query_id"]), x.corpus_runs,
+                                      depth, seed) if len(strict) else ({}, {})
+    extra = {k: r for k, r in ctx_runs.items() if k not in x.corpus_runs}
     extra_ev, _ = (S.evidence_complete(evidence_qrels, extra, strict, seed=seed, clusters=clusters) if extra
                    else (pd.DataFrame(columns=evidence.columns), {}))
-    settings_long = V.settings_table(BASE, evidence, extra_ev, no_ctx,
-                                     {"rerank": ctx.get("rerank.systems"), "split": ctx.get("split.systems")})
+    settings_long = V.settings_table(base, evidence, extra_ev, no_ctx, derived)
     settings_view = V.settings_wide(settings_long)
     if len(settings_view):
-        res.say(f"n = {len(strict)} validated single-gold questions, scored against their evidence units; "
+        sec.say(f"n = {len(strict)} validated single-gold questions, scored against their evidence units; "
                 "Macro averages the evidence structures (each resampled on its own), Micro the questions; "
                 f"{stats.interval_words(clusters)}")
-        res.say(settings_view.to_string(index=False))
-        res.html_table("settings", settings_view)
+        sec.say(settings_view.to_string(index=False))
+        sec.html_table("settings", settings_view)
     else:
-        res.say("no validated questions: no settings table")
+        sec.say("no validated questions: no settings table")
+    sec.table("settings", settings_long, sort_by=["family", "setting", "measure", "aggregate"])
+    return sec, settings_view
 
-    res.section("source_structure")
-    source_column = ctx.get("report.source_column")
+def source_structure_section(units: pd.DataFrame, frames_ev: dict, strict: pd.DataFrame, seed: int, clusters,
+                             source_column: str, noun: str) -> tuple[Section, pd.DataFrame]:
+    """RecallAll@5 by source (report.source_column) and evidence structure, as a table and a
+    heatmap, or why there is none. Writes recall_all_by_source."""
+    sec = Section(STAGE, "source_structure")
     cells = pd.DataFrame(columns=V.HEATMAP_COLUMNS)
     if source_column not in units.columns:
-        res.say(f"report.source_column {source_column!r} is not a units column ({', '.join(units.columns)}): "
+        sec.say(f"report.source_column {source_column!r} is not a units column ({', '.join(units.columns)}): "
                 "no source × structure view")
     elif not (units[source_column].astype(str).str.strip() != "").any():
-        res.say(f"report.source_column {source_column!r} is empty for every unit of this corpus: no source × "
+        sec.say(f"report.source_column {source_column!r} is empty for every unit of this corpus: no source × "
                 "structure view")
     elif len(frames_ev):
         cells = V.source_structure(frames_ev, strict, units, source_column, seed=seed, clusters=clusters)
         with pd.option_context("display.float_format", "{:.2f}".format):
-            res.say(f"RecallAll@5 by {source_column} (rows) × evidence structure; n per cell in "
+            sec.say(f"RecallAll@5 by {source_column} (rows) × evidence structure; n per cell in "
                     "tables/recall_all_by_source.csv; · no question of that source and structure")
-            res.say(cells.pivot_table(index=["system", "source"], columns="evidence_structure",
+            sec.say(cells.pivot_table(index=["system", "source"], columns="evidence_structure",
                                       values="recall_all_5").to_string(na_rep="·"))
     else:
-        res.say("no validated questions: no source × structure view")
-    res.figure("07_source_structure", V.heatmap(cells, source_column, unit_noun(ctx.get("corpus.source")))
+        sec.say("no validated questions: no source × structure view")
+    sec.figure("07_source_structure", V.heatmap(cells, source_column, noun)
                if len(cells) else None)
+    sec.table("recall_all_by_source", cells, sort_by=["system", "source", "evidence_structure"])
+    return sec, cells
 
-    res.section("kinds")
+def kinds_section(unit_vectors, evidence: pd.DataFrame) -> tuple[Section, Any]:
+    """Single- against multi-vector systems on the evidence-complete measures, or which kinds ran."""
+    sec = Section(STAGE, "kinds")
     kinds = V.kinds_table(unit_vectors, evidence)
     if len(kinds):
         with pd.option_context("display.float_format", "{:.3f}".format):
-            res.say(kinds.to_string(index=False))
-        res.html_table("kinds", kinds)
+            sec.say(kinds.to_string(index=False))
+        sec.html_table("kinds", kinds)
     else:
         present = sorted({v.kind for v in unit_vectors.values()})
-        res.say(f"single- vs multi-vector: only {', '.join(present) or 'no'} systems ran (add colpali and bi, or a "
+        sec.say(f"single- vs multi-vector: only {', '.join(present) or 'no'} systems ran (add colpali and bi, or a "
                 "multi-vector plug-in, to compare the two kinds on this corpus)")
+    sec.table("kinds", kinds, sort_by=["system", "measure", "aggregate"])
+    return sec, kinds
 
-    res.section("failures")
+def failures_section(x: MetricInputs) -> tuple[Section]:
+    """Every validated single-gold question and system: the top 5 over the corpus, the gold's rank, the
+    look-alike that beat it and on which axis it differs; the failure browser is written after the tables.
+    Writes failures."""
+    sec = Section(STAGE, "failures")
     # every (question, system): the top 5 over the corpus, the gold's rank, and the look-alike that beat it
-    failures = browse.failure_rows(strict, corpus_runs, current, units, distractors)
+    strict, current, units = x.strict, x.current, x.units
+    failures = browse.failure_rows(strict, x.corpus_runs, current, units, x.distractors)
     counts = browse.outcome_counts(failures)
     if len(failures):
-        res.say(f"{len(failures)} rows: {failures['query_id'].nunique()} validated single-gold questions × "
+        sec.say(f"{len(failures)} rows: {failures['query_id'].nunique()} validated single-gold questions × "
                 f"{failures['system'].nunique()} systems, each system's top {browse.TOP_K} over the whole corpus "
                 "(current labels; an unlabelled page counts as neither)")
-        res.say(counts.to_string(index=False))
+        sec.say(counts.to_string(index=False))
         lost = failures[failures["hard_negative_loss"]]
         if len(lost):
-            res.say("\nthe axis on which the look-alike that beat the gold differs (rows):")
-            res.say(pd.crosstab(lost["axis"], lost["system"]).to_string())
+            sec.say("\nthe axis on which the look-alike that beat the gold differs (rows):")
+            sec.say(pd.crosstab(lost["axis"], lost["system"]).to_string())
             if (lost["axis"] == "cluster").any():
-                res.say("cluster: the look-alike is a page of the gold's appearance cluster (this corpus names no "
+                sec.say("cluster: the look-alike is a page of the gold's appearance cluster (this corpus names no "
                         "templates), not a page of its template that differs on one field")
-        res.say("\nbrowse them: browse/index.html")
+        sec.say("\nbrowse them: browse/index.html")
     else:
-        res.say("no validated single-gold questions: nothing to browse")
+        sec.say("no validated single-gold questions: nothing to browse")
+    sec.table("failures", failures, sort_by=["system", "query_id"])
+    if len(failures):
+        note = _sentence(L.provenance(current, x.earlier["label_agreement"])[0])
+        sec.after_save.append(lambda: browse.write_browser(x.run_dir, failures, strict, units, x.run_dir,
+                                                           labels_note=note))
+    return (sec,)
 
-    res.section("haystack")
+def haystack_section(units: pd.DataFrame, distractors: pd.DataFrame, strict: pd.DataFrame, seed: int, scorer,
+                     evidence_qrels: pd.DataFrame, clusters, target_size: int,
+                     fractions) -> tuple[Section, pd.DataFrame]:
+    """The haystack curve: the same questions against nested random subsamples of the corpus (gold and
+    hard distractors always kept), extrapolated to target_size when it is larger. Writes haystack_curve."""
+    sec = Section(STAGE, "haystack")
     # the same questions against nested random subsamples of the corpus, gold and hard distractors always kept
-    target = int(ctx.get("report.target_corpus_size")) or len(units)
-    sizes = H.subsample_sizes(len(units), ctx.get("report.haystack_fractions"))
+    target = int(target_size) or len(units)
+    sizes = H.subsample_sizes(len(units), list(fractions))
     hard_d = distractors[distractors["axis"] != "random"].groupby("query_id")["unit_id"].apply(list).to_dict()
     kept = {q: [u for u in str(ev).split(";") if u] + hard_d.get(q, [])
             for q, ev in zip(strict["query_id"], strict["evidence_unit_ids"])}
@@ -353,60 +519,70 @@ def run(ctx: StageContext) -> StageResult:
     haystack = H.curve({k: pd.DataFrame(v) for k, v in hay_pq.items()}, target_size=target, clusters=clusters, seed=seed)
     if len(haystack):
         smallest = [len(c) for c in hay_sets[sizes[0]].values()]
-        res.say(f"{len(strict)} validated single-gold questions; corpus sizes {', '.join(map(str, sizes))} units "
+        sec.say(f"{len(strict)} validated single-gold questions; corpus sizes {', '.join(map(str, sizes))} units "
                 f"(nested random subsamples, seed {seed}); each question's gold and hard distractors are always "
                 f"kept, so at {sizes[0]} units a question ranks {np.median(smallest):.0f} candidates (median)")
         extrap = haystack[haystack["extrapolated"]]
-        res.say("target corpus size: " + (f"{target} units (report.target_corpus_size): the last row per system is an "
+        sec.say("target corpus size: " + (f"{target} units (report.target_corpus_size): the last row per system is an "
                                           "extrapolation, a line in log corpus size, not a measurement"
                                           if len(extrap) else f"{target} units, this corpus: no extrapolation"))
         with pd.option_context("display.float_format", "{:.3f}".format):
-            res.say(haystack.to_string(index=False))
-        res.html_table("haystack", haystack.rename(columns={"lo": "value_lo", "hi": "value_hi"}))
+            sec.say(haystack.to_string(index=False))
+        sec.html_table("haystack", haystack.rename(columns={"lo": "value_lo", "hi": "value_hi"}))
     else:
-        res.say("no validated single-gold questions: no haystack curve")
-    res.figure("07_haystack", charts.haystack(haystack) if len(haystack) else None)
+        sec.say("no validated single-gold questions: no haystack curve")
+    sec.figure("07_haystack", charts.haystack(haystack) if len(haystack) else None)
+    sec.table("haystack_curve", haystack, sort_by=["system", "measure", "corpus_size"])
+    return sec, haystack
 
-    res.section("fusion")
-    components = {n: corpus_runs[n] for n in BASE if n in corpus_runs}
-    fused = {m: S.fuse(m, list(components.values()), rrf_k=retrieve_rrf_k, depth=retrieve_depth)
+
+def fusion_section(base: list, corpus_runs: dict, current: pd.DataFrame, strict: pd.DataFrame, rrf_k: int,
+                   depth: int) -> tuple[Section, pd.DataFrame]:
+    """Where fusion loses evidence: the base systems' corpus runs fused three ways (rrf, round-robin,
+    score-sum), and each question whose sufficient page a component found but the fused top 10 dropped.
+    Writes fusion_trace and fusion_trace_counts."""
+    sec = Section(STAGE, "fusion")
+    components = {n: corpus_runs[n] for n in base if n in corpus_runs}
+    fused = {m: S.fuse(m, list(components.values()), rrf_k=rrf_k, depth=depth)
              for m in ("rrf", "round-robin", "score-sum")} if len(components) >= 2 else {}
     good = current[current["label"] == "sufficient"].groupby("query_id")["unit_id"].apply(set).to_dict()
     suff_sets = {q: good.get(q, set()) for q in strict["query_id"]}
     trace, trace_counts = S.fusion_trace(components, fused, suff_sets, k=10)
     with pd.option_context("display.float_format", "{:.3f}".format):
         if len(trace):
-            res.say(trace.groupby("method")[["in_some_pool", "in_fused_top_k", "lost"]].sum().to_string())
-            res.say()
-            res.say(trace_counts.pivot_table(index="component", columns="method", values="questions_lost").to_string(na_rep="·"))
+            sec.say(trace.groupby("method")[["in_some_pool", "in_fused_top_k", "lost"]].sum().to_string())
+            sec.say()
+            sec.say(trace_counts.pivot_table(index="component", columns="method", values="questions_lost").to_string(na_rep="·"))
         else:
-            res.say("fewer than two component systems: no fusion to trace")
+            sec.say("fewer than two component systems: no fusion to trace")
+    sec.table("fusion_trace", trace, sort_by=["method", "query_id"])
+    sec.table("fusion_trace_counts", trace_counts, sort_by=["method", "component"])
+    return sec, trace_counts
 
-    # save
-    res.table("sufficiency", sufficiency, sort_by=["system", "negatives", "k"])
-    res.table("evidence_complete", evidence, sort_by=["system", "aggregate", "evidence_structure", "measure", "k"])
-    res.table("headline", headline, sort_by=["system"] if len(headline) else None)
-    res.table("top1_random_original", top1_random, sort_by=["system"])
-    res.table("significance", significance, sort_by=["measure", "system", "baseline"] if len(significance) else None)
-    res.table("breakdown", breakdown, sort_by=["system", "by", "group"])
-    res.table("sample_size", plan)
-    if len(effects):
-        res.table("planted_effects", effects)
-    res.table("failures", failures, sort_by=["system", "query_id"])
-    res.table("settings", settings_long, sort_by=["family", "setting", "measure", "aggregate"])
-    res.table("recall_all_by_source", cells, sort_by=["system", "source", "evidence_structure"])
-    res.table("kinds", kinds, sort_by=["system", "measure", "aggregate"])
-    if len(failures):
-        res.after_save.append(lambda: browse.write_browser(RUN, failures, strict, units, RUN,
-                                                           labels_note=_sentence(L.provenance(current, read("label_agreement"))[0])))
-    res.table("haystack_curve", haystack, sort_by=["system", "measure", "corpus_size"])
-    # the judgements every corpus-wide figure here is scored against, beside runs_validated/: lookalike
-    # eval (or trec_eval) on the two gives the same figures (lookalike audit checks that it does)
-    (RUN / "qrels").mkdir(exist_ok=True)
-    if len(evidence_qrels):
-        trec.write_qrels(evidence_qrels.sort_values(["query_id", "unit_id"]), RUN / "qrels" / "evidence_validated.qrels")
-    res.table("fusion_trace", trace, sort_by=["method", "query_id"])
-    res.table("fusion_trace_counts", trace_counts, sort_by=["method", "component"])
+
+def qrels_section(evidence_qrels: pd.DataFrame, run_dir: Path) -> tuple[Section]:
+    """The judgements every corpus-wide figure here is scored against, written beside runs_validated/:
+    lookalike eval (or trec_eval) on the two gives the same figures (lookalike audit checks that it does)."""
+    sec = Section(STAGE, "qrels")
+
+    def write() -> None:
+        (run_dir / "qrels").mkdir(exist_ok=True)
+        if len(evidence_qrels):
+            trec.write_qrels(evidence_qrels.sort_values(["query_id", "unit_id"]),
+                             run_dir / "qrels" / "evidence_validated.qrels")
+
+    sec.after_save.append(write)
+    return (sec,)
+
+
+def summary_blocks(x: MetricInputs, t: dict, source_column: str, source: str) -> list[dict]:
+    """The summary page's blocks, in order (heading, text, table, figure, note, footnote): what was
+    scored, the headline, the ladder and hard-vs-random when stage 04 measured them, calibration when the
+    corpus plants effects, evidence-complete retrieval, settings, where evidence-complete retrieval and
+    fusion fail, the haystack, the planner and what the labels rest on."""
+    strict, current, units, earlier = x.strict, x.current, x.units, x.earlier
+    headline, effects, haystack, plan = t["headline"], t["effects"], t["haystack"], t["plan"]
+    evidence, trace_counts, settings_view = t["evidence"], t["trace_counts"], t["settings_view"]
     macro = (_ci_pivot(evidence[(evidence["aggregate"] == "macro") & (evidence["k"] == 10)], ["system", "n"])
              if len(evidence) else pd.DataFrame())
     settings_ran, settings_not_run = SU.split_not_run(settings_view)
@@ -415,11 +591,11 @@ def run(ctx: StageContext) -> StageResult:
     if lost is not None:
         lost.columns.name = None
     blocks = [
-        {"heading": "What was scored", "text": scored_words(read("question_validation"), strict)},
+        {"heading": "What was scored", "text": scored_words(earlier["question_validation"], strict)},
         {"heading": "Headline: each system against easy and hard negatives",
          "table": SU.spanned(headline) if len(headline) else headline,
          "text": "Top-1 against random pages (questions as generated) beside what the top k holds when the "
-                 f"competitors are {hard_words(distractors)} (validated questions). The columns do not "
+                 f"competitors are {hard_words(x.distractors)} (validated questions). The columns do not "
                  "share a denominator: each has its own n and 95% CI, and they are not subtracted from one another.",
          "note": ceiling_note(headline), "figure": "07_sufficiency"},
         {"heading": "Evidence-complete retrieval (Macro over evidence structures, k = 10)", "table": macro,
@@ -429,40 +605,22 @@ def run(ctx: StageContext) -> StageResult:
          "text": f"Each base system (family) as it stands (Base), ranking pages by their document's context "
                  f"alone (Ctx), page score plus document context (B+Ctx), reranked (Rerank) and with query "
                  f"splitting (Q-Split). n = {len(strict)} validated single-gold questions, scored against their "
-                 f"evidence pages; {stats.interval_words(clusters)}. A setting that did not run says why."}
+                 f"evidence pages; {stats.interval_words(x.clusters)}. A setting that did not run says why."}
         if len(settings_view) else {},
         {"heading": "Where evidence-complete retrieval fails", "figure": "07_source_structure",
          "text": f"RecallAll@5 (every evidence page of a question in the top 5) by {source_column} and evidence "
                  "structure, with each cell's n; tables/recall_all_by_source.csv holds the 95% CIs."}
-        if len(cells) else {},
+        if len(t["cells"]) else {},
         {"heading": "Where fusion loses evidence", "table": lost,
          "text": "Questions whose sufficient page a component system found but the fused top 10 dropped, by "
                  "component and fusion method."},
     ]
-    if ctx.has_table("hard_vs_random") and len(read("hard_vs_random")):
+    if len(earlier["hard_vs_random"]):
         blocks.insert(1, {"heading": "Are the hard negatives harder than random ones?",
-                          "text": harder_words(read("hard_vs_random"))})
-    if ctx.has_table("validity_ladder") and len(read("validity_ladder")):
-        ladder_t = read("validity_ladder")
-        slopes = N.ladder_slopes(ladder_t)
-        fitted = all(v == v for v in (slopes.get("random", float("nan")), slopes.get("hard", float("nan"))))
-        flat = fitted and abs(slopes["random"]) <= 0.1
-        level = ladder_t[ladder_t["negatives"] == "random"]["top1"].astype(float)
-        said = ("Five synthetic systems differ only in how often they put the right look-alike first (p). "
-                + (f"Against random pages every one of them scores "
-                   f"{f'{level.min():.2f}' if level.min() == level.max() else f'{level.min():.2f}–{level.max():.2f}'}"
-                   " — top-1 slope "
-                   f"{slopes['random']:+.2f} across p — so a benchmark built on random negatives cannot tell them "
-                   "apart" if flat else
-                   f"Against this corpus's random pages top-1 still moves with p (slope {slopes.get('random', float('nan')):+.2f}): "
-                   "its random negatives often share the gold's template")
-                + f"; against the gold's look-alikes top-1 follows p (slope {slopes.get('hard', float('nan')):+.2f}). "
-                  "Same questions, same systems; only the negatives differ.")
-        if not fitted:
-            said = ("The validity ladder was not measured on this corpus: fewer than two of its rungs had questions "
-                    "with both random and look-alike negatives (tables/validity_ladder.csv).")
+                          "text": harder_words(earlier["hard_vs_random"])})
+    if len(earlier["validity_ladder"]):
         blocks.insert(1, {"heading": "Why hard negatives: the validity ladder", "figure": "04_validity_ladder",
-                          "text": said})
+                          "text": ladder_words(earlier["validity_ladder"])})
     if len(effects):
         shown = effects.assign(**{"95% CI": [f"[{lo:.2f}, {hi:.2f}]" if pd.notna(lo) else ""
                                              for lo, hi in zip(effects["lo"].map(C.as_number), effects["hi"].map(C.as_number))]})
@@ -475,30 +633,13 @@ def run(ctx: StageContext) -> StageResult:
     if len(haystack):
         blocks.append({"heading": "How the figures fall as the corpus grows", "figure": "07_haystack",
                        "text": haystack_sentence(
-                           haystack, len(units), interval=stats.interval_words(clusters),
-                           rests_on=("the demo generator's evidence pages" if ctx.get("corpus.source") == "demo"
+                           haystack, len(units), interval=stats.interval_words(x.clusters),
+                           rests_on=("the demo generator's evidence pages" if source == "demo"
                                      else "the evidence pages your judgements name") + ", not the labels")})
-    hard_plan = plan[plan["measure"] == "sufficient@5 (hard)"] if len(plan) else plan
-    if len(hard_plan):
-        # unresolved as the planner reads it: a difference smaller than what this n resolves (its CI holds 0)
-        open_pairs = hard_plan[(hard_plan["difference"].abs() < hard_plan["resolvable"])
-                               & (hard_plan["difference"].abs() > 0)]
-        resolvable = pd.to_numeric(hard_plan["resolvable"], errors="coerce")
-        if not (resolvable > 0).any():
-            text = (f"Not measured: with {int(hard_plan['n'].iloc[0])} validated questions, sufficient@5 under hard "
-                    "negatives is the same for every system on every question (zero variance in every pair), so no "
-                    "difference in it between systems can be resolved or planned for from this set.")
-        else:
-            text = (f"With {int(hard_plan['n'].iloc[0])} validated questions, sufficient@5 under hard negatives resolves "
-                    f"differences of about {resolvable[resolvable > 0].median():.2f} between two systems (median over "
-                    f"the {int((resolvable > 0).sum())} pairs with any variance; 95%, {stats.interval_words(clusters)}, "
-                    "one comparison before Holm's adjustment).")
-        if len(open_pairs):
-            top = open_pairs.loc[open_pairs["difference"].abs().idxmax()]
-            text += (f" The largest difference this n does not resolve, {top['system']} − {top['minus']} "
-                     f"{top['difference']:+.2f}, would need about {top['n_needed']:.0f} questions at 80% power.")
-        blocks.append({"heading": "How many questions a comparison needs", "text": text})
-    labels_note = read("label_agreement")
+    planner = planner_words(plan, x.clusters)
+    if planner:
+        blocks.append({"heading": "How many questions a comparison needs", "text": planner})
+    labels_note = earlier["label_agreement"]
     if len(labels_note):
         a = labels_note.iloc[0]
         blocks.append({"heading": "How the labels were made", "text":
@@ -507,7 +648,7 @@ def run(ctx: StageContext) -> StageResult:
                        + f"; agreement on {int(float(a['n'] or 0))} pairs: {J.kappa_words(a)}. "
                        + current_labels_words(current)})
     blocks.append({"heading": "What the labels rest on", "text": _sentence(L.provenance(current, labels_note)[0])})
-    flagged_block = flagged_words(read("question_validation"), labels_note)
+    flagged_block = flagged_words(earlier["question_validation"], labels_note)
     if flagged_block:
         blocks.append({"heading": "People-judged questions a machine judge flagged", "text": flagged_block})
     blocks = [b for b in blocks if b]
@@ -516,24 +657,87 @@ def run(ctx: StageContext) -> StageResult:
         blocks = [b for b in blocks if b["heading"] in ("What was scored", "How the labels were made",
                                                         "What the labels rest on",
                                                         "People-judged questions a machine judge flagged")]
-    noun = unit_noun(ctx.get("corpus.source"))
-    blocks = [{k: (nouned(v, noun) if k in ("text", "note") and isinstance(v, str) else v) for k, v in b.items()}
-              for b in blocks]
-    lead = SU.lead(ctx.get("run"), SU.corpus_words(ctx.get("corpus.source"), len(units), len(questions),
-                                                     noun, Path(ctx.get("corpus.root") or ctx.get("corpus.manifest")).name),
-                   datetime.now(UTC).strftime("%Y-%m-%d"), SU.verdict(sufficiency, significance, noun=noun))
-    res.after_save.append(lambda: report.write_summary(RUN, f"{ctx.get('title')} — summary", blocks, lead))
+    noun = unit_noun(source)
+    return [{k: (nouned(v, noun) if k in ("text", "note") and isinstance(v, str) else v) for k, v in b.items()}
+            for b in blocks]
+
+
+def summary_section(x: MetricInputs, t: dict, cfg) -> tuple[Section]:
+    """summary.html, the stakeholder page: the lead (run, corpus, date, verdict) over the summary blocks;
+    written after the tables and figures it embeds."""
+    sec = Section(STAGE, "summary")
+    blocks = summary_blocks(x, t, cfg.report.source_column, cfg.corpus.source)
+    noun = unit_noun(cfg.corpus.source)
+    lead = SU.lead(cfg.run, SU.corpus_words(cfg.corpus.source, len(x.units), len(x.questions),
+                                            noun, Path(cfg.corpus.root or cfg.corpus.manifest).name),
+                   datetime.now(UTC).strftime("%Y-%m-%d"), SU.verdict(t["sufficiency"], t["significance"], noun=noun))
+    sec.after_save.append(lambda: report.write_summary(x.run_dir, f"{cfg.title} — summary", blocks, lead))
+    return (sec,)
+
+
+def stage_headline_section(suff_hard: pd.DataFrame, current: pd.DataFrame, labels_note: pd.DataFrame) -> tuple[Section]:
+    """What index.html says of stage 07: the best sufficient@1 under hard negatives with its n, and what
+    the labels rest on."""
+    sec = Section(STAGE, "stage_headline")
     best = suff_hard[suff_hard["k"] == 1].sort_values(["sufficient", "system"], ascending=[False, True]).head(1)
     sentence = (f"Best sufficient@1 under hard negatives: {best['system'].iloc[0]} {best['sufficient'].iloc[0]:.2f} "
                 f"(n = {int(best['n'].iloc[0])}); see the summary page for every system beside its top-1 under random negatives."
                 if len(best) else "No validated questions to score.")
     sentence = f"{sentence} {_sentence(L.provenance(current, labels_note)[0])}"
-    res.headline(
-        sentence, figure="07_sufficiency" if len(best) else "",
-                           numbers={f"sufficient@1 hard, {r.system}": f"{r.sufficient:.2f}"
-                                    for r in suff_hard[suff_hard["k"] == 1].itertuples()})
-    return res
+    sec.headline(sentence, figure="07_sufficiency" if len(best) else "",
+                 numbers={f"sufficient@1 hard, {r.system}": f"{r.sufficient:.2f}"
+                          for r in suff_hard[suff_hard["k"] == 1].itertuples()})
+    return (sec,)
 
+
+def ladder_words(ladder_t: pd.DataFrame) -> str:
+    """The validity ladder in words: flat against random pages and following p against look-alikes, or
+    why it was not measured."""
+    slopes = N.ladder_slopes(ladder_t)
+    fitted = all(v == v for v in (slopes.get("random", float("nan")), slopes.get("hard", float("nan"))))
+    flat = fitted and abs(slopes["random"]) <= 0.1
+    level = ladder_t[ladder_t["negatives"] == "random"]["top1"].astype(float)
+    said = ("Five synthetic systems differ only in how often they put the right look-alike first (p). "
+            + (f"Against random pages every one of them scores "
+               f"{f'{level.min():.2f}' if level.min() == level.max() else f'{level.min():.2f}–{level.max():.2f}'}"
+               " — top-1 slope "
+               f"{slopes['random']:+.2f} across p — so a benchmark built on random negatives cannot tell them "
+               "apart" if flat else
+               f"Against this corpus's random pages top-1 still moves with p (slope {slopes.get('random', float('nan')):+.2f}): "
+               "its random negatives often share the gold's template")
+            + f"; against the gold's look-alikes top-1 follows p (slope {slopes.get('hard', float('nan')):+.2f}). "
+              "Same questions, same systems; only the negatives differ.")
+    if not fitted:
+        said = ("The validity ladder was not measured on this corpus: fewer than two of its rungs had questions "
+                "with both random and look-alike negatives (tables/validity_ladder.csv).")
+    return said
+
+
+def planner_words(plan: pd.DataFrame, clusters) -> str:
+    """The planner in words, for sufficient@5 under hard negatives: the difference this n resolves (median
+    over pairs with any variance) and the largest unresolved difference with the questions it would need;
+    empty when nothing was compared."""
+    hard_plan = plan[plan["measure"] == "sufficient@5 (hard)"] if len(plan) else plan
+    if not len(hard_plan):
+        return ""
+    # unresolved as the planner reads it: a difference smaller than what this n resolves (its CI holds 0)
+    open_pairs = hard_plan[(hard_plan["difference"].abs() < hard_plan["resolvable"])
+                           & (hard_plan["difference"].abs() > 0)]
+    resolvable = pd.to_numeric(hard_plan["resolvable"], errors="coerce")
+    if not (resolvable > 0).any():
+        text = (f"Not measured: with {int(hard_plan['n'].iloc[0])} validated questions, sufficient@5 under hard "
+                "negatives is the same for every system on every question (zero variance in every pair), so no "
+                "difference in it between systems can be resolved or planned for from this set.")
+    else:
+        text = (f"With {int(hard_plan['n'].iloc[0])} validated questions, sufficient@5 under hard negatives resolves "
+                f"differences of about {resolvable[resolvable > 0].median():.2f} between two systems (median over "
+                f"the {int((resolvable > 0).sum())} pairs with any variance; 95%, {stats.interval_words(clusters)}, "
+                "one comparison before Holm's adjustment).")
+    if len(open_pairs):
+        top = open_pairs.loc[open_pairs["difference"].abs().idxmax()]
+        text += (f" The largest difference this n does not resolve, {top['system']} − {top['minus']} "
+                 f"{top['difference']:+.2f}, would need about {top['n_needed']:.0f} questions at 80% power.")
+    return text
 
 
 # why a question is not in the scored set, in words (question_validation's status / slice)

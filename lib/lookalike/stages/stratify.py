@@ -7,14 +7,18 @@ the demo generator planted for the report to recover), sample.csv, strata.csv, s
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
 from lookalike.data import schema as C
 from lookalike.io import corpus as corpus_io, inputs as I
 from lookalike.report import charts, images
-from lookalike.stages.base import StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
+from lookalike.stages.base import Section, StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
 
+STAGE = "01_stratify_corpus"
 TITLE = "Corpus and strata"
 
 
@@ -30,91 +34,130 @@ def load_corpus(ctx: StageContext, render: bool = True):
 
 
 def run(ctx: StageContext) -> StageResult:
-    """Stage 01: its sections, in the order it builds them: load, strata, sample, questions. Reads and writes
-    what lookalike.stages.contracts.CONTRACTS["01_stratify_corpus"] declares."""
-    seed = ctx.get('seed')
-    corpus_questions = str(ctx.path('corpus.questions') or '')
-    corpus_question_columns = ctx.get('corpus.question_columns')
-    corpus_question_ids = ctx.get('corpus.question_ids')
-    corpus_qrels = str(ctx.path('corpus.qrels') or '')
-    corpus_qrels_level = ctx.get('corpus.qrels_level')
-    corpus_page_base = ctx.get('corpus.page_base')
-    sample_per_stratum = ctx.get('sample.per_stratum')
-    res = StageResult('01_stratify_corpus', TITLE, ctx.run_dir)
+    """Stage 01, in the order its notebook shows them: load (the corpus, your questions and judgements),
+    strata, sample, questions. Reads and writes what lookalike.stages.contracts.CONTRACTS["01_stratify_corpus"]
+    declares."""
+    cfg = ctx.config
+    res = StageResult(STAGE, TITLE, ctx.run_dir)
+    mine = your_questions(str(ctx.path("corpus.questions") or ""), str(ctx.path("corpus.qrels") or ""), cfg.corpus)
+    units, questions, skipped, duplicates = res.add(*load_section(load_corpus(ctx), mine, ctx.run_dir))
+    strata = res.add(*strata_section(units, ctx.run_dir))
+    rng = np.random.default_rng([cfg.seed, 1])     # stage 01's own stream, derived from the run seed
+    sample = res.add(*sample_section(units, cfg.sample.per_stratum, rng))
+    res.add(*questions_section(questions))
+    res.add(*headline_section(units, strata, skipped, duplicates, questions, sample))
+    return res
 
-    RUN = ctx.run_dir
-    rng = np.random.default_rng([seed, 1])     # stage 01's own stream, derived from the run seed
 
-    res.section("load")
-    loaded = load_corpus(ctx)
+@dataclass(frozen=True)
+class YourQuestions:
+    """Where your questions and judgements are and how to read them (corpus.questions, corpus.qrels and
+    the corpus.* settings that say how their columns and ids read); an empty questions path: none."""
+
+    questions: str
+    qrels: str
+    columns: object = None
+    ids: str = ""
+    level: str = "page"
+    page_base: str = ""
+
+
+def your_questions(questions: str, qrels: str, corpus) -> YourQuestions:
+    return YourQuestions(questions, qrels, corpus.question_columns, corpus.question_ids, corpus.qrels_level,
+                         corpus.page_base)
+
+
+def load_section(loaded, mine: YourQuestions, run_dir: Path) -> tuple[Section, pd.DataFrame, pd.DataFrame,
+                                                                       pd.DataFrame, pd.DataFrame]:
+    """The corpus as loaded, with your questions and judgements read against its units (when you bring
+    them), every skipped row said, and byte-identical page images grouped. Returns units, questions,
+    skipped rows and duplicates; writes units, questions, facts, answer_key, visible, planted, skipped,
+    qrels, duplicates."""
+    sec = Section(STAGE, "load")
     units, questions, facts, skipped = loaded.units, loaded.questions, loaded.facts, loaded.skipped
     qrels = loaded.qrels                                      # BEIR / ViDoRe inputs bring their own
-    if corpus_questions:
-        mine, q_skipped = I.read_questions(corpus_questions, corpus_question_columns, corpus_question_ids)
-        if corpus_qrels:
-            qrels, r_skipped = I.read_judgements(corpus_qrels, units["unit_id"], mine["query_id"], corpus_qrels_level,
-                                                 corpus_page_base, doc_ids=units["doc_id"].unique())
+    if mine.questions:
+        asked, q_skipped = I.read_questions(mine.questions, mine.columns, mine.ids)
+        if mine.qrels:
+            qrels, r_skipped = I.read_judgements(mine.qrels, units["unit_id"], asked["query_id"], mine.level,
+                                                 mine.page_base, doc_ids=units["doc_id"].unique())
             q_skipped = pd.concat([q_skipped, r_skipped], ignore_index=True)
-        questions = I.as_questions(mine, qrels, units, corpus_qrels_level)
+        questions = I.as_questions(asked, qrels, units, mine.level)
         skipped = pd.concat([skipped, q_skipped], ignore_index=True)
-    qrels = qrels.assign(level=(corpus_qrels_level if corpus_questions else "page") if len(qrels) else pd.Series(dtype=str))
-    res.say(f"units kept: {len(units)}   documents: {units['doc_id'].nunique()}   "
-          f"templates: {units['template_id'].nunique()}   rows skipped: {len(skipped)}")
-    if corpus_questions:
-        res.say(f"questions kept: {len(questions)}   judgements kept: {len(qrels)} ({corpus_qrels_level} level)")
+    qrels = qrels.assign(level=(mine.level if mine.questions else "page") if len(qrels) else pd.Series(dtype=str))
+    sec.say(f"units kept: {len(units)}   documents: {units['doc_id'].nunique()}   "
+            f"templates: {units['template_id'].nunique()}   rows skipped: {len(skipped)}")
+    if mine.questions:
+        sec.say(f"questions kept: {len(questions)}   judgements kept: {len(qrels)} ({mine.level} level)")
     if len(skipped):
-        res.say(skipped.head(40).to_string(index=False))
+        sec.say(skipped.head(40).to_string(index=False))
         if len(skipped) > 40:
-            res.say(f"... and {len(skipped) - 40} more in tables/skipped.csv")
+            sec.say(f"... and {len(skipped) - 40} more in tables/skipped.csv")
 
-    duplicates = corpus_io.identical_images(units, RUN)
+    duplicates = corpus_io.identical_images(units, run_dir)
     if len(duplicates):
         groups = duplicates.groupby("duplicate_of")["unit_id"].apply(lambda s: ", ".join(s))
-        res.say(f"byte-identical page images: {len(duplicates)} units in {len(groups)} groups (tables/duplicates.csv); "
+        sec.say(f"byte-identical page images: {len(duplicates)} units in {len(groups)} groups (tables/duplicates.csv); "
                 "they are kept, and kept out of each other's negative sets:")
-        res.say("\n".join(f"  {ids}" for ids in groups.head(20)))
+        sec.say("\n".join(f"  {ids}" for ids in groups.head(20)))
 
-    res.show["units"] = units.head(8)
+    sec.show["units"] = units.head(8)
+    sec.table("units", units, sort_by=["unit_id"])
+    sec.table("questions", questions, sort_by=["query_id"])
+    sec.table("facts", facts, sort_by=["unit_id", "metric", "period", "member"])
+    sec.table("answer_key", loaded.answer_key, sort_by=["query_id", "need"])
+    sec.table("visible", loaded.visible, sort_by=["unit_id"])
+    sec.table("planted", loaded.planted)
+    sec.table("skipped", skipped.assign(row=pd.to_numeric(skipped["row"], errors="coerce").astype("Int64")),
+              sort_by=["source", "row", "unit_id"])
+    sec.table("qrels", qrels, sort_by=["query_id", "unit_id"])
+    sec.table("duplicates", duplicates, sort_by=["unit_id"])
+    return sec, units, questions, skipped, duplicates
 
-    res.section("strata")
+
+def strata_section(units: pd.DataFrame, run_dir: Path) -> tuple[Section, pd.DataFrame]:
+    """Units per stratum (template x content type), the strata chart and a montage of pages."""
+    sec = Section(STAGE, "strata")
     strata = C.strata_counts(units)
-    res.say(strata.to_string(index=False))
-    res.say()
-    res.say(units.groupby("content_type").size().rename("units").to_string())
+    sec.say(strata.to_string(index=False))
+    sec.say()
+    sec.say(units.groupby("content_type").size().rename("units").to_string())
+    sec.figure("01_strata", charts.strata(strata))
+    sec.figure("01_montage", images.montage(units, run_dir))
+    sec.table("strata", strata)
+    return sec, strata
 
-    res.figure("01_strata", charts.strata(strata))
 
-    res.figure("01_montage", images.montage(units, RUN))
+def sample_section(units: pd.DataFrame, per_stratum: int, rng: np.random.Generator) -> tuple[Section, pd.DataFrame]:
+    """The stratified sample: up to per_stratum units from every stratum, drawn with rng."""
+    sec = Section(STAGE, "sample")
+    sample = C.stratified_sample(units, per_stratum, rng)
+    sec.say(sample.groupby("content_type").size().rename("sampled").to_string())
+    sec.say("first ids:", ", ".join(sample["unit_id"].head(6)))
+    sec.table("sample", sample, sort_by=["unit_id"])
+    return sec, sample
 
-    res.section("sample")
-    sample = C.stratified_sample(units, sample_per_stratum, rng)
-    res.say(sample.groupby("content_type").size().rename("sampled").to_string())
-    res.say("first ids:", ", ".join(sample["unit_id"].head(6)))
 
-    res.section("questions")
+def questions_section(questions: pd.DataFrame) -> tuple[Section]:
+    """The questions by evidence structure and register, and the share that is fully qualified."""
+    sec = Section(STAGE, "questions")
     if len(questions):
-        res.say(pd.crosstab(questions["evidence_structure"], questions["register"], margins=True).to_string())
-        res.say()
-        res.say(f"questions: {len(questions)}   fully qualified: {questions['qualified'].astype(bool).mean():.3f}")
+        sec.say(pd.crosstab(questions["evidence_structure"], questions["register"], margins=True).to_string())
+        sec.say()
+        sec.say(f"questions: {len(questions)}   fully qualified: {questions['qualified'].astype(bool).mean():.3f}")
     else:
-        res.say("no questions supplied with this corpus")
+        sec.say("no questions supplied with this corpus")
+    return (sec,)
 
-    # save
-    res.table("units", units, sort_by=["unit_id"])
-    res.table("questions", questions, sort_by=["query_id"])
-    res.table("facts", facts, sort_by=["unit_id", "metric", "period", "member"])
-    res.table("answer_key", loaded.answer_key, sort_by=["query_id", "need"])
-    res.table("visible", loaded.visible, sort_by=["unit_id"])
-    res.table("planted", loaded.planted)
-    res.table("sample", sample, sort_by=["unit_id"])
-    res.table("strata", strata)
-    res.table("skipped", skipped.assign(row=pd.to_numeric(skipped["row"], errors="coerce").astype("Int64")),
-                       sort_by=["source", "row", "unit_id"])
-    res.table("qrels", qrels, sort_by=["query_id", "unit_id"])
-    res.table("duplicates", duplicates, sort_by=["unit_id"])
+
+def headline_section(units: pd.DataFrame, strata: pd.DataFrame, skipped: pd.DataFrame, duplicates: pd.DataFrame,
+                     questions: pd.DataFrame, sample: pd.DataFrame) -> tuple[Section]:
+    """What index.html says of the corpus: units, documents, templates (or that there are none), the
+    largest template, rows skipped and byte-identical copies."""
+    sec = Section(STAGE, "headline")
     named = strata[strata["template_id"].astype(str) != ""]
     top = named.sort_values("units", ascending=False, kind="mergesort").iloc[0] if len(named) else None
-    res.headline(
+    sec.headline(
         f"{len(units)} units in {units['doc_id'].nunique()} documents"
         + (f" across {len(named)} templates; the largest template ({top['template_id']}) has {int(top['units'])} units."
            if top is not None else " (no template metadata: strata are by content type only).")
@@ -124,5 +167,4 @@ def run(ctx: StageContext) -> StageResult:
         numbers={"units": len(units), "documents": int(units["doc_id"].nunique()), "questions": len(questions),
                  "sampled": len(sample), "skipped": len(skipped), "duplicates": len(duplicates)},
     )
-    return res
-
+    return (sec,)
