@@ -6,6 +6,10 @@ Writes tables/systems.csv and tables/encoders.csv, vectors/<encoder>.npz, runs/<
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from typing import Any
+
 import altair as alt
 import pandas as pd
 import torch
@@ -17,8 +21,9 @@ from lookalike.eval import ranking, trec
 from lookalike.io.cache import Cache
 from lookalike.retrieval.encoders import appearance as appearance_mod, resolve_device
 
-from lookalike.stages.base import StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
+from lookalike.stages.base import Section, StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
 
+STAGE = "02_encode"
 TITLE = 'Encoders and systems'
 
 
@@ -26,76 +31,109 @@ def run(ctx: StageContext) -> StageResult:
     """Stage 02: its sections, in the order it builds them: device, encode, provenance, appearance, runs,
     derived, first_look, first_look_chart. Reads and writes what
     lookalike.stages.contracts.CONTRACTS["02_encode"] declares."""
-    seed = ctx.get('seed')
-    encode_encoders = ctx.get('encode.encoders')
-    encode_device = ctx.get('encode.device')
-    encode_cache_dir = ctx.get('encode.cache_dir')
-    retrieve_depth = ctx.get('retrieve.depth')
-    retrieve_rrf_k = ctx.get('retrieve.rrf_k')
-    retrieve_memory_budget_mb = ctx.get('retrieve.memory_budget_mb')
-    retrieve_external_runs = ctx.get('retrieve.external_runs')
-    corpus_page_base = ctx.get('corpus.page_base')
-    res = StageResult('02_encode', TITLE, ctx.run_dir)
+    cfg = ctx.config
+    res = StageResult(STAGE, TITLE, ctx.run_dir)
 
-    RUN = ctx.run_dir
     units = ctx.units()
     questions = ctx.table("questions")
-    cache = Cache(encode_cache_dir or None)
+    cache = Cache(cfg.encode.cache_dir or None)
     settings = ctx.encoder_settings()
 
-    res.section("device")
-    device, dtype = resolve_device(encode_device)
-    res.say(f"device: {device} ({dtype}); torch {torch.__version__}; CUDA available: {torch.cuda.is_available()}")
-    if torch.cuda.is_available():
-        res.say("GPU:", torch.cuda.get_device_name(0))
+    res.add(*device_section(cfg.encode.device))
+    unit_vectors, encode_table = res.add(*encode_section(ctx, units, ctx.run_dir, cfg.encode.encoders, cache,
+                                                         settings))
+    res.add(*provenance_section(encode_table))
+    res.add(*appearance_section(unit_vectors, units))
+    candidate_recall, runs, provenance = res.add(*runs_section(
+        questions, cfg.encode.encoders, ctx.run_dir, settings, unit_vectors, cfg.retrieve.depth, cfg.retrieve.rrf_k,
+        cfg.retrieve.memory_budget_mb, ctx, cfg.seed, cfg.retrieve.external_runs, units, cfg.corpus.page_base))
+    res.add(*derived_section(runs, questions, unit_vectors, units, ctx.run_dir, cache, ctx, settings,
+                                       cfg.retrieve.depth, provenance))
+    look = res.add(*first_look_section(ctx, units, runs, provenance, cfg.seed, questions, ctx.run_dir))
+    res.add(*first_look_chart_section(look, unit_vectors, ctx.run_dir, encode_table, candidate_recall, runs,
+                                      questions, ctx))
+    return res
 
-    res.section("encode")
+
+def device_section(encode_device) -> tuple[Section]:
+    """The device the encoders run on, its dtype, the torch version and the GPU when there is one."""
+    sec = Section(STAGE, "device")
+    device, dtype = resolve_device(encode_device)
+    sec.say(f"device: {device} ({dtype}); torch {torch.__version__}; CUDA available: {torch.cuda.is_available()}")
+    if torch.cuda.is_available():
+        sec.say("GPU:", torch.cuda.get_device_name(0))
+    return (sec,)
+
+
+def encode_section(ctx, units: pd.DataFrame, run_dir: Path, encode_encoders, cache,
+                   settings) -> tuple[Section, Any, Any]:
+    """Every page encoded by every encoder (Ray Data actors or this process, through the content-hash
+    cache): the vectors, their kind and dimension. Writes encoders."""
+    sec = Section(STAGE, "encode")
     engine, engine_log = ctx.get("encode.engine"), []
-    unit_vectors, encode_table = systems.encode_units(units, RUN, encode_encoders, cache, engine=engine,
+    unit_vectors, encode_table = systems.encode_units(units, run_dir, encode_encoders, cache, engine=engine,
                                                       ray_address=ctx.get("encode.ray_address"),
                                                       ray_object_store_mb=ctx.get("encode.ray_object_store_mb"),
-                                                      engine_log=engine_log, store_root=RUN / "vectors", **settings)
+                                                      engine_log=engine_log, store_root=run_dir / "vectors", **settings)
     if engine == "ray":
         ray_table = pd.concat(engine_log, ignore_index=True)
-        res.timings["02_engine_ray"] = ray_table           # workers, items and seconds depend on the cluster
-        res.say("engine: ray — pages encoded by Ray Data actors into the cache, then read back here (per-stage "
+        sec.timings["02_engine_ray"] = ray_table           # workers, items and seconds depend on the cluster
+        sec.say("engine: ray — pages encoded by Ray Data actors into the cache, then read back here (per-stage "
                 "workers, items and seconds: timings/02_engine_ray.csv); "
                 + "; ".join(f"{r.encoder}: {r.computed} computed" + (f", {r.failed} failed" if r.failed else "")
                             for r in ray_table.itertuples() if not r.note))
     else:
-        res.say("engine: local — pages encoded in this process (OCR in worker processes)")
-    res.show["encode"] = encode_table.drop(columns=["seconds", "units_per_s", "cache_hits", "cache_misses"])
-    res.timings["02_encode"] = encode_table[["encoder", "units", "cache_hits", "cache_misses", "seconds", "units_per_s"]]
+        sec.say("engine: local — pages encoded in this process (OCR in worker processes)")
+    sec.show["encode"] = encode_table.drop(columns=["seconds", "units_per_s", "cache_hits", "cache_misses"])
+    sec.timings["02_encode"] = encode_table[["encoder", "units", "cache_hits", "cache_misses", "seconds", "units_per_s"]]
 
     for name, vecs in unit_vectors.items():
         for unit_id, reason in vecs.stats.get("failed", []):      # reported and skipped, never dropped silently
-            res.say(f"{name}: unit {unit_id} could not be encoded and is left out of its index: {reason}")
+            sec.say(f"{name}: unit {unit_id} could not be encoded and is left out of its index: {reason}")
+    sec.table("encoders", encode_table.drop(columns=["seconds", "units_per_s", "cache_hits", "cache_misses"]),
+              sort_by=["encoder"])
+    return sec, unit_vectors, encode_table
 
-    res.section("provenance")
-    res.say(encode_table[["encoder", "provenance", "kind", "shape"]].to_string(index=False))
 
-    res.section("appearance")
+def provenance_section(encode_table) -> tuple[Section]:
+    """What each system's scores rest on (its provenance: pixels, OCR text, captions, your run)."""
+    sec = Section(STAGE, "provenance")
+    sec.say(encode_table[["encoder", "provenance", "kind", "shape"]].to_string(index=False))
+    return (sec,)
+
+
+def appearance_section(unit_vectors, units: pd.DataFrame) -> tuple[Section]:
+    """The appearance encoder's sanity check: how often a unit's nearest neighbour shares its template,
+    against chance (or why there is no template to check)."""
+    sec = Section(STAGE, "appearance")
     if "appearance" in unit_vectors and units["template_id"].astype(str).str.strip().ne("").any():
         observed, chance = appearance_mod.same_template_neighbour_rate(unit_vectors["appearance"].data, units["template_id"])
-        res.say(f"nearest neighbour shares the template: {observed:.3f} of units (chance: {chance:.3f}; "
+        sec.say(f"nearest neighbour shares the template: {observed:.3f} of units (chance: {chance:.3f}; "
               f"{observed / chance:.1f}x)")
     elif "appearance" in unit_vectors:
-        res.say("no template metadata: the nearest-neighbour template check does not apply")
+        sec.say("no template metadata: the nearest-neighbour template check does not apply")
+    return (sec,)
 
-    res.section("runs")
-    query_vectors = systems.encode_queries(questions, encode_encoders, run_dir=RUN, **settings) if len(questions) else {}
+
+def runs_section(questions: pd.DataFrame, encode_encoders, run_dir: Path, settings, unit_vectors, retrieve_depth,
+                 retrieve_rrf_k, retrieve_memory_budget_mb, ctx, seed: int, retrieve_external_runs,
+                 units: pd.DataFrame, corpus_page_base) -> tuple[Section, Any, Any, Any]:
+    """Each system's ranking of every question over the corpus (exact or candidate search within the
+    memory budget), your runs read beside them, written to runs/ in TREC format."""
+    sec = Section(STAGE, "runs")
+    query_vectors = systems.encode_queries(questions, encode_encoders, run_dir=run_dir, **settings) if len(questions) else {}
     candidate_recall: dict = {}
     runs = systems.build_runs(unit_vectors, query_vectors, retrieve_depth, retrieve_rrf_k, retrieve_memory_budget_mb,
                               search=ctx.get("retrieve.search"), n_candidates=ctx.get("retrieve.candidates"),
                               clusters=ctx.get("retrieve.centroids"), recall=candidate_recall,
                               recall_sample=ctx.get("retrieve.recall_sample"), seed=seed)
     for name, r in sorted(candidate_recall.items()):
-        res.say(f"{name}: candidate search ({r['candidates']} pages per question by centroid MaxSim, then exact) — "
+        sec.say(f"{name}: candidate search ({r['candidates']} pages per question by centroid MaxSim, then exact) — "
                 f"candidate recall against exact MaxSim on {r['n']} sampled questions: top 10 {r['recall_10']:.3f}, "
                 f"top 100 {r['recall_100']:.3f}")
-    systems.write_runs(runs, RUN)
+    systems.write_runs(runs, run_dir)
     if not runs:
-        res.say("no questions with this corpus: nothing to rank (supply questions to get runs)")
+        sec.say("no questions with this corpus: nothing to rank (supply questions to get runs)")
     provenance = {name: v.provenance for name, v in unit_vectors.items()}
     for name, members in catalog.plan(list(provenance), provenance, "02").built.items():
         if name in runs:
@@ -108,22 +146,37 @@ def run(ctx: StageContext) -> StageResult:
             raise ValueError(f"retrieve.external_runs: {name!r} is already a built-in system; choose another name")
         ext, ext_skipped = I.read_external_run(P.repo_path(path), units["unit_id"], questions["query_id"], corpus_page_base)
         runs[name], provenance[name] = ext, "external"
-        ranking.write_run(ext, RUN / "runs" / f"{name}.run", tag=name)
-        res.say(f"external run {name}: {ext['query_id'].nunique()} questions, {len(ext)} rows kept, {len(ext_skipped)} skipped")
+        ranking.write_run(ext, run_dir / "runs" / f"{name}.run", tag=name)
+        sec.say(f"external run {name}: {ext['query_id'].nunique()} questions, {len(ext)} rows kept, {len(ext_skipped)} skipped")
         if len(ext_skipped):
-            res.say(ext_skipped.head(10).to_string(index=False))
+            sec.say(ext_skipped.head(10).to_string(index=False))
+    return sec, candidate_recall, runs, provenance
 
-    res.section("derived")
-    derived = D.build(runs, questions, unit_vectors, units, RUN, cache, ctx.config.rerank, ctx.config.split,
+
+def derived_section(runs, questions: pd.DataFrame, unit_vectors, units: pd.DataFrame, run_dir: Path, cache, ctx,
+                    settings, retrieve_depth, provenance) -> tuple[Section, Any]:
+    """The derived systems the catalogue builds here: +rerank and +split rankings from their base runs,
+    and what could not be built with the reason. Writes rerank_scores, query_splits, derived_failed."""
+    sec = Section(STAGE, "derived")
+    derived = D.build(runs, questions, unit_vectors, units, run_dir, cache, ctx.config.rerank, ctx.config.split,
                       ctx.config.encode, settings, retrieve_depth)
     for name, run in derived.runs.items():
         runs[name] = run
         provenance[name] = provenance.get(name.rsplit("+", 1)[0], "pixels")
-        ranking.write_run(run, RUN / "runs" / f"{name}.run", tag=name)
-    res.say("\n".join(derived.notes) if derived.notes else
+        ranking.write_run(run, run_dir / "runs" / f"{name}.run", tag=name)
+    sec.say("\n".join(derived.notes) if derived.notes else
             "no reranking or query splitting configured (rerank.systems, split.systems)")
+    sec.table("rerank_scores", derived.rerank_scores, sort_by=["system", "query_id", "new_rank"])
+    sec.table("query_splits", derived.splits, sort_by=["system", "query_id", "position"])
+    sec.table("derived_failed", derived.failed, sort_by=["system", "query_id"])
+    return sec, derived
 
-    res.section("first_look")
+
+def first_look_section(ctx, units: pd.DataFrame, runs, provenance, seed: int, questions: pd.DataFrame,
+                       run_dir: Path) -> tuple[Section, Any]:
+    """The first look: every system scored against the questions' evidence (page or document level),
+    with the judgements it is scored against exported to qrels/evidence.qrels."""
+    sec = Section(STAGE, "first_look")
     given = ctx.optional_table("qrels")
     if given is not None and len(given) and (given["level"] == "document").all():
         # document-level judgements: each system's ranking becomes a document ranking (best page per document)
@@ -131,7 +184,7 @@ def run(ctx: StageContext) -> StageResult:
         qrels = given[["query_id", "unit_id", "relevance"]]
         look = systems.first_look({n: I.document_run(r, unit_doc) for n, r in runs.items()}, qrels, provenance, seed=seed)
         look = systems.with_chance(look, units["doc_id"].nunique())
-        res.say("judgements are per document: each system is scored by its best page per document (runs/ rank "
+        sec.say("judgements are per document: each system is scored by its best page per document (runs/ rank "
                 "pages, so no qrels/evidence.qrels is written beside them; tables/qrels.csv holds the judgements)")
     else:
         qrels = given[["query_id", "unit_id", "relevance"]] if given is not None and len(given) else systems.evidence_qrels(questions)
@@ -141,28 +194,34 @@ def run(ctx: StageContext) -> StageResult:
         if len(qrels):
             # the judgements the first look is scored against, beside runs/: `lookalike eval -c -m recall.10
             # qrels/evidence.qrels runs/NAME.run` (or trec_eval) gives this table's recall_10 for NAME
-            (RUN / "qrels").mkdir(exist_ok=True)
-            trec.write_qrels(qrels.sort_values(["query_id", "unit_id"]), RUN / "qrels" / "evidence.qrels")
-            res.say("the evidence judgements scored here: qrels/evidence.qrels (TREC qrels, beside runs/)")
+            (run_dir / "qrels").mkdir(exist_ok=True)
+            trec.write_qrels(qrels.sort_values(["query_id", "unit_id"]), run_dir / "qrels" / "evidence.qrels")
+            sec.say("the evidence judgements scored here: qrels/evidence.qrels (TREC qrels, beside runs/)")
     if len(look) and "chance_recall_10" in look.columns:
-        res.say(f"chance: a random ranking's Recall@10 is {look['chance_recall_10'].iloc[0]:.3f} (10 / "
+        sec.say(f"chance: a random ranking's Recall@10 is {look['chance_recall_10'].iloc[0]:.3f} (10 / "
                 f"{round(10 / look['chance_recall_10'].iloc[0]) if look['chance_recall_10'].iloc[0] < 1 else 'all'} "
                 "candidates); a system whose 95% CI holds it is indistinguishable from chance")
     with pd.option_context("display.float_format", "{:.3f}".format):
-        res.say(look.to_string(index=False) if len(look) else "no runs")
-    res.html_table("first_look", look)
+        sec.say(look.to_string(index=False) if len(look) else "no runs")
+    sec.html_table("first_look", look)
+    return sec, look
 
-    res.section("first_look_chart")
+
+def first_look_chart_section(look, unit_vectors, run_dir: Path, encode_table, candidate_recall, runs,
+                             questions: pd.DataFrame, ctx) -> tuple[Section]:
+    """The first-look chart and the systems table (provenance, candidate recall against exact search),
+    and what index.html says of stage 02. Writes systems."""
+    sec = Section(STAGE, "first_look_chart")
     chart = None if look.empty else (alt.Chart(look).mark_bar().encode(
                 x=alt.X("recall_10:Q", title="Recall@10 (evidence units)", scale=alt.Scale(domain=[0, 1])),
                 y=alt.Y("system:N", sort="-x", title=None), color=alt.Color("provenance:N"))
              + alt.Chart(look).mark_rule().encode(x="recall_10_lo:Q", x2="recall_10_hi:Q", y="system:N")
              ).properties(title="First look: Recall@10 with 95% CI", width=480)
-    res.figure("02_first_look", chart)
+    sec.figure("02_first_look", chart)
 
     # save
     for name, vecs in unit_vectors.items():
-        vecs.save(RUN / "vectors", name)
+        vecs.save(run_dir / "vectors", name)
     systems_table = look.merge(encode_table.rename(columns={"encoder": "system"})[["system", "encoder_id", "kind"]],
                                on="system", how="left")
     if len(systems_table):
@@ -171,12 +230,7 @@ def run(ctx: StageContext) -> StageResult:
         for k in (10, 100):
             systems_table[f"candidate_recall_{k}"] = [candidate_recall[n][f"recall_{k}"] if n in candidate_recall
                                                       else float("nan") for n in systems_table["system"]]
-    res.table("systems", systems_table, sort_by=["system"])
-    res.table("rerank_scores", derived.rerank_scores, sort_by=["system", "query_id", "new_rank"])
-    res.table("query_splits", derived.splits, sort_by=["system", "query_id", "position"])
-    res.table("derived_failed", derived.failed, sort_by=["system", "query_id"])
-    res.table("encoders", encode_table.drop(columns=["seconds", "units_per_s", "cache_hits", "cache_misses"]),
-              sort_by=["encoder"])
+    sec.table("systems", systems_table, sort_by=["system"])
     pixel_rows = (look[look["provenance"] == "pixels"].sort_values("recall_10", ascending=False, kind="mergesort")
                   if len(look) else look)
     best = pixel_rows.iloc[0] if len(pixel_rows) else None
@@ -192,11 +246,13 @@ def run(ctx: StageContext) -> StageResult:
                 f"{len(runs)} systems ranked {len(questions)} questions; none names an evidence page (no page "
                 "judgements), so nothing is scored here (supply corpus.qrels)." if runs and len(questions) else
                 f"{len(unit_vectors)} encoders ran; no questions, so no runs.")
-    res.headline(
+    sec.headline(
         sentence,
         figure="02_first_look" if len(look) else "",
         numbers={f"recall_10 {r.system}": f"{r.recall_10:.3f} [{r.recall_10_lo:.3f}, {r.recall_10_hi:.3f}]"
                  for r in look.itertuples()} if len(look) else {},
     )
-    return res
+    return (sec,)
+
+
 

@@ -5,6 +5,10 @@ with its own n and CI; document-level negatives when the judgements are per docu
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from typing import Any
+
 import numpy as np
 import pandas as pd
 from lookalike.analysis import negatives as N
@@ -12,37 +16,53 @@ from lookalike.retrieval import systems
 from lookalike.retrieval.encoders.base import Vectors
 
 from lookalike.report import charts, images
-from lookalike.stages.base import StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
+from lookalike.stages.base import Section, StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
 
+STAGE = "04_hard_negatives"
 TITLE = 'Hard negatives'
 
 
 def run(ctx: StageContext) -> StageResult:
     """Stage 04: its sections, in the order it builds them: distractors, montage, top1, top1_chart, ladder,
     documents. Reads and writes what lookalike.stages.contracts.CONTRACTS["04_hard_negatives"] declares."""
-    seed = ctx.get('seed')
-    negatives_k = ctx.get('negatives.k')
-    negatives_random = ctx.get('negatives.random')
-    negatives_clusters = ctx.get('negatives.clusters')
-    res = StageResult('04_hard_negatives', TITLE, ctx.run_dir)
+    cfg = ctx.config
+    res = StageResult(STAGE, TITLE, ctx.run_dir)
 
-    RUN = ctx.run_dir
     units = ctx.units()
     questions = ctx.table("questions")
-    if not (RUN / "vectors" / "appearance.npz").is_file():
-        raise FileNotFoundError(f"{RUN / 'vectors' / 'appearance.npz'} is missing: stage 04 picks distractors by "
+    if not (ctx.run_dir / "vectors" / "appearance.npz").is_file():
+        raise FileNotFoundError(f"{ctx.run_dir / 'vectors' / 'appearance.npz'} is missing: stage 04 picks distractors by "
                                 "appearance; keep 'appearance' in encode.encoders")
-    appearance = Vectors.load(RUN / "vectors" / "appearance.npz")
+    appearance = Vectors.load(ctx.run_dir / "vectors" / "appearance.npz")
     assert appearance.ids == list(units["unit_id"]), "vectors/appearance.npz does not match tables/units.csv"
     has_metadata = bool((units["template_id"] != "").any())
 
-    res.section("distractors")
+    hard, pool_sizes, rand, distractors, summary, method, closeness = res.add(*distractors_section(
+        questions, ctx, units, appearance, cfg.negatives.k, has_metadata, cfg.negatives.clusters, cfg.seed,
+        cfg.negatives.random))
+    res.add(*montage_section(hard, rand, cfg.negatives.k, units, ctx.run_dir))
+    gold, settings, sets, top1_table, harder, harder_table = res.add(*top1_section(
+        questions, hard, rand, ctx, ctx.run_dir, units, cfg.seed, method))
+    res.add(*top1_chart_section(top1_table))
+    res.add(*ladder_section(gold, has_metadata, units, sets, cfg.seed, ctx))
+    res.add(*documents_section(ctx, units, cfg.seed, questions, ctx.run_dir, settings, has_metadata, top1_table, hard,
+                               harder, summary))
+    return res
+
+
+def distractors_section(questions: pd.DataFrame, ctx, units: pd.DataFrame, appearance, negatives_k, has_metadata,
+                        negatives_clusters, seed: int,
+                        negatives_random) -> tuple[Section, Any, Any, Any, Any, Any, Any, Any]:
+    """Distractors per gold page: its look-alikes on each axis (same template, one field changed, or
+    nearest by appearance when the corpus names no templates) and random pages; byte-identical copies left out.
+    Writes distractors, pool_sizes, pool_summary, distractor_similarity."""
+    sec = Section(STAGE, "distractors")
     golds = sorted({u for ids in questions["evidence_unit_ids"] for u in ids.split(";") if u})
     preview = not golds and ctx.has_table("sample")
     if preview:
         # no questions with evidence pages: show what the distractors of the sampled units would be
         golds = sorted(ctx.table("sample")["unit_id"])
-        res.say(f"no questions with evidence pages: distractors of the {len(golds)} sampled units, as a preview")
+        sec.say(f"no questions with evidence pages: distractors of the {len(golds)} sampled units, as a preview")
     if not golds:
         hard, pool_sizes = N.hard_negatives(units.head(0), appearance.data[:0], [], k=negatives_k)
     elif has_metadata:
@@ -54,7 +74,7 @@ def run(ctx: StageContext) -> StageResult:
     copies = ctx.table("duplicates") if ctx.has_table("duplicates") else None
     distractors, dropped = N.without_copies(distractors, copies)
     if len(dropped):
-        res.say(f"{len(dropped)} distractors left out: byte-identical copies of their gold page "
+        sec.say(f"{len(dropped)} distractors left out: byte-identical copies of their gold page "
                 f"({', '.join(sorted(set(dropped['unit_id']))[:10])}; tables/duplicates.csv)")
     summary = N.pool_summary(pool_sizes)
     method = ("per-axis pools: pages of the gold's template that differ in one field (template_id metadata)"
@@ -63,29 +83,43 @@ def run(ctx: StageContext) -> StageResult:
               "per-axis pools cannot be formed (a corpus.name_pattern without a template group falls back here)")
     closeness = N.similarity_to_gold(pd.concat([hard, rand], ignore_index=True), units, appearance.data)
     with pd.option_context("display.float_format", "{:.2f}".format):
-        res.say(f"gold units: {len(golds)}; hard distractors: {len(hard)}; random negatives: {len(rand)}")
-        res.say(f"distractor method: {method}")
-        res.say(summary.to_string(index=False))
-        res.say("\nappearance similarity to the gold, by kind of distractor:")
-        res.say(closeness.to_string(index=False) if len(closeness) else "no distractors")
+        sec.say(f"gold units: {len(golds)}; hard distractors: {len(hard)}; random negatives: {len(rand)}")
+        sec.say(f"distractor method: {method}")
+        sec.say(summary.to_string(index=False))
+        sec.say("\nappearance similarity to the gold, by kind of distractor:")
+        sec.say(closeness.to_string(index=False) if len(closeness) else "no distractors")
+    sec.table("distractors", distractors)
+    sec.table("pool_sizes", pool_sizes, sort_by=["gold_unit_id", "axis"])
+    sec.table("pool_summary", summary, sort_by=["axis"])
+    sec.table("distractor_similarity", closeness, sort_by=["axis"])
+    return sec, hard, pool_sizes, rand, distractors, summary, method, closeness
 
-    res.section("montage")
+
+def montage_section(hard, rand, negatives_k, units: pd.DataFrame, run_dir: Path) -> tuple[Section]:
+    """A montage of a gold page beside its hard and random distractors."""
+    sec = Section(STAGE, "montage")
     if len(hard):
         example = hard.groupby("gold_unit_id")["axis"].nunique().sort_values(ascending=False, kind="mergesort").index[0]
-        res.say("gold:", example)
+        sec.say("gold:", example)
         shown = pd.concat([hard, rand[rand["gold_unit_id"] == example].head(negatives_k)])
-        res.figure("04_montage", images.distractor_montage(example, shown, units, RUN, N.MONTAGE_AXES))
+        sec.figure("04_montage", images.distractor_montage(example, shown, units, run_dir, N.MONTAGE_AXES))
     else:
-        res.say("no gold units with distractors (no questions, or no template metadata)")
+        sec.say("no gold units with distractors (no questions, or no template metadata)")
+    return (sec,)
 
-    res.section("top1")
+
+def top1_section(questions: pd.DataFrame, hard, rand, ctx, run_dir: Path, units: pd.DataFrame, seed: int,
+                 method) -> tuple[Section, Any, Any, Any, Any, Any, Any]:
+    """Top-1 of each system against hard and against random negatives, and per system whether the hard set
+    is measurably harder (paired difference with its CI). Writes top1_negatives, hard_vs_random."""
+    sec = Section(STAGE, "top1")
     single = questions[questions["evidence_structure"] == "page-single"].reset_index(drop=True)
     gold = dict(zip(single["query_id"], single["evidence_unit_ids"]))
     by_gold_hard = hard.groupby("gold_unit_id")["unit_id"].apply(list).to_dict()
     by_gold_rand = rand.groupby("gold_unit_id")["unit_id"].apply(list).to_dict()
-    settings = dict(ctx.encoder_settings(), run_dir=RUN)
-    unit_vectors = {name: Vectors.load(RUN / "vectors" / f"{name}.npz")
-                    for name in systems.pixel_systems(RUN, ctx.get("encode.encoders"))}
+    settings = dict(ctx.encoder_settings(), run_dir=run_dir)
+    unit_vectors = {name: Vectors.load(run_dir / "vectors" / f"{name}.npz")
+                    for name in systems.pixel_systems(run_dir, ctx.get("encode.encoders"))}
     query_vectors = systems.encode_queries(single, list(unit_vectors), **settings) if len(single) else {}
     scores = {name: systems.score_matrix(unit_vectors[name], query_vectors[name]) for name in unit_vectors} if len(single) else {}
     sets = {"random": {q: by_gold_rand.get(g, []) for q, g in gold.items()},
@@ -106,25 +140,37 @@ def run(ctx: StageContext) -> StageResult:
     if "ocr-bm25" in by_system:
         h = by_system["ocr-bm25"]
         if not h["n"]:
-            res.say("random − hard top-1 of ocr-bm25: not measured (no question has both kinds of negatives)")
+            sec.say("random − hard top-1 of ocr-bm25: not measured (no question has both kinds of negatives)")
             harder = " Whether the hard set is harder than random negatives was not measured: no question has both."
         else:
-            res.say(f"random − hard top-1 of ocr-bm25, paired over {h['n']} questions: {h['difference']:+.2f} "
+            sec.say(f"random − hard top-1 of ocr-bm25, paired over {h['n']} questions: {h['difference']:+.2f} "
                     f"[{h['lo']:+.2f}, {h['hi']:+.2f}]")
         if h["n"] and not h["harder"]:
             harder = (f" The hard set is not measurably harder than random negatives here (paired top-1 difference "
                       f"{h['difference']:+.2f} [{h['lo']:+.2f}, {h['hi']:+.2f}] over {h['n']} questions): read the "
                       "hard-negative figures with that in mind.")
     with pd.option_context("display.float_format", "{:.3f}".format):
-        res.say(top1_table.to_string(index=False, na_rep="·") if len(top1_table) else "no page-single questions to score")
-    res.html_table("top1", top1_table)
+        sec.say(top1_table.to_string(index=False, na_rep="·") if len(top1_table) else "no page-single questions to score")
+    sec.html_table("top1", top1_table)
+    sec.table("top1_negatives", top1_table, sort_by=["system", "negatives"])
+    sec.table("hard_vs_random", harder_table, sort_by=["system"])
+    return sec, gold, settings, sets, top1_table, harder, harder_table
 
-    res.section("top1_chart")
+
+def top1_chart_section(top1_table) -> tuple[Section]:
+    """The chart of top-1 under hard against random negatives, per system."""
+    sec = Section(STAGE, "top1_chart")
     chart = None if top1_table.empty else charts.top1(
         top1_table, "Top-1: random negatives, hard negatives, whole corpus (own n and CI each)")
-    res.figure("04_top1", chart)
+    sec.figure("04_top1", chart)
+    return (sec,)
 
-    res.section("ladder")
+
+def ladder_section(gold, has_metadata, units: pd.DataFrame, sets, seed: int, ctx) -> tuple[Section, Any]:
+    """The validity ladder: synthetic systems that differ only in how often they rank the right
+    look-alike first, scored under random and under hard negatives (or why there are no look-alikes to rank).
+    Writes validity_ladder."""
+    sec = Section(STAGE, "ladder")
     # the ladder's siblings are pages of the gold's template: without template metadata there are none to rank
     ladder = (N.validity_ladder(units, gold, {"random": sets["random"], "hard": sets["hard"]}, seed,
                                 clusters=ctx.clusters(gold)) if gold and has_metadata
@@ -132,19 +178,26 @@ def run(ctx: StageContext) -> StageResult:
     slopes = N.ladder_slopes(ladder) if len(ladder) else {}
     with pd.option_context("display.float_format", "{:.3f}".format):
         if not has_metadata:
-            res.say("no template metadata: the ladder's look-alikes are pages of the gold's template, so it is not run")
+            sec.say("no template metadata: the ladder's look-alikes are pages of the gold's template, so it is not run")
         elif len(ladder):
-            res.say("synthetic systems that always rank the gold's template first, then the right look-alike first "
+            sec.say("synthetic systems that always rank the gold's template first, then the right look-alike first "
                     "with probability p (else another look-alike), on the page-single questions:")
-            res.say(ladder.pivot_table(index="p", columns="negatives", values="top1").to_string(na_rep="·"))
-            res.say("least-squares slope of top-1 on p: "
+            sec.say(ladder.pivot_table(index="p", columns="negatives", values="top1").to_string(na_rep="·"))
+            sec.say("least-squares slope of top-1 on p: "
                     + ", ".join(f"{k} {v:+.2f}" if v == v else f"{k} not measured (fewer than two rungs with questions)"
                                 for k, v in sorted(slopes.items())))
         else:
-            res.say("no page-single questions: no ladder")
-    res.figure("04_validity_ladder", charts.validity_ladder(ladder) if len(ladder) else None)
+            sec.say("no page-single questions: no ladder")
+    sec.figure("04_validity_ladder", charts.validity_ladder(ladder) if len(ladder) else None)
+    sec.table("validity_ladder", ladder, sort_by=["negatives", "p"])
+    return sec, ladder
 
-    res.section("documents")
+
+def documents_section(ctx, units: pd.DataFrame, seed: int, questions: pd.DataFrame, run_dir: Path, settings,
+                      has_metadata, top1_table, hard, harder, summary) -> tuple[Section]:
+    """Document-level questions (one relevant document): top-1 over documents under hard and random
+    negatives, and what index.html says of stage 04. Writes top1_documents."""
+    sec = Section(STAGE, "documents")
     doc_table = pd.DataFrame(columns=N.TOP1_COLUMNS)
     given = ctx.optional_table("qrels")
     if given is not None and len(given) and (given["level"] == "document").all():
@@ -153,9 +206,9 @@ def run(ctx: StageContext) -> StageResult:
         docs = units.groupby("doc_id", sort=True)[["entity", "period"]].first().reset_index()
         d_hard, d_rand = N.document_negatives(docs, doc_gold, seed)
         doc_q = questions[questions["query_id"].isin(doc_gold)].reset_index(drop=True)
-        names = systems.pixel_systems(RUN, ctx.get("encode.encoders"))
+        names = systems.pixel_systems(run_dir, ctx.get("encode.encoders"))
         if len(doc_q) and names:
-            vecs = {n: Vectors.load(RUN / "vectors" / f"{n}.npz") for n in names}
+            vecs = {n: Vectors.load(run_dir / "vectors" / f"{n}.npz") for n in names}
             qv = systems.encode_queries(doc_q, names, **settings)
             doc_scores = {}
             for n in names:
@@ -164,22 +217,15 @@ def run(ctx: StageContext) -> StageResult:
             sets = {"random": {q: d_rand[q] for q in doc_q["query_id"]}, "hard": {q: d_hard[q] for q in doc_q["query_id"]},
                     "corpus": {q: None for q in doc_q["query_id"]}}
             doc_table = N.top1_table(doc_scores, doc_ids, list(doc_q["query_id"]), doc_gold, sets, seed)
-        res.say(f"document-level questions with one relevant document: {len(doc_gold)} of {len(rel)}; "
+        sec.say(f"document-level questions with one relevant document: {len(doc_gold)} of {len(rel)}; "
               f"mean hard negatives per question: {np.mean([len(v) for v in d_hard.values()]) if d_hard else 0:.1f}")
         with pd.option_context("display.float_format", "{:.3f}".format):
-            res.say(doc_table.to_string(index=False) if len(doc_table) else "nothing to score")
+            sec.say(doc_table.to_string(index=False) if len(doc_table) else "nothing to score")
     else:
-        res.say("judgements are not document-level: nothing to do here")
+        sec.say("judgements are not document-level: nothing to do here")
 
     # save
-    res.table("distractors", distractors)
-    res.table("pool_sizes", pool_sizes, sort_by=["gold_unit_id", "axis"])
-    res.table("pool_summary", summary, sort_by=["axis"])
-    res.table("top1_negatives", top1_table, sort_by=["system", "negatives"])
-    res.table("top1_documents", doc_table, sort_by=["system", "negatives"])
-    res.table("distractor_similarity", closeness, sort_by=["axis"])
-    res.table("validity_ladder", ladder, sort_by=["negatives", "p"])
-    res.table("hard_vs_random", harder_table, sort_by=["system"])
+    sec.table("top1_documents", doc_table, sort_by=["system", "negatives"])
     method_said = " Distractors: " + ("per-axis pools." if has_metadata else "appearance clustering (no template metadata).")
     r = top1_table.set_index(["system", "negatives"])["top1"]
     d = doc_table.set_index(["system", "negatives"])["top1"]
@@ -190,10 +236,12 @@ def run(ctx: StageContext) -> StageResult:
                 "Document top-1 of ocr-bm25: " + ", ".join(f"{neg} {d[('ocr-bm25', neg)]:.2f}" for neg in ("random", "hard", "corpus"))
                 + " — same company, other period as the hard negatives." if ("ocr-bm25", "hard") in d.index
                 else f"{len(hard)} hard distractors; no page-single questions scored.") + method_said + harder
-    res.headline(
+    sec.headline(
         sentence,
         figure="04_top1" if len(top1_table) else "",
         numbers={f"{a} pool (mean)": f"{m:.1f}" for a, m in zip(summary["axis"], summary["mean_pool"])},
     )
-    return res
+    return (sec,)
+
+
 

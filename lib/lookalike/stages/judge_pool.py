@@ -5,6 +5,8 @@ of disagreements; the offline labelling page labelling/label.html.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pathlib import Path
 
 import numpy as np
@@ -27,8 +29,9 @@ from lookalike.io.cache import Cache
 from lookalike.retrieval.encoders.base import Vectors
 
 from lookalike.report import images
-from lookalike.stages.base import StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
+from lookalike.stages.base import Section, StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
 
+STAGE = "06_judge_pool"
 TITLE = 'Judge pool and labels'
 
 
@@ -36,28 +39,41 @@ def run(ctx: StageContext) -> StageResult:
     """Stage 06: its sections, in the order it builds them: setup, systems, pool, labels, store, agreement,
     judged, disagreements, door, page. Reads and writes what
     lookalike.stages.contracts.CONTRACTS["06_judge_pool"] declares."""
-    seed = ctx.get('seed')
-    encode_ocr_engine = ctx.get('encode.ocr_engine')
-    encode_cache_dir = ctx.get('encode.cache_dir')
-    encode_workers = ctx.get('encode.workers')
-    retrieve_depth = ctx.get('retrieve.depth')
-    retrieve_rrf_k = ctx.get('retrieve.rrf_k')
-    labels_pool_depth = ctx.get('labels.pool_depth')
-    labels_model_judge = ctx.get('labels.model_judge')
-    labels_adjudicator = ctx.get('labels.adjudicator')
-    labels_page_items = ctx.get('labels.page_items')
-    validate_judge_url = ctx.get('validate.judge_url')
-    validate_judge_model = ctx.get('validate.judge_model')
-    res = StageResult('06_judge_pool', TITLE, ctx.run_dir)
+    cfg = ctx.config
+    res = StageResult(STAGE, TITLE, ctx.run_dir)
 
-    res.section("setup")
-    RUN = ctx.run_dir
+    read, units, validated, distractors, cache, view, model, adjudicator_name, adjudicator = res.add(*setup_section(
+        ctx, cfg.encode.cache_dir, cfg.encode.ocr_engine, cfg.encode.workers, cfg.labels.model_judge,
+        cfg.validate.judge_url, cfg.validate.judge_model, cfg.labels.adjudicator))
+    runs, derived = res.add(*systems_section(ctx.run_dir, ctx, validated, cfg.retrieve.depth, cfg.retrieve.rrf_k,
+                                             units, cfg.seed, cache))
+    pooled, by_system = res.add(*pool_section(validated, distractors, units, runs, cfg.labels.pool_depth))
+    store, pre, yours, added, team_labels, current = res.add(*labels_section(
+        validated, ctx.run_dir, model, pooled, view, adjudicator, ctx, read))
+    res.add(*store_section(store, added))
+    both, agreement, annotator_agreement = res.add(*agreement_section(
+        pre, current, model, yours, adjudicator, adjudicator_name, validated, team_labels, cfg.seed))
+    qrels, judged = res.add(*judged_section(current, runs))
+    res.add(*disagreements_section(both, cfg.seed, validated, units, ctx.run_dir))
+    door, door_summary = res.add(*door_section(model, ctx, read, pooled, validated, view, units, pre, team_labels))
+    res.add(*page_section(current, cfg.labels.page_items, cfg.seed, validated, units, ctx.run_dir, qrels, door,
+                          agreement, model, team_labels, annotator_agreement, pooled))
+    return res
+
+
+def setup_section(ctx, encode_cache_dir, encode_ocr_engine, encode_workers, labels_model_judge, validate_judge_url,
+                  validate_judge_model,
+                  labels_adjudicator) -> tuple[Section, Any, Any, Any, Any, Any, Any, Any, Any, Any, Any]:
+    """What stage 06 judges with: the validated questions, the view a judge reads, the model judge and
+    the adjudicator (auto: the demo's answer key when there is one)."""
+    sec = Section(STAGE, "setup")
+    run_dir = ctx.run_dir
     read = ctx.table
     units = ctx.units()
     validated, facts, answer_key, distractors = read("questions_validated"), read("facts"), read("answer_key"), read("distractors")
     cache = Cache(encode_cache_dir or None)
-    texts = systems.ocr_texts(units, RUN, cache, encode_ocr_engine, encode_workers)
-    view = J.unit_viewer(units, texts, RUN)
+    texts = systems.ocr_texts(units, run_dir, cache, encode_ocr_engine, encode_workers)
+    view = J.unit_viewer(units, texts, run_dir)
     model = J.make_judge(labels_model_judge, units=units, url=validate_judge_url, model=validate_judge_model,
                          samples=ctx.get("validate.judge_samples"), temperature=ctx.get("validate.judge_temperature"),
                       timeout_s=ctx.get("judges.timeout_s"), max_attempts=ctx.get("judges.max_attempts"),
@@ -68,19 +84,25 @@ def run(ctx: StageContext) -> StageResult:
     adjudicator = None if adjudicator_name == "none" else J.make_judge(
         adjudicator_name, facts=facts, answer_key=answer_key, units=units, page_base=ctx.get("corpus.page_base"),
         labels=str(ctx.path("validate.labels") or ""))
-    res.say(f"validated questions: {len(validated)}; model judge: {model.name}; adjudicator: "
+    sec.say(f"validated questions: {len(validated)}; model judge: {model.name}; adjudicator: "
           + ("the demo's answer key (reference)" if adjudicator_name == "reference" else adjudicator_name))
+    return sec, read, units, validated, distractors, cache, view, model, adjudicator_name, adjudicator
 
-    res.section("systems")
-    names = systems.base_systems(RUN, ctx.get("encode.encoders"))
-    unit_vectors = {n: Vectors.load(RUN / "vectors" / f"{n}.npz") for n in names}
-    settings = dict(ctx.encoder_settings(), run_dir=RUN)
+
+def systems_section(run_dir: Path, ctx, validated: pd.DataFrame, retrieve_depth, retrieve_rrf_k, units: pd.DataFrame,
+                    seed: int, cache) -> tuple[Section, Any, Any]:
+    """Every system pooled for the validated questions: base runs, the catalogue's fusions and document
+    context, +rerank / +split. Writes rerank_scores_validated, query_splits_validated, derived_failed_validated."""
+    sec = Section(STAGE, "systems")
+    names = systems.base_systems(run_dir, ctx.get("encode.encoders"))
+    unit_vectors = {n: Vectors.load(run_dir / "vectors" / f"{n}.npz") for n in names}
+    settings = dict(ctx.encoder_settings(), run_dir=run_dir)
     query_vectors = systems.encode_queries(validated, names, **settings) if len(validated) else {}
     runs = (systems.build_runs(unit_vectors, query_vectors, retrieve_depth, retrieve_rrf_k, stage="06")
             if len(validated) else {})
     derived_plan = catalog.plan(names, {n: systems.declared_provenance(n, unit_vectors[n]) for n in names}, "06")
     if derived_plan.not_built:
-        res.say("\n".join(derived_plan.not_built.values()))
+        sec.say("\n".join(derived_plan.not_built.values()))
     if "ocr-minilm" in runs and derived_plan.has(catalog.DOC_CONTEXT):
         # document-context scoring (VL-DocIR eq. 8): page score + the query's match to its document's context vectors
         dc = retrieve.document_context_scores(list(query_vectors["ocr-minilm"].data), list(unit_vectors["ocr-minilm"].data),
@@ -92,30 +114,47 @@ def run(ctx: StageContext) -> StageResult:
     external = (sorted(sys_table.loc[sys_table["provenance"] == "external", "system"])
                 if "provenance" in sys_table.columns else [])
     for name in external:           # your runs: they ranked the questions as generated
-        ext = trec.read_run(RUN / "runs" / f"{name}.run")[0]
+        ext = trec.read_run(run_dir / "runs" / f"{name}.run")[0]
         runs[name] = ext[ext["query_id"].isin(set(validated["query_id"]))].reset_index(drop=True)
-    derived = D.build(runs, validated, unit_vectors, units, RUN, cache, ctx.config.rerank, ctx.config.split,
+    derived = D.build(runs, validated, unit_vectors, units, run_dir, cache, ctx.config.rerank, ctx.config.split,
                       ctx.config.encode, settings, retrieve_depth)
     runs.update(derived.runs)
-    out = RUN / "runs_validated"
+    out = run_dir / "runs_validated"
     out.mkdir(exist_ok=True)
     for name, run in runs.items():
         ranking.write_run(run, out / f"{name}.run", tag=name)
-    res.say("systems:", ", ".join(runs) if runs else "none (no validated questions)")
-    res.say("\n".join(derived.notes) if derived.notes else
+    sec.say("systems:", ", ".join(runs) if runs else "none (no validated questions)")
+    sec.say("\n".join(derived.notes) if derived.notes else
             "no reranking or query splitting configured (rerank.systems, split.systems)")
+    sec.table("rerank_scores_validated", derived.rerank_scores, sort_by=["system", "query_id", "new_rank"])
+    sec.table("query_splits_validated", derived.splits, sort_by=["system", "query_id", "position"])
+    sec.table("derived_failed_validated", derived.failed, sort_by=["system", "query_id"])
+    return sec, runs, derived
 
-    res.section("pool")
+
+def pool_section(validated: pd.DataFrame, distractors: pd.DataFrame, units: pd.DataFrame, runs,
+                 labels_pool_depth) -> tuple[Section, Any, Any]:
+    """The judge pool: each system's top pool_depth per validated question, with the gold and its
+    distractors. Writes pool, pool_by_system."""
+    sec = Section(STAGE, "pool")
     cands = N.hard_candidates(validated, distractors, units)   # gold, per-axis distractors, the template's look-alikes
     pooled = JP.pool(runs, validated["query_id"], labels_pool_depth, cands)
     by_system = JP.pool_by_system(pooled, runs)
-    res.say(f"pairs in the pool: {len(pooled)} ({len(validated)} questions; "
+    sec.say(f"pairs in the pool: {len(pooled)} ({len(validated)} questions; "
           f"{int(pooled['hard_candidate'].sum())} hard candidates, {int((pooled['systems'] != '').sum())} from system top-{labels_pool_depth})")
-    res.say(by_system.to_string(index=False))
+    sec.say(by_system.to_string(index=False))
+    sec.table("pool", pooled, sort_by=["query_id", "unit_id"])
+    sec.table("pool_by_system", by_system, sort_by=["system"])
+    return sec, pooled, by_system
 
-    res.section("labels")
+
+def labels_section(validated: pd.DataFrame, run_dir: Path, model, pooled: pd.DataFrame, view, adjudicator, ctx,
+                   read) -> tuple[Section, Any, Any, Any, Any, Any, Any]:
+    """Labels for the pool: people's labels first (your judgements, the team's database, the store), then
+    the model judge's pre-labels and the adjudicator's, never overriding a person. Writes labels_current."""
+    sec = Section(STAGE, "labels")
     shas = {q: L.question_sha(t) for q, t in zip(validated["query_id"], validated["text"])}
-    store = L.LabelStore(RUN / "labels" / "store.jsonl")
+    store = L.LabelStore(run_dir / "labels" / "store.jsonl")
     pre = J.label_pairs(model, pooled, validated, view, shas)
     adj = J.label_pairs(adjudicator, pooled, validated, view, shas) if adjudicator is not None else pre.head(0)
     # your page-level judgements are people's labels (never overridden by a model or the reference)
@@ -126,31 +165,42 @@ def run(ctx: StageContext) -> StageResult:
     added = (store.append(pre.to_dict("records")) + store.append(adj.to_dict("records"))
              + store.append(yours))
     if yours:
-        res.say(f"your judgements: {len(yours)} pairs entered the store as people's labels")
+        sec.say(f"your judgements: {len(yours)} pairs entered the store as people's labels")
     # the team's label database (lookalike labels serve): its people's labels join the store first
-    team_db = LDB.existing(ctx.get("labels.db"), RUN)
+    team_db = LDB.existing(ctx.get("labels.db"), run_dir)
     team_labels = team_db.labels() if team_db is not None else pd.DataFrame()
     if team_db is not None:
         sent = team.export_to_store(team_db, store)
-        res.say(f"team label database {LDB.describe(team_db.target, RUN)}: {len(team_labels)} live labels from "
+        sec.say(f"team label database {LDB.describe(team_db.target, run_dir)}: {len(team_labels)} live labels from "
                 f"{team_labels['annotator'].nunique() if len(team_labels) else 0} people; {sent['written']} written to "
                 f"the store now, {sent['already_held']} already there, {sent['retracted']} taken back by undo (kept in "
                 f"the database only)" + (f", {sent['metadata_pool']} from the metadata pool (they saw file names and "
                                          "captions: used for the judge door only, never for the qrels)"
                                          if sent["metadata_pool"] else ""))
     else:
-        res.say("no team label database for this run (`lookalike labels serve` starts one)")
+        sec.say("no team label database for this run (`lookalike labels serve` starts one)")
     current = store.current(shas)
     current = current.merge(pooled[["query_id", "unit_id"]], on=["query_id", "unit_id"])
-    res.say(f"model labels: {len(pre)}; adjudicator labels: {len(adj)}")
-    res.say(f"current labels: {len(current)}, adjudicated: {int(current['adjudicated'].sum())}, "
+    sec.say(f"model labels: {len(pre)}; adjudicator labels: {len(adj)}")
+    sec.say(f"current labels: {len(current)}, adjudicated: {int(current['adjudicated'].sum())}, "
           f"conflicting adjudications: {int(current['conflict'].sum())}")
-    res.say(current.groupby(["source", "label"]).size().rename("pairs").reset_index().to_string(index=False))
+    sec.say(current.groupby(["source", "label"]).size().rename("pairs").reset_index().to_string(index=False))
+    sec.table("labels_current", current, sort_by=["query_id", "unit_id"])
+    return sec, store, pre, yours, added, team_labels, current
 
-    res.section("store")
-    res.say(f"store: {store.path.name}, {len(store.rows)} labels held, {added} added by this run")
 
-    res.section("agreement")
+def store_section(store, added) -> tuple[Section]:
+    """The label store: how many labels it holds and how many this run added."""
+    sec = Section(STAGE, "store")
+    sec.say(f"store: {store.path.name}, {len(store.rows)} labels held, {added} added by this run")
+    return (sec,)
+
+
+def agreement_section(pre, current: pd.DataFrame, model, yours, adjudicator, adjudicator_name,
+                      validated: pd.DataFrame, team_labels, seed: int) -> tuple[Section, Any, Any, Any]:
+    """Agreement between the model judge and the adjudicator, and between the team's annotators (kappa
+    with its CI). Writes label_agreement, annotator_agreement."""
+    sec = Section(STAGE, "agreement")
     both = pre.merge(current[current["adjudicated"]][["query_id", "unit_id", "label"]], on=["query_id", "unit_id"],
                      suffixes=("_model", "_adjudicated"))
     if len(both):
@@ -158,12 +208,12 @@ def run(ctx: StageContext) -> StageResult:
                                    "adjudicator": "human" if yours and adjudicator is None else adjudicator_name,
                                    **J.agreement(both["label_model"], both["label_adjudicated"])}])
         with pd.option_context("display.float_format", "{:.3f}".format):
-            res.say(agreement.to_string(index=False, na_rep="undefined"))
-            res.say()
-            res.say(J.confusion(both["label_model"], both["label_adjudicated"]).to_string())
+            sec.say(agreement.to_string(index=False, na_rep="undefined"))
+            sec.say()
+            sec.say(J.confusion(both["label_model"], both["label_adjudicated"]).to_string())
     else:
         agreement = pd.DataFrame(columns=["model", "adjudicator", "n", "agreement", "kappa", "kappa_lo", "kappa_hi", "n_boundary", "kappa_boundary"])
-        res.say("no adjudicated labels yet: export the labelling page, label, and run `lookalike labels import`")
+        sec.say("no adjudicated labels yet: export the labelling page, label, and run `lookalike labels import`")
 
     text_of = dict(zip(validated["query_id"], validated["text"].astype(str)))
     machine = pd.DataFrame({"pair_id": [L.pair_id(q, u, text_of[q]) for q, u in zip(pre["query_id"], pre["unit_id"])],
@@ -171,11 +221,17 @@ def run(ctx: StageContext) -> StageResult:
     annotator_agreement = (team.agreement_table(team_labels, machine, seed=seed) if len(team_labels)
                            else pd.DataFrame(columns=team.AGREEMENT_COLUMNS))
     for row in annotator_agreement.to_dict("records"):
-        res.say(f"{row['scope']}: {row['first']} vs {row['second']}: {team.agreement_words(row)}")
+        sec.say(f"{row['scope']}: {row['first']} vs {row['second']}: {team.agreement_words(row)}")
     if annotator_agreement.empty:
-        res.say("agreement among people: no team labels (two or more people per pair, labels.per_pair, give it)")
+        sec.say("agreement among people: no team labels (two or more people per pair, labels.per_pair, give it)")
+    sec.table("label_agreement", agreement)
+    sec.table("annotator_agreement", annotator_agreement)
+    return sec, both, agreement, annotator_agreement
 
-    res.section("judged")
+
+def judged_section(current: pd.DataFrame, runs) -> tuple[Section, Any, Any]:
+    """How much of each system's top 10 is judged (judged@10). Writes judged."""
+    sec = Section(STAGE, "judged")
     qrels = L.qrels_from(current)
     judged_rows = []
     for name, run in runs.items():
@@ -183,28 +239,40 @@ def run(ctx: StageContext) -> StageResult:
         judged_rows.append({"system": name, **ev.mean().to_dict()})
     judged = pd.DataFrame(judged_rows, columns=["system", "judged_1", "judged_5", "judged_10", "judged_20"])
     with pd.option_context("display.float_format", "{:.3f}".format):
-        res.say(judged.to_string(index=False) if len(judged) else "no systems")
+        sec.say(judged.to_string(index=False) if len(judged) else "no systems")
+    sec.table("judged", judged, sort_by=["system"])
+    return sec, qrels, judged
 
-    res.section("disagreements")
+
+def disagreements_section(both, seed: int, validated: pd.DataFrame, units: pd.DataFrame,
+                          run_dir: Path) -> tuple[Section]:
+    """A sample of pairs where the model judge and the adjudicator disagree, as images."""
+    sec = Section(STAGE, "disagreements")
     diff = both[both["label_model"] != both["label_adjudicated"]] if len(both) else both
     if len(diff):
         sample = diff.iloc[np.sort(np.random.default_rng([seed, 66]).choice(len(diff), size=min(4, len(diff)),
                                                                              replace=False))]
         for r in sample.itertuples():
-            res.say(f"{r.query_id} · {r.unit_id}: model {r.label_model}, adjudicated {r.label_adjudicated}\n"
+            sec.say(f"{r.query_id} · {r.unit_id}: model {r.label_model}, adjudicated {r.label_adjudicated}\n"
                   f"   question: {validated.set_index('query_id').loc[r.query_id, 'text']}")
-        res.figure("06_disagreements", images.pair_sheet(sample, units, RUN))
+        sec.figure("06_disagreements", images.pair_sheet(sample, units, run_dir))
     else:
-        res.say("no disagreements to show")
+        sec.say("no disagreements to show")
+    return (sec,)
 
-    res.section("door")
+
+def door_section(model, ctx, read, pooled: pd.DataFrame, validated: pd.DataFrame, view, units: pd.DataFrame, pre,
+                 team_labels) -> tuple[Section, Any, Any]:
+    """The judge door: whether people labelled blind or after seeing the model's label, and what that did
+    to their agreement with it. Writes judge_door_summary."""
+    sec = Section(STAGE, "door")
     door = pd.DataFrame(columns=JD.DOOR_COLUMNS)
     door_summary = pd.DataFrame(columns=JD.SUMMARY_COLUMNS)
     door_judges = []
     if model.capabilities.reads_text and not model.capabilities.needs_endpoint:
         door_judges.append((model, model.name))
     else:
-        res.say(f"the {model.name} judge does not read text here: its door is not run (that needs every pair sent twice)")
+        sec.say(f"the {model.name} judge does not read text here: its door is not run (that needs every pair sent twice)")
     if ctx.has_table("planted") and (read("planted")["effect"].str.startswith("judge door")).any():
         door_judges.append((JD.subject_terms_judge(), f"{C.DOOR_JUDGE} (planted: a lenient judge, half of the "
                                                       "question's words on the page make it supporting)"))
@@ -216,17 +284,17 @@ def run(ctx: StageContext) -> StageResult:
                          ignore_index=True)[["judge"] + JD.DOOR_COLUMNS]
         door_summary = pd.concat([s for _, s in doors], ignore_index=True)
     if len(team_labels) and not ctx.get("labels.door"):
-        res.say("people: labels.door is off, so everyone labelled blind and there is no people row")
+        sec.say("people: labels.door is off, so everyone labelled blind and there is no people row")
     elif len(team_labels):
         people_pairs, people_summary, why = JD.people_door(team_labels, validated, units)
         if why:
-            res.say(f"people: {why}")
+            sec.say(f"people: {why}")
         else:
             door = pd.concat([door, people_pairs.assign(judge=people_summary["judge"].iloc[0])],
                              ignore_index=True)[["judge"] + JD.DOOR_COLUMNS]
             door_summary = pd.concat([door_summary, people_summary], ignore_index=True)
     for d in door_summary.itertuples():
-        res.say(f"{d.judge}, {d.n_pairs} pairs: relevant {d.relevant_blind} "
+        sec.say(f"{d.judge}, {d.n_pairs} pairs: relevant {d.relevant_blind} "
                 f"({S.fmt_ci(d.share_blind, d.share_blind_lo, d.share_blind_hi)}) blind, {d.relevant_with_metadata} "
                 f"({S.fmt_ci(d.share_with_metadata, d.share_with_metadata_lo, d.share_with_metadata_hi)}) with each "
                 f"unit's file name and caption shown ({d.gained} gained, "
@@ -234,34 +302,32 @@ def run(ctx: StageContext) -> StageResult:
                 + (S.fmt_ci(d.gained_with_term, d.gained_with_term_lo, d.gained_with_term_hi) if d.gained else "none")
                 + f", the other pairs: {S.fmt_ci(d.others_with_term, d.others_with_term_lo, d.others_with_term_hi)} "
                   "(bootstrap 95%, documents resampled)")
+    sec.table("judge_door_summary", door_summary)
+    return sec, door, door_summary
 
-    res.section("page")
+
+def page_section(current: pd.DataFrame, labels_page_items, seed: int, validated: pd.DataFrame, units: pd.DataFrame,
+                 run_dir: Path, qrels: pd.DataFrame, door, agreement, model, team_labels, annotator_agreement,
+                 pooled: pd.DataFrame) -> tuple[Section]:
+    """The labelling page for the pairs people have not labelled yet, and what index.html says of stage 06.
+    Writes judge_door."""
+    sec = Section(STAGE, "page")
     todo = current[~current["adjudicated"]][["query_id", "unit_id"]]
     rest = current[current["adjudicated"]][["query_id", "unit_id"]]
     extra = max(0, labels_page_items - len(todo))
     pick = np.sort(np.random.default_rng([seed, 61]).choice(len(rest), size=min(extra, len(rest)), replace=False))
     page_pairs = pd.concat([todo.head(labels_page_items), rest.iloc[pick]], ignore_index=True)
     if len(page_pairs):
-        page = L.labelling_page(page_pairs, validated, units, RUN, RUN / "labelling", seed, title="lookalike — label pages")
-        res.say(f"labelling/{page.name}: {len(page_pairs)} pairs ({min(len(todo), labels_page_items)} unadjudicated)")
+        page = L.labelling_page(page_pairs, validated, units, run_dir, run_dir / "labelling", seed, title="lookalike — label pages")
+        sec.say(f"labelling/{page.name}: {len(page_pairs)} pairs ({min(len(todo), labels_page_items)} unadjudicated)")
     else:
-        res.say("nothing to label")
+        sec.say("nothing to label")
 
     # save
-    res.table("pool", pooled, sort_by=["query_id", "unit_id"])
-    res.table("rerank_scores_validated", derived.rerank_scores, sort_by=["system", "query_id", "new_rank"])
-    res.table("query_splits_validated", derived.splits, sort_by=["system", "query_id", "position"])
-    res.table("derived_failed_validated", derived.failed, sort_by=["system", "query_id"])
-    res.table("pool_by_system", by_system, sort_by=["system"])
-    res.table("labels_current", current, sort_by=["query_id", "unit_id"])
-    (RUN / "qrels").mkdir(exist_ok=True)
+    (run_dir / "qrels").mkdir(exist_ok=True)
     if len(qrels):
-        trec.write_qrels(qrels, RUN / "qrels" / "labels.qrels")
-    res.table("label_agreement", agreement)
-    res.table("annotator_agreement", annotator_agreement)
-    res.table("judged", judged, sort_by=["system"])
-    res.table("judge_door", door, sort_by=["judge", "query_id", "unit_id"] if len(door) else None)
-    res.table("judge_door_summary", door_summary)
+        trec.write_qrels(qrels, run_dir / "qrels" / "labels.qrels")
+    sec.table("judge_door", door, sort_by=["judge", "query_id", "unit_id"] if len(door) else None)
     kappa = (f"{J.kappa_words(agreement.iloc[0])} "
              f"({model.name} vs {agreement['adjudicator'].iloc[0]}, {int(agreement['n'].iloc[0])} pairs)"
              if len(agreement) else "no adjudication yet")
@@ -270,7 +336,7 @@ def run(ctx: StageContext) -> StageResult:
         among = annotator_agreement[annotator_agreement["scope"].str.startswith("people, overall")].iloc[0]
         people_words = (f" The team labelled {len(team_labels)} times ({team_labels['annotator'].nunique()} people); "
                         f"{among['scope']}: {team.agreement_words(among)}.")
-    res.headline(
+    sec.headline(
         f"{len(pooled)} pooled pairs for {len(validated)} validated questions; {int(current['adjudicated'].sum())} "
         f"adjudicated; model pre-labels: {kappa}. {L.provenance(current, agreement)[0][0].upper()}{L.provenance(current, agreement)[0][1:]}."
         + people_words,
@@ -278,5 +344,7 @@ def run(ctx: StageContext) -> StageResult:
                  **({"kappa (model vs adjudicator)": J.kappa_words(agreement.iloc[0])} if len(agreement) else {}),
                  **({"team labels": len(team_labels)} if len(team_labels) else {})},
     )
-    return res
+    return (sec,)
+
+
 

@@ -5,6 +5,10 @@ breakdowns and the gate. `lookalike leak-check` runs the same functions on a sam
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from typing import Any
+
 import altair as alt
 import pandas as pd
 from lookalike.analysis import leakage as L
@@ -15,8 +19,9 @@ from lookalike.retrieval import systems
 from lookalike.eval import stats
 from lookalike.vocab import LABELS
 
-from lookalike.stages.base import StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
+from lookalike.stages.base import Section, StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
 
+STAGE = "03_leak_ablation"
 TITLE = 'Leak ablation'
 PLANTED_LEAK_COLUMNS = ["system", "input", "verdict", "probe_changed", "difference"]
 
@@ -62,83 +67,141 @@ def run(ctx: StageContext) -> StageResult:
     """Stage 03: its sections, in the order it builds them: injected, matched, overlap, queries, pool, repool,
     ablation, dual, chart, resolution, breakdowns, gate, planted. Reads and writes what
     lookalike.stages.contracts.CONTRACTS["03_leak_ablation"] declares."""
-    seed = ctx.get('seed')
-    encode_ocr_engine = ctx.get('encode.ocr_engine')
-    encode_workers = ctx.get('encode.workers')
-    encode_cache_dir = ctx.get('encode.cache_dir')
-    leak_threshold = ctx.get('leak.threshold')
-    leak_pool_depth = ctx.get('leak.pool_depth')
-    res = StageResult('03_leak_ablation', TITLE, ctx.run_dir)
+    cfg = ctx.config
+    res = StageResult(STAGE, TITLE, ctx.run_dir)
 
-    RUN = ctx.run_dir
     units = ctx.units()
-    cache = Cache(encode_cache_dir or None)
+    cache = Cache(cfg.encode.cache_dir or None)
 
-    res.section("injected")
+    ab, sheet, judgements, table, per_query = res.add(*injected_section(ctx, units, cache))
+    res.add(*matched_section(ab))
+    res.add(*overlap_section(ab, units, cfg.seed))
+    res.add(*queries_section(ab))
+    res.add(*pool_section(sheet, ab, judgements, cfg.leak.pool_depth))
+    res.add(*repool_section(cfg.encode.ocr_engine, cfg.encode.workers, units, ctx.run_dir, cache, ab,
+                            cfg.leak.pool_depth, cfg.seed, judgements))
+    res.add(*ablation_section(table, units))
+    res.add(*dual_section(ab))
+    res.add(*chart_section(table))
+    res.add(*resolution_section(table, ab))
+    res.add(*breakdowns_section(per_query))
+    gates, verdict, decision, ok, blind, derived = res.add(*gate_section(
+        per_query, ab, cfg.leak.threshold, cfg.seed, ctx))
+    res.add(*planted_section(ctx, ab, units, cache, cfg.leak.threshold, cfg.seed, gates, per_query, sheet,
+                             ctx.run_dir, decision, verdict, blind, derived, ok, table))
+    return res
+
+
+def injected_section(ctx, units: pd.DataFrame, cache) -> tuple[Section, Any, Any, Any, Any, Any]:
+    """The leak ablation over already-encoded vectors: blind queries searched against the image, caption
+    and combined indexes. Writes leak_ablation, leak_ablation_systems, leak_queries, leak_per_query,
+    judging_key, judgements."""
+    sec = Section(STAGE, "injected")
     ab, sheet, judgements, table, per_query = ablation(ctx, units, cache)
-    res.say(f"{ab.injected} leak injected" if ab.injected else "clean run: the image index holds pixels-only vectors")
+    sec.say(f"{ab.injected} leak injected" if ab.injected else "clean run: the image index holds pixels-only vectors")
+    sec.table("leak_ablation", table, sort_by=["index", "query_set"])
+    sec.table("leak_ablation_systems", ab.systems_table, sort_by=["system", "index", "query_set"])
+    sec.table("leak_queries", ab.queries, sort_by=["query_id"])
+    sec.table("leak_per_query", per_query, sort_by=["index", "query_id"])
+    sec.table("judging_key", sheet, sort_by=["item"])
+    sec.table("judgements", judgements, sort_by=["query_id", "unit_id"])
+    return sec, ab, sheet, judgements, table, per_query
 
-    res.section("matched")
+
+def matched_section(ab) -> tuple[Section]:
+    """The query sets side by side: register and qualifier shares of each (they should be equal)."""
+    sec = Section(STAGE, "matched")
     with pd.option_context("display.float_format", "{:.3f}".format):
-        res.say(L.matched(ab.queries).to_string(index=False))
+        sec.say(L.matched(ab.queries).to_string(index=False))
+    return (sec,)
 
-    res.section("overlap")
+
+def overlap_section(ab, units: pd.DataFrame, seed: int) -> tuple[Section, Any]:
+    """The share of each query's content words found in its unit's caption fields. Writes leak_caption_overlap."""
+    sec = Section(STAGE, "overlap")
     overlap = L.caption_overlap(ab.queries, units, ab.clusters, seed)
     with pd.option_context("display.float_format", "{:.3f}".format):
-        res.say("share of each query's content words found in its unit's caption fields (caption, alt text, "
+        sec.say("share of each query's content words found in its unit's caption fields (caption, alt text, "
                 "file name) — blind queries are written from what the page shows, caption-derived ones from "
                 "the caption:")
-        res.say(overlap.to_string(index=False))
+        sec.say(overlap.to_string(index=False))
+    sec.table("leak_caption_overlap", overlap)
+    return sec, overlap
 
-    res.section("queries")
-    res.show["queries"] = ab.queries.head(6)[["query_set", "register", "qualifiers", "text"]]
+
+def queries_section(ab) -> tuple[Section]:
+    """The blind queries: how many of yours were dropped and why."""
+    sec = Section(STAGE, "queries")
+    sec.show["queries"] = ab.queries.head(6)[["query_set", "register", "qualifiers", "text"]]
     if ab.dropped is not None and len(ab.dropped):
-        res.say(f"{len(ab.dropped)} of your blind queries dropped (tables/leak_blind_dropped.csv):")
-        res.say(ab.dropped.head(10).to_string(index=False))
+        sec.say(f"{len(ab.dropped)} of your blind queries dropped (tables/leak_blind_dropped.csv):")
+        sec.say(ab.dropped.head(10).to_string(index=False))
+    return (sec,)
 
-    res.section("pool")
-    res.say(f"pooled pairs: {len(sheet)} for {ab.queries['query_id'].nunique()} queries; labels "
+
+def pool_section(sheet, ab, judgements: pd.DataFrame, leak_pool_depth) -> tuple[Section, Any]:
+    """The judging pool of the ablation: pooled pairs per query and judged@10 per index. Writes judged_10."""
+    sec = Section(STAGE, "pool")
+    sec.say(f"pooled pairs: {len(sheet)} for {ab.queries['query_id'].nunique()} queries; labels "
           + ", ".join(f"{lab}: {int((judgements['label'] == lab).sum())}" for lab in LABELS)
           + f" (judge: {', '.join(sorted(judgements['judge'].unique()))})")
     judged = L.judged_at_k(ab.runs, judgements, leak_pool_depth)
-    res.say(judged.round(3).to_string(index=False))
+    sec.say(judged.round(3).to_string(index=False))
+    sec.table("judged_10", judged, sort_by=["system"])
+    return sec, judged
 
-    res.section("repool")
+
+def repool_section(encode_ocr_engine, encode_workers, units: pd.DataFrame, run_dir: Path, cache, ab, leak_pool_depth,
+                   seed: int, judgements: pd.DataFrame) -> tuple[Section]:
+    """Re-pooling ocr-bm25 on the same queries: the new pairs it would need judged."""
+    sec = Section(STAGE, "repool")
 
     bm25_units = E.make_encoder("ocr-bm25", ocr_engine=encode_ocr_engine, workers=encode_workers,
-                                progress=False).encode_units(units, RUN, cache)
+                                progress=False).encode_units(units, run_dir, cache)
     bm25_run = retrieve.BM25Index().add(bm25_units).search(
         E.make_encoder("ocr-bm25", progress=False).encode_queries(list(ab.queries["text"]), list(ab.queries["query_id"])),
         k=100)
     new_sheet = L.sheet({"ocr-bm25": bm25_run}, ab.queries, k=leak_pool_depth, seed=seed, judged=judgements)
     before = L.judged_at_k({"ocr-bm25": bm25_run}, judgements, leak_pool_depth)
-    res.say(f"re-pooling ocr-bm25: {len(new_sheet)} new pairs to judge; its judged_{leak_pool_depth} before: "
+    sec.say(f"re-pooling ocr-bm25: {len(new_sheet)} new pairs to judge; its judged_{leak_pool_depth} before: "
           f"{before.iloc[0, 1]:.3f}")
+    return (sec,)
 
-    res.section("ablation")
+
+def ablation_section(table, units: pd.DataFrame) -> tuple[Section]:
+    """The ablation table: recall per index (image, caption, both) for blind and captioned queries."""
+    sec = Section(STAGE, "ablation")
     with pd.option_context("display.float_format", "{:.3f}".format):
-        res.say(table.to_string(index=False))
-        res.say()
-        res.say(L.ratios(table, chance=min(10, len(units)) / max(1, len(units))).to_string(index=False, na_rep="·"))
-    res.html_table("ablation", table)
-    res.html_table("ablation_ratios", L.ratios(table, chance=min(10, len(units)) / max(1, len(units))))
+        sec.say(table.to_string(index=False))
+        sec.say()
+        sec.say(L.ratios(table, chance=min(10, len(units)) / max(1, len(units))).to_string(index=False, na_rep="·"))
+    sec.html_table("ablation", table)
+    sec.html_table("ablation_ratios", L.ratios(table, chance=min(10, len(units)) / max(1, len(units))))
+    return (sec,)
 
-    res.section("dual")
+
+def dual_section(ab) -> tuple[Section]:
+    """Each dual encoder (one model for pixels, captions and questions) in the ablation, or that none ran."""
+    sec = Section(STAGE, "dual")
     dual_table = ab.systems_table
     if len(dual_table):
-        res.say("each dual encoder (one model for page pixels, caption text and questions) gets its own image, "
+        sec.say("each dual encoder (one model for page pixels, caption text and questions) gets its own image, "
                 "caption and both indexes, queried by the same model; its image index is gated below like the "
                 "built-in pixel systems (relevance: the query's target unit)")
         with pd.option_context("display.float_format", "{:.3f}".format):
-            res.say(dual_table.to_string(index=False))
-        res.html_table("ablation_systems", dual_table)
+            sec.say(dual_table.to_string(index=False))
+        sec.html_table("ablation_systems", dual_table)
     else:
-        res.say("no dual encoder in this run (clip, bi, endpoint or a plug-in with encode_captions): the ablation "
+        sec.say("no dual encoder in this run (clip, bi, endpoint or a plug-in with encode_captions): the ablation "
                 "above is the built-in text model's (ocr-minilm for pixels, caption-minilm for captions)")
     for name, why in ab.systems_skipped:
-        res.say(f"{name}: no ablation indexes ({why})")
+        sec.say(f"{name}: no ablation indexes ({why})")
+    return (sec,)
 
-    res.section("chart")
+
+def chart_section(table) -> tuple[Section]:
+    """The leak ablation chart."""
+    sec = Section(STAGE, "chart")
     bars = alt.Chart(table).mark_bar().encode(
         x=alt.X("query_set:N", title=None, sort=list(L.QUERY_SETS)),
         y=alt.Y("recall_10:Q", title="Recall@10", scale=alt.Scale(domain=[0, 1])),
@@ -148,43 +211,63 @@ def run(ctx: StageContext) -> StageResult:
     chart = (bars + rules).properties(width=140, height=220).facet(
         column=alt.Column("index:N", sort=list(L.INDEXES), title="index")).properties(
         title="Leak ablation: read each index's two columns side by side")
-    res.figure("03_leak_ablation", chart)
+    sec.figure("03_leak_ablation", chart)
+    return (sec,)
 
-    res.section("resolution")
+
+def resolution_section(table, ab) -> tuple[Section]:
+    """What the ablation can resolve: its n per set and the standard error of a recall near 0.5."""
+    sec = Section(STAGE, "resolution")
 
     n = int(table["n"].iloc[0]) if len(table) else 0
     img = table[table["index"] == "image"].set_index("query_set")["recall_10"]
     if n:
-        res.say(f"n = {n} queries per set; SE of a recall near 0.5: ±{stats.proportion_se(0.5, n):.3f}; "
+        sec.say(f"n = {n} queries per set; SE of a recall near 0.5: ±{stats.proportion_se(0.5, n):.3f}; "
                 f"smallest resolvable difference: ±{L.resolution(n):.3f}")
-        res.say(f"image index: SE blind ±{stats.proportion_se(img['blind'], n):.3f}, caption-derived "
+        sec.say(f"image index: SE blind ±{stats.proportion_se(img['blind'], n):.3f}, caption-derived "
                 f"±{stats.proportion_se(img['caption-derived'], n):.3f}")
     else:
-        res.say("no queries, so no resolution: " + (ab.not_evaluated or "no blind / caption-derived pairs"))
+        sec.say("no queries, so no resolution: " + (ab.not_evaluated or "no blind / caption-derived pairs"))
+    return (sec,)
 
-    res.section("breakdowns")
-    res.show["by_register"] = L.breakdown(per_query, "register").pivot_table(
+
+def breakdowns_section(per_query) -> tuple[Section]:
+    """Recall@10 of the ablation by register and by stratum, per index and query set."""
+    sec = Section(STAGE, "breakdowns")
+    sec.show["by_register"] = L.breakdown(per_query, "register").pivot_table(
         index=["index", "register"], columns="query_set", values="recall_10").round(3)
-    res.show["by_stratum"] = L.breakdown(per_query, "content_type").pivot_table(
+    sec.show["by_stratum"] = L.breakdown(per_query, "content_type").pivot_table(
         index=["index", "content_type"], columns="query_set", values="recall_10").round(3)
+    return (sec,)
 
-    res.section("gate")
+
+def gate_section(per_query, ab, leak_threshold, seed: int, ctx) -> tuple[Section, Any, Any, Any, Any, Any, Any]:
+    """The leak gate: PASS, LEAK or NOT EVALUATED per index from the paired blind/captioned differences
+    against leak.threshold."""
+    sec = Section(STAGE, "gate")
     gates = L.gate_results(per_query, ab.pixel_pq, ab.probe, leak_threshold, seed=seed,
                            unit_clusters=ctx.unit_clusters())
     verdict = gates[0]
     decision = L.overall(gates)
     ok, blind, derived = decision != "LEAK", verdict.blind, verdict.derived
     if ab.not_evaluated:
-        res.say(f"retrieval half not evaluated: {ab.not_evaluated}")
+        sec.say(f"retrieval half not evaluated: {ab.not_evaluated}")
     if decision == "NOT EVALUATED":
-        res.say("NOT EVALUATED: " + (ab.not_evaluated or "no blind / caption-derived query pairs could be built from "
+        sec.say("NOT EVALUATED: " + (ab.not_evaluated or "no blind / caption-derived query pairs could be built from "
                                      "this corpus (they need caption fields, or your own leak.blind_queries file)"))
     else:
         for g in gates:
-            res.say(g.sentence())
-        res.say(f"decision rule, per pixel system: {verdict.rule}; the gate: {decision}")
+            sec.say(g.sentence())
+        sec.say(f"decision rule, per pixel system: {verdict.rule}; the gate: {decision}")
+    return sec, gates, verdict, decision, ok, blind, derived
 
-    res.section("planted")
+
+def planted_section(ctx, ab, units: pd.DataFrame, cache, leak_threshold, seed: int, gates, per_query, sheet,
+                    run_dir: Path, decision, verdict, blind, derived, ok, table) -> tuple[Section]:
+    """The planted leak (the demo's file name appended to what pixel systems read) must be caught by the
+    gate; and what index.html says of stage 03. Writes leak_planted, leak_blind_dropped, leak_breakdown_register,
+    leak_breakdown_stratum, judging_sheet, leak_gate."""
+    sec = Section(STAGE, "planted")
     planted = pd.DataFrame(columns=PLANTED_LEAK_COLUMNS)
     if ctx.has_table("planted") and (ctx.table("planted")["effect"] == "leaky pixel system").any() and not ab.injected:
         # the demo plants a leaky pixel system: the same ablation with the file name appended to what the pixel
@@ -199,27 +282,19 @@ def run(ctx: StageContext) -> StageResult:
                 "probe_changed": g.probe_changed, "difference": g.difference} for g in leaky_gates],
             columns=PLANTED_LEAK_COLUMNS)
         with pd.option_context("display.float_format", "{:+.3f}".format):
-            res.say("the planted leak: every pixel system again with the unit's file name appended to its input")
-            res.say(planted.to_string(index=False))
+            sec.say("the planted leak: every pixel system again with the unit's file name appended to its input")
+            sec.say(planted.to_string(index=False))
     else:
-        res.say("no planted leak on this corpus (the demo plants one)")
+        sec.say("no planted leak on this corpus (the demo plants one)")
 
     # save
-    res.table("leak_planted", planted)
-    res.table("leak_ablation", table, sort_by=["index", "query_set"])
-    res.table("leak_ablation_systems", ab.systems_table, sort_by=["system", "index", "query_set"])
-    res.table("leak_queries", ab.queries, sort_by=["query_id"])
-    res.table("leak_caption_overlap", overlap)
+    sec.table("leak_planted", planted)
     if ab.dropped is not None and len(ab.dropped):
-        res.table("leak_blind_dropped", ab.dropped)
-    res.table("leak_per_query", per_query, sort_by=["index", "query_id"])
-    res.table("leak_breakdown_register", L.breakdown(per_query, "register"))
-    res.table("leak_breakdown_stratum", L.breakdown(per_query, "content_type"))
-    res.table("judging_sheet", L.judge_view(sheet))
-    res.table("judging_key", sheet, sort_by=["item"])
-    res.table("judgements", judgements, sort_by=["query_id", "unit_id"])
-    res.table("judged_10", judged, sort_by=["system"])
-    res.table("leak_gate", pd.DataFrame([{"system": g.index, "n_pairs": g.n_pairs, "blind": g.blind,
+        sec.table("leak_blind_dropped", ab.dropped)
+    sec.table("leak_breakdown_register", L.breakdown(per_query, "register"))
+    sec.table("leak_breakdown_stratum", L.breakdown(per_query, "content_type"))
+    sec.table("judging_sheet", L.judge_view(sheet))
+    sec.table("leak_gate", pd.DataFrame([{"system": g.index, "n_pairs": g.n_pairs, "blind": g.blind,
                                           "caption_derived": g.derived, "difference": g.difference,
                                           "difference_lo": g.lo, "difference_hi": g.hi, "threshold": g.threshold,
                                           "interval": f"paired bootstrap 95% over units, "
@@ -228,8 +303,8 @@ def run(ctx: StageContext) -> StageResult:
                                                       "paired bootstrap 95% over units",
                                           "probe_changed": g.probe_changed, "probe_units": g.probe_n,
                                           "verdict": g.verdict} for g in gates]))
-    L.judging_sheet_html(sheet, units, RUN / "html" / "03_judging_sheet.html", RUN, salt=str(seed))
-    res.headline(
+    L.judging_sheet_html(sheet, units, run_dir / "html" / "03_judging_sheet.html", run_dir, salt=str(seed))
+    sec.headline(
         (f"Not evaluated: {ab.not_evaluated or 'no blind / caption-derived query pairs could be built from this corpus'}."
          if decision == "NOT EVALUATED" else
          f"{verdict.sentence()} Retrieval half not evaluated: {ab.not_evaluated}." if ab.not_evaluated else
@@ -242,5 +317,7 @@ def run(ctx: StageContext) -> StageResult:
                                                  if r.n else "not evaluated: no queries")
                  for r in table.itertuples()},
     )
-    return res
+    return (sec,)
+
+
 

@@ -5,6 +5,10 @@ contamination; agreement of two judges; score shape; hard-negative training file
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from typing import Any
+
 import altair as alt
 import pandas as pd
 from lookalike import progress as bars
@@ -15,8 +19,9 @@ from lookalike.retrieval import systems
 from lookalike.eval import trec
 from lookalike.io.cache import Cache
 
-from lookalike.stages.base import StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
+from lookalike.stages.base import Section, StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
 
+STAGE = "08_mined_candidates"
 TITLE = 'Mined candidates'
 
 
@@ -24,32 +29,41 @@ def run(ctx: StageContext) -> StageResult:
     """Stage 08: its sections, in the order it builds them: setup, mined, incompleteness, rules, rules_chart,
     agreement, score_shape. Reads and writes what lookalike.stages.contracts.CONTRACTS["08_mined_candidates"]
     declares."""
-    seed = ctx.get('seed')
-    encode_ocr_engine = ctx.get('encode.ocr_engine')
-    encode_cache_dir = ctx.get('encode.cache_dir')
-    encode_workers = ctx.get('encode.workers')
-    validate_judge_url = ctx.get('validate.judge_url')
-    validate_judge_model = ctx.get('validate.judge_model')
-    mining_retriever = ctx.get('mining.retriever')
-    mining_question_set = ctx.get('mining.question_set')
-    mining_depth = ctx.get('mining.depth')
-    mining_judge = ctx.get('mining.judge')
-    mining_compare_judge = ctx.get('mining.compare_judge')
-    mining_judge_top = ctx.get('mining.judge_top')
-    mining_negatives = ctx.get('mining.negatives')
-    mining_alphas = ctx.get('mining.alphas')
-    mining_windows = ctx.get('mining.windows')
-    res = StageResult('08_mined_candidates', TITLE, ctx.run_dir)
+    cfg = ctx.config
+    res = StageResult(STAGE, TITLE, ctx.run_dir)
 
-    res.section("setup")
-    RUN = ctx.run_dir
+    units, SETS, runs, view, judge, second = res.add(*setup_section(
+        ctx, cfg.mining.question_set, cfg.mining.retriever, cfg.encode.cache_dir, cfg.encode.ocr_engine,
+        cfg.encode.workers, cfg.validate.judge_url, cfg.validate.judge_model, cfg.mining.judge,
+        cfg.mining.compare_judge))
+    rules, mined_all, chosen_all, golds, judgements = res.add(*mined_section(
+        view, cfg.mining.windows, cfg.mining.alphas, SETS, runs, cfg.mining.depth, cfg.mining.judge_top, judge,
+        cfg.mining.negatives, cfg.seed, second))
+    set_clusters, incompleteness = res.add(*incompleteness_section(
+        golds, ctx, SETS, units, mined_all, judgements, cfg.seed))
+    rules_by_judge, negative_rules = res.add(*rules_section(judgements, chosen_all, cfg.seed, set_clusters,
+                                                            cfg.mining.question_set, judge, second))
+    res.add(*rules_chart_section(rules_by_judge, cfg.mining.question_set, rules))
+    res.add(*agreement_section(second, judgements, judge))
+    res.add(*score_shape_section(judgements, SETS, cfg.mining.question_set, judge, chosen_all, golds, units,
+                                 ctx.run_dir, incompleteness, negative_rules, second))
+    return res
+
+
+def setup_section(ctx, mining_question_set, mining_retriever, encode_cache_dir, encode_ocr_engine, encode_workers,
+                  validate_judge_url, validate_judge_model, mining_judge,
+                  mining_compare_judge) -> tuple[Section, Any, Any, Any, Any, Any, Any, Any]:
+    """What stage 08 mines from: the question sets (as generated, validated), the miner's runs, the
+    judge and the second judge."""
+    sec = Section(STAGE, "setup")
+    run_dir = ctx.run_dir
     read = ctx.table
     units = ctx.units()
     validated, facts, answer_key = read("questions_validated"), read("facts"), read("answer_key")
     as_generated = read("questions")
     as_generated = as_generated[as_generated["evidence_unit_ids"] != ""].reset_index(drop=True)  # page evidence only
-    SETS = {"generated": (as_generated, RUN / "runs"), "validated": (
-        validated[validated["slice"] == "single-gold"].reset_index(drop=True), RUN / "runs_validated")}
+    SETS = {"generated": (as_generated, run_dir / "runs"), "validated": (
+        validated[validated["slice"] == "single-gold"].reset_index(drop=True), run_dir / "runs_validated")}
     if mining_question_set not in SETS:
         raise ValueError(f"mining_question_set must be one of {sorted(SETS)}, got {mining_question_set!r}")
     runs = {}
@@ -60,21 +74,27 @@ def run(ctx: StageContext) -> StageResult:
                                     f"({', '.join(p.stem for p in sorted(folder.glob('*.run')))})")
         runs[name] = trec.read_run(path)[0] if len(qs) else pd.DataFrame(columns=["query_id", "unit_id", "score"])
     cache = Cache(encode_cache_dir or None)
-    texts = systems.ocr_texts(units, RUN, cache, encode_ocr_engine, encode_workers)
-    view = J.unit_viewer(units, texts, RUN)
+    texts = systems.ocr_texts(units, run_dir, cache, encode_ocr_engine, encode_workers)
+    view = J.unit_viewer(units, texts, run_dir)
     jargs = dict(facts=facts, answer_key=answer_key, units=units, url=validate_judge_url, model=validate_judge_model,
                  samples=ctx.get("validate.judge_samples"), temperature=ctx.get("validate.judge_temperature"),
                       timeout_s=ctx.get("judges.timeout_s"), max_attempts=ctx.get("judges.max_attempts"),
                  cache_dir=cache.root / "judges")
     judge = J.make_judge(mining_judge, **jargs)
     second = J.second_judge(judge, mining_compare_judge, **jargs)
-    res.say(f"questions as generated: {len(SETS['generated'][0])}, validated: {len(SETS['validated'][0])}; "
+    sec.say(f"questions as generated: {len(SETS['generated'][0])}, validated: {len(SETS['validated'][0])}; "
           f"miner: {mining_retriever}; judge: {judge.name}"
           + (" (the demo's answer key)" if judge.name == "reference" else "") + f"; second judge: {second.name if second else 'none'}"
           + (" (mining.compare_judge names the primary judge; a judge is never compared with itself)"
              if second is None and mining_compare_judge not in ("", "none") else ""))
+    return sec, units, SETS, runs, view, judge, second
 
-    res.section("mined")
+
+def mined_section(view, mining_windows, mining_alphas, SETS, runs, mining_depth, mining_judge_top, judge,
+                  mining_negatives, seed: int, second) -> tuple[Section, Any, Any, Any, Any, Any]:
+    """Mined candidates per question set: each miner's top mining.depth judged by the judge, and the
+    negatives each rule picks. Writes mined_candidates, mined_judgements, negatives_chosen."""
+    sec = Section(STAGE, "mined")
     memo = J.Memo(view)
     rules = (["top-k"] + [f"window:{w}" for w in mining_windows] + [f"topk-percpos:{a:g}" for a in mining_alphas]
              + ["judged"])
@@ -98,7 +118,7 @@ def run(ctx: StageContext) -> StageResult:
                 label=[memo.label(j, qrec, q, u) for q, u in zip(need["query_id"], need["unit_id"])]))
         mined_all.append(mined.assign(question_set=set_name))
         chosen_all.append(chosen.assign(question_set=set_name))
-        res.say(f"{set_name}: {len(mined)} candidates for {mined['query_id'].nunique()} questions; "
+        sec.say(f"{set_name}: {len(mined)} candidates for {mined['query_id'].nunique()} questions; "
               f"judged pairs per judge: {len(need)}")
     mined_all = pd.concat(mined_all, ignore_index=True)
     chosen_all = pd.concat(chosen_all, ignore_index=True)
@@ -106,11 +126,20 @@ def run(ctx: StageContext) -> StageResult:
     by_window = (judgements[judgements["judge"] == judge.name]
                  .merge(mined_all[["question_set", "query_id", "unit_id", "rank"]], on=["question_set", "query_id", "unit_id"])
                  .assign(window=lambda d: pd.cut(d["rank"], [0, 1, 4, 20, 100], labels=["1", "2-4", "5-20", "21-100"])))
-    res.say(f"\nshare judged relevant by mined rank (judge: {judge.name}):")
-    res.say(by_window.groupby(["question_set", "window"], observed=False)["label"].apply(
+    sec.say(f"\nshare judged relevant by mined rank (judge: {judge.name}):")
+    sec.say(by_window.groupby(["question_set", "window"], observed=False)["label"].apply(
         lambda s: f"{Mi.is_relevant(s).mean():.3f} of {len(s)}" if len(s) else "none mined").unstack(0).to_string(na_rep="·") if len(by_window) else "nothing mined")
+    sec.table("mined_candidates", mined_all, sort_by=["question_set", "query_id", "rank"])
+    sec.table("mined_judgements", judgements, sort_by=["question_set", "judge", "query_id", "unit_id"])
+    sec.table("negatives_chosen", chosen_all, sort_by=["question_set", "rule", "query_id", "rank"])
+    return sec, rules, mined_all, chosen_all, golds, judgements
 
-    res.section("incompleteness")
+
+def incompleteness_section(golds, ctx, SETS, units: pd.DataFrame, mined_all, judgements: pd.DataFrame,
+                           seed: int) -> tuple[Section, Any, Any]:
+    """How incomplete the judged pool is: the share of the top 4 mined candidates the judge calls
+    relevant and how often the top 1 is, by specificity and stratum, per question set and judge, with CIs."""
+    sec = Section(STAGE, "incompleteness")
     # intervals resample clusters of questions (stats.cluster: by default each question's gold document)
     set_clusters = {name: ctx.clusters({q: g[0] for q, g in gold.items() if g}) for name, gold in golds.items()}
     inc = []
@@ -129,11 +158,17 @@ def run(ctx: StageContext) -> StageResult:
             inc.append(t.assign(judge=name, question_set=set_name))
     incompleteness = pd.concat(inc, ignore_index=True) if inc else pd.DataFrame()
     with pd.option_context("display.float_format", "{:.3f}".format):
-        res.say(incompleteness[["question_set", "judge", "group", "n_queries", "relevant_in_top4", "relevant_in_top4_lo",
+        sec.say(incompleteness[["question_set", "judge", "group", "n_queries", "relevant_in_top4", "relevant_in_top4_lo",
                               "relevant_in_top4_hi", "top1_relevant", "top1_relevant_lo", "top1_relevant_hi"]].to_string(index=False)
               if len(incompleteness) else "no questions to mine")
+    return sec, set_clusters, incompleteness
 
-    res.section("rules")
+
+def rules_section(judgements: pd.DataFrame, chosen_all, seed: int, set_clusters, mining_question_set, judge,
+                  second) -> tuple[Section, Any, Any]:
+    """Each negative-picking rule scored against the judge's labels (and the second judge's). Writes
+    negative_rules, negative_rules_by_judge."""
+    sec = Section(STAGE, "rules")
     rule_tables = []
     for (set_name, name), labs in judgements.groupby(["question_set", "judge"], sort=True):
         t = Mi.rule_table(chosen_all[chosen_all["question_set"] == set_name], labs, seed=seed,
@@ -143,13 +178,19 @@ def run(ctx: StageContext) -> StageResult:
                       else pd.DataFrame(columns=Mi.RULE_COLUMNS + ["judge", "question_set"]))
     negative_rules = Mi.independent_rules(rules_by_judge[rules_by_judge["question_set"] == mining_question_set],
                                           judge.name, second.name if second is not None else "")
-    res.say(f"\nthe judged rule picks its negatives with {judge.name}'s labels, so its contamination is measured by "
+    sec.say(f"\nthe judged rule picks its negatives with {judge.name}'s labels, so its contamination is measured by "
             + (f"{second.name}'s labels" if second is not None else "no independent judge: not measured (set mining.compare_judge)"))
     with pd.option_context("display.float_format", "{:.3f}".format):
-        res.say(rules_by_judge[["question_set", "judge", "rule", "n_queries", "n_negatives", "contamination", "contamination_lo",
+        sec.say(rules_by_judge[["question_set", "judge", "rule", "n_queries", "n_negatives", "contamination", "contamination_lo",
                               "contamination_hi", "sufficient_share", "backfill_share", "median_rank"]].to_string(index=False))
+    sec.table("negative_rules", negative_rules, sort_by=["rule"])
+    sec.table("negative_rules_by_judge", rules_by_judge, sort_by=["question_set", "judge", "rule"])
+    return sec, rules_by_judge, negative_rules
 
-    res.section("rules_chart")
+
+def rules_chart_section(rules_by_judge, mining_question_set, rules) -> tuple[Section]:
+    """The chart of the negative-picking rules."""
+    sec = Section(STAGE, "rules_chart")
     shown = rules_by_judge[rules_by_judge["question_set"] == mining_question_set]
     chart = None if shown.empty else (
         alt.Chart(shown).mark_point(filled=True, size=70).encode(
@@ -159,45 +200,50 @@ def run(ctx: StageContext) -> StageResult:
         + alt.Chart(shown).mark_rule().encode(y=alt.Y("rule:N", sort=rules), x="contamination_lo:Q",
                                                        x2="contamination_hi:Q", color="judge:N")
     ).properties(width=420, height=220, title=f"Contamination of negative-selection rules, questions {mining_question_set} (95% CI over questions)")
-    res.figure("08_rules", chart)
+    sec.figure("08_rules", chart)
+    return (sec,)
 
-    res.section("agreement")
+
+def agreement_section(second, judgements: pd.DataFrame, judge) -> tuple[Section, Any]:
+    """Agreement between the two judges on mined candidates. Writes mined_agreement."""
+    sec = Section(STAGE, "agreement")
     if second is not None:
         a = judgements[judgements["judge"] == judge.name].reset_index(drop=True)
         b = judgements[judgements["judge"] == second.name].reset_index(drop=True)
         mined_agreement = pd.DataFrame([{"first": judge.name, "second": second.name, **J.agreement(a["label"], b["label"]),
                                          "relevant_agreement": float((Mi.is_relevant(a["label"]) == Mi.is_relevant(b["label"])).mean())}])
         with pd.option_context("display.float_format", "{:.3f}".format):
-            res.say(mined_agreement.to_string(index=False))
-            res.say()
-            res.say(J.confusion(a["label"], b["label"]).to_string())
+            sec.say(mined_agreement.to_string(index=False))
+            sec.say()
+            sec.say(J.confusion(a["label"], b["label"]).to_string())
     else:
         mined_agreement = pd.DataFrame()
-        res.say("no second judge configured")
+        sec.say("no second judge configured")
+    sec.table("mined_agreement", mined_agreement)
+    return sec, mined_agreement
 
-    res.section("score_shape")
+
+def score_shape_section(judgements: pd.DataFrame, SETS, mining_question_set, judge, chosen_all, golds,
+                        units: pd.DataFrame, run_dir: Path, incompleteness, negative_rules, second) -> tuple[Section]:
+    """How near-binary the judge's grades of mined candidates are; the training export and
+    qrels/mined.qrels; what index.html says of stage 08. Writes incompleteness, score_shape."""
+    sec = Section(STAGE, "score_shape")
     grade = {"irrelevant": 0.0, "supporting": 50.0, "sufficient": 100.0}
     shape = pd.DataFrame([{"question_set": s_, "judge": name, **Mi.score_shape(g["label"].map(grade), g["query_id"])}
                           for (s_, name), g in judgements[judgements["in_budget"].astype(bool)].groupby(["question_set", "judge"], sort=True)])
-    res.say(shape.to_string(index=False))
+    sec.say(shape.to_string(index=False))
 
     # save
     export_qs = SETS[mining_question_set][0]
     primary = judgements[(judgements["judge"] == judge.name) & (judgements["question_set"] == mining_question_set)]
     Mi.export_training(chosen_all[chosen_all["question_set"] == mining_question_set], export_qs,
-                               golds[mining_question_set], primary, units, RUN / "training")
-    (RUN / "qrels").mkdir(exist_ok=True)
+                               golds[mining_question_set], primary, units, run_dir / "training")
+    (run_dir / "qrels").mkdir(exist_ok=True)
     pool_qrels = L.qrels_from(primary.drop_duplicates(["query_id", "unit_id"]))
     if len(pool_qrels):
-        trec.write_qrels(pool_qrels, RUN / "qrels" / "mined.qrels")
-    res.table("mined_candidates", mined_all, sort_by=["question_set", "query_id", "rank"])
-    res.table("mined_judgements", judgements, sort_by=["question_set", "judge", "query_id", "unit_id"])
-    res.table("negatives_chosen", chosen_all, sort_by=["question_set", "rule", "query_id", "rank"])
-    res.table("negative_rules", negative_rules, sort_by=["rule"])
-    res.table("negative_rules_by_judge", rules_by_judge, sort_by=["question_set", "judge", "rule"])
-    res.table("incompleteness", incompleteness, sort_by=["question_set", "judge", "group"] if len(incompleteness) else None)
-    res.table("mined_agreement", mined_agreement)
-    res.table("score_shape", shape, sort_by=["question_set", "judge"] if len(shape) else None)
+        trec.write_qrels(pool_qrels, run_dir / "qrels" / "mined.qrels")
+    sec.table("incompleteness", incompleteness, sort_by=["question_set", "judge", "group"] if len(incompleteness) else None)
+    sec.table("score_shape", shape, sort_by=["question_set", "judge"] if len(shape) else None)
     row = incompleteness[(incompleteness["judge"] == judge.name) & (incompleteness["group"] == "all")
                          & (incompleteness["question_set"] == mining_question_set)] if len(incompleteness) else incompleteness
     top = negative_rules.set_index("rule")["contamination"]
@@ -211,9 +257,11 @@ def run(ctx: StageContext) -> StageResult:
     if judge.capabilities.source == "model":
         sentence += (f" Unverified labels: {judge.name}, agreement with people not measured"
                      + (f" (agreement with {second.name}: see mined_agreement)." if second is not None else "."))
-    res.headline(
+    sec.headline(
         sentence,
                            figure="08_rules" if len(negative_rules) else "",
                            numbers={f"contamination, {r}": (f"{v:.2f}" if v == v else "not measured") for r, v in top.items()})
-    return res
+    return (sec,)
+
+
 

@@ -5,6 +5,10 @@ validated set; the regression slice. Writes tables/question_validation.csv, ques
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from typing import Any
+
 import altair as alt
 import numpy as np
 import pandas as pd
@@ -19,8 +23,9 @@ from lookalike.io.cache import Cache
 from lookalike.retrieval.encoders.base import Vectors
 
 from lookalike.report import charts, images
-from lookalike.stages.base import StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
+from lookalike.stages.base import Section, StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
 
+STAGE = "05_validate_questions"
 TITLE = 'Question validation'
 
 
@@ -28,30 +33,43 @@ def run(ctx: StageContext) -> StageResult:
     """Stage 05: its sections, in the order it builds them: setup, cleaning, validation, shares, shares_chart,
     repairs, caught, agreement, top1, top1_chart, regressions. Reads and writes what
     lookalike.stages.contracts.CONTRACTS["05_validate_questions"] declares."""
-    seed = ctx.get('seed')
-    encode_ocr_engine = ctx.get('encode.ocr_engine')
-    encode_cache_dir = ctx.get('encode.cache_dir')
-    encode_workers = ctx.get('encode.workers')
-    negatives_k = ctx.get('negatives.k')
-    negatives_clusters = ctx.get('negatives.clusters')
-    validate_judge = ctx.get('validate.judge')
-    validate_compare_judge = ctx.get('validate.compare_judge')
-    validate_labels = ctx.get('validate.labels')
-    validate_judge_url = ctx.get('validate.judge_url')
-    validate_judge_model = ctx.get('validate.judge_model')
-    validate_max_repairs = ctx.get('validate.max_repairs')
-    validate_regressions = ctx.get('validate.regressions')
-    res = StageResult('05_validate_questions', TITLE, ctx.run_dir)
+    cfg = ctx.config
+    res = StageResult(STAGE, TITLE, ctx.run_dir)
 
-    res.section("setup")
-    RUN = ctx.run_dir
+    read, units, questions, distractors, view, judge, second = res.add(*setup_section(
+        ctx, cfg.encode.cache_dir, cfg.encode.ocr_engine, cfg.encode.workers, cfg.validate.labels,
+        cfg.validate.judge_url, cfg.validate.judge_model, cfg.validate.judge, cfg.validate.compare_judge))
+    questions, cleaning, cleaning_summary = res.add(*cleaning_section(ctx, questions))
+    validation, validated, judgements, tally = res.add(*validation_section(
+        ctx, questions, distractors, judge, view, units, cfg.validate.max_repairs))
+    shares = res.add(*shares_section(tally, judge, validation))
+    res.add(*shares_chart_section(shares, judge))
+    res.add(*repairs_section(validation))
+    res.add(*caught_section(judgements, questions, units, ctx.run_dir))
+    agreement_table = res.add(*agreement_section(judgements, second, questions, view, judge))
+    settings, names, unit_vectors, top1_validated = res.add(*top1_section(
+        validated, ctx, ctx.run_dir, distractors, units, cfg.seed, read))
+    res.add(*top1_chart_section(top1_validated))
+    res.add(*regressions_section(cfg.validate.regressions, units, ctx, names, ctx.run_dir, cfg.negatives.k,
+                                 cfg.negatives.clusters, cfg.seed, settings, unit_vectors, shares, agreement_table,
+                                 validation, judge, validated))
+    return res
+
+
+def setup_section(ctx, encode_cache_dir, encode_ocr_engine, encode_workers, validate_labels, validate_judge_url,
+                  validate_judge_model, validate_judge,
+                  validate_compare_judge) -> tuple[Section, Any, Any, Any, Any, Any, Any, Any, Any]:
+    """What stage 05 validates with: the questions, their distractors, the view a judge reads, the
+    primary and the second judge."""
+    sec = Section(STAGE, "setup")
+    run_dir = ctx.run_dir
     read = ctx.table
     units = ctx.units()
     questions, facts, answer_key = read("questions"), read("facts"), read("answer_key")
     distractors = read("distractors")
     cache = Cache(encode_cache_dir or None)
-    texts = systems.ocr_texts(units, RUN, cache, encode_ocr_engine, encode_workers)
-    view = J.unit_viewer(units, texts, RUN)
+    texts = systems.ocr_texts(units, run_dir, cache, encode_ocr_engine, encode_workers)
+    view = J.unit_viewer(units, texts, run_dir)
     judge_args = dict(facts=facts, answer_key=answer_key, units=units, labels=str(P.repo_path(validate_labels) or ""),
                       page_base=ctx.get("corpus.page_base"), samples=ctx.get("validate.judge_samples"),
                       temperature=ctx.get("validate.judge_temperature"),
@@ -59,48 +77,69 @@ def run(ctx: StageContext) -> StageResult:
                       url=validate_judge_url, model=validate_judge_model, cache_dir=cache.root / "judges")
     judge = J.make_judge(validate_judge, **judge_args)
     second = J.second_judge(judge, validate_compare_judge, **judge_args)
-    res.say(f"primary judge: {judge.name}" + (" (the demo's answer key)" if judge.name == "reference" else ""))
-    res.say(f"second judge: {second.name if second else 'none'}"
+    sec.say(f"primary judge: {judge.name}" + (" (the demo's answer key)" if judge.name == "reference" else ""))
+    sec.say(f"second judge: {second.name if second else 'none'}"
             + (" (validate.compare_judge names the primary judge; a judge is never compared with itself)"
                if second is None and validate_compare_judge not in ("", "none") else ""))
+    return sec, read, units, questions, distractors, view, judge, second
 
-    res.section("cleaning")
+
+def cleaning_section(ctx, questions: pd.DataFrame) -> tuple[Section, Any, Any, Any]:
+    """Query cleaning: the questions flagged by each rule and what the rule means. Writes
+    question_cleaning, question_cleaning_summary."""
+    sec = Section(STAGE, "cleaning")
     mode = ctx.get("questions.clean")
     n_generated = len(questions)
     questions, cleaning, cleaning_summary = QC.clean(questions, mode)
     flagged = cleaning["query_id"].nunique()
-    res.say(f"query cleaning ({mode}): {flagged} of {n_generated} questions flagged"
+    sec.say(f"query cleaning ({mode}): {flagged} of {n_generated} questions flagged"
             + (f"; {flagged} left out of validation (tables/question_cleaning.csv lists each)"
                if mode == "drop" and flagged else ""))
     with pd.option_context("display.float_format", "{:.3f}".format, "display.max_colwidth", 90):
-        res.say(cleaning_summary.to_string(index=False))
+        sec.say(cleaning_summary.to_string(index=False))
     for rule, meaning in QC.RULE_MEANINGS.items():
-        res.say(f"  {rule}: {meaning}")
+        sec.say(f"  {rule}: {meaning}")
+    sec.table("question_cleaning", cleaning, sort_by=["query_id", "rule"])
+    sec.table("question_cleaning_summary", cleaning_summary)
+    return sec, questions, cleaning, cleaning_summary
 
-    res.section("validation")
+
+def validation_section(ctx, questions: pd.DataFrame, distractors: pd.DataFrame, judge, view, units: pd.DataFrame,
+                       validate_max_repairs) -> tuple[Section, Any, Any, Any, Any]:
+    """Question validation: each question against its gold and distractors (sufficient on the gold, not
+    on a distractor), repaired when it can be; the validated set. Writes question_validation,
+    questions_validated, validation_judgements."""
+    sec = Section(STAGE, "validation")
     # off the demo, page-level evidence comes from judgements people made (your qrels, BEIR / ViDoRe's)
     gold_from_people = ctx.get("corpus.source") != "demo"
     validation, validated, judgements = Q.validate(questions, distractors, judge, view, units, validate_max_repairs,
                                                    gold_from_people=gold_from_people)
     tally = Q.tallies(validation)
-    res.say("gold pages: " + ("people's judgements (the qrels supplied); the judge checks the distractors only"
+    sec.say("gold pages: " + ("people's judgements (the qrels supplied); the judge checks the distractors only"
                               if gold_from_people else "the demo generator's evidence units, checked by the judge first"))
     not_answerable = int((validation["status"] == "not_answerable").sum())
     if not_answerable:
-        res.say(f"{not_answerable} questions the dataset marks as not answerable: their own slice, never scored as "
+        sec.say(f"{not_answerable} questions the dataset marks as not answerable: their own slice, never scored as "
                 f"retrieval failures")
     no_answer = int((validation["status"] == "no_answer").sum())
     if no_answer:
-        res.say(f"{no_answer} questions have no answer and the {judge.name} judge needs one: not validated "
+        sec.say(f"{no_answer} questions have no answer and the {judge.name} judge needs one: not validated "
                 f"(skipped, not failed)")
-    res.say(f"questions: {len(validation)}; status as generated:")
-    res.say(validation["status"].value_counts().sort_index().to_string())
-    res.say("\noutcome (slice):")
-    res.say(validation["slice"].value_counts().sort_index().to_string())
-    res.say()
-    res.say(tally.to_string(index=False))
+    sec.say(f"questions: {len(validation)}; status as generated:")
+    sec.say(validation["status"].value_counts().sort_index().to_string())
+    sec.say("\noutcome (slice):")
+    sec.say(validation["slice"].value_counts().sort_index().to_string())
+    sec.say()
+    sec.say(tally.to_string(index=False))
+    sec.table("question_validation", validation, sort_by=["query_id"])
+    sec.table("questions_validated", validated, sort_by=["query_id"])
+    sec.table("validation_judgements", judgements, sort_by=["query_id", "attempt", "role", "axis", "unit_ids"])
+    return sec, validation, validated, judgements, tally
 
-    res.section("shares")
+
+def shares_section(tally, judge, validation: pd.DataFrame) -> tuple[Section, Any]:
+    """The shares of questions answerable from a distractor, per axis. Writes validation_tallies."""
+    sec = Section(STAGE, "shares")
     shares = []
     for r in tally.itertuples():
         ci = stats.proportion_ci(r.answerable, r.checked)
@@ -110,17 +149,22 @@ def run(ctx: StageContext) -> StageResult:
                                            "judge"])
     shares = shares[shares["n"] > 0].reset_index(drop=True)     # a share of no questions is not a figure
     if not len(shares):
-        res.say("no question could be checked against its distractors: no shares (see the notes in "
+        sec.say("no question could be checked against its distractors: no shares (see the notes in "
                 "tables/question_validation.csv)")
     by_structure = (validation.assign(answerable=validation["status"] == "answerable_from_distractor")
                     .groupby(["evidence_structure", "register"], sort=True)["answerable"].agg(["size", "sum", "mean"])
                     .rename(columns={"size": "n", "sum": "answerable", "mean": "share"}).reset_index())
     with pd.option_context("display.float_format", "{:.3f}".format):
-        res.say(shares.to_string(index=False))
-        res.say()
-        res.say(by_structure.to_string(index=False))
+        sec.say(shares.to_string(index=False))
+        sec.say()
+        sec.say(by_structure.to_string(index=False))
+    sec.table("validation_tallies", shares.merge(tally.drop(columns=["checked", "answerable"]), on="axis", how="left"), sort_by=["axis"])
+    return sec, shares
 
-    res.section("shares_chart")
+
+def shares_chart_section(shares, judge) -> tuple[Section]:
+    """The chart of answerable shares."""
+    sec = Section(STAGE, "shares_chart")
     chart = None if shares.empty else (
         alt.Chart(shares).mark_bar().encode(x=alt.X("axis:N", sort=list(shares["axis"]), title=None),
                                             y=alt.Y("share:Q", scale=alt.Scale(domain=[0, 1]),
@@ -128,30 +172,43 @@ def run(ctx: StageContext) -> StageResult:
                                             tooltip=["axis", "n", "answerable", "share"])
         + alt.Chart(shares).mark_rule().encode(x=alt.X("axis:N", sort=list(shares["axis"])), y="share_lo:Q", y2="share_hi:Q")
     ).properties(width=320, height=220, title=f"Questions a hard distractor answers (judge: {judge.name})")
-    res.figure("05_answerable", chart)
+    sec.figure("05_answerable", chart)
+    return (sec,)
 
-    res.section("repairs")
+
+def repairs_section(validation: pd.DataFrame) -> tuple[Section]:
+    """The repairs: each question's qualifiers added, before and after, and where it ended."""
+    sec = Section(STAGE, "repairs")
     fixed = validation[validation["repaired"]]
     for r in fixed.groupby("added_qualifiers", sort=True).head(2).itertuples():
-        res.say(f"{r.query_id} [{r.added_qualifiers}]\n  before: {r.original_text}\n  after:  {r.final_text}")
+        sec.say(f"{r.query_id} [{r.added_qualifiers}]\n  before: {r.original_text}\n  after:  {r.final_text}")
     rest = validation[validation["slice"] != "single-gold"]
     for r in rest.head(6).itertuples():
-        res.say(f"{r.query_id} -> {r.slice} ({r.final_status}, axis {r.axis or '-'}): {r.final_text}")
+        sec.say(f"{r.query_id} -> {r.slice} ({r.final_status}, axis {r.axis or '-'}): {r.final_text}")
+    return (sec,)
 
-    res.section("caught")
+
+def caught_section(judgements: pd.DataFrame, questions: pd.DataFrame, units: pd.DataFrame,
+                   run_dir: Path) -> tuple[Section]:
+    """Questions a distractor also answers, with the page images side by side."""
+    sec = Section(STAGE, "caught")
     caught = judgements[(judgements["attempt"] == 0) & (judgements["role"] == "distractor")
                         & (judgements["label"] == "sufficient")]
     if len(caught):
         ex = caught.iloc[0]
         qtext = questions.set_index("query_id").loc[ex["query_id"], "text"]
-        res.say(f"{ex['query_id']}: {qtext}\n  distractor axis: {ex['axis']}; it gives {ex['answer'] or 'an answer'}")
+        sec.say(f"{ex['query_id']}: {qtext}\n  distractor axis: {ex['axis']}; it gives {ex['answer'] or 'an answer'}")
         pair = pd.DataFrame({"gold_unit_id": [ex["gold_unit_id"]], "unit_id": [ex["unit_ids"].split(";")[0]],
                              "axis": [ex["axis"]], "similarity": [np.nan]})
-        res.figure("05_caught", images.distractor_montage(ex["gold_unit_id"], pair, units, RUN, N.MONTAGE_AXES))
+        sec.figure("05_caught", images.distractor_montage(ex["gold_unit_id"], pair, units, run_dir, N.MONTAGE_AXES))
     else:
-        res.say("no question was answerable from a distractor")
+        sec.say("no question was answerable from a distractor")
+    return (sec,)
 
-    res.section("agreement")
+
+def agreement_section(judgements: pd.DataFrame, second, questions: pd.DataFrame, view, judge) -> tuple[Section, Any]:
+    """Agreement between the primary and the second judge on validation. Writes judge_agreement."""
+    sec = Section(STAGE, "agreement")
     pairs = judgements[judgements["attempt"] == 0].reset_index(drop=True)
     agreement_table = pd.DataFrame(columns=["subset", "first", "second", "n", "agreement", "kappa", "kappa_lo", "kappa_hi", "n_boundary",
                                             "kappa_boundary"])
@@ -167,17 +224,23 @@ def run(ctx: StageContext) -> StageResult:
                                          **J.agreement(g["label"], g["second_label"])} for name, g in subsets.items()],
                                        columns=agreement_table.columns)
         with pd.option_context("display.float_format", "{:.3f}".format):
-            res.say(agreement_table.drop(columns=["first", "second"]).to_string(index=False, na_rep="undefined"))
-            res.say()
-            res.say(J.confusion(pairs["label"], pairs["second_label"]).to_string())
+            sec.say(agreement_table.drop(columns=["first", "second"]).to_string(index=False, na_rep="undefined"))
+            sec.say()
+            sec.say(J.confusion(pairs["label"], pairs["second_label"]).to_string())
     else:
-        res.say("no second judge configured")
+        sec.say("no second judge configured")
+    sec.table("judge_agreement", agreement_table, sort_by=["subset"])
+    return sec, agreement_table
 
-    res.section("top1")
+
+def top1_section(validated: pd.DataFrame, ctx, run_dir: Path, distractors: pd.DataFrame, units: pd.DataFrame,
+                 seed: int, read) -> tuple[Section, Any, Any, Any, Any]:
+    """Top-1 of each system on the validated questions against their distractors. Writes top1_validated."""
+    sec = Section(STAGE, "top1")
     single = validated[(validated["evidence_structure"] == "page-single")].reset_index(drop=True)
-    settings = dict(ctx.encoder_settings(), run_dir=RUN)
-    names = systems.pixel_systems(RUN, ctx.get("encode.encoders"))
-    unit_vectors = {n: Vectors.load(RUN / "vectors" / f"{n}.npz") for n in names}
+    settings = dict(ctx.encoder_settings(), run_dir=run_dir)
+    names = systems.pixel_systems(run_dir, ctx.get("encode.encoders"))
+    unit_vectors = {n: Vectors.load(run_dir / "vectors" / f"{n}.npz") for n in names}
     top1_rows = []
     if len(single) and names:
         qv = systems.encode_queries(single, names, **settings)
@@ -206,31 +269,43 @@ def run(ctx: StageContext) -> StageResult:
     top1_validated = pd.concat([as_generated, *top1_rows], ignore_index=True)[
         ["question_set", "system", "negatives", "n", "top1", "top1_lo", "top1_hi"]]
     with pd.option_context("display.float_format", "{:.3f}".format):
-        res.say(top1_validated.to_string(index=False, na_rep="·") if len(top1_validated) else "no page-single questions to score")
-    res.html_table("top1", top1_validated)
+        sec.say(top1_validated.to_string(index=False, na_rep="·") if len(top1_validated) else "no page-single questions to score")
+    sec.html_table("top1", top1_validated)
+    sec.table("top1_validated", top1_validated, sort_by=["question_set", "system", "negatives"])
+    return sec, settings, names, unit_vectors, top1_validated
 
-    res.section("top1_chart")
+
+def top1_chart_section(top1_validated) -> tuple[Section]:
+    """The chart of top-1 on validated questions."""
+    sec = Section(STAGE, "top1_chart")
     shown = top1_validated[top1_validated["question_set"] == "validated"]
     chart = None if shown.empty else charts.top1(
         shown, "Top-1 on validated questions: random, hard, whole corpus (own n and CI each)")
-    res.figure("05_top1_validated", chart)
+    sec.figure("05_top1_validated", chart)
+    return (sec,)
 
-    res.section("regressions")
+
+def regressions_section(validate_regressions, units: pd.DataFrame, ctx, names, run_dir: Path, negatives_k,
+                        negatives_clusters, seed: int, settings, unit_vectors, shares, agreement_table,
+                        validation: pd.DataFrame, judge, validated: pd.DataFrame) -> tuple[Section]:
+    """Failures users reported (validate.regressions): each re-scored on the validated set, and what
+    index.html says of stage 05. Writes regression_slice, regression_summary, regression_skipped."""
+    sec = Section(STAGE, "regressions")
     regression_rows = pd.DataFrame(columns=["query_id", "system", "expected_rank", "top1_hard", "top1_corpus",
                                             "returned_still_above"])
     regression_summary = pd.DataFrame(columns=N.TOP1_COLUMNS)
     regression_skipped = pd.DataFrame(columns=["source", "row", "unit_id", "problem"])
     reg_path = P.repo_path(validate_regressions)
     if reg_path is None:
-        res.say("no regression file configured (validate_regressions)")
+        sec.say("no regression file configured (validate_regressions)")
     else:
         reports, regression_skipped = Q.read_regressions(reg_path, units["unit_id"], ctx.get("corpus.page_base"))
         regression_skipped["source"] = reg_path.name
-        res.say(f"{reg_path.name}: {len(reports)} reports kept, {len(regression_skipped)} skipped")
+        sec.say(f"{reg_path.name}: {len(reports)} reports kept, {len(regression_skipped)} skipped")
         if len(regression_skipped):
-            res.say(regression_skipped.to_string(index=False))
+            sec.say(regression_skipped.to_string(index=False))
         if len(reports) and names:
-            appearance = Vectors.load(RUN / "vectors" / "appearance.npz")
+            appearance = Vectors.load(run_dir / "vectors" / "appearance.npz")
             expected = sorted(set(reports["expected_unit_id"]))
             if (units["template_id"] != "").any():
                 reg_hard, _ = N.hard_negatives(units, appearance.data, expected, k=negatives_k)
@@ -261,22 +336,14 @@ def run(ctx: StageContext) -> StageResult:
                                  "top1_corpus": float(rank == 1), "returned_still_above": above})
             regression_rows = pd.DataFrame(rows, columns=regression_rows.columns)
             with pd.option_context("display.float_format", "{:.3f}".format):
-                res.say(regression_summary.to_string(index=False))
-                res.say()
-                res.say(regression_rows.to_string(index=False))
+                sec.say(regression_summary.to_string(index=False))
+                sec.say()
+                sec.say(regression_rows.to_string(index=False))
 
     # save
-    res.table("question_validation", validation, sort_by=["query_id"])
-    res.table("question_cleaning", cleaning, sort_by=["query_id", "rule"])
-    res.table("question_cleaning_summary", cleaning_summary)
-    res.table("questions_validated", validated, sort_by=["query_id"])
-    res.table("validation_judgements", judgements, sort_by=["query_id", "attempt", "role", "axis", "unit_ids"])
-    res.table("validation_tallies", shares.merge(tally.drop(columns=["checked", "answerable"]), on="axis", how="left"), sort_by=["axis"])
-    res.table("judge_agreement", agreement_table, sort_by=["subset"])
-    res.table("top1_validated", top1_validated, sort_by=["question_set", "system", "negatives"])
-    res.table("regression_slice", regression_rows, sort_by=["query_id", "system"])
-    res.table("regression_summary", regression_summary, sort_by=["system", "negatives"])
-    res.table("regression_skipped", regression_skipped, sort_by=["row"])
+    sec.table("regression_slice", regression_rows, sort_by=["query_id", "system"])
+    sec.table("regression_summary", regression_summary, sort_by=["system", "negatives"])
+    sec.table("regression_skipped", regression_skipped, sort_by=["row"])
     anyrow = shares[shares["axis"] == "any"]
     checked = int(anyrow["n"].iloc[0]) if len(anyrow) else 0
     kappa = (f"{J.kappa_words(agreement_table.iloc[0])} over {int(agreement_table['n'].iloc[0])} pairs"
@@ -293,11 +360,13 @@ def run(ctx: StageContext) -> StageResult:
                 + f"{int(validation['repaired'].sum())} repaired, "
                 f"{int((validation['slice'] == 'any-acceptable').sum())} kept as any-acceptable, "
                 f"{int((validation['slice'] == 'dropped').sum())} dropped. Agreement with the second judge: {kappa}.")
-    res.headline(
+    sec.headline(
         sentence,
         figure="05_answerable" if len(shares) else "",
         numbers={**{f"answerable via {a}": f"{s:.2f}" for a, s, n in zip(shares["axis"], shares["share"], shares["n"]) if n},
                  "validated questions": len(validated)},
     )
-    return res
+    return (sec,)
+
+
 
