@@ -200,7 +200,7 @@ def dual_section(ab) -> tuple[Section]:
 
 
 def chart_section(table) -> tuple[Section]:
-    """The leak ablation chart."""
+    """The leak ablation chart: recall@10 per index (image, caption, both) for each query set."""
     sec = Section(STAGE, "chart")
     bars = alt.Chart(table).mark_bar().encode(
         x=alt.X("query_set:N", title=None, sort=list(L.QUERY_SETS)),

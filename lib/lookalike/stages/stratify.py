@@ -129,7 +129,7 @@ def strata_section(units: pd.DataFrame, run_dir: Path) -> tuple[Section, pd.Data
 
 
 def sample_section(units: pd.DataFrame, per_stratum: int, rng: np.random.Generator) -> tuple[Section, pd.DataFrame]:
-    """The stratified sample: up to per_stratum units from every stratum, drawn with rng."""
+    """The stratified sample: up to per_stratum units of each content type, drawn with rng."""
     sec = Section(STAGE, "sample")
     sample = C.stratified_sample(units, per_stratum, rng)
     sec.say(sample.groupby("content_type").size().rename("sampled").to_string())
