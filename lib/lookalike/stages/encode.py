@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from typing import Any
 
 import altair as alt
 import pandas as pd
@@ -40,18 +39,17 @@ def run(ctx: StageContext) -> StageResult:
     settings = ctx.encoder_settings()
 
     res.add(*device_section(cfg.encode.device))
-    unit_vectors, encode_table = res.add(*encode_section(ctx, units, ctx.run_dir, cfg.encode.encoders, cache,
-                                                         settings))
+    unit_vectors, encode_table = res.add(*encode_section(units, ctx.run_dir, cfg.encode, cache, settings))
     res.add(*provenance_section(encode_table))
     res.add(*appearance_section(unit_vectors, units))
     candidate_recall, runs, provenance = res.add(*runs_section(
-        questions, cfg.encode.encoders, ctx.run_dir, settings, unit_vectors, cfg.retrieve.depth, cfg.retrieve.rrf_k,
-        cfg.retrieve.memory_budget_mb, ctx, cfg.seed, cfg.retrieve.external_runs, units, cfg.corpus.page_base))
-    res.add(*derived_section(runs, questions, unit_vectors, units, ctx.run_dir, cache, ctx, settings,
-                                       cfg.retrieve.depth, provenance))
-    look = res.add(*first_look_section(ctx, units, runs, provenance, cfg.seed, questions, ctx.run_dir))
-    res.add(*first_look_chart_section(look, unit_vectors, ctx.run_dir, encode_table, candidate_recall, runs,
-                                      questions, ctx))
+        questions, units, unit_vectors, cfg.encode.encoders, settings, cfg.retrieve, cfg.seed, cfg.corpus.page_base,
+        ctx.run_dir))
+    res.add(*derived_section(runs, provenance, questions, unit_vectors, units, cache, settings, cfg, ctx.run_dir))
+    look = res.add(*first_look_section(ctx.optional_table("qrels"), units, runs, provenance, questions, ctx.clusters,
+                                       cfg.seed, ctx.run_dir))
+    res.add(*first_look_chart_section(look, unit_vectors, encode_table, candidate_recall, runs, questions,
+                                      cfg.corpus.source, ctx.run_dir))
     return res
 
 
@@ -65,15 +63,15 @@ def device_section(encode_device) -> tuple[Section]:
     return (sec,)
 
 
-def encode_section(ctx, units: pd.DataFrame, run_dir: Path, encode_encoders, cache,
-                   settings) -> tuple[Section, Any, Any]:
+def encode_section(units: pd.DataFrame, run_dir: Path, encode, cache: Cache,
+                   settings: dict) -> tuple[Section, dict, pd.DataFrame]:
     """Every page encoded by every encoder (Ray Data actors or this process, through the content-hash
     cache): the vectors, their kind and dimension. Writes encoders."""
     sec = Section(STAGE, "encode")
-    engine, engine_log = ctx.get("encode.engine"), []
-    unit_vectors, encode_table = systems.encode_units(units, run_dir, encode_encoders, cache, engine=engine,
-                                                      ray_address=ctx.get("encode.ray_address"),
-                                                      ray_object_store_mb=ctx.get("encode.ray_object_store_mb"),
+    engine, engine_log = encode.engine, []
+    unit_vectors, encode_table = systems.encode_units(units, run_dir, encode.encoders, cache, engine=engine,
+                                                      ray_address=encode.ray_address,
+                                                      ray_object_store_mb=encode.ray_object_store_mb,
                                                       engine_log=engine_log, store_root=run_dir / "vectors", **settings)
     if engine == "ray":
         ray_table = pd.concat(engine_log, ignore_index=True)
@@ -115,18 +113,17 @@ def appearance_section(unit_vectors, units: pd.DataFrame) -> tuple[Section]:
     return (sec,)
 
 
-def runs_section(questions: pd.DataFrame, encode_encoders, run_dir: Path, settings, unit_vectors, retrieve_depth,
-                 retrieve_rrf_k, retrieve_memory_budget_mb, ctx, seed: int, retrieve_external_runs,
-                 units: pd.DataFrame, corpus_page_base) -> tuple[Section, Any, Any, Any]:
+def runs_section(questions: pd.DataFrame, units: pd.DataFrame, unit_vectors: dict, encoders, settings: dict, retrieve,
+                 seed: int, page_base, run_dir: Path) -> tuple[Section, dict, dict, dict]:
     """Each system's ranking of every question over the corpus (exact or candidate search within the
     memory budget), your runs read beside them, written to runs/ in TREC format."""
     sec = Section(STAGE, "runs")
-    query_vectors = systems.encode_queries(questions, encode_encoders, run_dir=run_dir, **settings) if len(questions) else {}
+    query_vectors = systems.encode_queries(questions, encoders, run_dir=run_dir, **settings) if len(questions) else {}
     candidate_recall: dict = {}
-    runs = systems.build_runs(unit_vectors, query_vectors, retrieve_depth, retrieve_rrf_k, retrieve_memory_budget_mb,
-                              search=ctx.get("retrieve.search"), n_candidates=ctx.get("retrieve.candidates"),
-                              clusters=ctx.get("retrieve.centroids"), recall=candidate_recall,
-                              recall_sample=ctx.get("retrieve.recall_sample"), seed=seed)
+    runs = systems.build_runs(unit_vectors, query_vectors, retrieve.depth, retrieve.rrf_k, retrieve.memory_budget_mb,
+                              search=retrieve.search, n_candidates=retrieve.candidates,
+                              clusters=retrieve.centroids, recall=candidate_recall,
+                              recall_sample=retrieve.recall_sample, seed=seed)
     for name, r in sorted(candidate_recall.items()):
         sec.say(f"{name}: candidate search ({r['candidates']} pages per question by centroid MaxSim, then exact) — "
                 f"candidate recall against exact MaxSim on {r['n']} sampled questions: top 10 {r['recall_10']:.3f}, "
@@ -138,13 +135,13 @@ def runs_section(questions: pd.DataFrame, encode_encoders, run_dir: Path, settin
     for name, members in catalog.plan(list(provenance), provenance, "02").built.items():
         if name in runs:
             provenance[name] = catalog.provenance(name, members, provenance)
-    for spec in retrieve_external_runs:
+    for spec in retrieve.external_runs:
         name, sep, path = (x.strip() for x in str(spec).partition("="))
         if not sep or not name or not path:
             raise ValueError(f"retrieve.external_runs: {spec!r} is not name=path")
         if name in runs:
             raise ValueError(f"retrieve.external_runs: {name!r} is already a built-in system; choose another name")
-        ext, ext_skipped = I.read_external_run(P.repo_path(path), units["unit_id"], questions["query_id"], corpus_page_base)
+        ext, ext_skipped = I.read_external_run(P.repo_path(path), units["unit_id"], questions["query_id"], page_base)
         runs[name], provenance[name] = ext, "external"
         ranking.write_run(ext, run_dir / "runs" / f"{name}.run", tag=name)
         sec.say(f"external run {name}: {ext['query_id'].nunique()} questions, {len(ext)} rows kept, {len(ext_skipped)} skipped")
@@ -153,13 +150,13 @@ def runs_section(questions: pd.DataFrame, encode_encoders, run_dir: Path, settin
     return sec, candidate_recall, runs, provenance
 
 
-def derived_section(runs, questions: pd.DataFrame, unit_vectors, units: pd.DataFrame, run_dir: Path, cache, ctx,
-                    settings, retrieve_depth, provenance) -> tuple[Section, Any]:
+def derived_section(runs: dict, provenance: dict, questions: pd.DataFrame, unit_vectors: dict, units: pd.DataFrame,
+                    cache: Cache, settings: dict, cfg, run_dir: Path) -> tuple[Section, D.Derived]:
     """The derived systems the catalogue builds here: +rerank and +split rankings from their base runs,
     and what could not be built with the reason. Writes rerank_scores, query_splits, derived_failed."""
     sec = Section(STAGE, "derived")
-    derived = D.build(runs, questions, unit_vectors, units, run_dir, cache, ctx.config.rerank, ctx.config.split,
-                      ctx.config.encode, settings, retrieve_depth)
+    derived = D.build(runs, questions, unit_vectors, units, run_dir, cache, cfg.rerank, cfg.split, cfg.encode,
+                      settings, cfg.retrieve.depth)
     for name, run in derived.runs.items():
         runs[name] = run
         provenance[name] = provenance.get(name.rsplit("+", 1)[0], "pixels")
@@ -172,12 +169,11 @@ def derived_section(runs, questions: pd.DataFrame, unit_vectors, units: pd.DataF
     return sec, derived
 
 
-def first_look_section(ctx, units: pd.DataFrame, runs, provenance, seed: int, questions: pd.DataFrame,
-                       run_dir: Path) -> tuple[Section, Any]:
+def first_look_section(given: pd.DataFrame | None, units: pd.DataFrame, runs: dict, provenance: dict,
+                       questions: pd.DataFrame, clusters_of, seed: int, run_dir: Path) -> tuple[Section, pd.DataFrame]:
     """The first look: every system scored against the questions' evidence (page or document level),
     with the judgements it is scored against exported to qrels/evidence.qrels."""
     sec = Section(STAGE, "first_look")
-    given = ctx.optional_table("qrels")
     if given is not None and len(given) and (given["level"] == "document").all():
         # document-level judgements: each system's ranking becomes a document ranking (best page per document)
         unit_doc = dict(zip(units["unit_id"], units["doc_id"]))
@@ -189,7 +185,7 @@ def first_look_section(ctx, units: pd.DataFrame, runs, provenance, seed: int, qu
     else:
         qrels = given[["query_id", "unit_id", "relevance"]] if given is not None and len(given) else systems.evidence_qrels(questions)
         look = systems.first_look(runs, qrels, provenance, seed=seed,
-                                  clusters=ctx.clusters(dict(zip(questions["query_id"], questions["evidence_unit_ids"]))))
+                                  clusters=clusters_of(dict(zip(questions["query_id"], questions["evidence_unit_ids"]))))
         look = systems.with_chance(look, len(units))
         if len(qrels):
             # the judgements the first look is scored against, beside runs/: `lookalike eval -c -m recall.10
@@ -207,8 +203,8 @@ def first_look_section(ctx, units: pd.DataFrame, runs, provenance, seed: int, qu
     return sec, look
 
 
-def first_look_chart_section(look, unit_vectors, run_dir: Path, encode_table, candidate_recall, runs,
-                             questions: pd.DataFrame, ctx) -> tuple[Section]:
+def first_look_chart_section(look: pd.DataFrame, unit_vectors: dict, encode_table: pd.DataFrame, candidate_recall: dict,
+                             runs: dict, questions: pd.DataFrame, source: str, run_dir: Path) -> tuple[Section]:
     """The first-look chart and the systems table (provenance, candidate recall against exact search),
     and what index.html says of stage 02. Writes systems."""
     sec = Section(STAGE, "first_look_chart")
@@ -237,7 +233,7 @@ def first_look_chart_section(look, unit_vectors, run_dir: Path, encode_table, ca
     sentence = (f"{len(runs)} systems ranked {len(questions)} questions; the best pixel-only system "
                 f"({best['system']}) has Recall@10 {best['recall_10']:.2f} [{best['recall_10_lo']:.2f}, "
                 f"{best['recall_10_hi']:.2f}] against "
-                + ("the generator's evidence units" if ctx.get("corpus.source") == "demo" else "your judgements")
+                + ("the generator's evidence units" if source == "demo" else "your judgements")
                 + (f"; chance is {best['chance_recall_10']:.2f}" + (", and it is indistinguishable from chance"
                                                                    if best["vs_chance"] != "above chance" else "")
                    if "chance_recall_10" in best.index else "")

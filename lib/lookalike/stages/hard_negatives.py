@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -23,8 +22,8 @@ TITLE = 'Hard negatives'
 
 
 def run(ctx: StageContext) -> StageResult:
-    """Stage 04: its sections, in the order it builds them: distractors, montage, top1, top1_chart, ladder,
-    documents. Reads and writes what lookalike.stages.contracts.CONTRACTS["04_hard_negatives"] declares."""
+    """Stage 04, in the order its notebook shows them: distractors, montage, top1, top1_chart, ladder,
+    documents, then the headline. Reads and writes what lookalike.stages.contracts.CONTRACTS["04_hard_negatives"] declares."""
     cfg = ctx.config
     res = StageResult(STAGE, TITLE, ctx.run_dir)
 
@@ -37,31 +36,35 @@ def run(ctx: StageContext) -> StageResult:
     assert appearance.ids == list(units["unit_id"]), "vectors/appearance.npz does not match tables/units.csv"
     has_metadata = bool((units["template_id"] != "").any())
 
-    hard, pool_sizes, rand, distractors, summary, method, closeness = res.add(*distractors_section(
-        questions, ctx, units, appearance, cfg.negatives.k, has_metadata, cfg.negatives.clusters, cfg.seed,
-        cfg.negatives.random))
+    settings = dict(ctx.encoder_settings(), run_dir=ctx.run_dir)
+    pixel = systems.pixel_systems(ctx.run_dir, cfg.encode.encoders)
+    hard, rand, method, summary = res.add(*distractors_section(
+        questions, units, appearance, has_metadata, cfg.negatives, cfg.seed, ctx.optional_table("sample"),
+        ctx.optional_table("duplicates")))
     res.add(*montage_section(hard, rand, cfg.negatives.k, units, ctx.run_dir))
-    gold, settings, sets, top1_table, harder, harder_table = res.add(*top1_section(
-        questions, hard, rand, ctx, ctx.run_dir, units, cfg.seed, method))
+    gold, sets, top1_table, harder = res.add(*top1_section(
+        questions, hard, rand, units, pixel, settings, ctx.clusters, cfg.seed, method, ctx.run_dir))
     res.add(*top1_chart_section(top1_table))
-    res.add(*ladder_section(gold, has_metadata, units, sets, cfg.seed, ctx))
-    res.add(*documents_section(ctx, units, cfg.seed, questions, ctx.run_dir, settings, has_metadata, top1_table, hard,
-                               harder, summary))
+    res.add(*ladder_section(gold, has_metadata, units, sets, cfg.seed, ctx.clusters))
+    doc_table = res.add(*documents_section(ctx.optional_table("qrels"), units, questions, pixel, settings, cfg.seed,
+                                           ctx.run_dir))
+    res.add(*headline_section(top1_table, doc_table, hard, harder, summary, has_metadata))
     return res
 
 
-def distractors_section(questions: pd.DataFrame, ctx, units: pd.DataFrame, appearance, negatives_k, has_metadata,
-                        negatives_clusters, seed: int,
-                        negatives_random) -> tuple[Section, Any, Any, Any, Any, Any, Any, Any]:
+def distractors_section(questions: pd.DataFrame, units: pd.DataFrame, appearance: Vectors, has_metadata: bool,
+                        negatives, seed: int, sample: pd.DataFrame | None,
+                        copies: pd.DataFrame | None) -> tuple[Section, pd.DataFrame, pd.DataFrame, str, pd.DataFrame]:
     """Distractors per gold page: its look-alikes on each axis (same template, one field changed, or
     nearest by appearance when the corpus names no templates) and random pages; byte-identical copies left out.
     Writes distractors, pool_sizes, pool_summary, distractor_similarity."""
     sec = Section(STAGE, "distractors")
     golds = sorted({u for ids in questions["evidence_unit_ids"] for u in ids.split(";") if u})
-    preview = not golds and ctx.has_table("sample")
+    negatives_k, negatives_clusters, negatives_random = negatives.k, negatives.clusters, negatives.random
+    preview = not golds and sample is not None
     if preview:
         # no questions with evidence pages: show what the distractors of the sampled units would be
-        golds = sorted(ctx.table("sample")["unit_id"])
+        golds = sorted(sample["unit_id"])
         sec.say(f"no questions with evidence pages: distractors of the {len(golds)} sampled units, as a preview")
     if not golds:
         hard, pool_sizes = N.hard_negatives(units.head(0), appearance.data[:0], [], k=negatives_k)
@@ -71,7 +74,6 @@ def distractors_section(questions: pd.DataFrame, ctx, units: pd.DataFrame, appea
         hard, pool_sizes = N.cluster_negatives(units, appearance.data, golds, negatives_clusters, k=negatives_k, seed=seed)
     rand = N.random_negatives(units, golds, negatives_random, seed)
     distractors = N.for_questions(questions, pd.concat([hard, rand], ignore_index=True))
-    copies = ctx.table("duplicates") if ctx.has_table("duplicates") else None
     distractors, dropped = N.without_copies(distractors, copies)
     if len(dropped):
         sec.say(f"{len(dropped)} distractors left out: byte-identical copies of their gold page "
@@ -92,7 +94,7 @@ def distractors_section(questions: pd.DataFrame, ctx, units: pd.DataFrame, appea
     sec.table("pool_sizes", pool_sizes, sort_by=["gold_unit_id", "axis"])
     sec.table("pool_summary", summary, sort_by=["axis"])
     sec.table("distractor_similarity", closeness, sort_by=["axis"])
-    return sec, hard, pool_sizes, rand, distractors, summary, method, closeness
+    return sec, hard, rand, method, summary
 
 
 def montage_section(hard, rand, negatives_k, units: pd.DataFrame, run_dir: Path) -> tuple[Section]:
@@ -108,8 +110,9 @@ def montage_section(hard, rand, negatives_k, units: pd.DataFrame, run_dir: Path)
     return (sec,)
 
 
-def top1_section(questions: pd.DataFrame, hard, rand, ctx, run_dir: Path, units: pd.DataFrame, seed: int,
-                 method) -> tuple[Section, Any, Any, Any, Any, Any, Any]:
+def top1_section(questions: pd.DataFrame, hard: pd.DataFrame, rand: pd.DataFrame, units: pd.DataFrame, pixel: list,
+                 settings: dict, clusters_of, seed: int, method: str,
+                 run_dir: Path) -> tuple[Section, dict, dict, pd.DataFrame, str]:
     """Top-1 of each system against hard and against random negatives, and per system whether the hard set
     is measurably harder (paired difference with its CI). Writes top1_negatives, hard_vs_random."""
     sec = Section(STAGE, "top1")
@@ -117,22 +120,20 @@ def top1_section(questions: pd.DataFrame, hard, rand, ctx, run_dir: Path, units:
     gold = dict(zip(single["query_id"], single["evidence_unit_ids"]))
     by_gold_hard = hard.groupby("gold_unit_id")["unit_id"].apply(list).to_dict()
     by_gold_rand = rand.groupby("gold_unit_id")["unit_id"].apply(list).to_dict()
-    settings = dict(ctx.encoder_settings(), run_dir=run_dir)
-    unit_vectors = {name: Vectors.load(run_dir / "vectors" / f"{name}.npz")
-                    for name in systems.pixel_systems(run_dir, ctx.get("encode.encoders"))}
+    unit_vectors = {name: Vectors.load(run_dir / "vectors" / f"{name}.npz") for name in pixel}
     query_vectors = systems.encode_queries(single, list(unit_vectors), **settings) if len(single) else {}
     scores = {name: systems.score_matrix(unit_vectors[name], query_vectors[name]) for name in unit_vectors} if len(single) else {}
     sets = {"random": {q: by_gold_rand.get(g, []) for q, g in gold.items()},
             "hard": {q: by_gold_hard.get(g, []) for q, g in gold.items()},
             "corpus": {q: None for q in gold}}
     top1_table = N.top1_table(scores, list(units["unit_id"]), list(single["query_id"]), gold, sets, seed,
-                              clusters=ctx.clusters(gold))
+                              clusters=clusters_of(gold))
     harder = ""
     # per system: is the hard set measurably harder than random negatives (paired top-1 difference)?
     harder_rows, by_system = [], {}
     for name in sorted(scores) if len(single) else []:
         hs = by_system[name] = N.harder(scores[name], list(units["unit_id"]), list(single["query_id"]), gold,
-                                        sets["random"], sets["hard"], seed, clusters=ctx.clusters(gold))
+                                        sets["random"], sets["hard"], seed, clusters=clusters_of(gold))
         harder_rows.append({"system": name, "n": hs["n"], "difference": hs["difference"], "difference_lo": hs["lo"],
                             "difference_hi": hs["hi"], "harder": hs["harder"], "method": method})
     harder_table = pd.DataFrame(harder_rows, columns=["system", "n", "difference", "difference_lo", "difference_hi",
@@ -154,7 +155,7 @@ def top1_section(questions: pd.DataFrame, hard, rand, ctx, run_dir: Path, units:
     sec.html_table("top1", top1_table)
     sec.table("top1_negatives", top1_table, sort_by=["system", "negatives"])
     sec.table("hard_vs_random", harder_table, sort_by=["system"])
-    return sec, gold, settings, sets, top1_table, harder, harder_table
+    return sec, gold, sets, top1_table, harder
 
 
 def top1_chart_section(top1_table) -> tuple[Section]:
@@ -166,14 +167,15 @@ def top1_chart_section(top1_table) -> tuple[Section]:
     return (sec,)
 
 
-def ladder_section(gold, has_metadata, units: pd.DataFrame, sets, seed: int, ctx) -> tuple[Section, Any]:
+def ladder_section(gold: dict, has_metadata: bool, units: pd.DataFrame, sets: dict, seed: int,
+                   clusters_of) -> tuple[Section, pd.DataFrame]:
     """The validity ladder: synthetic systems that differ only in how often they rank the right
     look-alike first, scored under random and under hard negatives (or why there are no look-alikes to rank).
     Writes validity_ladder."""
     sec = Section(STAGE, "ladder")
     # the ladder's siblings are pages of the gold's template: without template metadata there are none to rank
     ladder = (N.validity_ladder(units, gold, {"random": sets["random"], "hard": sets["hard"]}, seed,
-                                clusters=ctx.clusters(gold)) if gold and has_metadata
+                                clusters=clusters_of(gold)) if gold and has_metadata
               else pd.DataFrame(columns=N.LADDER_COLUMNS))
     slopes = N.ladder_slopes(ladder) if len(ladder) else {}
     with pd.option_context("display.float_format", "{:.3f}".format):
@@ -193,20 +195,19 @@ def ladder_section(gold, has_metadata, units: pd.DataFrame, sets, seed: int, ctx
     return sec, ladder
 
 
-def documents_section(ctx, units: pd.DataFrame, seed: int, questions: pd.DataFrame, run_dir: Path, settings,
-                      has_metadata, top1_table, hard, harder, summary) -> tuple[Section]:
-    """Document-level questions (one relevant document): top-1 over documents under hard and random
-    negatives, and what index.html says of stage 04. Writes top1_documents."""
+def documents_section(given: pd.DataFrame | None, units: pd.DataFrame, questions: pd.DataFrame, pixel: list,
+                      settings: dict, seed: int, run_dir: Path) -> tuple[Section, pd.DataFrame]:
+    """Document-level questions (your judgements name documents, one relevant each): top-1 over documents
+    under hard negatives (same company, other period) and random ones. Writes top1_documents."""
     sec = Section(STAGE, "documents")
     doc_table = pd.DataFrame(columns=N.TOP1_COLUMNS)
-    given = ctx.optional_table("qrels")
     if given is not None and len(given) and (given["level"] == "document").all():
         rel = given[given["relevance"] > 0].groupby("query_id")["unit_id"].apply(list)
         doc_gold = {q: d[0] for q, d in rel.items() if len(d) == 1}
         docs = units.groupby("doc_id", sort=True)[["entity", "period"]].first().reset_index()
         d_hard, d_rand = N.document_negatives(docs, doc_gold, seed)
         doc_q = questions[questions["query_id"].isin(doc_gold)].reset_index(drop=True)
-        names = systems.pixel_systems(run_dir, ctx.get("encode.encoders"))
+        names = list(pixel)
         if len(doc_q) and names:
             vecs = {n: Vectors.load(run_dir / "vectors" / f"{n}.npz") for n in names}
             qv = systems.encode_queries(doc_q, names, **settings)
@@ -223,9 +224,15 @@ def documents_section(ctx, units: pd.DataFrame, seed: int, questions: pd.DataFra
             sec.say(doc_table.to_string(index=False) if len(doc_table) else "nothing to score")
     else:
         sec.say("judgements are not document-level: nothing to do here")
-
-    # save
     sec.table("top1_documents", doc_table, sort_by=["system", "negatives"])
+    return sec, doc_table
+
+
+def headline_section(top1_table: pd.DataFrame, doc_table: pd.DataFrame, hard: pd.DataFrame, harder: str,
+                     summary: pd.DataFrame, has_metadata: bool) -> tuple[Section]:
+    """What index.html says of stage 04: ocr-bm25's top-1 against random, hard and corpus negatives (pages,
+    else documents), how distractors were picked, whether hard negatives are harder, the mean pool per axis."""
+    sec = Section(STAGE, "headline")
     method_said = " Distractors: " + ("per-axis pools." if has_metadata else "appearance clustering (no template metadata).")
     r = top1_table.set_index(["system", "negatives"])["top1"]
     d = doc_table.set_index(["system", "negatives"])["top1"]

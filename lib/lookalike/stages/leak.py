@@ -64,16 +64,14 @@ def ablation(ctx: StageContext, units: pd.DataFrame, cache: Cache, max_units: in
 
 
 def run(ctx: StageContext) -> StageResult:
-    """Stage 03: its sections, in the order it builds them: injected, matched, overlap, queries, pool, repool,
-    ablation, dual, chart, resolution, breakdowns, gate, planted. Reads and writes what
-    lookalike.stages.contracts.CONTRACTS["03_leak_ablation"] declares."""
-    cfg = ctx.config
-    res = StageResult(STAGE, TITLE, ctx.run_dir)
-
+    """Stage 03, in the order its notebook shows them: injected, matched, overlap, queries, pool, repool,
+    ablation, dual, chart, resolution, breakdowns, gate, planted, then the judging sheet and the headline.
+    Reads and writes what lookalike.stages.contracts.CONTRACTS["03_leak_ablation"] declares."""
+    cfg, res = ctx.config, StageResult(STAGE, TITLE, ctx.run_dir)
     units = ctx.units()
     cache = Cache(cfg.encode.cache_dir or None)
-
-    ab, sheet, judgements, table, per_query = res.add(*injected_section(ctx, units, cache))
+    ab, sheet, judgements, table, per_query = ablation(ctx, units, cache)
+    res.add(*injected_section(ab, sheet, judgements, table, per_query))
     res.add(*matched_section(ab))
     res.add(*overlap_section(ab, units, cfg.seed))
     res.add(*queries_section(ab))
@@ -85,19 +83,31 @@ def run(ctx: StageContext) -> StageResult:
     res.add(*chart_section(table))
     res.add(*resolution_section(table, ab))
     res.add(*breakdowns_section(per_query))
-    gates, verdict, decision, ok, blind, derived = res.add(*gate_section(
-        per_query, ab, cfg.leak.threshold, cfg.seed, ctx))
-    res.add(*planted_section(ctx, ab, units, cache, cfg.leak.threshold, cfg.seed, gates, per_query, sheet,
-                             ctx.run_dir, decision, verdict, blind, derived, ok, table))
+    gates, verdict, decision = res.add(*gate_section(per_query, ab, cfg.leak.threshold, cfg.seed,
+                                                     ctx.unit_clusters(), cfg.stats.cluster))
+    leaky = planted_leak(ctx, units, cache, ab, cfg.leak.threshold)
+    res.add(*planted_section(gates, leaky))
+    res.add(*sheet_section(ab, per_query, sheet, units, cfg.seed, ctx.run_dir))
+    res.add(*headline_section(ab, gates, verdict, decision, table))
     return res
 
 
-def injected_section(ctx, units: pd.DataFrame, cache) -> tuple[Section, Any, Any, Any, Any, Any]:
-    """The leak ablation over already-encoded vectors: blind queries searched against the image, caption
-    and combined indexes. Writes leak_ablation, leak_ablation_systems, leak_queries, leak_per_query,
-    judging_key, judgements."""
+def planted_leak(ctx: StageContext, units: pd.DataFrame, cache: Cache, ab, threshold: float) -> list | None:
+    """The gate's verdicts on the planted leak when the corpus plants one (the demo: the same ablation with
+    the unit's file name appended to what the pixel systems read), else None."""
+    planted = ctx.optional_table("planted")
+    if planted is None or not (planted["effect"] == "leaky pixel system").any() or ab.injected:
+        return None
+    leaky, _, _, _, leaky_pq = ablation(ctx, units, cache, inject="filename", duals={})
+    return L.gate_results(leaky_pq, leaky.pixel_pq, leaky.probe, threshold, seed=ctx.seed,
+                          unit_clusters=ctx.unit_clusters())
+
+
+def injected_section(ab, sheet: pd.DataFrame, judgements: pd.DataFrame, table: pd.DataFrame,
+                     per_query: pd.DataFrame) -> tuple[Section]:
+    """The leak ablation as computed (ablation()): whether a leak was injected, and its tables. Writes
+    leak_ablation, leak_ablation_systems, leak_queries, leak_per_query, judging_key, judgements."""
     sec = Section(STAGE, "injected")
-    ab, sheet, judgements, table, per_query = ablation(ctx, units, cache)
     sec.say(f"{ab.injected} leak injected" if ab.injected else "clean run: the image index holds pixels-only vectors")
     sec.table("leak_ablation", table, sort_by=["index", "query_set"])
     sec.table("leak_ablation_systems", ab.systems_table, sort_by=["system", "index", "query_set"])
@@ -105,7 +115,7 @@ def injected_section(ctx, units: pd.DataFrame, cache) -> tuple[Section, Any, Any
     sec.table("leak_per_query", per_query, sort_by=["index", "query_id"])
     sec.table("judging_key", sheet, sort_by=["item"])
     sec.table("judgements", judgements, sort_by=["query_id", "unit_id"])
-    return sec, ab, sheet, judgements, table, per_query
+    return (sec,)
 
 
 def matched_section(ab) -> tuple[Section]:
@@ -241,15 +251,14 @@ def breakdowns_section(per_query) -> tuple[Section]:
     return (sec,)
 
 
-def gate_section(per_query, ab, leak_threshold, seed: int, ctx) -> tuple[Section, Any, Any, Any, Any, Any, Any]:
-    """The leak gate: PASS, LEAK or NOT EVALUATED per index from the paired blind/captioned differences
-    against leak.threshold."""
+def gate_section(per_query: pd.DataFrame, ab, threshold: float, seed: int, unit_clusters,
+                 cluster: str) -> tuple[Section, list, Any, str]:
+    """The leak gate: PASS, LEAK or NOT EVALUATED per pixel system from the paired blind / caption-derived
+    differences against leak.threshold (units resampled by their cluster). Writes leak_gate."""
     sec = Section(STAGE, "gate")
-    gates = L.gate_results(per_query, ab.pixel_pq, ab.probe, leak_threshold, seed=seed,
-                           unit_clusters=ctx.unit_clusters())
+    gates = L.gate_results(per_query, ab.pixel_pq, ab.probe, threshold, seed=seed, unit_clusters=unit_clusters)
     verdict = gates[0]
     decision = L.overall(gates)
-    ok, blind, derived = decision != "LEAK", verdict.blind, verdict.derived
     if ab.not_evaluated:
         sec.say(f"retrieval half not evaluated: {ab.not_evaluated}")
     if decision == "NOT EVALUATED":
@@ -259,22 +268,23 @@ def gate_section(per_query, ab, leak_threshold, seed: int, ctx) -> tuple[Section
         for g in gates:
             sec.say(g.sentence())
         sec.say(f"decision rule, per pixel system: {verdict.rule}; the gate: {decision}")
-    return sec, gates, verdict, decision, ok, blind, derived
+    interval = (f"paired bootstrap 95% over units, {cluster}s resampled" if cluster != "none"
+                else "paired bootstrap 95% over units")
+    sec.table("leak_gate", pd.DataFrame([{"system": g.index, "n_pairs": g.n_pairs, "blind": g.blind,
+                                          "caption_derived": g.derived, "difference": g.difference,
+                                          "difference_lo": g.lo, "difference_hi": g.hi, "threshold": g.threshold,
+                                          "interval": interval, "probe_changed": g.probe_changed,
+                                          "probe_units": g.probe_n, "verdict": g.verdict} for g in gates]))
+    return sec, gates, verdict, decision
 
 
-def planted_section(ctx, ab, units: pd.DataFrame, cache, leak_threshold, seed: int, gates, per_query, sheet,
-                    run_dir: Path, decision, verdict, blind, derived, ok, table) -> tuple[Section]:
-    """The planted leak (the demo's file name appended to what pixel systems read) must be caught by the
-    gate; and what index.html says of stage 03. Writes leak_planted, leak_blind_dropped, leak_breakdown_register,
-    leak_breakdown_stratum, judging_sheet, leak_gate."""
+def planted_section(gates: list, leaky_gates: list | None) -> tuple[Section]:
+    """The planted leak beside the clean systems: every pixel system's verdict, and again with the unit's file
+    name appended to its input (the gate must say LEAK for those), or that this corpus plants none. Writes
+    leak_planted."""
     sec = Section(STAGE, "planted")
     planted = pd.DataFrame(columns=PLANTED_LEAK_COLUMNS)
-    if ctx.has_table("planted") and (ctx.table("planted")["effect"] == "leaky pixel system").any() and not ab.injected:
-        # the demo plants a leaky pixel system: the same ablation with the file name appended to what the pixel
-        # systems read; the gate must say LEAK for it (and said PASS above for the clean ones)
-        leaky, _, _, _, leaky_pq = ablation(ctx, units, cache, inject="filename", duals={})
-        leaky_gates = L.gate_results(leaky_pq, leaky.pixel_pq, leaky.probe, leak_threshold, seed=seed,
-                                     unit_clusters=ctx.unit_clusters())
+    if leaky_gates is not None:
         planted = pd.DataFrame(
             [{"system": g.index, "input": "pixels", "verdict": g.verdict, "probe_changed": g.probe_changed,
               "difference": g.difference} for g in gates]
@@ -286,24 +296,32 @@ def planted_section(ctx, ab, units: pd.DataFrame, cache, leak_threshold, seed: i
             sec.say(planted.to_string(index=False))
     else:
         sec.say("no planted leak on this corpus (the demo plants one)")
-
-    # save
     sec.table("leak_planted", planted)
+    return (sec,)
+
+
+def sheet_section(ab, per_query: pd.DataFrame, sheet: pd.DataFrame, units: pd.DataFrame, seed: int,
+                  run_dir: Path) -> tuple[Section]:
+    """The blind judging sheet (html/03_judging_sheet.html, written after the tables: pairs shuffled with a
+    salted order, no system names), the breakdowns by register and stratum, and your blind queries the
+    ablation dropped. Writes leak_blind_dropped (when any), leak_breakdown_register, leak_breakdown_stratum,
+    judging_sheet."""
+    sec = Section(STAGE, "sheet")
     if ab.dropped is not None and len(ab.dropped):
         sec.table("leak_blind_dropped", ab.dropped)
     sec.table("leak_breakdown_register", L.breakdown(per_query, "register"))
     sec.table("leak_breakdown_stratum", L.breakdown(per_query, "content_type"))
     sec.table("judging_sheet", L.judge_view(sheet))
-    sec.table("leak_gate", pd.DataFrame([{"system": g.index, "n_pairs": g.n_pairs, "blind": g.blind,
-                                          "caption_derived": g.derived, "difference": g.difference,
-                                          "difference_lo": g.lo, "difference_hi": g.hi, "threshold": g.threshold,
-                                          "interval": f"paired bootstrap 95% over units, "
-                                                      f"{ctx.get('stats.cluster')}s resampled"
-                                                      if ctx.get("stats.cluster") != "none" else
-                                                      "paired bootstrap 95% over units",
-                                          "probe_changed": g.probe_changed, "probe_units": g.probe_n,
-                                          "verdict": g.verdict} for g in gates]))
-    L.judging_sheet_html(sheet, units, run_dir / "html" / "03_judging_sheet.html", run_dir, salt=str(seed))
+    sec.after_save.append(lambda: L.judging_sheet_html(sheet, units, run_dir / "html" / "03_judging_sheet.html",
+                                                       run_dir, salt=str(seed)))
+    return (sec,)
+
+
+def headline_section(ab, gates: list, verdict, decision: str, table: pd.DataFrame) -> tuple[Section]:
+    """What index.html says of stage 03: the gate's decision with the image index's blind and caption-derived
+    recall@10 and their paired difference, or why the gate was not evaluated."""
+    sec = Section(STAGE, "headline")
+    ok, blind, derived = decision != "LEAK", verdict.blind, verdict.derived
     sec.headline(
         (f"Not evaluated: {ab.not_evaluated or 'no blind / caption-derived query pairs could be built from this corpus'}."
          if decision == "NOT EVALUATED" else
@@ -318,6 +336,3 @@ def planted_section(ctx, ab, units: pd.DataFrame, cache, leak_threshold, seed: i
                  for r in table.itertuples()},
     )
     return (sec,)
-
-
-
