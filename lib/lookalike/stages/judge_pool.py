@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from lookalike import params as P
 from lookalike.analysis import calibration as C
 from lookalike.analysis import negatives as N
 from lookalike.analysis import scoring as S
@@ -36,67 +37,80 @@ TITLE = 'Judge pool and labels'
 
 
 def run(ctx: StageContext) -> StageResult:
-    """Stage 06: its sections, in the order it builds them: setup, systems, pool, labels, store, agreement,
-    judged, disagreements, door, page. Reads and writes what
-    lookalike.stages.contracts.CONTRACTS["06_judge_pool"] declares."""
-    cfg = ctx.config
-    res = StageResult(STAGE, TITLE, ctx.run_dir)
-
-    read, units, validated, distractors, cache, view, model, adjudicator_name, adjudicator = res.add(*setup_section(
-        ctx, cfg.encode.cache_dir, cfg.encode.ocr_engine, cfg.encode.workers, cfg.labels.model_judge,
-        cfg.validate.judge_url, cfg.validate.judge_model, cfg.labels.adjudicator))
-    runs, derived = res.add(*systems_section(ctx.run_dir, ctx, validated, cfg.retrieve.depth, cfg.retrieve.rrf_k,
-                                             units, cfg.seed, cache))
+    """Stage 06, in the order its notebook shows them: setup, systems, pool, labels, store, agreement,
+    judged, disagreements, door, page. Reads and writes what lookalike.stages.contracts.CONTRACTS["06_judge_pool"]
+    declares."""
+    cfg, res = ctx.config, StageResult(STAGE, TITLE, ctx.run_dir)
+    units, read = ctx.units(), ctx.table
+    validated, distractors = read("questions_validated"), read("distractors")
+    cache = Cache(cfg.encode.cache_dir or None)
+    view, model, adjudicator, adjudicator_name = make_judges(ctx, units, cache)
+    res.add(*setup_section(validated, model, adjudicator_name))
+    runs, derived = res.add(*systems_section(validated, units, cfg, dict(ctx.encoder_settings(), run_dir=ctx.run_dir),
+                                             ctx.optional_table("systems"), cache, ctx.run_dir))
     pooled, by_system = res.add(*pool_section(validated, distractors, units, runs, cfg.labels.pool_depth))
-    store, pre, yours, added, team_labels, current = res.add(*labels_section(
-        validated, ctx.run_dir, model, pooled, view, adjudicator, ctx, read))
+    yours = your_labels(ctx.optional_table("qrels"), validated, cfg.corpus)
+    store, pre, added, team_labels, current = res.add(*labels_section(
+        validated, model, pooled, view, adjudicator, yours, cfg.labels.db, ctx.run_dir))
     res.add(*store_section(store, added))
     both, agreement, annotator_agreement = res.add(*agreement_section(
         pre, current, model, yours, adjudicator, adjudicator_name, validated, team_labels, cfg.seed))
     qrels, judged = res.add(*judged_section(current, runs))
     res.add(*disagreements_section(both, cfg.seed, validated, units, ctx.run_dir))
-    door, door_summary = res.add(*door_section(model, ctx, read, pooled, validated, view, units, pre, team_labels))
+    door, door_summary = res.add(*door_section(model, ctx.optional_table("planted"), pooled, validated, view, units,
+                                               pre, team_labels, cfg.labels.door))
     res.add(*page_section(current, cfg.labels.page_items, cfg.seed, validated, units, ctx.run_dir, qrels, door,
                           agreement, model, team_labels, annotator_agreement, pooled))
     return res
 
 
-def setup_section(ctx, encode_cache_dir, encode_ocr_engine, encode_workers, labels_model_judge, validate_judge_url,
-                  validate_judge_model,
-                  labels_adjudicator) -> tuple[Section, Any, Any, Any, Any, Any, Any, Any, Any, Any, Any]:
-    """What stage 06 judges with: the validated questions, the view a judge reads, the model judge and
-    the adjudicator (auto: the demo's answer key when there is one)."""
-    sec = Section(STAGE, "setup")
-    run_dir = ctx.run_dir
-    read = ctx.table
-    units = ctx.units()
-    validated, facts, answer_key, distractors = read("questions_validated"), read("facts"), read("answer_key"), read("distractors")
-    cache = Cache(encode_cache_dir or None)
-    texts = systems.ocr_texts(units, run_dir, cache, encode_ocr_engine, encode_workers)
-    view = J.unit_viewer(units, texts, run_dir)
-    model = J.make_judge(labels_model_judge, units=units, url=validate_judge_url, model=validate_judge_model,
-                         samples=ctx.get("validate.judge_samples"), temperature=ctx.get("validate.judge_temperature"),
-                      timeout_s=ctx.get("judges.timeout_s"), max_attempts=ctx.get("judges.max_attempts"),
+def make_judges(ctx: StageContext, units: pd.DataFrame, cache: Cache):
+    """Stage 06's judges and what they read: the page view (OCR text through the cache), the model judge
+    (labels.model_judge at the judge endpoint) and the adjudicator (labels.adjudicator; auto: the demo's
+    answer key when there is one, else none), with the adjudicator's name as configured."""
+    cfg, read = ctx.config, ctx.table
+    facts, answer_key = read("facts"), read("answer_key")
+    texts = systems.ocr_texts(units, ctx.run_dir, cache, cfg.encode.ocr_engine, cfg.encode.workers)
+    view = J.unit_viewer(units, texts, ctx.run_dir)
+    v = cfg.validate
+    model = J.make_judge(cfg.labels.model_judge, units=units, url=v.judge_url, model=v.judge_model,
+                         samples=v.judge_samples, temperature=v.judge_temperature,
+                         timeout_s=cfg.judges.timeout_s, max_attempts=cfg.judges.max_attempts,
                          cache_dir=cache.root / "judges")
-    adjudicator_name = labels_adjudicator
-    if adjudicator_name == "auto":
-        adjudicator_name = "reference" if len(answer_key) else "none"
-    adjudicator = None if adjudicator_name == "none" else J.make_judge(
-        adjudicator_name, facts=facts, answer_key=answer_key, units=units, page_base=ctx.get("corpus.page_base"),
-        labels=str(ctx.path("validate.labels") or ""))
+    name = cfg.labels.adjudicator
+    if name == "auto":
+        name = "reference" if len(answer_key) else "none"
+    adjudicator = None if name == "none" else J.make_judge(
+        name, facts=facts, answer_key=answer_key, units=units, page_base=cfg.corpus.page_base,
+        labels=str(P.repo_path(v.labels) or ""))
+    return view, model, adjudicator, name
+
+
+def your_labels(given: pd.DataFrame | None, validated: pd.DataFrame, corpus) -> list:
+    """Your page-level judgements (off the demo) as people's labels for the store, named after your qrels
+    file (or the corpus source)."""
+    shas = {q: L.question_sha(t) for q, t in zip(validated["query_id"], validated["text"])}
+    if corpus.source == "demo" or given is None or not len(given):
+        return []
+    return L.labels_from_qrels(given[given["level"] == "page"], Path(str(corpus.qrels)).name or corpus.source, shas)
+
+
+def setup_section(validated: pd.DataFrame, model, name: str) -> tuple[Section]:
+    """What stage 06 judges: the validated questions, the model judge and the adjudicator (by name)."""
+    sec = Section(STAGE, "setup")
     sec.say(f"validated questions: {len(validated)}; model judge: {model.name}; adjudicator: "
-          + ("the demo's answer key (reference)" if adjudicator_name == "reference" else adjudicator_name))
-    return sec, read, units, validated, distractors, cache, view, model, adjudicator_name, adjudicator
+            + ("the demo's answer key (reference)" if name == "reference" else name))
+    return (sec,)
 
 
-def systems_section(run_dir: Path, ctx, validated: pd.DataFrame, retrieve_depth, retrieve_rrf_k, units: pd.DataFrame,
-                    seed: int, cache) -> tuple[Section, Any, Any]:
+def systems_section(validated: pd.DataFrame, units: pd.DataFrame, cfg, settings: dict, sys_table: pd.DataFrame | None,
+                    cache: Cache, run_dir: Path) -> tuple[Section, dict, D.Derived]:
     """Every system pooled for the validated questions: base runs, the catalogue's fusions and document
     context, +rerank / +split. Writes rerank_scores_validated, query_splits_validated, derived_failed_validated."""
     sec = Section(STAGE, "systems")
-    names = systems.base_systems(run_dir, ctx.get("encode.encoders"))
+    retrieve_depth, retrieve_rrf_k, seed = cfg.retrieve.depth, cfg.retrieve.rrf_k, cfg.seed
+    names = systems.base_systems(run_dir, cfg.encode.encoders)
     unit_vectors = {n: Vectors.load(run_dir / "vectors" / f"{n}.npz") for n in names}
-    settings = dict(ctx.encoder_settings(), run_dir=run_dir)
     query_vectors = systems.encode_queries(validated, names, **settings) if len(validated) else {}
     runs = (systems.build_runs(unit_vectors, query_vectors, retrieve_depth, retrieve_rrf_k, stage="06")
             if len(validated) else {})
@@ -109,15 +123,14 @@ def systems_section(run_dir: Path, ctx, validated: pd.DataFrame, retrieve_depth,
                                               units["doc_id"], n_context=4, seed=seed)
         runs[catalog.DOC_CONTEXT] = retrieve.run_from_scores(dc, list(validated["query_id"]), list(units["unit_id"]),
                                                                   retrieve_depth)
-    sys_table = ctx.optional_table("systems")
     sys_table = pd.DataFrame() if sys_table is None else sys_table
     external = (sorted(sys_table.loc[sys_table["provenance"] == "external", "system"])
                 if "provenance" in sys_table.columns else [])
     for name in external:           # your runs: they ranked the questions as generated
         ext = trec.read_run(run_dir / "runs" / f"{name}.run")[0]
         runs[name] = ext[ext["query_id"].isin(set(validated["query_id"]))].reset_index(drop=True)
-    derived = D.build(runs, validated, unit_vectors, units, run_dir, cache, ctx.config.rerank, ctx.config.split,
-                      ctx.config.encode, settings, retrieve_depth)
+    derived = D.build(runs, validated, unit_vectors, units, run_dir, cache, cfg.rerank, cfg.split, cfg.encode,
+                      settings, retrieve_depth)
     runs.update(derived.runs)
     out = run_dir / "runs_validated"
     out.mkdir(exist_ok=True)
@@ -148,8 +161,8 @@ def pool_section(validated: pd.DataFrame, distractors: pd.DataFrame, units: pd.D
     return sec, pooled, by_system
 
 
-def labels_section(validated: pd.DataFrame, run_dir: Path, model, pooled: pd.DataFrame, view, adjudicator, ctx,
-                   read) -> tuple[Section, Any, Any, Any, Any, Any, Any]:
+def labels_section(validated: pd.DataFrame, model, pooled: pd.DataFrame, view, adjudicator, yours: list, db: str,
+                   run_dir: Path) -> tuple[Section, L.LabelStore, pd.DataFrame, int, pd.DataFrame, pd.DataFrame]:
     """Labels for the pool: people's labels first (your judgements, the team's database, the store), then
     the model judge's pre-labels and the adjudicator's, never overriding a person. Writes labels_current."""
     sec = Section(STAGE, "labels")
@@ -157,17 +170,13 @@ def labels_section(validated: pd.DataFrame, run_dir: Path, model, pooled: pd.Dat
     store = L.LabelStore(run_dir / "labels" / "store.jsonl")
     pre = J.label_pairs(model, pooled, validated, view, shas)
     adj = J.label_pairs(adjudicator, pooled, validated, view, shas) if adjudicator is not None else pre.head(0)
-    # your page-level judgements are people's labels (never overridden by a model or the reference)
-    given = read("qrels") if ctx.has_table("qrels") else pd.DataFrame()
-    yours = (L.labels_from_qrels(given[given["level"] == "page"], Path(str(ctx.get("corpus.qrels"))).name or
-                                 ctx.get("corpus.source"), shas)
-             if ctx.get("corpus.source") != "demo" and len(given) else [])
+    # your page-level judgements (yours) are people's labels: never overridden by a model or the reference
     added = (store.append(pre.to_dict("records")) + store.append(adj.to_dict("records"))
              + store.append(yours))
     if yours:
         sec.say(f"your judgements: {len(yours)} pairs entered the store as people's labels")
     # the team's label database (lookalike labels serve): its people's labels join the store first
-    team_db = LDB.existing(ctx.get("labels.db"), run_dir)
+    team_db = LDB.existing(db, run_dir)
     team_labels = team_db.labels() if team_db is not None else pd.DataFrame()
     if team_db is not None:
         sent = team.export_to_store(team_db, store)
@@ -186,7 +195,7 @@ def labels_section(validated: pd.DataFrame, run_dir: Path, model, pooled: pd.Dat
           f"conflicting adjudications: {int(current['conflict'].sum())}")
     sec.say(current.groupby(["source", "label"]).size().rename("pairs").reset_index().to_string(index=False))
     sec.table("labels_current", current, sort_by=["query_id", "unit_id"])
-    return sec, store, pre, yours, added, team_labels, current
+    return sec, store, pre, added, team_labels, current
 
 
 def store_section(store, added) -> tuple[Section]:
@@ -261,8 +270,9 @@ def disagreements_section(both, seed: int, validated: pd.DataFrame, units: pd.Da
     return (sec,)
 
 
-def door_section(model, ctx, read, pooled: pd.DataFrame, validated: pd.DataFrame, view, units: pd.DataFrame, pre,
-                 team_labels) -> tuple[Section, Any, Any]:
+def door_section(model, planted: pd.DataFrame | None, pooled: pd.DataFrame, validated: pd.DataFrame, view,
+                 units: pd.DataFrame, pre: pd.DataFrame, team_labels: pd.DataFrame,
+                 people_door: bool) -> tuple[Section, pd.DataFrame, pd.DataFrame]:
     """The judge door: whether people labelled blind or after seeing the model's label, and what that did
     to their agreement with it. Writes judge_door_summary."""
     sec = Section(STAGE, "door")
@@ -273,7 +283,7 @@ def door_section(model, ctx, read, pooled: pd.DataFrame, validated: pd.DataFrame
         door_judges.append((model, model.name))
     else:
         sec.say(f"the {model.name} judge does not read text here: its door is not run (that needs every pair sent twice)")
-    if ctx.has_table("planted") and (read("planted")["effect"].str.startswith("judge door")).any():
+    if planted is not None and (planted["effect"].str.startswith("judge door")).any():
         door_judges.append((JD.subject_terms_judge(), f"{C.DOOR_JUDGE} (planted: a lenient judge, half of the "
                                                       "question's words on the page make it supporting)"))
     # the model judge's blind pass is its pre-labels above: the same judge, pairs and view
@@ -283,7 +293,7 @@ def door_section(model, ctx, read, pooled: pd.DataFrame, validated: pd.DataFrame
         door = pd.concat([d.assign(judge=name) for (d, _), (_, name) in zip(doors, door_judges)],
                          ignore_index=True)[["judge"] + JD.DOOR_COLUMNS]
         door_summary = pd.concat([s for _, s in doors], ignore_index=True)
-    if len(team_labels) and not ctx.get("labels.door"):
+    if len(team_labels) and not people_door:
         sec.say("people: labels.door is off, so everyone labelled blind and there is no people row")
     elif len(team_labels):
         people_pairs, people_summary, why = JD.people_door(team_labels, validated, units)

@@ -30,65 +30,64 @@ TITLE = 'Question validation'
 
 
 def run(ctx: StageContext) -> StageResult:
-    """Stage 05: its sections, in the order it builds them: setup, cleaning, validation, shares, shares_chart,
-    repairs, caught, agreement, top1, top1_chart, regressions. Reads and writes what
+    """Stage 05, in the order its notebook shows them: setup, cleaning, validation, shares, shares_chart,
+    repairs, caught, agreement, top1, top1_chart, regressions, then the headline. Reads and writes what
     lookalike.stages.contracts.CONTRACTS["05_validate_questions"] declares."""
-    cfg = ctx.config
-    res = StageResult(STAGE, TITLE, ctx.run_dir)
-
-    read, units, questions, distractors, view, judge, second = res.add(*setup_section(
-        ctx, cfg.encode.cache_dir, cfg.encode.ocr_engine, cfg.encode.workers, cfg.validate.labels,
-        cfg.validate.judge_url, cfg.validate.judge_model, cfg.validate.judge, cfg.validate.compare_judge))
-    questions, cleaning, cleaning_summary = res.add(*cleaning_section(ctx, questions))
+    cfg, res = ctx.config, StageResult(STAGE, TITLE, ctx.run_dir)
+    units, read = ctx.units(), ctx.table
+    questions, distractors = read("questions"), read("distractors")
+    view, judge, second = make_judges(ctx, units)
+    settings = dict(ctx.encoder_settings(), run_dir=ctx.run_dir)
+    pixel = systems.pixel_systems(ctx.run_dir, cfg.encode.encoders)
+    res.add(*setup_section(judge, second, cfg.validate.compare_judge))
+    questions = res.add(*cleaning_section(questions, cfg.questions.clean))
     validation, validated, judgements, tally = res.add(*validation_section(
-        ctx, questions, distractors, judge, view, units, cfg.validate.max_repairs))
+        questions, distractors, judge, view, units, cfg.validate.max_repairs, cfg.corpus.source != "demo"))
     shares = res.add(*shares_section(tally, judge, validation))
     res.add(*shares_chart_section(shares, judge))
     res.add(*repairs_section(validation))
     res.add(*caught_section(judgements, questions, units, ctx.run_dir))
     agreement_table = res.add(*agreement_section(judgements, second, questions, view, judge))
-    settings, names, unit_vectors, top1_validated = res.add(*top1_section(
-        validated, ctx, ctx.run_dir, distractors, units, cfg.seed, read))
+    unit_vectors, top1_validated = res.add(*top1_section(
+        validated, distractors, units, read("top1_negatives"), pixel, settings, ctx.clusters, cfg.seed, ctx.run_dir))
     res.add(*top1_chart_section(top1_validated))
-    res.add(*regressions_section(cfg.validate.regressions, units, ctx, names, ctx.run_dir, cfg.negatives.k,
-                                 cfg.negatives.clusters, cfg.seed, settings, unit_vectors, shares, agreement_table,
-                                 validation, judge, validated))
+    res.add(*regressions_section(P.repo_path(cfg.validate.regressions), units, pixel, unit_vectors, settings,
+                                 cfg.negatives, cfg.corpus.page_base, ctx.clusters, cfg.seed, ctx.run_dir))
+    res.add(*headline_section(shares, agreement_table, validation, validated, judge))
     return res
 
 
-def setup_section(ctx, encode_cache_dir, encode_ocr_engine, encode_workers, validate_labels, validate_judge_url,
-                  validate_judge_model, validate_judge,
-                  validate_compare_judge) -> tuple[Section, Any, Any, Any, Any, Any, Any, Any, Any]:
-    """What stage 05 validates with: the questions, their distractors, the view a judge reads, the
-    primary and the second judge."""
+def make_judges(ctx: StageContext, units: pd.DataFrame):
+    """Stage 05's judges and what they read: the page view (OCR text through the cache) and the primary and
+    second judge, built from the validate.* and judges.* settings with the demo's answer key when present."""
+    cfg, read = ctx.config, ctx.table
+    facts, answer_key = read("facts"), read("answer_key")
+    cache = Cache(cfg.encode.cache_dir or None)
+    texts = systems.ocr_texts(units, ctx.run_dir, cache, cfg.encode.ocr_engine, cfg.encode.workers)
+    view = J.unit_viewer(units, texts, ctx.run_dir)
+    v = cfg.validate
+    judge_args = dict(facts=facts, answer_key=answer_key, units=units, labels=str(P.repo_path(v.labels) or ""),
+                      page_base=cfg.corpus.page_base, samples=v.judge_samples, temperature=v.judge_temperature,
+                      timeout_s=cfg.judges.timeout_s, max_attempts=cfg.judges.max_attempts,
+                      url=v.judge_url, model=v.judge_model, cache_dir=cache.root / "judges")
+    judge = J.make_judge(v.judge, **judge_args)
+    return view, judge, J.second_judge(judge, v.compare_judge, **judge_args)
+
+
+def setup_section(judge, second, compare_judge: str) -> tuple[Section]:
+    """Who validates: the primary judge and the second one (never the primary judge compared with itself)."""
     sec = Section(STAGE, "setup")
-    run_dir = ctx.run_dir
-    read = ctx.table
-    units = ctx.units()
-    questions, facts, answer_key = read("questions"), read("facts"), read("answer_key")
-    distractors = read("distractors")
-    cache = Cache(encode_cache_dir or None)
-    texts = systems.ocr_texts(units, run_dir, cache, encode_ocr_engine, encode_workers)
-    view = J.unit_viewer(units, texts, run_dir)
-    judge_args = dict(facts=facts, answer_key=answer_key, units=units, labels=str(P.repo_path(validate_labels) or ""),
-                      page_base=ctx.get("corpus.page_base"), samples=ctx.get("validate.judge_samples"),
-                      temperature=ctx.get("validate.judge_temperature"),
-                      timeout_s=ctx.get("judges.timeout_s"), max_attempts=ctx.get("judges.max_attempts"),
-                      url=validate_judge_url, model=validate_judge_model, cache_dir=cache.root / "judges")
-    judge = J.make_judge(validate_judge, **judge_args)
-    second = J.second_judge(judge, validate_compare_judge, **judge_args)
     sec.say(f"primary judge: {judge.name}" + (" (the demo's answer key)" if judge.name == "reference" else ""))
     sec.say(f"second judge: {second.name if second else 'none'}"
             + (" (validate.compare_judge names the primary judge; a judge is never compared with itself)"
-               if second is None and validate_compare_judge not in ("", "none") else ""))
-    return sec, read, units, questions, distractors, view, judge, second
+               if second is None and compare_judge not in ("", "none") else ""))
+    return (sec,)
 
 
-def cleaning_section(ctx, questions: pd.DataFrame) -> tuple[Section, Any, Any, Any]:
+def cleaning_section(questions: pd.DataFrame, mode: str) -> tuple[Section, pd.DataFrame]:
     """Query cleaning: the questions flagged by each rule and what the rule means. Writes
     question_cleaning, question_cleaning_summary."""
     sec = Section(STAGE, "cleaning")
-    mode = ctx.get("questions.clean")
     n_generated = len(questions)
     questions, cleaning, cleaning_summary = QC.clean(questions, mode)
     flagged = cleaning["query_id"].nunique()
@@ -101,18 +100,19 @@ def cleaning_section(ctx, questions: pd.DataFrame) -> tuple[Section, Any, Any, A
         sec.say(f"  {rule}: {meaning}")
     sec.table("question_cleaning", cleaning, sort_by=["query_id", "rule"])
     sec.table("question_cleaning_summary", cleaning_summary)
-    return sec, questions, cleaning, cleaning_summary
+    return sec, questions
 
 
-def validation_section(ctx, questions: pd.DataFrame, distractors: pd.DataFrame, judge, view, units: pd.DataFrame,
-                       validate_max_repairs) -> tuple[Section, Any, Any, Any, Any]:
+def validation_section(questions: pd.DataFrame, distractors: pd.DataFrame, judge, view, units: pd.DataFrame,
+                       max_repairs: int, gold_from_people: bool) -> tuple[Section, pd.DataFrame, pd.DataFrame,
+                                                                          pd.DataFrame, pd.DataFrame]:
     """Question validation: each question against its gold and distractors (sufficient on the gold, not
     on a distractor), repaired when it can be; the validated set. Writes question_validation,
     questions_validated, validation_judgements."""
     sec = Section(STAGE, "validation")
-    # off the demo, page-level evidence comes from judgements people made (your qrels, BEIR / ViDoRe's)
-    gold_from_people = ctx.get("corpus.source") != "demo"
-    validation, validated, judgements = Q.validate(questions, distractors, judge, view, units, validate_max_repairs,
+    # off the demo (gold_from_people), page-level evidence comes from judgements people made (your qrels,
+    # BEIR / ViDoRe's)
+    validation, validated, judgements = Q.validate(questions, distractors, judge, view, units, max_repairs,
                                                    gold_from_people=gold_from_people)
     tally = Q.tallies(validation)
     sec.say("gold pages: " + ("people's judgements (the qrels supplied); the judge checks the distractors only"
@@ -233,13 +233,12 @@ def agreement_section(judgements: pd.DataFrame, second, questions: pd.DataFrame,
     return sec, agreement_table
 
 
-def top1_section(validated: pd.DataFrame, ctx, run_dir: Path, distractors: pd.DataFrame, units: pd.DataFrame,
-                 seed: int, read) -> tuple[Section, Any, Any, Any, Any]:
+def top1_section(validated: pd.DataFrame, distractors: pd.DataFrame, units: pd.DataFrame, as_generated: pd.DataFrame,
+                 pixel: list, settings: dict, clusters_of, seed: int, run_dir: Path) -> tuple[Section, dict, pd.DataFrame]:
     """Top-1 of each system on the validated questions against their distractors. Writes top1_validated."""
     sec = Section(STAGE, "top1")
     single = validated[(validated["evidence_structure"] == "page-single")].reset_index(drop=True)
-    settings = dict(ctx.encoder_settings(), run_dir=run_dir)
-    names = systems.pixel_systems(run_dir, ctx.get("encode.encoders"))
+    names = list(pixel)
     unit_vectors = {n: Vectors.load(run_dir / "vectors" / f"{n}.npz") for n in names}
     top1_rows = []
     if len(single) and names:
@@ -254,7 +253,7 @@ def top1_section(validated: pd.DataFrame, ctx, run_dir: Path, distractors: pd.Da
                 "corpus": {q: None for q in gold}}
         pos = [list(single["query_id"]).index(q) for q in strict["query_id"]]
         t = N.top1_table({n: m[pos] for n, m in scores.items()}, list(units["unit_id"]), list(strict["query_id"]),
-                         gold, sets, seed, clusters=ctx.clusters(gold))
+                         gold, sets, seed, clusters=clusters_of(gold))
         top1_rows.append(t.assign(question_set="validated"))
         loose = single[single["slice"] == "any-acceptable"]
         if len(loose):
@@ -262,9 +261,8 @@ def top1_section(validated: pd.DataFrame, ctx, run_dir: Path, distractors: pd.Da
             acc = {q: set(a.split(";")) for q, a in zip(loose["query_id"], loose["acceptable_unit_ids"])}
             t = N.top1_table({n: m[pos] for n, m in scores.items()}, list(units["unit_id"]), list(loose["query_id"]),
                              acc, {"corpus": {q: None for q in acc}}, seed,
-                             clusters=ctx.clusters(dict(zip(loose["query_id"], loose["evidence_unit_ids"]))))
+                             clusters=clusters_of(dict(zip(loose["query_id"], loose["evidence_unit_ids"]))))
             top1_rows.append(t.assign(question_set="any-acceptable"))
-    as_generated = read("top1_negatives")
     as_generated = as_generated[as_generated["system"].isin(names)].assign(question_set="as generated")
     top1_validated = pd.concat([as_generated, *top1_rows], ignore_index=True)[
         ["question_set", "system", "negatives", "n", "top1", "top1_lo", "top1_hi"]]
@@ -272,7 +270,7 @@ def top1_section(validated: pd.DataFrame, ctx, run_dir: Path, distractors: pd.Da
         sec.say(top1_validated.to_string(index=False, na_rep="·") if len(top1_validated) else "no page-single questions to score")
     sec.html_table("top1", top1_validated)
     sec.table("top1_validated", top1_validated, sort_by=["question_set", "system", "negatives"])
-    return sec, settings, names, unit_vectors, top1_validated
+    return sec, unit_vectors, top1_validated
 
 
 def top1_chart_section(top1_validated) -> tuple[Section]:
@@ -285,21 +283,20 @@ def top1_chart_section(top1_validated) -> tuple[Section]:
     return (sec,)
 
 
-def regressions_section(validate_regressions, units: pd.DataFrame, ctx, names, run_dir: Path, negatives_k,
-                        negatives_clusters, seed: int, settings, unit_vectors, shares, agreement_table,
-                        validation: pd.DataFrame, judge, validated: pd.DataFrame) -> tuple[Section]:
-    """Failures users reported (validate.regressions): each re-scored on the validated set, and what
-    index.html says of stage 05. Writes regression_slice, regression_summary, regression_skipped."""
+def regressions_section(reg_path: Path | None, units: pd.DataFrame, names: list, unit_vectors: dict, settings: dict,
+                        negatives, page_base, clusters_of, seed: int, run_dir: Path) -> tuple[Section]:
+    """Failures users reported (validate.regressions, a file): each expected page's rank now, top-1 against
+    its look-alikes and over the corpus, and whether the page returned instead still ranks above it. Writes
+    regression_slice, regression_summary, regression_skipped."""
     sec = Section(STAGE, "regressions")
     regression_rows = pd.DataFrame(columns=["query_id", "system", "expected_rank", "top1_hard", "top1_corpus",
                                             "returned_still_above"])
     regression_summary = pd.DataFrame(columns=N.TOP1_COLUMNS)
     regression_skipped = pd.DataFrame(columns=["source", "row", "unit_id", "problem"])
-    reg_path = P.repo_path(validate_regressions)
     if reg_path is None:
         sec.say("no regression file configured (validate_regressions)")
     else:
-        reports, regression_skipped = Q.read_regressions(reg_path, units["unit_id"], ctx.get("corpus.page_base"))
+        reports, regression_skipped = Q.read_regressions(reg_path, units["unit_id"], page_base)
         regression_skipped["source"] = reg_path.name
         sec.say(f"{reg_path.name}: {len(reports)} reports kept, {len(regression_skipped)} skipped")
         if len(regression_skipped):
@@ -308,9 +305,9 @@ def regressions_section(validate_regressions, units: pd.DataFrame, ctx, names, r
             appearance = Vectors.load(run_dir / "vectors" / "appearance.npz")
             expected = sorted(set(reports["expected_unit_id"]))
             if (units["template_id"] != "").any():
-                reg_hard, _ = N.hard_negatives(units, appearance.data, expected, k=negatives_k)
+                reg_hard, _ = N.hard_negatives(units, appearance.data, expected, k=negatives.k)
             else:
-                reg_hard, _ = N.cluster_negatives(units, appearance.data, expected, negatives_clusters, k=negatives_k,
+                reg_hard, _ = N.cluster_negatives(units, appearance.data, expected, negatives.clusters, k=negatives.k,
                                                   seed=seed)
             hard_of = reg_hard.groupby("gold_unit_id")["unit_id"].apply(list).to_dict()
             rq = reports.assign(evidence_unit_ids=reports["expected_unit_id"])
@@ -319,7 +316,7 @@ def regressions_section(validate_regressions, units: pd.DataFrame, ctx, names, r
             sets = {"hard": {q: hard_of.get(g, []) for q, g in gold.items()}, "corpus": {q: None for q in gold}}
             scores = {n: systems.score_matrix(unit_vectors[n], qv[n]) for n in names}
             regression_summary = N.top1_table(scores, list(units["unit_id"]), list(rq["query_id"]), gold, sets, seed,
-                                              clusters=ctx.clusters(gold))
+                                              clusters=clusters_of(gold))
             col = {u: i for i, u in enumerate(units["unit_id"])}
             unit_ids = units["unit_id"].to_numpy(dtype=object)
             rows = []
@@ -339,11 +336,18 @@ def regressions_section(validate_regressions, units: pd.DataFrame, ctx, names, r
                 sec.say(regression_summary.to_string(index=False))
                 sec.say()
                 sec.say(regression_rows.to_string(index=False))
-
-    # save
     sec.table("regression_slice", regression_rows, sort_by=["query_id", "system"])
     sec.table("regression_summary", regression_summary, sort_by=["system", "negatives"])
     sec.table("regression_skipped", regression_skipped, sort_by=["row"])
+    return (sec,)
+
+
+def headline_section(shares: pd.DataFrame, agreement_table: pd.DataFrame, validation: pd.DataFrame,
+                     validated: pd.DataFrame, judge) -> tuple[Section]:
+    """What index.html says of stage 05: the share answerable from a hard distractor (or that none could be
+    checked), people-judged questions flagged and kept, repaired / any-acceptable / dropped, and the second
+    judge's agreement."""
+    sec = Section(STAGE, "headline")
     anyrow = shares[shares["axis"] == "any"]
     checked = int(anyrow["n"].iloc[0]) if len(anyrow) else 0
     kappa = (f"{J.kappa_words(agreement_table.iloc[0])} over {int(agreement_table['n'].iloc[0])} pairs"
