@@ -258,3 +258,12 @@ def test_section_results_merge_into_the_stage_result_and_refuse_a_table_built_tw
         res.add(b)
     with pytest.raises(TypeError, match="saved with its stage"):
         a.save()
+
+
+def test_no_section_takes_the_stage_context():
+    """Sections take what they use (frames, typed settings, earlier sections' values): only a stage's run()
+    and its reading steps see the context."""
+    for module, name in SECTIONS:
+        params = inspect.signature(getattr(MODULES[module], name)).parameters
+        assert "ctx" not in params, f"{module}.{name} takes the stage context"
+        assert not any("StageContext" in str(p.annotation) for p in params.values()), f"{module}.{name}"

@@ -60,6 +60,15 @@ class StageContext:
 
         return systems.run_settings(self.config.encode)
 
+    def judge_settings(self, cache_root: Path) -> dict:
+        """The judge endpoint's settings every stage that judges passes to make_judge: url, model, samples,
+        temperature, timeout and attempts, and where replies are cached (one place, so stages 05, 06 and 08
+        judge with the same endpoint settings)."""
+        c = self.config
+        return dict(url=c.validate.judge_url, model=c.validate.judge_model, samples=c.validate.judge_samples,
+                    temperature=c.validate.judge_temperature, timeout_s=c.judges.timeout_s,
+                    max_attempts=c.judges.max_attempts, cache_dir=Path(cache_root) / "judges")
+
     @property
     def seed(self) -> int:
         return int(self.params["seed"])

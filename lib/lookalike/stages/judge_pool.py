@@ -73,10 +73,7 @@ def make_judges(ctx: StageContext, units: pd.DataFrame, cache: Cache):
     texts = systems.ocr_texts(units, ctx.run_dir, cache, cfg.encode.ocr_engine, cfg.encode.workers)
     view = J.unit_viewer(units, texts, ctx.run_dir)
     v = cfg.validate
-    model = J.make_judge(cfg.labels.model_judge, units=units, url=v.judge_url, model=v.judge_model,
-                         samples=v.judge_samples, temperature=v.judge_temperature,
-                         timeout_s=cfg.judges.timeout_s, max_attempts=cfg.judges.max_attempts,
-                         cache_dir=cache.root / "judges")
+    model = J.make_judge(cfg.labels.model_judge, units=units, **ctx.judge_settings(cache.root))
     name = cfg.labels.adjudicator
     if name == "auto":
         name = "reference" if len(answer_key) else "none"

@@ -26,71 +26,75 @@ TITLE = 'Mined candidates'
 
 
 def run(ctx: StageContext) -> StageResult:
-    """Stage 08: its sections, in the order it builds them: setup, mined, incompleteness, rules, rules_chart,
+    """Stage 08, in the order its notebook shows them: setup, mined, incompleteness, rules, rules_chart,
     agreement, score_shape. Reads and writes what lookalike.stages.contracts.CONTRACTS["08_mined_candidates"]
     declares."""
-    cfg = ctx.config
-    res = StageResult(STAGE, TITLE, ctx.run_dir)
-
-    units, SETS, runs, view, judge, second = res.add(*setup_section(
-        ctx, cfg.mining.question_set, cfg.mining.retriever, cfg.encode.cache_dir, cfg.encode.ocr_engine,
-        cfg.encode.workers, cfg.validate.judge_url, cfg.validate.judge_model, cfg.mining.judge,
-        cfg.mining.compare_judge))
+    cfg, res = ctx.config, StageResult(STAGE, TITLE, ctx.run_dir)
+    m = cfg.mining
+    units = ctx.units()
+    question_sets, runs = read_question_sets(ctx, m.question_set, m.retriever)
+    view, judge, second = make_judges(ctx, units)
+    res.add(*setup_section(question_sets, m.retriever, judge, second, m.compare_judge))
     rules, mined_all, chosen_all, golds, judgements = res.add(*mined_section(
-        view, cfg.mining.windows, cfg.mining.alphas, SETS, runs, cfg.mining.depth, cfg.mining.judge_top, judge,
-        cfg.mining.negatives, cfg.seed, second))
+        view, m.windows, m.alphas, question_sets, runs, m.depth, m.judge_top, judge, m.negatives, cfg.seed, second))
     set_clusters, incompleteness = res.add(*incompleteness_section(
-        golds, ctx, SETS, units, mined_all, judgements, cfg.seed))
+        golds, ctx.clusters, question_sets, units, mined_all, judgements, cfg.seed))
     rules_by_judge, negative_rules = res.add(*rules_section(judgements, chosen_all, cfg.seed, set_clusters,
-                                                            cfg.mining.question_set, judge, second))
-    res.add(*rules_chart_section(rules_by_judge, cfg.mining.question_set, rules))
+                                                            m.question_set, judge, second))
+    res.add(*rules_chart_section(rules_by_judge, m.question_set, rules))
     res.add(*agreement_section(second, judgements, judge))
-    res.add(*score_shape_section(judgements, SETS, cfg.mining.question_set, judge, chosen_all, golds, units,
+    res.add(*score_shape_section(judgements, question_sets, m.question_set, judge, chosen_all, golds, units,
                                  ctx.run_dir, incompleteness, negative_rules, second))
     return res
 
 
-def setup_section(ctx, mining_question_set, mining_retriever, encode_cache_dir, encode_ocr_engine, encode_workers,
-                  validate_judge_url, validate_judge_model, mining_judge,
-                  mining_compare_judge) -> tuple[Section, Any, Any, Any, Any, Any, Any, Any]:
-    """What stage 08 mines from: the question sets (as generated, validated), the miner's runs, the
-    judge and the second judge."""
-    sec = Section(STAGE, "setup")
-    run_dir = ctx.run_dir
-    read = ctx.table
-    units = ctx.units()
-    validated, facts, answer_key = read("questions_validated"), read("facts"), read("answer_key")
+def read_question_sets(ctx: StageContext, question_set: str, retriever: str) -> tuple[dict, dict]:
+    """The two question sets mining can start from, each with the folder of its runs (as generated, with page
+    evidence: runs/; validated single-gold: runs_validated/), and the miner's run for each."""
+    read, run_dir = ctx.table, ctx.run_dir
+    validated = read("questions_validated")
     as_generated = read("questions")
     as_generated = as_generated[as_generated["evidence_unit_ids"] != ""].reset_index(drop=True)  # page evidence only
-    SETS = {"generated": (as_generated, run_dir / "runs"), "validated": (
+    sets = {"generated": (as_generated, run_dir / "runs"), "validated": (
         validated[validated["slice"] == "single-gold"].reset_index(drop=True), run_dir / "runs_validated")}
-    if mining_question_set not in SETS:
-        raise ValueError(f"mining_question_set must be one of {sorted(SETS)}, got {mining_question_set!r}")
+    if question_set not in sets:
+        raise ValueError(f"mining_question_set must be one of {sorted(sets)}, got {question_set!r}")
     runs = {}
-    for name, (qs, folder) in SETS.items():
-        path = folder / f"{mining_retriever}.run"
+    for name, (qs, folder) in sets.items():
+        path = folder / f"{retriever}.run"
         if len(qs) and not path.is_file():
             raise FileNotFoundError(f"{path} is missing: mining.retriever must be a system stages 02 and 06 ranked "
                                     f"({', '.join(p.stem for p in sorted(folder.glob('*.run')))})")
         runs[name] = trec.read_run(path)[0] if len(qs) else pd.DataFrame(columns=["query_id", "unit_id", "score"])
-    cache = Cache(encode_cache_dir or None)
-    texts = systems.ocr_texts(units, run_dir, cache, encode_ocr_engine, encode_workers)
-    view = J.unit_viewer(units, texts, run_dir)
-    jargs = dict(facts=facts, answer_key=answer_key, units=units, url=validate_judge_url, model=validate_judge_model,
-                 samples=ctx.get("validate.judge_samples"), temperature=ctx.get("validate.judge_temperature"),
-                      timeout_s=ctx.get("judges.timeout_s"), max_attempts=ctx.get("judges.max_attempts"),
-                 cache_dir=cache.root / "judges")
-    judge = J.make_judge(mining_judge, **jargs)
-    second = J.second_judge(judge, mining_compare_judge, **jargs)
-    sec.say(f"questions as generated: {len(SETS['generated'][0])}, validated: {len(SETS['validated'][0])}; "
-          f"miner: {mining_retriever}; judge: {judge.name}"
-          + (" (the demo's answer key)" if judge.name == "reference" else "") + f"; second judge: {second.name if second else 'none'}"
-          + (" (mining.compare_judge names the primary judge; a judge is never compared with itself)"
-             if second is None and mining_compare_judge not in ("", "none") else ""))
-    return sec, units, SETS, runs, view, judge, second
+    return sets, runs
 
 
-def mined_section(view, mining_windows, mining_alphas, SETS, runs, mining_depth, mining_judge_top, judge,
+def make_judges(ctx: StageContext, units: pd.DataFrame):
+    """Stage 08's judges and what they read: the page view (OCR text through the cache), mining.judge and
+    mining.compare_judge at the judge endpoint (the demo's answer key when present)."""
+    cfg, read = ctx.config, ctx.table
+    cache = Cache(cfg.encode.cache_dir or None)
+    texts = systems.ocr_texts(units, ctx.run_dir, cache, cfg.encode.ocr_engine, cfg.encode.workers)
+    view = J.unit_viewer(units, texts, ctx.run_dir)
+    jargs = dict(facts=read("facts"), answer_key=read("answer_key"), units=units, **ctx.judge_settings(cache.root))
+    judge = J.make_judge(cfg.mining.judge, **jargs)
+    return view, judge, J.second_judge(judge, cfg.mining.compare_judge, **jargs)
+
+
+def setup_section(question_sets: dict, retriever: str, judge, second, compare_judge: str) -> tuple[Section]:
+    """What stage 08 mines from: the question sets (as generated, validated), the miner, the judge and the
+    second judge (never the judge compared with itself)."""
+    sec = Section(STAGE, "setup")
+    sec.say(f"questions as generated: {len(question_sets['generated'][0])}, validated: "
+            f"{len(question_sets['validated'][0])}; miner: {retriever}; judge: {judge.name}"
+            + (" (the demo's answer key)" if judge.name == "reference" else "")
+            + f"; second judge: {second.name if second else 'none'}"
+            + (" (mining.compare_judge names the primary judge; a judge is never compared with itself)"
+               if second is None and compare_judge not in ("", "none") else ""))
+    return (sec,)
+
+
+def mined_section(view, mining_windows, mining_alphas, question_sets, runs, mining_depth, mining_judge_top, judge,
                   mining_negatives, seed: int, second) -> tuple[Section, Any, Any, Any, Any, Any]:
     """Mined candidates per question set: each miner's top mining.depth judged by the judge, and the
     negatives each rule picks. Writes mined_candidates, mined_judgements, negatives_chosen."""
@@ -99,7 +103,7 @@ def mined_section(view, mining_windows, mining_alphas, SETS, runs, mining_depth,
     rules = (["top-k"] + [f"window:{w}" for w in mining_windows] + [f"topk-percpos:{a:g}" for a in mining_alphas]
              + ["judged"])
     mined_all, chosen_all, judgements_all, golds = [], [], [], {}
-    for set_name, (qs, _) in SETS.items():
+    for set_name, (qs, _) in question_sets.items():
         qrec = qs.set_index("query_id")
         gold = {q: [u for u in ev.split(";") if u] for q, ev in zip(qs["query_id"], qs["evidence_unit_ids"])}
         golds[set_name] = gold
@@ -135,15 +139,15 @@ def mined_section(view, mining_windows, mining_alphas, SETS, runs, mining_depth,
     return sec, rules, mined_all, chosen_all, golds, judgements
 
 
-def incompleteness_section(golds, ctx, SETS, units: pd.DataFrame, mined_all, judgements: pd.DataFrame,
+def incompleteness_section(golds, clusters_of, question_sets, units: pd.DataFrame, mined_all, judgements: pd.DataFrame,
                            seed: int) -> tuple[Section, Any, Any]:
     """How incomplete the judged pool is: the share of the top 4 mined candidates the judge calls
     relevant and how often the top 1 is, by specificity and stratum, per question set and judge, with CIs."""
     sec = Section(STAGE, "incompleteness")
     # intervals resample clusters of questions (stats.cluster: by default each question's gold document)
-    set_clusters = {name: ctx.clusters({q: g[0] for q, g in gold.items() if g}) for name, gold in golds.items()}
+    set_clusters = {name: clusters_of({q: g[0] for q, g in gold.items() if g}) for name, gold in golds.items()}
     inc = []
-    for set_name, (qs, _) in SETS.items():
+    for set_name, (qs, _) in question_sets.items():
         if qs.empty:
             continue
         specific = {q: ("specific" if str(v) == "True" else "broad") for q, v in zip(qs["query_id"], qs["qualified"])}
@@ -223,7 +227,7 @@ def agreement_section(second, judgements: pd.DataFrame, judge) -> tuple[Section,
     return sec, mined_agreement
 
 
-def score_shape_section(judgements: pd.DataFrame, SETS, mining_question_set, judge, chosen_all, golds,
+def score_shape_section(judgements: pd.DataFrame, question_sets, mining_question_set, judge, chosen_all, golds,
                         units: pd.DataFrame, run_dir: Path, incompleteness, negative_rules, second) -> tuple[Section]:
     """How near-binary the judge's grades of mined candidates are; the training export and
     qrels/mined.qrels; what index.html says of stage 08. Writes incompleteness, score_shape."""
@@ -234,7 +238,7 @@ def score_shape_section(judgements: pd.DataFrame, SETS, mining_question_set, jud
     sec.say(shape.to_string(index=False))
 
     # save
-    export_qs = SETS[mining_question_set][0]
+    export_qs = question_sets[mining_question_set][0]
     primary = judgements[(judgements["judge"] == judge.name) & (judgements["question_set"] == mining_question_set)]
     Mi.export_training(chosen_all[chosen_all["question_set"] == mining_question_set], export_qs,
                                golds[mining_question_set], primary, units, run_dir / "training")

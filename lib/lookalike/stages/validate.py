@@ -67,9 +67,7 @@ def make_judges(ctx: StageContext, units: pd.DataFrame):
     view = J.unit_viewer(units, texts, ctx.run_dir)
     v = cfg.validate
     judge_args = dict(facts=facts, answer_key=answer_key, units=units, labels=str(P.repo_path(v.labels) or ""),
-                      page_base=cfg.corpus.page_base, samples=v.judge_samples, temperature=v.judge_temperature,
-                      timeout_s=cfg.judges.timeout_s, max_attempts=cfg.judges.max_attempts,
-                      url=v.judge_url, model=v.judge_model, cache_dir=cache.root / "judges")
+                      page_base=cfg.corpus.page_base, **ctx.judge_settings(cache.root))
     judge = J.make_judge(v.judge, **judge_args)
     return view, judge, J.second_judge(judge, v.compare_judge, **judge_args)
 
