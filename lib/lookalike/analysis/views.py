@@ -133,28 +133,6 @@ def source_structure(frames: Mapping[str, pd.DataFrame], questions: pd.DataFrame
     return pd.DataFrame(rows, columns=HEATMAP_COLUMNS)
 
 
-def heatmap(cells: pd.DataFrame, source_column: str, noun: str = "page"):
-    """RecallAll@5 by source × evidence structure, one panel per system, n written in each cell
-    (noun: what the corpus's units are called, page or image)."""
-    import altair as alt
-
-    # a cell wide enough for its value over its n (two text marks, not one line that overprints the
-    # next cell), two panels a row so the chart keeps its size inside a page column
-    base = alt.Chart(cells).encode(
-        x=alt.X("evidence_structure:N", title="evidence structure", axis=alt.Axis(labelAngle=-30)),
-        y=alt.Y("source:N", title=source_column))
-    rect = base.mark_rect().encode(color=alt.Color("recall_all_5:Q", title="RecallAll@5",
-                                                   scale=alt.Scale(domain=[0, 1], scheme="blues")),
-                                   tooltip=["system", "source", "evidence_structure", "n", "recall_all_5",
-                                            "recall_all_5_lo", "recall_all_5_hi"])
-    ink = alt.condition("datum.recall_all_5 > 0.6", alt.value("white"), alt.value("black"))
-    value = base.mark_text(fontSize=12, dy=-7).encode(text=alt.Text("recall_all_5:Q", format=".2f"), color=ink)
-    count = base.mark_text(fontSize=10, dy=8).encode(text=alt.Text("n_label:N"), color=ink)
-    return (rect + value + count).transform_calculate(n_label="'n=' + datum.n").properties(
-        width=alt.Step(62), height=alt.Step(36)).facet(
-        facet=alt.Facet("system:N", title=None), columns=2).properties(
-        title=f"RecallAll@5 by source and evidence structure (every evidence {noun} in the top 5)")
-
 
 def kinds_table(unit_vectors: Mapping, evidence: pd.DataFrame) -> pd.DataFrame:
     """Single- and multi-vector systems side by side: vectors per page (median), dimension, fp32

@@ -86,3 +86,95 @@ def haystack(curve: pd.DataFrame) -> alt.FacetChart:
              + ("; dashed: extrapolated, not measured)" if len(dashed) else ")"))
     return alt.layer(*layers, data=rows).properties(width=300, height=220).facet(
         column=alt.Column("measure:N", title=None)).properties(title=title)
+
+
+def first_look(look: pd.DataFrame) -> alt.LayerChart | None:
+    """Stage 02's first look: each system's Recall@10 against the evidence units with its 95% CI, coloured
+    by provenance; None when nothing was scored."""
+    if look.empty:
+        return None
+    return (alt.Chart(look).mark_bar().encode(
+                x=alt.X("recall_10:Q", title="Recall@10 (evidence units)", scale=alt.Scale(domain=[0, 1])),
+                y=alt.Y("system:N", sort="-x", title=None), color=alt.Color("provenance:N"))
+            + alt.Chart(look).mark_rule().encode(x="recall_10_lo:Q", x2="recall_10_hi:Q", y="system:N")
+            ).properties(title="First look: Recall@10 with 95% CI", width=480)
+
+
+def leak_ablation(table: pd.DataFrame, query_sets: list, indexes: list) -> alt.FacetChart:
+    """Stage 03's ablation: recall@10 per query set with its CI, one panel per index (image, caption, both),
+    so each index's two columns are read side by side."""
+    bars = alt.Chart(table).mark_bar().encode(
+        x=alt.X("query_set:N", title=None, sort=list(query_sets)),
+        y=alt.Y("recall_10:Q", title="Recall@10", scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("query_set:N", sort=list(query_sets), title="query set"))
+    rules = alt.Chart(table).mark_rule().encode(x=alt.X("query_set:N", sort=list(query_sets)),
+                                                 y="recall_10_lo:Q", y2="recall_10_hi:Q")
+    return (bars + rules).properties(width=140, height=220).facet(
+        column=alt.Column("index:N", sort=list(indexes), title="index")).properties(
+        title="Leak ablation: read each index's two columns side by side")
+
+
+def answerable(shares: pd.DataFrame, judge: str) -> alt.LayerChart | None:
+    """Stage 05: the share of questions a hard distractor answers, per axis with its CI (judge named)."""
+    if shares.empty:
+        return None
+    return (
+        alt.Chart(shares).mark_bar().encode(x=alt.X("axis:N", sort=list(shares["axis"]), title=None),
+                                            y=alt.Y("share:Q", scale=alt.Scale(domain=[0, 1]),
+                                                    title="share answerable from a distractor"),
+                                            tooltip=["axis", "n", "answerable", "share"])
+        + alt.Chart(shares).mark_rule().encode(x=alt.X("axis:N", sort=list(shares["axis"])), y="share_lo:Q", y2="share_hi:Q")
+    ).properties(width=320, height=220, title=f"Questions a hard distractor answers (judge: {judge})")
+
+
+def sufficiency(suff_hard: pd.DataFrame) -> alt.FacetChart | None:
+    """Stage 07: what the top k holds under hard negatives (sufficient / supporting only / neither, stacked
+    to 1), one panel per system; None when nothing was scored."""
+    plot = suff_hard.melt(id_vars=["system", "k", "n"], value_vars=["sufficient", "supporting_only", "neither"],
+                          var_name="outcome", value_name="share")
+    if plot.empty:
+        return None
+    return alt.Chart(plot).mark_bar().encode(
+        x=alt.X("k:O", title="top k"), y=alt.Y("share:Q", stack="normalize", title="share of questions"),
+        color=alt.Color("outcome:N", sort=["sufficient", "supporting_only", "neither"],
+                        scale=alt.Scale(range=["#2e7d32", "#f9a825", "#c62828"])),
+        order=alt.Order("outcome_order:Q"), tooltip=["system", "k", "outcome", "share", "n"]
+    ).transform_calculate(outcome_order="indexof(['sufficient','supporting_only','neither'], datum.outcome)").properties(
+        width=130, height=200).facet(column=alt.Column("system:N", title=None)).properties(
+        title="Hard negatives, validated questions: what the top k holds")
+
+
+def source_structure(cells: pd.DataFrame, source_column: str, noun: str = "page") -> alt.FacetChart:
+    """Stage 07: RecallAll@5 by source x evidence structure, one panel per system, n written in each cell
+    (noun: what the corpus's units are called, page or image)."""
+    # a cell wide enough for its value over its n (two text marks, not one line that overprints the
+    # next cell), two panels a row so the chart keeps its size inside a page column
+    base = alt.Chart(cells).encode(
+        x=alt.X("evidence_structure:N", title="evidence structure", axis=alt.Axis(labelAngle=-30)),
+        y=alt.Y("source:N", title=source_column))
+    rect = base.mark_rect().encode(color=alt.Color("recall_all_5:Q", title="RecallAll@5",
+                                                   scale=alt.Scale(domain=[0, 1], scheme="blues")),
+                                   tooltip=["system", "source", "evidence_structure", "n", "recall_all_5",
+                                            "recall_all_5_lo", "recall_all_5_hi"])
+    ink = alt.condition("datum.recall_all_5 > 0.6", alt.value("white"), alt.value("black"))
+    value = base.mark_text(fontSize=12, dy=-7).encode(text=alt.Text("recall_all_5:Q", format=".2f"), color=ink)
+    count = base.mark_text(fontSize=10, dy=8).encode(text=alt.Text("n_label:N"), color=ink)
+    return (rect + value + count).transform_calculate(n_label="'n=' + datum.n").properties(
+        width=alt.Step(62), height=alt.Step(36)).facet(
+        facet=alt.Facet("system:N", title=None), columns=2).properties(
+        title=f"RecallAll@5 by source and evidence structure (every evidence {noun} in the top 5)")
+
+
+def negative_rules(shown: pd.DataFrame, rules: list, question_set: str) -> alt.LayerChart | None:
+    """Stage 08: each negative-selection rule's contamination (share of chosen negatives judged relevant)
+    with its CI over questions, per judge."""
+    if shown.empty:
+        return None
+    return (
+        alt.Chart(shown).mark_point(filled=True, size=70).encode(
+            y=alt.Y("rule:N", sort=rules, title=None), x=alt.X("contamination:Q", scale=alt.Scale(domain=[0, 1]),
+                                                              title="share of chosen negatives judged relevant"),
+            color="judge:N", tooltip=["rule", "judge", "contamination", "n_negatives", "backfill_share"])
+        + alt.Chart(shown).mark_rule().encode(y=alt.Y("rule:N", sort=rules), x="contamination_lo:Q",
+                                                       x2="contamination_hi:Q", color="judge:N")
+    ).properties(width=420, height=220, title=f"Contamination of negative-selection rules, questions {question_set} (95% CI over questions)")

@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 
 
-import altair as alt
 import pandas as pd
 import torch
 from lookalike.io import inputs as I
@@ -20,6 +19,7 @@ from lookalike.eval import ranking, trec
 from lookalike.io.cache import Cache
 from lookalike.retrieval.encoders import appearance as appearance_mod, resolve_device
 
+from lookalike.report import charts
 from lookalike.stages.base import Section, StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
 
 STAGE = "02_encode"
@@ -27,8 +27,8 @@ TITLE = 'Encoders and systems'
 
 
 def run(ctx: StageContext) -> StageResult:
-    """Stage 02: its sections, in the order it builds them: device, encode, provenance, appearance, runs,
-    derived, first_look, first_look_chart. Reads and writes what
+    """Stage 02, in the order its notebook shows them: device, encode, provenance, appearance, runs,
+    derived, first_look, first_look_chart, then the systems table and the headline. Reads and writes what
     lookalike.stages.contracts.CONTRACTS["02_encode"] declares."""
     cfg = ctx.config
     res = StageResult(STAGE, TITLE, ctx.run_dir)
@@ -48,8 +48,9 @@ def run(ctx: StageContext) -> StageResult:
     res.add(*derived_section(runs, provenance, questions, unit_vectors, units, cache, settings, cfg, ctx.run_dir))
     look = res.add(*first_look_section(ctx.optional_table("qrels"), units, runs, provenance, questions, ctx.clusters,
                                        cfg.seed, ctx.run_dir))
-    res.add(*first_look_chart_section(look, unit_vectors, encode_table, candidate_recall, runs, questions,
-                                      cfg.corpus.source, ctx.run_dir))
+    res.add(*first_look_chart_section(look))
+    res.add(*systems_section(look, unit_vectors, encode_table, candidate_recall, ctx.run_dir))
+    res.add(*headline_section(look, unit_vectors, runs, questions, cfg.corpus.source))
     return res
 
 
@@ -203,21 +204,24 @@ def first_look_section(given: pd.DataFrame | None, units: pd.DataFrame, runs: di
     return sec, look
 
 
-def first_look_chart_section(look: pd.DataFrame, unit_vectors: dict, encode_table: pd.DataFrame, candidate_recall: dict,
-                             runs: dict, questions: pd.DataFrame, source: str, run_dir: Path) -> tuple[Section]:
-    """The first-look chart and the systems table (provenance, candidate recall against exact search),
-    and what index.html says of stage 02. Writes systems."""
+def first_look_chart_section(look: pd.DataFrame) -> tuple[Section]:
+    """The first-look chart: each system's Recall@10 against the evidence units with its 95% CI."""
     sec = Section(STAGE, "first_look_chart")
-    chart = None if look.empty else (alt.Chart(look).mark_bar().encode(
-                x=alt.X("recall_10:Q", title="Recall@10 (evidence units)", scale=alt.Scale(domain=[0, 1])),
-                y=alt.Y("system:N", sort="-x", title=None), color=alt.Color("provenance:N"))
-             + alt.Chart(look).mark_rule().encode(x="recall_10_lo:Q", x2="recall_10_hi:Q", y="system:N")
-             ).properties(title="First look: Recall@10 with 95% CI", width=480)
-    sec.figure("02_first_look", chart)
+    sec.figure("02_first_look", charts.first_look(look))
+    return (sec,)
 
-    # save
-    for name, vecs in unit_vectors.items():
-        vecs.save(run_dir / "vectors", name)
+
+def systems_section(look: pd.DataFrame, unit_vectors: dict, encode_table: pd.DataFrame, candidate_recall: dict,
+                    run_dir: Path) -> tuple[Section]:
+    """The systems table later stages read (first look, encoder id and kind, exact or candidate search with
+    its recall against exact search) and the vectors, written to vectors/ after the tables. Writes systems."""
+    sec = Section(STAGE, "systems")
+
+    def write_vectors() -> None:
+        for name, vecs in unit_vectors.items():
+            vecs.save(run_dir / "vectors", name)
+
+    sec.after_save.append(write_vectors)
     systems_table = look.merge(encode_table.rename(columns={"encoder": "system"})[["system", "encoder_id", "kind"]],
                                on="system", how="left")
     if len(systems_table):
@@ -227,6 +231,14 @@ def first_look_chart_section(look: pd.DataFrame, unit_vectors: dict, encode_tabl
             systems_table[f"candidate_recall_{k}"] = [candidate_recall[n][f"recall_{k}"] if n in candidate_recall
                                                       else float("nan") for n in systems_table["system"]]
     sec.table("systems", systems_table, sort_by=["system"])
+    return (sec,)
+
+
+def headline_section(look: pd.DataFrame, unit_vectors: dict, runs: dict, questions: pd.DataFrame,
+                     source: str) -> tuple[Section]:
+    """What index.html says of stage 02: the best pixel-only system's Recall@10 with its CI against chance,
+    or why nothing was scored."""
+    sec = Section(STAGE, "headline")
     pixel_rows = (look[look["provenance"] == "pixels"].sort_values("recall_10", ascending=False, kind="mergesort")
                   if len(look) else look)
     best = pixel_rows.iloc[0] if len(pixel_rows) else None

@@ -9,7 +9,6 @@ from pathlib import Path
 
 from typing import Any
 
-import altair as alt
 import pandas as pd
 from lookalike.analysis import leakage as L
 from lookalike.io.cache import Cache
@@ -19,6 +18,7 @@ from lookalike.retrieval import systems
 from lookalike.eval import stats
 from lookalike.vocab import LABELS
 
+from lookalike.report import charts
 from lookalike.stages.base import Section, StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
 
 STAGE = "03_leak_ablation"
@@ -212,16 +212,7 @@ def dual_section(ab) -> tuple[Section]:
 def chart_section(table) -> tuple[Section]:
     """The leak ablation chart: recall@10 per index (image, caption, both) for each query set."""
     sec = Section(STAGE, "chart")
-    bars = alt.Chart(table).mark_bar().encode(
-        x=alt.X("query_set:N", title=None, sort=list(L.QUERY_SETS)),
-        y=alt.Y("recall_10:Q", title="Recall@10", scale=alt.Scale(domain=[0, 1])),
-        color=alt.Color("query_set:N", sort=list(L.QUERY_SETS), title="query set"))
-    rules = alt.Chart(table).mark_rule().encode(x=alt.X("query_set:N", sort=list(L.QUERY_SETS)),
-                                                 y="recall_10_lo:Q", y2="recall_10_hi:Q")
-    chart = (bars + rules).properties(width=140, height=220).facet(
-        column=alt.Column("index:N", sort=list(L.INDEXES), title="index")).properties(
-        title="Leak ablation: read each index's two columns side by side")
-    sec.figure("03_leak_ablation", chart)
+    sec.figure("03_leak_ablation", charts.leak_ablation(table, L.QUERY_SETS, L.INDEXES))
     return (sec,)
 
 

@@ -12,7 +12,6 @@ from datetime import datetime, UTC
 from pathlib import Path
 from typing import Any
 
-import altair as alt
 import numpy as np
 import pandas as pd
 from lookalike.analysis import calibration as C
@@ -247,17 +246,7 @@ def headline_section(top1_random: pd.DataFrame, suff_hard: pd.DataFrame, hard_ru
 def sufficiency_chart_section(suff_hard: pd.DataFrame) -> tuple[Section]:
     """The stacked chart of what the top k holds under hard negatives, one panel a system."""
     sec = Section(STAGE, "sufficiency_chart")
-    plot = suff_hard.melt(id_vars=["system", "k", "n"], value_vars=["sufficient", "supporting_only", "neither"],
-                          var_name="outcome", value_name="share")
-    chart = None if plot.empty else alt.Chart(plot).mark_bar().encode(
-        x=alt.X("k:O", title="top k"), y=alt.Y("share:Q", stack="normalize", title="share of questions"),
-        color=alt.Color("outcome:N", sort=["sufficient", "supporting_only", "neither"],
-                        scale=alt.Scale(range=["#2e7d32", "#f9a825", "#c62828"])),
-        order=alt.Order("outcome_order:Q"), tooltip=["system", "k", "outcome", "share", "n"]
-    ).transform_calculate(outcome_order="indexof(['sufficient','supporting_only','neither'], datum.outcome)").properties(
-        width=130, height=200).facet(column=alt.Column("system:N", title=None)).properties(
-        title="Hard negatives, validated questions: what the top k holds")
-    sec.figure("07_sufficiency", chart)
+    sec.figure("07_sufficiency", charts.sufficiency(suff_hard))
     return (sec,)
 
 def significance_section(strict: pd.DataFrame, corpus_runs, seed: int, clusters,
@@ -445,7 +434,7 @@ def source_structure_section(units: pd.DataFrame, frames_ev: dict, strict: pd.Da
                                       values="recall_all_5").to_string(na_rep="·"))
     else:
         sec.say("no validated questions: no source × structure view")
-    sec.figure("07_source_structure", V.heatmap(cells, source_column, noun)
+    sec.figure("07_source_structure", charts.source_structure(cells, source_column, noun)
                if len(cells) else None)
     sec.table("recall_all_by_source", cells, sort_by=["system", "source", "evidence_structure"])
     return sec, cells

@@ -9,7 +9,6 @@ from pathlib import Path
 
 from typing import Any
 
-import altair as alt
 import pandas as pd
 from lookalike import progress as bars
 from lookalike.judging import judges as J
@@ -19,6 +18,7 @@ from lookalike.retrieval import systems
 from lookalike.eval import trec
 from lookalike.io.cache import Cache
 
+from lookalike.report import charts
 from lookalike.stages.base import Section, StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
 
 STAGE = "08_mined_candidates"
@@ -196,15 +196,7 @@ def rules_chart_section(rules_by_judge, mining_question_set, rules) -> tuple[Sec
     """The chart of the negative-picking rules."""
     sec = Section(STAGE, "rules_chart")
     shown = rules_by_judge[rules_by_judge["question_set"] == mining_question_set]
-    chart = None if shown.empty else (
-        alt.Chart(shown).mark_point(filled=True, size=70).encode(
-            y=alt.Y("rule:N", sort=rules, title=None), x=alt.X("contamination:Q", scale=alt.Scale(domain=[0, 1]),
-                                                              title="share of chosen negatives judged relevant"),
-            color="judge:N", tooltip=["rule", "judge", "contamination", "n_negatives", "backfill_share"])
-        + alt.Chart(shown).mark_rule().encode(y=alt.Y("rule:N", sort=rules), x="contamination_lo:Q",
-                                                       x2="contamination_hi:Q", color="judge:N")
-    ).properties(width=420, height=220, title=f"Contamination of negative-selection rules, questions {mining_question_set} (95% CI over questions)")
-    sec.figure("08_rules", chart)
+    sec.figure("08_rules", charts.negative_rules(shown, rules, mining_question_set))
     return (sec,)
 
 

@@ -9,7 +9,6 @@ from pathlib import Path
 
 from typing import Any
 
-import altair as alt
 import numpy as np
 import pandas as pd
 from lookalike.judging import judges as J
@@ -163,14 +162,7 @@ def shares_section(tally, judge, validation: pd.DataFrame) -> tuple[Section, Any
 def shares_chart_section(shares, judge) -> tuple[Section]:
     """The chart of answerable shares."""
     sec = Section(STAGE, "shares_chart")
-    chart = None if shares.empty else (
-        alt.Chart(shares).mark_bar().encode(x=alt.X("axis:N", sort=list(shares["axis"]), title=None),
-                                            y=alt.Y("share:Q", scale=alt.Scale(domain=[0, 1]),
-                                                    title="share answerable from a distractor"),
-                                            tooltip=["axis", "n", "answerable", "share"])
-        + alt.Chart(shares).mark_rule().encode(x=alt.X("axis:N", sort=list(shares["axis"])), y="share_lo:Q", y2="share_hi:Q")
-    ).properties(width=320, height=220, title=f"Questions a hard distractor answers (judge: {judge.name})")
-    sec.figure("05_answerable", chart)
+    sec.figure("05_answerable", charts.answerable(shares, judge.name))
     return (sec,)
 
 
