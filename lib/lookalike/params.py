@@ -164,6 +164,17 @@ def constraints(base_file: Path | str = BASE_PARAMS) -> dict[str, str]:
     return out
 
 
+def allowed_values(dotted: str, base_file: Path | str = BASE_PARAMS) -> list[str] | None:
+    """The values base.yaml allows for a key ({one of: ...}, '' for the empty string), or None when the
+    key's constraint is not a list of values."""
+    spec = constraints(base_file).get(dotted, "")
+    for part in spec.split(";"):
+        part = part.strip()
+        if part.startswith("one of:"):
+            return ["" if a.strip() in ("''", '""') else a.strip() for a in part[len("one of:"):].split(",")]
+    return None
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 

@@ -5,14 +5,24 @@ specs (frozen dataclasses with a ``name``) and answers an unknown name with the 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterator
-from typing import Generic, TypeVar
+from collections.abc import Iterator, Mapping
+from typing import TypeVar
 
 T = TypeVar("T")
 
 
-class Registry(Generic[T]):
-    """name -> spec, in registration order. ``what`` names the kind of thing in errors."""
+class UnknownName(KeyError, ValueError):
+    """A name no spec is registered under: a KeyError to a mapping's readers, a ValueError to whoever
+    checks a parameter; its text is the sentence, not KeyError's quoted repr."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class Registry(Mapping[str, T]):
+    """name -> spec, in registration order, read like a mapping (iterating gives the names, ``values()``
+    the specs). ``what`` names the kind of thing in errors; the parameter schema's allowed values for a
+    key that names one of these things are checked against ``names()`` (tests/test_registries.py)."""
 
     def __init__(self, what: str):
         self.what = what
@@ -29,14 +39,14 @@ class Registry(Generic[T]):
         if name not in self._specs:
             close = difflib.get_close_matches(name, list(self._specs), n=2)
             hint = f"; did you mean {' or '.join(close)}?" if close else ""
-            raise KeyError(f"unknown {self.what} {name!r}{hint} (known: {', '.join(self._specs)})")
+            raise UnknownName(f"unknown {self.what} {name!r}{hint} (known: {', '.join(self._specs)})")
         return self._specs[name]
 
     def __contains__(self, name: object) -> bool:
         return name in self._specs
 
-    def __iter__(self) -> Iterator[T]:
-        return iter(self._specs.values())
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._specs)
 
     def __len__(self) -> int:
         return len(self._specs)

@@ -48,14 +48,10 @@ def cut(run: pd.DataFrame, depth: int) -> pd.DataFrame:
 
 
 def fuse(method: str, runs: Sequence[pd.DataFrame], rrf_k: int = 60, depth: int = 100) -> pd.DataFrame:
-    """RRF, round-robin or normalised score sum of the runs."""
-    if method == "rrf":
-        return retrieve.rrf(list(runs), k=rrf_k, depth=depth)
-    if method == "round-robin":
-        return retrieve.round_robin(list(runs), depth=depth)
-    if method == "score-sum":
-        return retrieve.score_sum(list(runs), depth=depth)
-    raise ValueError(f"unknown fusion method {method!r}; expected rrf, round-robin or score-sum")
+    """The runs fused by a method of retrieval.fusion.FUSIONS (rrf, round-robin, score-sum)."""
+    from lookalike.retrieval import fusion
+
+    return fusion.fuse(method, runs, rrf_k=rrf_k, depth=depth)
 
 
 def per_query(qrels: pd.DataFrame, run: pd.DataFrame, measures: Sequence[str], query_ids: Sequence[str]) -> pd.DataFrame:

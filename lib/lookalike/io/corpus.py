@@ -10,6 +10,8 @@ Manifest format (bring-your-own corpus, CSV or parquet), one row per unit:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -18,6 +20,7 @@ from lookalike.data import demo
 from lookalike.data.schema import CONTENT_TYPES, UNIT_COLUMNS, Corpus, CorpusError, read_table, resolve_image
 from lookalike.io import ingest
 from lookalike.io.cache import image_sha256
+from lookalike.registry import Registry
 
 
 def read_manifest(path: Path | str, root: Path | str | None = None, strict: bool = False,
@@ -92,35 +95,54 @@ def read_manifest(path: Path | str, root: Path | str | None = None, strict: bool
     return Corpus(units=units, skipped=pd.DataFrame(skipped, columns=["source", "row", "unit_id", "problem"]))
 
 
+@dataclass(frozen=True)
+class SourceSpec:
+    """A corpus.source: what it needs (corpus.root, corpus.manifest, or neither) and how it loads."""
+
+    name: str
+    needs: str            # "", "root" or "manifest"
+    load: Callable        # (root, out_dir, options) -> Corpus
+    what: str
+
+
+SOURCES: Registry[SourceSpec] = Registry("corpus.source")
+SOURCES.register(SourceSpec("demo", "", lambda root, out_dir, o: demo.generate(o["demo_size"], o["seed"], out_dir),
+                            "the built-in generator"))
+SOURCES.register(SourceSpec("manifest", "manifest", lambda root, out_dir, o: read_manifest(
+    Path(o["manifest"]), Path(root) if root else None, strict=o["strict"], max_pixels=o["max_pixels"]),
+    "a CSV or parquet file listing the units"))
+SOURCES.register(SourceSpec("pdf", "root", lambda root, out_dir, o: ingest.pdf_folder(
+    root, out_dir, dpi=o["dpi"], pages=o["pages"], max_pages=o["max_pages"], name_pattern=o["name_pattern"],
+    render=o["render"], max_pixels=o["max_pixels"]), "a folder of PDFs, rendered page by page"))
+SOURCES.register(SourceSpec("images", "root", lambda root, out_dir, o: ingest.image_folder(
+    root, name_pattern=o["name_pattern"], max_pixels=o["max_pixels"]), "a folder of images"))
+SOURCES.register(SourceSpec("beir", "root", lambda root, out_dir, o: ingest.beir_folder(
+    root, out_dir, max_pixels=o["max_pixels"]), "a BEIR-style folder (corpus, queries, qrels)"))
+SOURCES.register(SourceSpec("vidore", "root", lambda root, out_dir, o: ingest.vidore_parquet(
+    root, out_dir, max_pixels=o["max_pixels"]), "a ViDoRe-style parquet file"))
+
+
 def load(source: str, seed: int, out_dir: Path | str, demo_size: str = "ci", manifest: str = "",
          root: str = "", strict: bool = False, dpi: int = 110, pages: str = "", max_pages: int = 0,
          name_pattern: str = "", max_pixels: int = 40_000_000, render: bool = True) -> Corpus:
-    """The run's corpus: the built-in demo rendered into out_dir, a manifest (see the module
-    docstring), a folder of PDFs rendered into out_dir, or a folder of images (lookalike.ingest).
-    render=False: PDF pages are listed, not rendered (``lookalike check``)."""
-    if source == "demo":
-        return demo.generate(demo_size, seed, out_dir)
-    if source == "manifest":
-        if not manifest:
-            raise CorpusError("corpus.source is manifest but corpus.manifest is empty; give the manifest's path")
-        return read_manifest(Path(manifest), Path(root) if root else None, strict=strict, max_pixels=max_pixels)
-    if source in ("pdf", "images", "beir", "vidore"):
-        if not root:
-            raise CorpusError(f"corpus.source is {source} but corpus.root is empty; give the folder (or file)")
-        if source == "pdf":
-            loaded = ingest.pdf_folder(root, out_dir, dpi=dpi, pages=pages, max_pages=max_pages, name_pattern=name_pattern,
-                                      render=render, max_pixels=max_pixels)
-        elif source == "beir":
-            loaded = ingest.beir_folder(root, out_dir, max_pixels=max_pixels)
-        elif source == "vidore":
-            loaded = ingest.vidore_parquet(root, out_dir, max_pixels=max_pixels)
-        else:
-            loaded = ingest.image_folder(root, name_pattern=name_pattern, max_pixels=max_pixels)
-        if manifest:                                     # metadata for the rendered / found units
-            loaded.units, extra = ingest.apply_metadata(loaded.units, manifest)
-            loaded.skipped = pd.concat([loaded.skipped, extra], ignore_index=True)
-        return loaded
-    raise CorpusError(f"corpus.source must be 'demo', 'manifest', 'pdf', 'images', 'beir' or 'vidore', got {source!r}")
+    """The run's corpus from its source (SOURCES): the built-in demo rendered into out_dir, a manifest
+    (see the module docstring), a folder of PDFs rendered into out_dir, a folder of images, a BEIR folder
+    or a ViDoRe parquet file (lookalike.ingest); with a manifest beside a folder source, its metadata by
+    unit_id or doc_id. render=False: PDF pages are listed, not rendered (``lookalike check``)."""
+    if source not in SOURCES:
+        raise CorpusError(f"corpus.source must be one of {', '.join(repr(n) for n in SOURCES)}, got {source!r}")
+    spec = SOURCES[source]
+    if spec.needs == "manifest" and not manifest:
+        raise CorpusError("corpus.source is manifest but corpus.manifest is empty; give the manifest's path")
+    if spec.needs == "root" and not root:
+        raise CorpusError(f"corpus.source is {source} but corpus.root is empty; give the folder (or file)")
+    loaded = spec.load(root, out_dir, dict(seed=seed, demo_size=demo_size, manifest=manifest, strict=strict, dpi=dpi,
+                                           pages=pages, max_pages=max_pages, name_pattern=name_pattern,
+                                           max_pixels=max_pixels, render=render))
+    if spec.needs == "root" and manifest:                # metadata for the rendered / found units
+        loaded.units, extra = ingest.apply_metadata(loaded.units, manifest)
+        loaded.skipped = pd.concat([loaded.skipped, extra], ignore_index=True)
+    return loaded
 
 
 DUPLICATE_COLUMNS = ["unit_id", "duplicate_of", "image_sha256"]

@@ -39,6 +39,8 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from lookalike.registry import Registry
+
 from lookalike import progress as bars
 from lookalike.data.demo import REGIONS
 from lookalike.data.schema import image_data_url, read_required_csv, resolve_image
@@ -95,16 +97,15 @@ class JudgeSpec:
     worth: str                        # one sentence: what its labels are worth
 
 
-REGISTRY: dict[str, JudgeSpec] = {}
+REGISTRY: Registry[JudgeSpec] = Registry("judge")
 
 
 def register(name: str, worth: str):
-    """Class decorator: the class's ``capabilities`` and ``from_resources`` enter the registry under name."""
+    """Class decorator: the class's ``capabilities`` and ``from_resources`` enter the registry under name
+    (a second judge of the same name is refused)."""
     def add(cls):
-        if name in REGISTRY:
-            raise ValueError(f"judge {name!r} is registered twice")
+        REGISTRY.register(JudgeSpec(name, cls.capabilities, cls.from_resources, worth))
         cls.name = name
-        REGISTRY[name] = JudgeSpec(name, cls.capabilities, cls.from_resources, worth)
         return cls
     return add
 
@@ -655,7 +656,7 @@ def confusion(a: Sequence[str], b: Sequence[str], labels: Sequence[str] = LABELS
 
 # ----------------------------------------------------------------------------- factory
 
-JUDGES = tuple(REGISTRY)
+JUDGES = tuple(REGISTRY.names())
 
 
 def resolve_name(name: str, answer_key: pd.DataFrame | None = None) -> str:

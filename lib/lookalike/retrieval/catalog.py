@@ -71,7 +71,7 @@ def plan(base: Sequence[str], provenance: Mapping[str, str], stage: str = "07") 
     """Which derived systems a stage builds from these encoded systems (base, in encode.encoders
     order; provenance: name -> what it reads), and why each other one is not built."""
     built, not_built = {}, {}
-    for spec in SYSTEMS:
+    for spec in SYSTEMS.values():
         if spec.first_stage > stage[:2]:
             continue
         members, why = spec.plan(base, provenance)

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import pandas as pd
 
 from lookalike.io.cache import Cache
+from lookalike.registry import Registry
 from lookalike.retrieval import rerank as R
 from lookalike.retrieval import splitting as Q
 from lookalike.retrieval import systems
@@ -34,30 +35,60 @@ class Derived:
     failed: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=FAILED_COLUMNS))
 
 
+@dataclass(frozen=True)
+class RerankerSpec:
+    """A rerank.method: how to build its (score function, reranker id) from the run's typed rerank and
+    encode parameters and what the run has encoded; raises RerankError saying what is missing."""
+
+    name: str
+    build: Callable
+    what: str
+
+
+RERANKERS: Registry[RerankerSpec] = Registry("rerank.method")
+
+
+def _endpoint_reranker(rerank, encode, unit_vectors, questions, units, run_dir, cache, settings):
+    return _text_reranker(R.EndpointReranker(rerank.url, rerank.model, rerank.api_key_env, cache_dir=cache.root),
+                          encode, questions, units, run_dir, cache)
+
+
+def _cross_encoder_reranker(rerank, encode, unit_vectors, questions, units, run_dir, cache, settings):
+    reranker = R.CrossEncoderReranker(rerank.model, resolve_device(settings.get("device", "auto"))[0],
+                                      cache_dir=cache.root)
+    return _text_reranker(reranker, encode, questions, units, run_dir, cache)
+
+
+def _text_reranker(reranker, encode, questions, units, run_dir, cache):
+    texts = systems.ocr_texts(units, run_dir, cache, encode.ocr_engine, encode.workers)
+    return R.text_scorer(reranker, dict(zip(questions["query_id"], questions["text"])), texts), reranker.id
+
+
+def _maxsim_reranker(rerank, encode, unit_vectors, questions, units, run_dir, cache, settings):
+    name = rerank.maxsim_encoder
+    vecs = unit_vectors.get(name)
+    if vecs is None or vecs.kind != "multi":
+        raise R.RerankError(f"rerank.maxsim_encoder {name!r} is not a multi-vector system of this run "
+                            f"(add it to encode.encoders with its model)")
+    qv = systems.encode_queries(questions, [name], run_dir=run_dir, **settings)[name]
+    pages = vecs.data.by_id() if vecs.stored else dict(zip(vecs.ids, vecs.data))     # stored: read when asked
+    reranker = R.MaxSimReranker(vecs.encoder_id, pages, dict(zip(qv.ids, qv.data)))
+    return reranker.score_ids, reranker.id
+
+
+RERANKERS.register(RerankerSpec("endpoint", _endpoint_reranker,
+                                "a /v1/rerank server (Jina, Cohere, vLLM) over each page's OCR text"))
+RERANKERS.register(RerankerSpec("cross-encoder", _cross_encoder_reranker,
+                                "a local sentence-transformers CrossEncoder over each page's OCR text"))
+RERANKERS.register(RerankerSpec("maxsim", _maxsim_reranker,
+                                "a multi-vector system of this run re-scoring the base run's pages by MaxSim"))
+
+
 def _reranker(rerank, encode, unit_vectors: Mapping, questions: pd.DataFrame, units: pd.DataFrame, run_dir: Path,
               cache: Cache, settings: dict):
-    """(score function, reranker id) for rerank.method, or raises RerankError saying what is missing.
-    rerank, encode: the run's typed rerank and encode parameters (params.typed)."""
-    method = rerank.method
-    ids_text = dict(zip(questions["query_id"], questions["text"]))
-    if method == "maxsim":
-        name = rerank.maxsim_encoder
-        vecs = unit_vectors.get(name)
-        if vecs is None or vecs.kind != "multi":
-            raise R.RerankError(f"rerank.maxsim_encoder {name!r} is not a multi-vector system of this run "
-                                f"(add it to encode.encoders with its model)")
-        qv = systems.encode_queries(questions, [name], run_dir=run_dir, **settings)[name]
-        pages = vecs.data.by_id() if vecs.stored else dict(zip(vecs.ids, vecs.data))     # stored: read when asked
-        reranker = R.MaxSimReranker(vecs.encoder_id, pages, dict(zip(qv.ids, qv.data)))
-        return reranker.score_ids, reranker.id
-    if method == "endpoint":
-        reranker = R.EndpointReranker(rerank.url, rerank.model, rerank.api_key_env,
-                                      cache_dir=cache.root)
-    else:
-        reranker = R.CrossEncoderReranker(rerank.model, resolve_device(settings.get("device", "auto"))[0],
-                                          cache_dir=cache.root)
-    texts = systems.ocr_texts(units, run_dir, cache, encode.ocr_engine, encode.workers)
-    return R.text_scorer(reranker, ids_text, texts), reranker.id
+    """(score function, reranker id) for rerank.method (RERANKERS), or raises RerankError saying what is
+    missing. rerank, encode: the run's typed rerank and encode parameters (params.typed)."""
+    return RERANKERS[rerank.method].build(rerank, encode, unit_vectors, questions, units, run_dir, cache, settings)
 
 
 def build(runs: Mapping[str, pd.DataFrame], questions: pd.DataFrame, unit_vectors: Mapping, units: pd.DataFrame,

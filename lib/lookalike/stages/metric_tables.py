@@ -26,7 +26,7 @@ from lookalike.report import summary as SU
 from lookalike.analysis import scoring as S
 from lookalike.analysis import views as V
 from lookalike.eval import stats
-from lookalike.retrieval import catalog, systems
+from lookalike.retrieval import catalog, fusion, systems
 from lookalike.eval import trec
 from lookalike.retrieval.encoders.base import Vectors
 
@@ -533,7 +533,7 @@ def fusion_section(base: list, corpus_runs: dict, current: pd.DataFrame, strict:
     sec = Section(STAGE, "fusion")
     components = {n: corpus_runs[n] for n in base if n in corpus_runs}
     fused = {m: S.fuse(m, list(components.values()), rrf_k=rrf_k, depth=depth)
-             for m in ("rrf", "round-robin", "score-sum")} if len(components) >= 2 else {}
+             for m in fusion.FUSIONS} if len(components) >= 2 else {}
     good = current[current["label"] == "sufficient"].groupby("query_id")["unit_id"].apply(set).to_dict()
     suff_sets = {q: good.get(q, set()) for q in strict["query_id"]}
     trace, trace_counts = S.fusion_trace(components, fused, suff_sets, k=10)

@@ -18,8 +18,9 @@ import importlib.util
 import re
 import sys
 import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -27,6 +28,7 @@ from PIL import Image
 
 from lookalike.data.schema import resolve_image
 from lookalike.io.cache import Cache, image_sha256
+from lookalike.registry import Registry
 from lookalike.retrieval.encoders import appearance as _appearance
 from lookalike.retrieval.encoders import ocr as _ocr
 from lookalike.retrieval.encoders import text as _text
@@ -202,19 +204,41 @@ def _clip(**kw):
     return ClipEncoder(**kw)
 
 
-# the lazy constructors (their modules import heavy packages) declare what their encoders read,
-# as the classes do: systems.declared_provenance asks every registry entry; captions: whether the
-# encoder also embeds caption text in its query space (encode_captions: the leak ablation's
-# caption index for that model)
-_colpali.provenance = _endpoint.provenance = _bi.provenance = _clip.provenance = "pixels"
-_colpali.kind, _endpoint.kind, _bi.kind, _clip.kind = "multi", "single", "single", "single"
-_colpali.captions, _endpoint.captions, _bi.captions, _clip.captions = False, True, True, True
-# retrieval.engine: the page encoders that cache every page run on Ray; the endpoint's work is a server's
-_colpali.distributable = _bi.distributable = _clip.distributable = True
-_endpoint.distributable = False
+@dataclass(frozen=True)
+class EncoderSpec:
+    """A built-in encoder: how to make it (its class, or a constructor that imports a heavy module only when
+    called) and what it declares — what it reads (provenance), its vectors' kind, whether it also embeds
+    caption text into its query space (the leak ablation's caption index for that model), whether
+    retrieval.engine may run it on Ray, and whether it reads OCR text. Calling the spec makes the encoder."""
 
-ENCODERS = {"ocr-minilm": OcrMiniLM, "ocr-bm25": OcrBM25, "caption-minilm": CaptionMiniLM,
-            "appearance": Appearance, "colpali": _colpali, "bi": _bi, "clip": _clip, "endpoint": _endpoint}
+    name: str
+    make: Callable[..., Encoder]
+    provenance: str
+    kind: str
+    captions: bool = False
+    distributable: bool = False
+    reads_ocr: bool = False
+
+    def __call__(self, **settings) -> Encoder:
+        return self.make(**settings)
+
+    @classmethod
+    def of(cls, enc: type) -> EncoderSpec:
+        """The spec a built-in class declares with its class attributes."""
+        return cls(enc.name, enc, enc.provenance, enc.kind,
+                   bool(getattr(enc, "captions", callable(getattr(enc, "encode_captions", None)))),
+                   bool(getattr(enc, "distributable", False)), bool(getattr(enc, "reads_ocr", False)))
+
+
+ENCODERS: Registry[EncoderSpec] = Registry("encoder")
+for _cls in (OcrMiniLM, OcrBM25, CaptionMiniLM, Appearance):
+    ENCODERS.register(EncoderSpec.of(_cls))
+# the page encoders whose modules import heavy packages: made on first use; the endpoint's work is a
+# server's, so it does not run on Ray
+ENCODERS.register(EncoderSpec("colpali", _colpali, "pixels", "multi", captions=False, distributable=True))
+ENCODERS.register(EncoderSpec("bi", _bi, "pixels", "single", captions=True, distributable=True))
+ENCODERS.register(EncoderSpec("clip", _clip, "pixels", "single", captions=True, distributable=True))
+ENCODERS.register(EncoderSpec("endpoint", _endpoint, "pixels", "single", captions=True, distributable=False))
 
 KINDS = ("single", "multi", "text")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
