@@ -304,7 +304,9 @@ def test_kappa_ci_in_slabs_gives_the_one_piece_bounds_bit_for_bit(monkeypatch, n
     labs = np.array(J.LABELS, dtype=object)
     a = list(labs[rng.integers(0, 3, n)])
     b = [x if rng.random() < 0.6 else labs[rng.integers(0, 3)] for x in a]
-    monkeypatch.setattr(J, "KAPPA_SLAB", slab)
+    from lookalike.judging import agreement as AG
+
+    monkeypatch.setattr(AG, "KAPPA_SLAB", slab)
     assert J.kappa_ci(a, b, n_boot=300, seed=3) == _kappa_ci_in_one_piece(a, b, n_boot=300, seed=3)
 
 def test_kappa_is_undefined_when_one_judge_gives_one_label_and_the_raw_agreement_is_said():
@@ -335,8 +337,10 @@ def ci_demo(tmp_path_factory):
 def test_reference_calls_the_on_subject_look_alike_supporting(ci_demo):
     """The look-alike that prints the asked metric for the asked entity in another period is
     'supporting' (on the subject, insufficient alone); the old judge called it irrelevant."""
+    from lookalike.data import demo
+
     c = ci_demo
-    judge = J.ReferenceJudge(c.facts, c.answer_key, c.units)
+    judge = J.ReferenceJudge(c.facts, c.answer_key, c.units, demo.REGIONS)
     key = c.answer_key[(c.answer_key["op"] == "value") & (c.answer_key["metric"] == "operating_income")]
     qid = key["query_id"].iloc[0]
     q = c.questions.set_index("query_id").loc[qid].to_dict() | {"query_id": qid}

@@ -22,7 +22,7 @@ def corpus(run_dir):
 
 @pytest.fixture(scope="module")
 def reference(corpus):
-    return J.ReferenceJudge(corpus.facts, corpus.answer_key, corpus.units)
+    return J.ReferenceJudge(corpus.facts, corpus.answer_key, corpus.units, demo.REGIONS)
 
 
 def _view(units):
@@ -59,7 +59,8 @@ def test_reference_judge_needs_an_answer_key(corpus):
     with pytest.raises(J.JudgeError, match="answer key"):
         J.ReferenceJudge(corpus.facts, corpus.answer_key.head(0), corpus.units)
     assert J.make_judge("auto", answer_key=corpus.answer_key.head(0)).name == "answer-string"
-    assert J.make_judge("auto", facts=corpus.facts, answer_key=corpus.answer_key, units=corpus.units).name == "reference"
+    assert J.make_judge("auto", facts=corpus.facts, answer_key=corpus.answer_key, units=corpus.units,
+                        regions=demo.REGIONS).name == "reference"
 
 
 class Recording:
@@ -259,7 +260,7 @@ def test_questions_marked_not_answerable_are_their_own_slice(corpus):
     qs.loc[qs.index[1], "evidence_unit_ids"] = ""
     qs.loc[qs.index[1], "answer"] = "unanswerable"
     none = pd.DataFrame(columns=["query_id", "gold_unit_id", "unit_id", "axis"])
-    validation, validated, _ = Q.validate(qs, none, J.ReferenceJudge(corpus.facts, corpus.answer_key, corpus.units),
+    validation, validated, _ = Q.validate(qs, none, J.ReferenceJudge(corpus.facts, corpus.answer_key, corpus.units, demo.REGIONS),
                                           _view(corpus.units), corpus.units)
     assert list(validation["slice"][:2]) == ["not answerable"] * 2
     assert not set(qs["query_id"][:2]) & set(validated["query_id"])

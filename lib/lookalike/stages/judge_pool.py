@@ -16,6 +16,7 @@ from lookalike.analysis import calibration as C
 from lookalike.analysis import negatives as N
 from lookalike.analysis import scoring as S
 from lookalike.judging import door as JD
+from lookalike.judging import agreement as AG
 from lookalike.judging import judges as J
 from lookalike.judging import pool as JP
 from lookalike.judging import store as L
@@ -30,6 +31,7 @@ from lookalike.io.cache import Cache
 from lookalike.retrieval.encoders.base import Vectors
 
 from lookalike.report import images
+from lookalike.data import demo
 from lookalike.stages.base import Section, StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
 
 STAGE = "06_judge_pool"
@@ -78,7 +80,7 @@ def make_judges(ctx: StageContext, units: pd.DataFrame, cache: Cache):
     if name == "auto":
         name = "reference" if len(answer_key) else "none"
     adjudicator = None if name == "none" else J.make_judge(
-        name, facts=facts, answer_key=answer_key, units=units, page_base=cfg.corpus.page_base,
+        name, facts=facts, answer_key=answer_key, units=units, regions=demo.REGIONS, page_base=cfg.corpus.page_base,
         labels=str(P.repo_path(v.labels) or ""))
     return view, model, adjudicator, name
 
@@ -212,11 +214,11 @@ def agreement_section(pre, current: pd.DataFrame, model, yours, adjudicator, adj
     if len(both):
         agreement = pd.DataFrame([{"model": model.name,
                                    "adjudicator": "human" if yours and adjudicator is None else adjudicator_name,
-                                   **J.agreement(both["label_model"], both["label_adjudicated"])}])
+                                   **AG.agreement(both["label_model"], both["label_adjudicated"])}])
         with pd.option_context("display.float_format", "{:.3f}".format):
             sec.say(agreement.to_string(index=False, na_rep="undefined"))
             sec.say()
-            sec.say(J.confusion(both["label_model"], both["label_adjudicated"]).to_string())
+            sec.say(AG.confusion(both["label_model"], both["label_adjudicated"]).to_string())
     else:
         agreement = pd.DataFrame(columns=["model", "adjudicator", "n", "agreement", "kappa", "kappa_lo", "kappa_hi", "n_boundary", "kappa_boundary"])
         sec.say("no adjudicated labels yet: export the labelling page, label, and run `lookalike labels import`")
@@ -335,7 +337,7 @@ def page_section(current: pd.DataFrame, labels_page_items, seed: int, validated:
     if len(qrels):
         trec.write_qrels(qrels, run_dir / "qrels" / "labels.qrels")
     sec.table("judge_door", door, sort_by=["judge", "query_id", "unit_id"] if len(door) else None)
-    kappa = (f"{J.kappa_words(agreement.iloc[0])} "
+    kappa = (f"{AG.kappa_words(agreement.iloc[0])} "
              f"({model.name} vs {agreement['adjudicator'].iloc[0]}, {int(agreement['n'].iloc[0])} pairs)"
              if len(agreement) else "no adjudication yet")
     people_words = ""
@@ -348,7 +350,7 @@ def page_section(current: pd.DataFrame, labels_page_items, seed: int, validated:
         f"adjudicated; model pre-labels: {kappa}. {L.provenance(current, agreement)[0][0].upper()}{L.provenance(current, agreement)[0][1:]}."
         + people_words,
         numbers={"pooled pairs": len(pooled), "adjudicated": int(current["adjudicated"].sum()),
-                 **({"kappa (model vs adjudicator)": J.kappa_words(agreement.iloc[0])} if len(agreement) else {}),
+                 **({"kappa (model vs adjudicator)": AG.kappa_words(agreement.iloc[0])} if len(agreement) else {}),
                  **({"team labels": len(team_labels)} if len(team_labels) else {})},
     )
     return (sec,)

@@ -19,7 +19,7 @@ from lookalike.analysis import haystack as H
 from lookalike.analysis import negatives as N
 from lookalike.report import browse, charts
 from lookalike.report import tables as readable
-from lookalike.judging import judges as J
+from lookalike.judging import agreement as AG
 from lookalike.judging import store as L
 from lookalike.report import site as report
 from lookalike.report import summary as SU
@@ -634,7 +634,7 @@ def summary_blocks(x: MetricInputs, t: dict, source_column: str, source: str) ->
         blocks.append({"heading": "How the labels were made", "text":
                        f"Pre-labels by {a['model']}, adjudicated by {a['adjudicator']}"
                        + (" (the demo generator's answer key)" if a["adjudicator"] == "reference" else "")
-                       + f"; agreement on {int(float(a['n'] or 0))} pairs: {J.kappa_words(a)}. "
+                       + f"; agreement on {int(float(a['n'] or 0))} pairs: {AG.kappa_words(a)}. "
                        + current_labels_words(current)})
     blocks.append({"heading": "What the labels rest on", "text": _sentence(L.provenance(current, labels_note)[0])})
     flagged_block = flagged_words(earlier["question_validation"], labels_note)
@@ -798,7 +798,7 @@ def flagged_words(validation: pd.DataFrame, agreement: pd.DataFrame) -> str:
     for judge, part in flagged.groupby("flagged_by", sort=True):
         row = agreement[(agreement.get("model", pd.Series(dtype=str)) == judge)
                         & (agreement.get("adjudicator", pd.Series(dtype=str)) == "human")] if len(agreement) else agreement
-        measured = (f"{judge}'s agreement with people: {J.kappa_words(row.iloc[0])} over {int(float(row.iloc[0]['n']))} pairs"
+        measured = (f"{judge}'s agreement with people: {AG.kappa_words(row.iloc[0])} over {int(float(row.iloc[0]['n']))} pairs"
                     if len(row) else f"{judge}'s agreement with people is not measured yet")
         parts.append(f"{len(part)} of {len(validation)} questions flagged by {judge} (it says a look-alike also answers "
                      f"them: {', '.join(part['query_id'].head(5))}{' …' if len(part) > 5 else ''}); {measured}")

@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 from lookalike import progress as bars
+from lookalike.judging import agreement as AG
 from lookalike.judging import judges as J
 from lookalike.judging import store as L
 from lookalike.analysis import mining as Mi
@@ -19,6 +20,7 @@ from lookalike.eval import trec
 from lookalike.io.cache import Cache
 
 from lookalike.report import charts
+from lookalike.data import demo
 from lookalike.stages.base import Section, StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
 
 STAGE = "08_mined_candidates"
@@ -76,7 +78,8 @@ def make_judges(ctx: StageContext, units: pd.DataFrame):
     cache = Cache(cfg.encode.cache_dir or None)
     texts = systems.ocr_texts(units, ctx.run_dir, cache, cfg.encode.ocr_engine, cfg.encode.workers)
     view = J.unit_viewer(units, texts, ctx.run_dir)
-    jargs = dict(facts=read("facts"), answer_key=read("answer_key"), units=units, **ctx.judge_settings(cache.root))
+    jargs = dict(facts=read("facts"), answer_key=read("answer_key"), units=units, regions=demo.REGIONS,
+                 **ctx.judge_settings(cache.root))
     judge = J.make_judge(cfg.mining.judge, **jargs)
     return view, judge, J.second_judge(judge, cfg.mining.compare_judge, **jargs)
 
@@ -206,12 +209,12 @@ def agreement_section(second, judgements: pd.DataFrame, judge) -> tuple[Section,
     if second is not None:
         a = judgements[judgements["judge"] == judge.name].reset_index(drop=True)
         b = judgements[judgements["judge"] == second.name].reset_index(drop=True)
-        mined_agreement = pd.DataFrame([{"first": judge.name, "second": second.name, **J.agreement(a["label"], b["label"]),
+        mined_agreement = pd.DataFrame([{"first": judge.name, "second": second.name, **AG.agreement(a["label"], b["label"]),
                                          "relevant_agreement": float((Mi.is_relevant(a["label"]) == Mi.is_relevant(b["label"])).mean())}])
         with pd.option_context("display.float_format", "{:.3f}".format):
             sec.say(mined_agreement.to_string(index=False))
             sec.say()
-            sec.say(J.confusion(a["label"], b["label"]).to_string())
+            sec.say(AG.confusion(a["label"], b["label"]).to_string())
     else:
         mined_agreement = pd.DataFrame()
         sec.say("no second judge configured")

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from lookalike.judging import agreement as AG
 from lookalike.judging import judges as J
 from lookalike.analysis import negatives as N
 from lookalike import params as P
@@ -22,6 +23,7 @@ from lookalike.io.cache import Cache
 from lookalike.retrieval.encoders.base import Vectors
 
 from lookalike.report import charts, images
+from lookalike.data import demo
 from lookalike.stages.base import Section, StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
 
 STAGE = "05_validate_questions"
@@ -65,7 +67,8 @@ def make_judges(ctx: StageContext, units: pd.DataFrame):
     texts = systems.ocr_texts(units, ctx.run_dir, cache, cfg.encode.ocr_engine, cfg.encode.workers)
     view = J.unit_viewer(units, texts, ctx.run_dir)
     v = cfg.validate
-    judge_args = dict(facts=facts, answer_key=answer_key, units=units, labels=str(P.repo_path(v.labels) or ""),
+    judge_args = dict(facts=facts, answer_key=answer_key, units=units, regions=demo.REGIONS,
+                      labels=str(P.repo_path(v.labels) or ""),
                       page_base=cfg.corpus.page_base, **ctx.judge_settings(cache.root))
     judge = J.make_judge(v.judge, **judge_args)
     return view, judge, J.second_judge(judge, v.compare_judge, **judge_args)
@@ -211,12 +214,12 @@ def agreement_section(judgements: pd.DataFrame, second, questions: pd.DataFrame,
         subsets.update({f"role: {k}": g for k, g in pairs.groupby("role", sort=True)})
         subsets.update({f"structure: {k}": g for k, g in pairs.groupby("evidence_structure", sort=True)})
         agreement_table = pd.DataFrame([{"subset": name, "first": judge.name, "second": second.name,
-                                         **J.agreement(g["label"], g["second_label"])} for name, g in subsets.items()],
+                                         **AG.agreement(g["label"], g["second_label"])} for name, g in subsets.items()],
                                        columns=agreement_table.columns)
         with pd.option_context("display.float_format", "{:.3f}".format):
             sec.say(agreement_table.drop(columns=["first", "second"]).to_string(index=False, na_rep="undefined"))
             sec.say()
-            sec.say(J.confusion(pairs["label"], pairs["second_label"]).to_string())
+            sec.say(AG.confusion(pairs["label"], pairs["second_label"]).to_string())
     else:
         sec.say("no second judge configured")
     sec.table("judge_agreement", agreement_table, sort_by=["subset"])
@@ -340,7 +343,7 @@ def headline_section(shares: pd.DataFrame, agreement_table: pd.DataFrame, valida
     sec = Section(STAGE, "headline")
     anyrow = shares[shares["axis"] == "any"]
     checked = int(anyrow["n"].iloc[0]) if len(anyrow) else 0
-    kappa = (f"{J.kappa_words(agreement_table.iloc[0])} over {int(agreement_table['n'].iloc[0])} pairs"
+    kappa = (f"{AG.kappa_words(agreement_table.iloc[0])} over {int(agreement_table['n'].iloc[0])} pairs"
              if len(agreement_table) else "not measured (no second judge)")
     flagged_n = int((validation["flagged_by"] != "").sum())
     unchecked = int((validation["status"] == "no_answer").sum())
