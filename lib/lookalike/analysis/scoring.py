@@ -269,6 +269,4 @@ class CandidateSystems:
         return out
 
 
-def fmt_ci(estimate: float, lo: float, hi: float) -> str:
-    """'0.42 [0.31, 0.55]'."""
-    return f"{estimate:.2f} [{lo:.2f}, {hi:.2f}]"
+

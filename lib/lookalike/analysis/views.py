@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from lookalike.analysis import scoring as S
+from lookalike.report.tables import fmt_ci
 from lookalike.eval import stats
 from lookalike.retrieval import indexes as retrieve
 
@@ -104,7 +104,7 @@ def settings_wide(long: pd.DataFrame) -> pd.DataFrame:
         for c in cols:
             measure, agg = c.split("@10 ")
             hit = ran[(ran["measure"] == measure) & (ran["aggregate"] == agg.lower())]
-            row[c] = (S.fmt_ci(hit["value"].iloc[0], hit["value_lo"].iloc[0], hit["value_hi"].iloc[0]) if len(hit)
+            row[c] = (fmt_ci(hit["value"].iloc[0], hit["value_lo"].iloc[0], hit["value_hi"].iloc[0]) if len(hit)
                       else "—")
         row["note"] = "" if len(ran) else part["status"].iloc[0]
         rows.append(row)

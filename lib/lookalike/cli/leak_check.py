@@ -20,6 +20,7 @@ from pathlib import Path
 
 from lookalike import params as P
 from lookalike.analysis import leakage as L
+from lookalike.eval import stats
 from lookalike.io.cache import Cache
 from lookalike.stages import context, leak, stratify
 
@@ -47,9 +48,7 @@ def run_gate(prm: dict, inject: str = "", seed: int | None = None, threshold: fl
     ab, _, _, table, per_query = leak.ablation(ctx, corpus.units, cache, max_units=prm["leak"]["gate_units"],
                                                inject=inject, n_boot=n_boot, seed=seed, visible=corpus.visible,
                                                facts=corpus.facts)
-    unit_clusters = (None if prm["stats"]["cluster"] == "none" else
-                     dict(zip(corpus.units["unit_id"], corpus.units[{"document": "doc_id", "template": "template_id"}[
-                         prm["stats"]["cluster"]]].astype(str))))
+    unit_clusters = stats.unit_clusters(corpus.units, prm["stats"]["cluster"])
     seed = ctx.seed if seed is None else seed
     table.attrs["not_evaluated"] = ab.not_evaluated     # why the retrieval half has no queries, if it has none
     return (L.gate_results(per_query, ab.pixel_pq, ab.probe, threshold, n_boot, seed, unit_clusters), table,

@@ -251,6 +251,20 @@ def fit_log_line(log_sizes: np.ndarray, values: np.ndarray, at: float) -> np.nda
     return values.mean(axis=1) + b * (at - log_sizes.mean())
 
 
+# the units column each clustering resamples by
+CLUSTER_COLUMNS = {"document": "doc_id", "template": "template_id"}
+
+
+def unit_clusters(units: pd.DataFrame, how: str = "document") -> dict[str, str] | None:
+    """unit_id -> the cluster it belongs to under stats.cluster (its doc_id or template_id); None for
+    'none'. The leak gate resamples units by it, as query_clusters resamples questions."""
+    if how not in CLUSTER_UNITS:
+        raise ValueError(f"stats.cluster must be one of {', '.join(CLUSTER_UNITS)}, got {how!r}")
+    if how == "none":
+        return None
+    return dict(zip(units["unit_id"], units[CLUSTER_COLUMNS[how]].astype(str)))
+
+
 def query_clusters(gold: Mapping[str, str], units: pd.DataFrame, how: str = "document") -> pd.Series | None:
     """query_id -> the cluster its gold unit belongs to (its document's doc_id, or its template_id),
     named for the cluster unit; None for 'none' (queries resampled one by one). Questions share
@@ -259,8 +273,7 @@ def query_clusters(gold: Mapping[str, str], units: pd.DataFrame, how: str = "doc
         raise ValueError(f"stats.cluster must be one of {', '.join(CLUSTER_UNITS)}, got {how!r}")
     if how == "none":
         return None
-    col = {"document": "doc_id", "template": "template_id"}[how]
-    of = units.set_index("unit_id")[col].astype(str)
+    of = units.set_index("unit_id")[CLUSTER_COLUMNS[how]].astype(str)
     ids = list(gold)
     values = [of.get(str(gold[q]).split(";")[0], f"unknown:{q}") or f"none:{q}" for q in ids]
     return pd.Series(values, index=pd.Index(ids, name="query_id"), name=how)

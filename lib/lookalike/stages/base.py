@@ -95,11 +95,7 @@ class StageContext:
 
     def unit_clusters(self) -> dict[str, str] | None:
         """unit_id -> its cluster under stats.cluster (document or template), or None."""
-        how = self.get("stats.cluster")
-        if how == "none":
-            return None
-        units = self.units()
-        return dict(zip(units["unit_id"], units[{"document": "doc_id", "template": "template_id"}[how]].astype(str)))
+        return stats.unit_clusters(self.units(), self.get("stats.cluster"))
 
     def units(self) -> pd.DataFrame:
         return pd.read_csv(self.run_dir / "tables" / "units.csv", keep_default_na=False,

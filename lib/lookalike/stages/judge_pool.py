@@ -14,7 +14,6 @@ import pandas as pd
 from lookalike import params as P
 from lookalike.analysis import calibration as C
 from lookalike.analysis import negatives as N
-from lookalike.analysis import scoring as S
 from lookalike.judging import door as JD
 from lookalike.judging import agreement as AG
 from lookalike.judging import judges as J
@@ -32,6 +31,7 @@ from lookalike.retrieval.encoders.base import Vectors
 
 from lookalike.report import images
 from lookalike.data import demo
+from lookalike.report.tables import fmt_ci
 from lookalike.stages.base import Section, StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
 
 STAGE = "06_judge_pool"
@@ -304,12 +304,12 @@ def door_section(model, planted: pd.DataFrame | None, pooled: pd.DataFrame, vali
             door_summary = pd.concat([door_summary, people_summary], ignore_index=True)
     for d in door_summary.itertuples():
         sec.say(f"{d.judge}, {d.n_pairs} pairs: relevant {d.relevant_blind} "
-                f"({S.fmt_ci(d.share_blind, d.share_blind_lo, d.share_blind_hi)}) blind, {d.relevant_with_metadata} "
-                f"({S.fmt_ci(d.share_with_metadata, d.share_with_metadata_lo, d.share_with_metadata_hi)}) with each "
+                f"({fmt_ci(d.share_blind, d.share_blind_lo, d.share_blind_hi)}) blind, {d.relevant_with_metadata} "
+                f"({fmt_ci(d.share_with_metadata, d.share_with_metadata_lo, d.share_with_metadata_hi)}) with each "
                 f"unit's file name and caption shown ({d.gained} gained, "
                 f"{d.lost} lost); gains whose file name or caption holds a query word: "
-                + (S.fmt_ci(d.gained_with_term, d.gained_with_term_lo, d.gained_with_term_hi) if d.gained else "none")
-                + f", the other pairs: {S.fmt_ci(d.others_with_term, d.others_with_term_lo, d.others_with_term_hi)} "
+                + (fmt_ci(d.gained_with_term, d.gained_with_term_lo, d.gained_with_term_hi) if d.gained else "none")
+                + f", the other pairs: {fmt_ci(d.others_with_term, d.others_with_term_lo, d.others_with_term_hi)} "
                   "(bootstrap 95%, documents resampled)")
     sec.table("judge_door_summary", door_summary)
     return sec, door, door_summary

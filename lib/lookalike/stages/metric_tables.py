@@ -25,6 +25,7 @@ from lookalike.report import site as report
 from lookalike.report import summary as SU
 from lookalike.analysis import scoring as S
 from lookalike.analysis import views as V
+from lookalike.report.tables import fmt_ci
 from lookalike.eval import stats
 from lookalike.retrieval import catalog, fusion, systems
 from lookalike.eval import trec
@@ -226,16 +227,16 @@ def headline_section(top1_random: pd.DataFrame, suff_hard: pd.DataFrame, hard_ru
         row = {"system": name}
         if name in tr.index:
             r = tr.loc[name]
-            row["top-1, random negatives (as generated)"] = S.fmt_ci(r["top1"], r["top1_lo"], r["top1_hi"])
+            row["top-1, random negatives (as generated)"] = fmt_ci(r["top1"], r["top1_lo"], r["top1_hi"])
             row["chance (top-1)"] = f"{r['chance']:.2f}" + (" — indistinguishable" if r["top1_lo"] <= r["chance"] else "")
             row["n (as generated)"] = int(r["n"])
         for label, m, k in (("sufficient@1", "sufficient", 1), ("sufficient@5", "sufficient", 5),
                             ("supporting-only@5", "supporting_only", 5), ("neither@5", "neither", 5)):
             r = sh.loc[(name, k)]
-            row[f"{label}, hard (validated)"] = S.fmt_ci(r[m], r[f"{m}_lo"], r[f"{m}_hi"])
+            row[f"{label}, hard (validated)"] = fmt_ci(r[m], r[f"{m}_lo"], r[f"{m}_hi"])
         row["n (validated)"] = int(sh.loc[(name, 1), "n"])
         g = S.slot_gain(frames_hard[name], "sufficient_1", "sufficient_5", seed=seed, clusters=clusters)
-        row["gain slot 1→5 (paired)"] = S.fmt_ci(g["gain"], g["gain_lo"], g["gain_hi"])
+        row["gain slot 1→5 (paired)"] = fmt_ci(g["gain"], g["gain_lo"], g["gain_hi"])
         head_rows.append(row)
     headline = pd.DataFrame(head_rows)
     sec.say(headline.to_string(index=False) if len(headline) else "no validated questions")
@@ -266,7 +267,7 @@ def significance_section(strict: pd.DataFrame, corpus_runs, seed: int, clusters,
     significance = pd.concat(sig, ignore_index=True) if sig else pd.DataFrame()
     with pd.option_context("display.float_format", "{:.3f}".format):
         if len(significance):
-            shown = significance.assign(difference=[S.fmt_ci(d, lo, hi) for d, lo, hi in zip(
+            shown = significance.assign(difference=[fmt_ci(d, lo, hi) for d, lo, hi in zip(
                 significance["delta"], significance["delta_lo"], significance["delta_hi"])])
             sec.say(shown[["measure", "system", "baseline", "n", "difference", "p_randomisation", "p_holm"]].rename(
                 columns={"baseline": "minus"}).to_string(index=False))
