@@ -5,7 +5,7 @@ StageResult.save) and a few other files (vectors, runs, qrels, the label store, 
 open). Each stage's contract names the tables it reads and writes and the other paths it writes.
 Three checks hold them to it:
 
-- tests/test_contracts.py reads every stage's source: the tables it reads and writes must be the
+- tests/stages/test_contracts.py reads every stage's source: the tables it reads and writes must be the
   ones declared, and every table a stage reads must be written by an earlier stage;
 - StageResult.save refuses to write a table its stage did not declare;
 - the runner compares the files each stage created with its declared paths (``undeclared_files``)

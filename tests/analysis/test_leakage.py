@@ -11,7 +11,7 @@ from lookalike.analysis import leakage as L
 from lookalike.retrieval import indexes as retrieve
 from lookalike.retrieval.encoders.base import Vectors
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

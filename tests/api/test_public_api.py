@@ -17,7 +17,7 @@ from lookalike.cli import eval as eval_cli
 from lookalike.eval import metrics as M
 from lookalike.eval import stats
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _data(n_queries: int = 30, seed: int = 0):

@@ -24,7 +24,7 @@ from conftest import make_label_run
 from lookalike.judging import server
 from lookalike.judging.labeldb import LabelDB
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

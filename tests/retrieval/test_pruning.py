@@ -12,7 +12,7 @@ from lookalike.retrieval.encoders.base import Vectors
 from lookalike.retrieval.indexes import maxsim
 from lookalike.retrieval.pruning import bounds, maxsim_topk, page_balls
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import corpora  # noqa: E402
 
 

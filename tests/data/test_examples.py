@@ -9,7 +9,7 @@ import pytest
 
 from lookalike.cli import check, main
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _digest(folder: Path) -> dict:
