@@ -62,9 +62,9 @@ test: setup
 test-shapes: setup
 	$(PY) -m pytest -n 2 tests/shapes
 
-# unit tests only: no notebook execution, no browser, no GPU (a few minutes on 2 cores)
+# unit tests only: no notebook execution, no browser, no GPU; two workers (under 4 minutes on 2 cores)
 test-fast: setup
-	$(PY) -m pytest -m "not slow and not browser and not gpu" tests
+	$(PY) -m pytest -n 2 -m "not slow and not browser and not gpu" tests
 
 # docs/parameters.md is generated from the schema (lib/lookalike/base.yaml); a test checks it is current
 docs: setup
