@@ -7,6 +7,7 @@ from lookalike.analysis import negatives as N
 from lookalike.analysis import questions as Q
 from lookalike.data import demo
 from lookalike.data.schema import CorpusError
+from lookalike.io import inputs as I
 from lookalike.judging import judges as J
 
 
@@ -199,14 +200,14 @@ def test_regression_file_skips_bad_rows_and_keeps_the_rest(tmp_path):
                     ",g,\n"
                     "what about this,nope,\n"
                     "another,d2,ghost\n", encoding="utf-8")
-    rows, skipped = Q.read_regressions(path, UNITS["unit_id"])
+    rows, skipped = I.read_regressions(path, UNITS["unit_id"])
     assert list(rows["query_id"]) == ["r001"] and rows.loc[0, "returned_unit_id"] == "d1"
     assert list(skipped["row"]) == [3, 4, 5]
     assert "empty text" in skipped.loc[0, "problem"] and "'nope'" in skipped.loc[1, "problem"]
     assert "'ghost'" in skipped.loc[2, "problem"]
     (tmp_path / "bad.csv").write_text("question,unit\nx,g\n", encoding="utf-8")
     with pytest.raises(CorpusError, match="bad.csv: column 'text' is missing"):
-        Q.read_regressions(tmp_path / "bad.csv", UNITS["unit_id"])
+        I.read_regressions(tmp_path / "bad.csv", UNITS["unit_id"])
 
 
 def test_top1_with_a_set_of_acceptable_units():

@@ -6,7 +6,7 @@ declaration is right. Realistic files: 10-page documents, about 10% of rows on t
 import numpy as np
 import pandas as pd
 import pytest
-from lookalike.analysis import leakage, questions
+from lookalike.analysis import leakage
 from lookalike.io import inputs, pagebase
 from lookalike.judging import judges as J
 
@@ -96,8 +96,8 @@ def test_blind_queries_regressions_and_human_labels_check_the_base_too(tmp_path)
     pd.DataFrame({"text": "where is it", "expected_unit_id": zero, "returned_unit_id": ""}).to_csv(
         tmp_path / "reg.csv", index=False)
     with pytest.raises(pagebase.PageBaseError, match="expected_unit_id name page 0"):
-        questions.read_regressions(tmp_path / "reg.csv", UNITS, page_base=1)
-    rows, skipped = questions.read_regressions(tmp_path / "reg.csv", UNITS, page_base=0)
+        inputs.read_regressions(tmp_path / "reg.csv", UNITS, page_base=1)
+    rows, skipped = inputs.read_regressions(tmp_path / "reg.csv", UNITS, page_base=0)
     assert len(rows) == 20 and skipped.empty and "report_0:1" in set(rows["expected_unit_id"])
 
     last = [f"{d}:10" for d in DOCS[:2]] + [f"{d}:{p}" for d in DOCS[:6] for p in (3, 4, 5)]    # 1-based, page 10 of 10

@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from lookalike.data.schema import CAPTION_COLUMNS, read_required_csv
+from lookalike.data.schema import CAPTION_COLUMNS
 from lookalike.eval import stats
-from lookalike.io import pagebase
+from lookalike.io import inputs
 from lookalike.vocab import METRIC_LABELS, REGISTERS, money
 
 
@@ -221,17 +221,11 @@ def read_blind_queries(path: Path | str, units: pd.DataFrame, seed: int = 0,
     numbers that contradict page_base (io.pagebase).
     """
     path = Path(path)
-    df = read_required_csv(path, ("query_id", "unit_id", "text"), "blind query file", ValueError, "columns: {columns}")
-    pagebase.check(str(path), list(df["unit_id"]), page_base, units["unit_id"], range(2, len(df) + 2))
-    df["unit_id"] = pagebase.normalise(df["unit_id"], page_base)
+    asked = inputs.read_blind_query_file(path, units["unit_id"], page_base, REGISTERS)
     meta = units.set_index("unit_id")
     rows, dropped = [], []
-    for i, rec in enumerate(df.to_dict("records"), start=1):
-        if rec["unit_id"] not in meta.index:
-            raise ValueError(f"{path}: row {i} (query {rec['query_id']!r}): unknown unit_id {rec['unit_id']!r}")
-        register = rec.get("register", "") or "shown"
-        if register not in REGISTERS:
-            raise ValueError(f"{path}: row {i}: register {register!r} is not one of {', '.join(REGISTERS)}")
+    for rec in asked.to_dict("records"):
+        i, register = rec["row"], rec["register"]
         unit = {"unit_id": rec["unit_id"], **meta.loc[rec["unit_id"]].to_dict()}
         source = str(unit.get("caption", "")).strip() or str(unit.get("alt_text", "")).strip()
         if not source:

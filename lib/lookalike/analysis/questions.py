@@ -25,14 +25,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from collections.abc import Callable, Mapping
 
 import pandas as pd
 
 from lookalike import progress as bars
-from lookalike.data.schema import read_required_csv
-from lookalike.io import pagebase
 from lookalike.vocab import METRIC_LABELS
 
 AXIS_ORDER = ("entity", "period", "metric", "revision", "cluster")
@@ -253,45 +250,3 @@ def tallies(validation: pd.DataFrame) -> pd.DataFrame:
     return out[(out["axis"] == "any") | (out["answerable"] > 0)].reset_index(drop=True)
 
 
-REGRESSION_COLUMNS = ["query_id", "text", "expected_unit_id", "returned_unit_id", "system", "note"]
-
-
-def read_regressions(path, unit_ids, page_base: int = 1) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Failures users reported: CSV with text and expected_unit_id (the unit that should have come
-    back); optional query_id, returned_unit_id (what did), system, note.
-
-    Returns (rows, skipped). A row with empty text or an unknown unit id is skipped with its row
-    number and reason — never the whole file. query_id defaults to r001, r002, ... by row. Unit ids
-    that contradict page_base refuse the file (io.pagebase); 0-based ids are shifted to the corpus's.
-    """
-    path = Path(path)
-    df = read_required_csv(path, ("text", "expected_unit_id"), "regression file",
-                           hint="need text, expected_unit_id; optional query_id, returned_unit_id, system, note")
-    for col in REGRESSION_COLUMNS:
-        if col not in df.columns:
-            df[col] = ""
-    unit_ids = list(unit_ids)
-    rows = range(2, len(df) + 2)
-    for col in ("expected_unit_id", "returned_unit_id"):
-        pagebase.check(str(path), list(df[col]), page_base, unit_ids, rows, what=col)
-        df[col] = [u if not u.strip() else v for u, v in zip(df[col], pagebase.normalise(df[col], page_base))]
-    known = set(unit_ids)
-    keep, skipped, seen = [], [], set()
-    for i, r in enumerate(df.to_dict("records"), start=2):          # row 1 is the header
-        qid = r["query_id"].strip() or f"r{i - 1:03d}"
-        problem = ""
-        if not r["text"].strip():
-            problem = "empty text"
-        elif r["expected_unit_id"] not in known:
-            problem = f"expected_unit_id {r['expected_unit_id']!r} is not a unit of this corpus"
-        elif r["returned_unit_id"] and r["returned_unit_id"] not in known:
-            problem = f"returned_unit_id {r['returned_unit_id']!r} is not a unit of this corpus"
-        elif qid in seen:
-            problem = f"duplicate query_id {qid!r}"
-        if problem:
-            skipped.append(dict(source=str(path), row=i, unit_id=r["expected_unit_id"], problem=problem))
-            continue
-        seen.add(qid)
-        keep.append({**r, "query_id": qid})
-    return (pd.DataFrame(keep, columns=REGRESSION_COLUMNS),
-            pd.DataFrame(skipped, columns=["source", "row", "unit_id", "problem"]))

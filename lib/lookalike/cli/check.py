@@ -146,7 +146,7 @@ def check_inputs(prm: dict) -> list[Report]:
                 r.notes.append(f"{run['query_id'].nunique()} questions ranked")
         for key, name, read in (
                 ("validate.labels", "human labels", lambda p: _human_labels(p, unit_ids, page_base, qids)),
-                ("validate.regressions", "regression reports", lambda p: Q.read_regressions(p, unit_ids, page_base)),
+                ("validate.regressions", "regression reports", lambda p: I.read_regressions(p, unit_ids, page_base)),
                 ("leak.blind_queries", "blind queries", lambda p: leakage.read_blind_queries(p, units, ctx.seed, page_base))):
             path = ctx.path(key)
             if not path:

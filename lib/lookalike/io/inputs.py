@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 
 import pandas as pd
 
-from lookalike.data.schema import QUESTION_COLUMNS, CorpusError
+from lookalike.data.schema import QUESTION_COLUMNS, CorpusError, read_required_csv
 from lookalike.eval import trec
 from lookalike.eval.trec import LABEL_GRADES
 from lookalike.io import pagebase
@@ -297,3 +297,73 @@ def as_questions(questions: pd.DataFrame, qrels: pd.DataFrame, units: pd.DataFra
                      "register": r.register or "question", "qualified": False, "qualifiers": "",
                      "evidence_unit_ids": ";".join(ev)})
     return pd.DataFrame(rows, columns=QUESTION_COLUMNS)
+
+
+REGRESSION_COLUMNS = ["query_id", "text", "expected_unit_id", "returned_unit_id", "system", "note"]
+
+
+def read_regressions(path, unit_ids, page_base: int = 1) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Failures users reported: CSV with text and expected_unit_id (the unit that should have come
+    back); optional query_id, returned_unit_id (what did), system, note.
+
+    Returns (rows, skipped). A row with empty text or an unknown unit id is skipped with its row
+    number and reason — never the whole file. query_id defaults to r001, r002, ... by row. Unit ids
+    that contradict page_base refuse the file (io.pagebase); 0-based ids are shifted to the corpus's.
+    """
+    path = Path(path)
+    df = read_required_csv(path, ("text", "expected_unit_id"), "regression file",
+                           hint="need text, expected_unit_id; optional query_id, returned_unit_id, system, note")
+    for col in REGRESSION_COLUMNS:
+        if col not in df.columns:
+            df[col] = ""
+    unit_ids = list(unit_ids)
+    rows = range(2, len(df) + 2)
+    for col in ("expected_unit_id", "returned_unit_id"):
+        pagebase.check(str(path), list(df[col]), page_base, unit_ids, rows, what=col)
+        df[col] = [u if not u.strip() else v for u, v in zip(df[col], pagebase.normalise(df[col], page_base))]
+    known = set(unit_ids)
+    keep, skipped, seen = [], [], set()
+    for i, r in enumerate(df.to_dict("records"), start=2):          # row 1 is the header
+        qid = r["query_id"].strip() or f"r{i - 1:03d}"
+        problem = ""
+        if not r["text"].strip():
+            problem = "empty text"
+        elif r["expected_unit_id"] not in known:
+            problem = f"expected_unit_id {r['expected_unit_id']!r} is not a unit of this corpus"
+        elif r["returned_unit_id"] and r["returned_unit_id"] not in known:
+            problem = f"returned_unit_id {r['returned_unit_id']!r} is not a unit of this corpus"
+        elif qid in seen:
+            problem = f"duplicate query_id {qid!r}"
+        if problem:
+            skipped.append(dict(source=str(path), row=i, unit_id=r["expected_unit_id"], problem=problem))
+            continue
+        seen.add(qid)
+        keep.append({**r, "query_id": qid})
+    return (pd.DataFrame(keep, columns=REGRESSION_COLUMNS),
+            pd.DataFrame(skipped, columns=["source", "row", "unit_id", "problem"]))
+
+
+BLIND_QUERY_COLUMNS = ["row", "query_id", "unit_id", "text", "register"]
+
+
+def read_blind_query_file(path: Path | str, unit_ids: Iterable[str], page_base: int = 1,
+                          registers: Iterable[str] = ()) -> pd.DataFrame:
+    """Your own blind queries (CSV: query_id, unit_id, text[, register]): one row per query with its row
+    number in the file; register defaults to "shown". Errors name the file and row: a missing column, page
+    numbers that contradict page_base (io.pagebase), an unknown unit, a register not in registers."""
+    path = Path(path)
+    df = read_required_csv(path, ("query_id", "unit_id", "text"), "blind query file", ValueError, "columns: {columns}")
+    known = list(unit_ids)
+    pagebase.check(str(path), list(df["unit_id"]), page_base, known, range(2, len(df) + 2))
+    df["unit_id"] = pagebase.normalise(df["unit_id"], page_base)
+    known, allowed = set(known), list(registers)
+    rows = []
+    for i, rec in enumerate(df.to_dict("records"), start=1):
+        if rec["unit_id"] not in known:
+            raise ValueError(f"{path}: row {i} (query {rec['query_id']!r}): unknown unit_id {rec['unit_id']!r}")
+        register = rec.get("register", "") or "shown"
+        if allowed and register not in allowed:
+            raise ValueError(f"{path}: row {i}: register {register!r} is not one of {', '.join(allowed)}")
+        rows.append({"row": i, "query_id": rec["query_id"], "unit_id": rec["unit_id"], "text": rec["text"],
+                     "register": register})
+    return pd.DataFrame(rows, columns=BLIND_QUERY_COLUMNS)

@@ -24,6 +24,7 @@ from lookalike.retrieval.encoders.base import Vectors
 
 from lookalike.report import charts, images
 from lookalike.data import demo
+from lookalike.io import inputs as I
 from lookalike.stages.base import Section, StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
 
 STAGE = "05_validate_questions"
@@ -289,7 +290,7 @@ def regressions_section(reg_path: Path | None, units: pd.DataFrame, names: list,
     if reg_path is None:
         sec.say("no regression file configured (validate_regressions)")
     else:
-        reports, regression_skipped = Q.read_regressions(reg_path, units["unit_id"], page_base)
+        reports, regression_skipped = I.read_regressions(reg_path, units["unit_id"], page_base)
         regression_skipped["source"] = reg_path.name
         sec.say(f"{reg_path.name}: {len(reports)} reports kept, {len(regression_skipped)} skipped")
         if len(regression_skipped):
