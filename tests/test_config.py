@@ -69,3 +69,17 @@ def test_no_layer_below_the_stages_reads_a_dotted_parameter():
 def test_the_dotted_read_check_sees_one():
     assert DOTTED.search('method = get("rerank.method")') and DOTTED.search("x = ctx.get('seed')")
     assert not DOTTED.search('vecs = unit_vectors.get(name)')
+
+
+def test_the_judge_endpoint_is_one_section_and_an_old_key_is_told_its_new_name(tmp_path):
+    """judges.url / model / samples / temperature serve stages 05, 06 and 08 alike; a run file that still
+    says validate.judge_url is refused with the key's new name, not just 'unknown key'."""
+    from lookalike import stages
+
+    ctx = stages.context(tmp_path, P.check({"judges": {"url": "http://x/v1", "model": "m", "samples": 3}}))
+    got = ctx.judge_settings(tmp_path)
+    assert (got["url"], got["model"], got["samples"]) == ("http://x/v1", "m", 3)
+    old = tmp_path / "old.yaml"
+    old.write_text("run: old\nvalidate:\n  judge_url: http://x/v1\n", encoding="utf-8")
+    with pytest.raises(P.ParamsError, match="'validate.judge_url' is now 'judges.url'"):
+        P.load_params(old)

@@ -101,11 +101,19 @@ def _compatible(default: Any, value: Any) -> bool:
     return isinstance(value, type(default))
 
 
+# keys that moved, with where they went: a run file that still uses one is told the new name
+MOVED = {"validate.judge_url": "judges.url", "validate.judge_model": "judges.model",
+         "validate.judge_samples": "judges.samples", "validate.judge_temperature": "judges.temperature"}
+
+
 def deep_merge(base: dict[str, Any], override: dict[str, Any], source: Path, prefix: str = "") -> dict[str, Any]:
     """Return base updated by override, recursing into mappings; never mutates either input."""
     merged = dict(base)
     for key, value in override.items():
         dotted = f"{prefix}{key}"
+        if dotted in MOVED:
+            raise ParamsError(f"{source}: '{dotted}' is now '{MOVED[dotted]}' (one judges: section holds the judge "
+                              f"endpoint for every stage that judges); rename it there")
         if key not in base:
             allowed = ", ".join(sorted(f"{prefix}{k}" for k in base))
             raise ParamsError(f"{source}: unknown key '{dotted}' (allowed here: {allowed})")

@@ -184,7 +184,7 @@ def test_make_judge_by_name_and_auto(tmp_path):
         J.make_judge("oracle")
     with pytest.raises(J.JudgeError, match="needs validate.labels"):
         J.make_judge("human")
-    with pytest.raises(J.JudgeError, match="needs validate.judge_url"):
+    with pytest.raises(J.JudgeError, match="needs judges.url"):
         J.make_judge("openai-compatible", url="http://x")
     (tmp_path / "l.csv").write_text("query_id,unit_id,label\nq1,u1,sufficient\n")
     assert J.make_judge("human", labels=str(tmp_path / "l.csv")).name == "human"

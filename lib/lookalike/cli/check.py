@@ -172,7 +172,7 @@ def check_inputs(prm: dict) -> list[Report]:
         judges = {prm["validate"]["judge"], prm["validate"]["compare_judge"], prm["labels"]["model_judge"],
                   prm["mining"]["judge"], prm["mining"]["compare_judge"]}
         if "openai-compatible" in judges:
-            reports.append(_endpoint(prm["validate"]["judge_url"], prm["validate"]["judge_model"]))
+            reports.append(_endpoint(prm["judges"]["url"], prm["judges"]["model"]))
     return reports
 
 
@@ -260,7 +260,7 @@ def _endpoint(url: str, model: str) -> Report:
     """One cheap request to the judge endpoint: GET {url}/models, and whether it serves the model."""
     r = Report("judge endpoint", url)
     if not url or not model:
-        r.refused = "the openai-compatible judge needs validate.judge_url and validate.judge_model"
+        r.refused = "the openai-compatible judge needs judges.url and judges.model"
         return r
     try:
         with urllib.request.urlopen(url.rstrip("/") + "/models", timeout=5) as resp:
@@ -270,7 +270,7 @@ def _endpoint(url: str, model: str) -> Report:
         return r
     r.rows = len(served)
     if model not in served:
-        r.refused = f"{url} serves {', '.join(served) or 'no models'}; validate.judge_model {model!r} is not among them"
+        r.refused = f"{url} serves {', '.join(served) or 'no models'}; judges.model {model!r} is not among them"
     else:
         r.notes.append(f"serves {model!r}")
     return r

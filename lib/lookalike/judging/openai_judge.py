@@ -80,7 +80,7 @@ class OpenAICompatibleJudge:
     def from_resources(cls, url="", model="", cache_dir=None, samples=1, temperature=0.0, timeout_s=60.0,
                        max_attempts=4, **_):
         if not url or not model:
-            raise JudgeError("the openai-compatible judge needs validate.judge_url and validate.judge_model")
+            raise JudgeError("the openai-compatible judge needs judges.url and judges.model")
         return cls(url, model, cache_dir=cache_dir, samples=samples, temperature=temperature, timeout=float(timeout_s),
                    retries=max(int(max_attempts), 1) - 1)
 

@@ -64,10 +64,9 @@ class StageContext:
         """The judge endpoint's settings every stage that judges passes to make_judge: url, model, samples,
         temperature, timeout and attempts, and where replies are cached (one place, so stages 05, 06 and 08
         judge with the same endpoint settings)."""
-        c = self.config
-        return dict(url=c.validate.judge_url, model=c.validate.judge_model, samples=c.validate.judge_samples,
-                    temperature=c.validate.judge_temperature, timeout_s=c.judges.timeout_s,
-                    max_attempts=c.judges.max_attempts, cache_dir=Path(cache_root) / "judges")
+        j = self.config.judges
+        return dict(url=j.url, model=j.model, samples=j.samples, temperature=j.temperature, timeout_s=j.timeout_s,
+                    max_attempts=j.max_attempts, cache_dir=Path(cache_root) / "judges")
 
     @property
     def seed(self) -> int:
