@@ -4,6 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from lookalike.analysis import scoring as S
+from lookalike.retrieval import fusion
 
 
 def run(rows):
@@ -60,7 +61,7 @@ def test_evidence_complete_macro_and_micro():
 def test_fusion_trace_counts_what_the_fused_top_k_dropped():
     a = run([("q1", "good", 1.0)] + [("q1", f"a{i}", 2.0 + i) for i in range(3)])     # good at rank 4 of a
     b = run([("q1", f"b{i}", 2.0 + i) for i in range(3)] + [("q1", "z", 0.1)])
-    fused = {"rrf": S.fuse("rrf", [a, b]), "round-robin": S.fuse("round-robin", [a, b])}
+    fused = {"rrf": fusion.fuse("rrf", [a, b]), "round-robin": fusion.fuse("round-robin", [a, b])}
     per_q, counts = S.fusion_trace({"a": a, "b": b}, fused, {"q1": {"good"}}, k=3)
     c = counts.set_index(["method", "component"])["questions_lost"]
     assert c[("rrf", "a")] == 1 and c[("rrf", "b")] == 0 and c[("rrf", "any")] == 1
@@ -70,7 +71,7 @@ def test_fusion_trace_counts_what_the_fused_top_k_dropped():
     _, counts = S.fusion_trace({"a": a, "b": b}, fused, {"q1": {"good"}}, k=10)
     assert (counts["questions_lost"] == 0).all()
     with pytest.raises(ValueError, match="unknown fusion method"):
-        S.fuse("max", [a, b])
+        fusion.fuse("max", [a, b])
 
 
 def test_restrict_ranking_puts_unranked_candidates_last():

@@ -8,6 +8,7 @@ import torch
 from lookalike.io.cache import Cache
 from lookalike.retrieval import encoders as E
 from lookalike.retrieval import clustering
+from lookalike.retrieval import doc_context, fusion
 from lookalike.retrieval import indexes as retrieve
 from lookalike.retrieval.encoders import ocr
 from lookalike.retrieval.encoders.base import Vectors
@@ -142,14 +143,14 @@ def _run(pairs):
 
 def test_rrf_of_one_list_keeps_its_order():
     run = _run([("q", "a", 0.2), ("q", "b", 0.9), ("q", "c", 0.5), ("r", "x", 1.0)])
-    fused = retrieve.rrf([run])
+    fused = fusion.rrf([run])
     assert list(fused[fused["query_id"] == "q"]["unit_id"]) == ["b", "c", "a"]
 
 
 def test_rrf_sums_reciprocal_ranks():
     a = _run([("q", "u1", 3.0), ("q", "u2", 2.0)])
     b = _run([("q", "u2", 5.0), ("q", "u3", 1.0)])
-    fused = retrieve.rrf([a, b], k=60).set_index("unit_id")["score"]
+    fused = fusion.rrf([a, b], k=60).set_index("unit_id")["score"]
     assert fused["u2"] == pytest.approx(1 / 62 + 1 / 61)
     assert fused["u1"] == pytest.approx(1 / 61) and fused["u3"] == pytest.approx(1 / 62)
 
@@ -157,7 +158,7 @@ def test_rrf_sums_reciprocal_ranks():
 def test_round_robin_interleaves_without_duplicates():
     a = _run([("q", "u1", 3.0), ("q", "u2", 2.0), ("q", "u3", 1.0)])
     b = _run([("q", "u2", 3.0), ("q", "u4", 2.0), ("q", "u1", 1.0)])
-    fused = retrieve.round_robin([a, b])
+    fused = fusion.round_robin([a, b])
     order = list(fused.sort_values("score", ascending=False)["unit_id"])
     assert order == ["u1", "u2", "u4", "u3"]
     assert len(order) == len(set(order))
@@ -166,12 +167,12 @@ def test_round_robin_interleaves_without_duplicates():
 def test_score_sum_normalisation():
     a = _run([("q", "u1", 10.0), ("q", "u2", 0.0)])
     b = _run([("q", "u2", 1.0), ("q", "u1", 0.5), ("q", "u3", 0.0)])
-    mm = retrieve.score_sum([a, b], "minmax").set_index("unit_id")["score"]
+    mm = fusion.score_sum([a, b], "minmax").set_index("unit_id")["score"]
     assert mm["u1"] == pytest.approx(1.5) and mm["u2"] == pytest.approx(1.0) and mm["u3"] == 0.0
-    z = retrieve.normalise_scores(b, "zscore")
+    z = fusion.normalise_scores(b, "zscore")
     assert z["score"].mean() == pytest.approx(0.0) and z["score"].std(ddof=0) == pytest.approx(1.0)
     with pytest.raises(ValueError, match="unknown normalisation"):
-        retrieve.normalise_scores(a, "rank")
+        fusion.normalise_scores(a, "rank")
 
 
 def test_document_context_lifts_pages_of_the_right_document():
@@ -183,7 +184,7 @@ def test_document_context_lifts_pages_of_the_right_document():
     query = [np.stack([e[0], e[2]])]
     plain = retrieve.maxsim(query, pages)
     assert plain[0, 1] == plain[0, 2]
-    ctx = retrieve.document_context_scores(query, pages, docs, n_context=2, seed=0)
+    ctx = doc_context.document_context_scores(query, pages, docs, n_context=2, seed=0)
     assert ctx[0, 1] > ctx[0, 2]
     added = ctx - plain                                   # the document term: same for pages of one document
     assert added[0, 0] == pytest.approx(added[0, 1]) and added[0, 1] > added[0, 2]

@@ -16,6 +16,7 @@ from lookalike.eval import metrics as M
 from lookalike.eval import stats
 from lookalike.io.cache import Cache
 from lookalike.retrieval import encoders as E
+from lookalike.retrieval import fusion
 from lookalike.retrieval import indexes as retrieve
 from lookalike.retrieval import systems
 from lookalike.judging import pool as judge_pool
@@ -448,7 +449,7 @@ def pixel_system_runs(units: pd.DataFrame, base_dir: Path, cache: Cache, queries
     texts = bm25_texts(units, base_dir, cache, inject, ocr_engine, workers)
     index = retrieve.BM25Index(accepts=("pixels",), name="ocr-bm25", allow_foreign_provenance=bool(inject)).add(texts)
     bm25_run = index.search(bm25.encode_queries(list(queries["text"]), list(queries["query_id"])), k=depth)
-    return {"image": image_run, "ocr-bm25": bm25_run, "pixels-rrf": retrieve.rrf([image_run, bm25_run], depth=depth)}
+    return {"image": image_run, "ocr-bm25": bm25_run, "pixels-rrf": fusion.rrf([image_run, bm25_run], depth=depth)}
 
 
 def bm25_texts(units: pd.DataFrame, base_dir: Path, cache: Cache, inject: str = "", ocr_engine: str = "",

@@ -16,7 +16,7 @@ import pandas as pd
 from lookalike.eval import metrics as M
 from lookalike.eval import ranking
 from lookalike.eval import stats
-from lookalike.retrieval import indexes as retrieve
+from lookalike.retrieval import doc_context, fusion
 from lookalike.retrieval import systems
 
 SUFFICIENCY_COLUMNS = ["system", "negatives", "k", "n", "sufficient", "sufficient_lo", "sufficient_hi",
@@ -45,13 +45,6 @@ def cut(run: pd.DataFrame, depth: int) -> pd.DataFrame:
         return run
     ranked = ranking.rank(run)
     return ranked.loc[ranked["rank"] <= depth, ["query_id", "unit_id", "score"]].reset_index(drop=True)
-
-
-def fuse(method: str, runs: Sequence[pd.DataFrame], rrf_k: int = 60, depth: int = 100) -> pd.DataFrame:
-    """The runs fused by a method of retrieval.fusion.FUSIONS (rrf, round-robin, score-sum)."""
-    from lookalike.retrieval import fusion
-
-    return fusion.fuse(method, runs, rrf_k=rrf_k, depth=depth)
 
 
 def per_query(qrels: pd.DataFrame, run: pd.DataFrame, measures: Sequence[str], query_ids: Sequence[str]) -> pd.DataFrame:
@@ -219,8 +212,9 @@ class CandidateSystems:
     """Every system of a run, ranking each question's candidate units only (the hard-negative and
     random-negative views). base: the encoded systems (name -> unit Vectors); fusions: name ->
     the base systems it fuses with RRF; external: your runs (only their top-depth ranking is known,
-    so they are restricted, not re-scored); doc_context: also score ``ocr-minilm+doc-context``
-    (document-context scoring over the same candidates) when ocr-minilm is a base system."""
+    so they are restricted, not re-scored); doc_context: name -> members of the catalogue's
+    document-context systems (retrieval.doc_context), scored over the same candidates when their
+    member is a base system."""
     units: pd.DataFrame
     base: Mapping[str, object]
     fusions: Mapping[str, Sequence[str]] = field(default_factory=dict)
@@ -229,12 +223,14 @@ class CandidateSystems:
     rrf_k: int = 60
     depth: int = 100
     seed: int = 0
-    doc_context: bool = True
+    doc_context: Mapping[str, Sequence[str]] = field(default_factory=dict)
 
     @property
     def names(self) -> list[str]:
-        extra = ["ocr-minilm+doc-context"] if self.doc_context and "ocr-minilm" in self.base else []
-        return list(self.base) + list(self.fusions) + extra + list(self.external)
+        return list(self.base) + list(self.fusions) + list(self._rescored()) + list(self.external)
+
+    def _rescored(self) -> dict[str, Sequence[str]]:
+        return {n: m for n, m in self.doc_context.items() if m[0] in self.base}
 
     def runs(self, questions: pd.DataFrame, candidates: Mapping[str, Sequence[str]]) -> dict[str, pd.DataFrame]:
         """name -> run over the questions, each question's ranking holding its candidates only."""
@@ -248,23 +244,20 @@ class CandidateSystems:
         qids, unit_ids = list(questions["query_id"]), list(self.units["unit_id"])
         qv = systems.encode_queries(questions, list(self.base), **self.settings)
         scores = {n: systems.score_matrix(v, qv[n]) for n, v in self.base.items()}
-        if self.doc_context and "ocr-minilm" in self.base:
-            scores["ocr-minilm+doc-context"] = retrieve.document_context_scores(
-                list(qv["ocr-minilm"].data), list(self.base["ocr-minilm"].data), self.units["doc_id"], n_context=4,
-                seed=self.seed)
+        for name, members in self._rescored().items():
+            scores[name] = doc_context.system_scores(name, members, qv, self.base, self.units["doc_id"], self.seed)
         out = {}
         for key, candidates in candidate_sets.items():
             runs = {n: restricted_run(scores[n], qids, unit_ids, candidates) for n in self.base}
             for name, parts in self.fusions.items():
                 # each part cut at the run depth first, as stages 02 and 06 fuse the runs they export:
                 # the full-corpus point of any view is then the exported fused run's own figure
-                runs[name] = fuse("rrf", [cut(runs[p], self.depth) for p in parts], rrf_k=self.rrf_k,
-                                  depth=self.depth)
+                runs[name] = fusion.fuse("rrf", [cut(runs[p], self.depth) for p in parts], rrf_k=self.rrf_k,
+                                         depth=self.depth)
             for name, run in self.external.items():
                 runs[name] = restrict_ranking(run, candidates)
-            if "ocr-minilm+doc-context" in scores:
-                runs["ocr-minilm+doc-context"] = restricted_run(scores["ocr-minilm+doc-context"], qids, unit_ids,
-                                                                candidates)
+            for name in self._rescored():
+                runs[name] = restricted_run(scores[name], qids, unit_ids, candidates)
             out[key] = runs
         return out
 

@@ -3,7 +3,7 @@
 - settings: per family (a base system), the settings Base / Ctx / B+Ctx / Rerank / Q-Split, each
   with nDCGAll@10 and RecallAll@10, Macro (over evidence structures, each resampled on its own) and
   Micro (over questions), 95% CIs. Base is the system; Ctx ranks pages by their document's context
-  match alone and B+Ctx by page score plus context match (VL-DocIR eq. 8, ``indexes.document_context_parts``);
+  match alone and B+Ctx by page score plus context match (VL-DocIR eq. 8, ``retrieval.doc_context``);
   Rerank and Q-Split are ``<base>+rerank`` / ``<base>+split`` when the run built them. A setting
   that did not run says why in its status — it is never filled in.
 - source x structure: RecallAll@5 per (source, evidence structure) for every system, where the
@@ -24,6 +24,7 @@ import pandas as pd
 
 from lookalike.report.tables import fmt_ci
 from lookalike.eval import stats
+from lookalike.retrieval import catalog, doc_context
 from lookalike.retrieval import indexes as retrieve
 
 SETTINGS = ("Base", "Ctx", "B+Ctx", "Rerank", "Q-Split")
@@ -36,10 +37,12 @@ KIND_COLUMNS = ["system", "kind", "vectors_per_page", "dim", "bytes_per_page_fp3
 
 def context_runs(families: Sequence[str], unit_vectors: Mapping, query_vectors: Mapping, units: pd.DataFrame,
                  query_ids: Sequence[str], have: Mapping[str, pd.DataFrame], depth: int, seed: int = 0,
-                 n_context: int = 4) -> tuple[dict, dict]:
+                 n_context: int | None = None) -> tuple[dict, dict]:
     """({system name: run}, {family: why not}) for the Ctx and B+Ctx settings of each vector family:
     ``<family>+ctx-only`` and ``<family>+doc-context`` (reused from have when the run already ranked it
-    — stage 06 builds ocr-minilm's)."""
+    — stage 06 builds ocr-minilm's). n_context: context vectors per document, by default the
+    catalogue's doc-context system's, so a family's B+Ctx is scored as that system is."""
+    n_context = n_context or catalog.SYSTEMS[catalog.DOC_CONTEXT].context_vectors
     runs, why = {}, {}
     unit_ids = list(units["unit_id"])
     for fam in families:
@@ -55,7 +58,7 @@ def context_runs(families: Sequence[str], unit_vectors: Mapping, query_vectors: 
             why[fam] = "its index does not hold every unit (some failed to encode)"
             continue
         pages = [np.asarray(vecs.data[order[u]]) for u in unit_ids]
-        page, ctx = retrieve.document_context_parts(list(query_vectors[fam].data), pages, units["doc_id"],
+        page, ctx = doc_context.document_context_parts(list(query_vectors[fam].data), pages, units["doc_id"],
                                                     n_context=n_context, seed=seed)
         runs[f"{fam}+ctx-only"] = retrieve.run_from_scores(ctx, list(query_ids), unit_ids, depth)
         both = f"{fam}+doc-context"

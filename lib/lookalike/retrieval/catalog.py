@@ -24,6 +24,7 @@ class SystemSpec:
     members: tuple[str, ...] = ()    # the encoded systems it is built from; () = every encoded system
     needs: tuple[str, ...] = ()      # provenances the members must include (hybrid: pixels and caption-text)
     first_stage: str = "02"          # the first stage that ranks with it
+    context_vectors: int = 0         # doc-context: context vectors per document (k-means centroids)
 
     def plan(self, base: Sequence[str], provenance: Mapping[str, str]) -> tuple[list[str] | None, str]:
         """(the members to build it from, '') or (None, why it is not built on this run)."""
@@ -45,7 +46,7 @@ PIXELS_RRF, HYBRID_RRF, DOC_CONTEXT = "pixels-rrf", "hybrid-rrf", "ocr-minilm+do
 SYSTEMS: Registry[SystemSpec] = Registry("derived system")
 SYSTEMS.register(SystemSpec(PIXELS_RRF, "rrf", ("ocr-minilm", "ocr-bm25")))
 SYSTEMS.register(SystemSpec(HYBRID_RRF, "rrf", (), ("pixels", "caption-text"), first_stage="06"))
-SYSTEMS.register(SystemSpec(DOC_CONTEXT, "doc-context", ("ocr-minilm",), first_stage="06"))
+SYSTEMS.register(SystemSpec(DOC_CONTEXT, "doc-context", ("ocr-minilm",), first_stage="06", context_vectors=4))
 
 
 def provenance(name: str, members: Sequence[str], of: Mapping[str, str]) -> str:
@@ -62,6 +63,10 @@ class Plan:
 
     def fusions(self) -> dict[str, list[str]]:
         return {n: m for n, m in self.built.items() if SYSTEMS[n].how == "rrf"}
+
+    def rescorings(self) -> dict[str, list[str]]:
+        """The doc-context systems built (name -> the member whose pages they rescore)."""
+        return {n: m for n, m in self.built.items() if SYSTEMS[n].how == "doc-context"}
 
     def has(self, name: str) -> bool:
         return name in self.built

@@ -1,4 +1,5 @@
-"""Retrieval: exact indexes, MaxSim late interaction, BM25, fusion, document-context scoring.
+"""Retrieval: exact indexes (dense, MaxSim late interaction, BM25) and runs from score matrices.
+Fusing runs is retrieval.fusion; document-context scoring is retrieval.doc_context.
 
 Every search returns a run as a long frame (query_id, unit_id, score) in the canonical order of
 lookalike.metrics (score descending, ties by unit id descending), cut at k.
@@ -11,13 +12,12 @@ fault injection uses on purpose and which is recorded on the index.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
 from lookalike.eval.metrics import rank
-from lookalike.retrieval.clustering import spherical_kmeans
 from lookalike.retrieval.encoders.base import Vectors
 from lookalike.retrieval.late_interaction import maxsim
 
@@ -243,107 +243,8 @@ class BM25Index:
         return _run_frame(queries.ids, self.unit_ids, s, idx, k)
 
 
-# ----------------------------------------------------------------------------- fusion
-
-def _ranked(run: pd.DataFrame) -> pd.DataFrame:
-    return rank(run)
-
-
-def rrf(runs: Mapping[str, pd.DataFrame] | Sequence[pd.DataFrame], k: int = 60, depth: int = 100) -> pd.DataFrame:
-    """Reciprocal rank fusion: score(u) = sum over runs of 1 / (k + rank(u)) (Cormack et al. 2009)."""
-    runs = list(runs.values()) if isinstance(runs, Mapping) else list(runs)
-    parts = []
-    for run in runs:
-        r = _ranked(run)
-        parts.append(pd.DataFrame({"query_id": r["query_id"], "unit_id": r["unit_id"], "score": 1.0 / (k + r["rank"])}))
-    fused = pd.concat(parts).groupby(["query_id", "unit_id"], as_index=False)["score"].sum()
-    out = rank(fused)
-    return out.loc[out["rank"] <= depth, ["query_id", "unit_id", "score"]].reset_index(drop=True)
-
-
-def round_robin(runs: Mapping[str, pd.DataFrame] | Sequence[pd.DataFrame], depth: int = 100) -> pd.DataFrame:
-    """Interleave the runs' rankings (first of each, then second of each, ...), skipping duplicates.
-
-    The fused score is depth - position, so the canonical ranking reproduces the interleaving.
-    """
-    runs = list(runs.values()) if isinstance(runs, Mapping) else list(runs)
-    ranked = [_ranked(r) for r in runs]
-    queries = sorted(set().union(*(set(r["query_id"]) for r in ranked)))
-    lists = [{q: list(g["unit_id"]) for q, g in r.groupby("query_id", sort=False)} for r in ranked]
-    rows = []
-    for q in queries:
-        seen, order = set(), []
-        columns = [lst.get(q, []) for lst in lists]
-        for i in range(max((len(c) for c in columns), default=0)):
-            for c in columns:
-                if i < len(c) and c[i] not in seen:
-                    seen.add(c[i])
-                    order.append(c[i])
-        order = order[:depth]
-        rows.extend((q, u, float(len(order) - j)) for j, u in enumerate(order))
-    return pd.DataFrame(rows, columns=["query_id", "unit_id", "score"])
-
-
-def normalise_scores(run: pd.DataFrame, method: str = "minmax") -> pd.DataFrame:
-    """Per-query score normalisation: minmax (to [0, 1]) or zscore (mean 0, sd 1); constant scores -> 0."""
-    g = run.groupby("query_id")["score"]
-    if method == "minmax":
-        lo, hi = g.transform("min"), g.transform("max")
-        span = (hi - lo).replace(0.0, np.nan)
-        score = ((run["score"] - lo) / span).fillna(0.0)
-    elif method == "zscore":
-        mu, sd = g.transform("mean"), g.transform("std", ddof=0)
-        score = ((run["score"] - mu) / sd.replace(0.0, np.nan)).fillna(0.0)
-    else:
-        raise ValueError(f"unknown normalisation {method!r}; expected minmax or zscore")
-    return run.assign(score=score.to_numpy())
-
-
-def score_sum(runs: Mapping[str, pd.DataFrame] | Sequence[pd.DataFrame], method: str = "minmax",
-              weights: Sequence[float] | None = None, depth: int = 100) -> pd.DataFrame:
-    """Normalised score sum (CombSUM); a unit missing from a run contributes 0 from it."""
-    runs = list(runs.values()) if isinstance(runs, Mapping) else list(runs)
-    weights = list(weights) if weights is not None else [1.0] * len(runs)
-    parts = [normalise_scores(r, method).assign(score=lambda d, w=w: d["score"] * w) for r, w in zip(runs, weights)]
-    fused = pd.concat(parts).groupby(["query_id", "unit_id"], as_index=False)["score"].sum()
-    out = rank(fused)
-    return out.loc[out["rank"] <= depth, ["query_id", "unit_id", "score"]].reset_index(drop=True)
-
-
-# ----------------------------------------------------------------------------- document context
-
 def run_from_scores(scores: np.ndarray, query_ids: Sequence[str], unit_ids: Sequence[str], k: int = 100) -> pd.DataFrame:
     """A full score matrix (n_queries, n_units) as a run: each query's top k in canonical order."""
     scores = np.asarray(scores, dtype=np.float64)
     idx = np.tile(np.arange(scores.shape[1]), (scores.shape[0], 1)) if scores.size else np.zeros((len(query_ids), 0), int)
     return _run_frame(query_ids, unit_ids, scores, idx, k)
-
-
-def document_context_scores(queries: Sequence[np.ndarray], pages: Sequence[np.ndarray], doc_ids: Sequence[str],
-                            n_context: int = 8, seed: int = 0, memory_budget_mb: float = 512.0) -> np.ndarray:
-    """VL-DocIR eq. 8: page score = MaxSim(query, page) + MaxSim(query, document context vectors).
-
-    Each document's context vectors are the spherical k-means centroids (n_context) of all its
-    pages' vectors; single-vector pages are treated as one-token pages.
-    """
-    page_scores, context_scores = document_context_parts(queries, pages, doc_ids, n_context, seed, memory_budget_mb)
-    return page_scores + context_scores
-
-
-def document_context_parts(queries: Sequence[np.ndarray], pages: Sequence[np.ndarray], doc_ids: Sequence[str],
-                           n_context: int = 8, seed: int = 0, memory_budget_mb: float = 512.0
-                           ) -> tuple[np.ndarray, np.ndarray]:
-    """The two terms of ``document_context_scores`` apart, each (n_queries, n_pages): the page's own
-    MaxSim, and its document's context match (the same for every page of a document) — the
-    benchmark's Base and Ctx settings; their sum is B+Ctx."""
-    pages = [p if p.ndim == 2 else p[None, :] for p in pages]
-    queries = [q if q.ndim == 2 else q[None, :] for q in queries]
-    page_scores = maxsim(queries, pages, memory_budget_mb)
-    doc_ids = np.asarray(doc_ids, dtype=object)
-    docs = sorted(set(doc_ids))
-    rng = np.random.default_rng(seed)
-    contexts = [spherical_kmeans(np.concatenate([pages[i] for i in np.flatnonzero(doc_ids == d)]), n_context, rng)
-                for d in docs]
-    doc_scores = maxsim(queries, contexts, memory_budget_mb)
-    doc_index = {d: j for j, d in enumerate(docs)}
-    return page_scores, doc_scores[:, [doc_index[d] for d in doc_ids]]

@@ -28,12 +28,10 @@ from lookalike.io.cache import Cache
 from lookalike.params import thaw
 from lookalike.retrieval import catalog
 from lookalike.retrieval import encoders as E
+from lookalike.retrieval import fusion
 from lookalike.retrieval import indexes as retrieve
 from lookalike.retrieval import runstore
 from lookalike.retrieval.encoders import ocr
-
-PIXEL_SYSTEMS = ("ocr-minilm", "ocr-bm25", "pixels-rrf", "colpali")
-
 
 def encoder_settings(name: str, ocr_engine: str = "", device: str = "auto", batch_size: int = 32, workers: int = 0,
                      colpali_model: str = "", colpali_family: str = "", endpoint: dict | None = None,
@@ -41,7 +39,8 @@ def encoder_settings(name: str, ocr_engine: str = "", device: str = "auto", batc
     """The keywords the encoder named name (a system name or an encode.encoders entry) is built
     with: device and batch size, its own built-in keys, then encode.settings[<system name>]."""
     out: dict = {"device": device, "batch_size": batch_size}
-    if name in ("ocr-minilm", "ocr-bm25"):
+    spec = E.ENCODERS.get(name)
+    if spec is not None and spec.reads_ocr:
         out.update(ocr_engine=ocr_engine, workers=workers)
     if name == "colpali":
         out.update(model=colpali_model, family=colpali_family)
@@ -243,7 +242,7 @@ def build_runs(unit_vectors: dict, query_vectors: dict, depth: int = 100, rrf_k:
     base = [n for n in unit_vectors if n in runs]
     fusions = catalog.plan(base, {n: declared_provenance(n, unit_vectors[n]) for n in base}, stage).fusions()
     for name, members in fusions.items():
-        runs[name] = retrieve.rrf([runs[m] for m in members], k=rrf_k, depth=depth)
+        runs[name] = fusion.fuse(catalog.SYSTEMS[name].how, [runs[m] for m in members], rrf_k=rrf_k, depth=depth)
     return runs
 
 

@@ -22,6 +22,7 @@ from lookalike.judging import store as L
 from lookalike.judging import labeldb as LDB
 from lookalike.judging import team
 from lookalike.eval import metrics as M
+from lookalike.retrieval import doc_context
 from lookalike.retrieval import indexes as retrieve
 from lookalike.retrieval import derived as D
 from lookalike.retrieval import catalog, systems
@@ -116,12 +117,11 @@ def systems_section(validated: pd.DataFrame, units: pd.DataFrame, cfg, settings:
     derived_plan = catalog.plan(names, {n: systems.declared_provenance(n, unit_vectors[n]) for n in names}, "06")
     if derived_plan.not_built:
         sec.say("\n".join(derived_plan.not_built.values()))
-    if "ocr-minilm" in runs and derived_plan.has(catalog.DOC_CONTEXT):
-        # document-context scoring (VL-DocIR eq. 8): page score + the query's match to its document's context vectors
-        dc = retrieve.document_context_scores(list(query_vectors["ocr-minilm"].data), list(unit_vectors["ocr-minilm"].data),
-                                              units["doc_id"], n_context=4, seed=seed)
-        runs[catalog.DOC_CONTEXT] = retrieve.run_from_scores(dc, list(validated["query_id"]), list(units["unit_id"]),
-                                                                  retrieve_depth)
+    for name, members in derived_plan.rescorings().items():
+        if members[0] in runs:      # no questions, no runs
+            scores = doc_context.system_scores(name, members, query_vectors, unit_vectors, units["doc_id"], seed)
+            runs[name] = retrieve.run_from_scores(scores, list(validated["query_id"]), list(units["unit_id"]),
+                                                  retrieve_depth)
     sys_table = pd.DataFrame() if sys_table is None else sys_table
     external = (sorted(sys_table.loc[sys_table["provenance"] == "external", "system"])
                 if "provenance" in sys_table.columns else [])

@@ -158,7 +158,7 @@ def setup_section(x: MetricInputs, rrf_k: int, depth: int, seed: int) -> tuple[S
     your runs and +rerank / +split rankings), and what is scored: questions, labelled pairs, systems."""
     sec = Section(STAGE, "setup")
     scorer = S.CandidateSystems(x.units, x.unit_vectors, x.derived_plan.fusions(), x.external, x.settings, rrf_k,
-                                depth, seed, doc_context=x.derived_plan.has(catalog.DOC_CONTEXT))
+                                depth, seed, doc_context=x.derived_plan.rescorings())
     sec.say(f"validated single-gold questions: {len(x.strict)} ({len(x.one_unit)} with one evidence unit); "
             f"labelled pairs: {len(x.current)}; systems: "
             f"{', '.join(scorer.names)}")
@@ -533,7 +533,7 @@ def fusion_section(base: list, corpus_runs: dict, current: pd.DataFrame, strict:
     Writes fusion_trace and fusion_trace_counts."""
     sec = Section(STAGE, "fusion")
     components = {n: corpus_runs[n] for n in base if n in corpus_runs}
-    fused = {m: S.fuse(m, list(components.values()), rrf_k=rrf_k, depth=depth)
+    fused = {m: fusion.fuse(m, list(components.values()), rrf_k=rrf_k, depth=depth)
              for m in fusion.FUSIONS} if len(components) >= 2 else {}
     good = current[current["label"] == "sufficient"].groupby("query_id")["unit_id"].apply(set).to_dict()
     suff_sets = {q: good.get(q, set()) for q in strict["query_id"]}

@@ -1,0 +1,54 @@
+"""Document-context scoring (VL-DocIR eq. 8): a page's score is its own MaxSim against the question
+plus the question's MaxSim against its document's context vectors — the spherical k-means centroids
+of all the document's pages' vectors. The catalogue's doc-context systems (retrieval.catalog:
+``ocr-minilm+doc-context``) and stage 07's Ctx / B+Ctx settings are scored here."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from lookalike.retrieval import catalog
+from lookalike.retrieval.clustering import spherical_kmeans
+from lookalike.retrieval.late_interaction import maxsim
+
+
+def document_context_scores(queries: Sequence[np.ndarray], pages: Sequence[np.ndarray], doc_ids: Sequence[str],
+                            n_context: int = 8, seed: int = 0, memory_budget_mb: float = 512.0) -> np.ndarray:
+    """VL-DocIR eq. 8: page score = MaxSim(query, page) + MaxSim(query, document context vectors).
+
+    Each document's context vectors are the spherical k-means centroids (n_context) of all its
+    pages' vectors; single-vector pages are treated as one-token pages.
+    """
+    page_scores, context_scores = document_context_parts(queries, pages, doc_ids, n_context, seed, memory_budget_mb)
+    return page_scores + context_scores
+
+
+def document_context_parts(queries: Sequence[np.ndarray], pages: Sequence[np.ndarray], doc_ids: Sequence[str],
+                           n_context: int = 8, seed: int = 0, memory_budget_mb: float = 512.0
+                           ) -> tuple[np.ndarray, np.ndarray]:
+    """The two terms of ``document_context_scores`` apart, each (n_queries, n_pages): the page's own
+    MaxSim, and its document's context match (the same for every page of a document) — the
+    benchmark's Base and Ctx settings; their sum is B+Ctx."""
+    pages = [p if p.ndim == 2 else p[None, :] for p in pages]
+    queries = [q if q.ndim == 2 else q[None, :] for q in queries]
+    page_scores = maxsim(queries, pages, memory_budget_mb)
+    doc_ids = np.asarray(doc_ids, dtype=object)
+    docs = sorted(set(doc_ids))
+    rng = np.random.default_rng(seed)
+    contexts = [spherical_kmeans(np.concatenate([pages[i] for i in np.flatnonzero(doc_ids == d)]), n_context, rng)
+                for d in docs]
+    doc_scores = maxsim(queries, contexts, memory_budget_mb)
+    doc_index = {d: j for j, d in enumerate(docs)}
+    return page_scores, doc_scores[:, [doc_index[d] for d in doc_ids]]
+
+
+def system_scores(name: str, members: Sequence[str], query_vectors: Mapping, unit_vectors: Mapping,
+                  doc_ids: Sequence[str], seed: int = 0) -> np.ndarray:
+    """The catalogue's doc-context system named name, scored over every unit (n_queries, n_units):
+    its member's page score plus the document-context match, with the spec's number of context
+    vectors per document."""
+    member = members[0]
+    return document_context_scores(list(query_vectors[member].data), list(unit_vectors[member].data), doc_ids,
+                                   n_context=catalog.SYSTEMS[name].context_vectors, seed=seed)
