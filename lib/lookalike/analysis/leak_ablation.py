@@ -15,13 +15,14 @@ from lookalike.data.schema import CAPTION_COLUMNS, filename_words
 from lookalike.eval import metrics as M
 from lookalike.eval import stats
 from lookalike.io.cache import Cache
+from lookalike.io.labels import read_filled_sheet
 from lookalike.retrieval import encoders as E
 from lookalike.retrieval import fusion
 from lookalike.retrieval import indexes as retrieve
 from lookalike.retrieval import systems
 from lookalike.judging import pool as judge_pool
 from lookalike.retrieval.encoders.base import Vectors
-from lookalike.vocab import GRADE_LABELS, LABEL_GRADES, LABELS
+from lookalike.vocab import LABEL_GRADES
 from lookalike.analysis.leak_queries import INDEXES, QUERY_SETS, build_query_sets, read_blind_queries
 
 
@@ -170,27 +171,10 @@ def import_judgements(path: Path | str, sheet: pd.DataFrame) -> pd.DataFrame:
     column of 2 / 1 / 0, is read through the same grades). Empty cells are not judged yet. Errors
     name the file and row: an unknown item, or a label that is not one of the three.
     """
-    path = Path(path)
-    filled = pd.read_csv(path, dtype=str, keep_default_na=False)
-    column = "label" if "label" in filled.columns or "grade" not in filled.columns else "grade"
-    for col in ("item", column):
-        if col not in filled.columns:
-            raise ValueError(f"{path}: column {col!r} is missing (columns: {', '.join(filled.columns)})")
-    allowed = dict(zip(LABELS, LABELS)) if column == "label" else {str(g): lab for g, lab in GRADE_LABELS.items()}
-    known = sheet.set_index("item")[["query_id", "unit_id"]]
-    rows = []
-    for i, rec in enumerate(filled.to_dict("records"), start=1):
-        value = rec[column].strip()
-        if value == "":
-            continue                                   # not judged yet
-        if rec["item"] not in known.index:
-            raise ValueError(f"{path}: row {i}: unknown item {rec['item']!r}")
-        if value not in allowed:
-            raise ValueError(f"{path}: row {i}: {column} {value!r} is not one of {', '.join(allowed)}")
-        q, u = known.loc[rec["item"]]
-        rows.append((rec["item"], q, u, allowed[value], rec.get("judge", "") or "human"))
-    items, qs, us, labels, judges = zip(*rows) if rows else ((), (), (), (), ())
-    return _judgements(items, qs, us, labels, judges)
+    read = read_filled_sheet(path, sheet["item"])
+    query_of, unit_of = dict(zip(sheet["item"], sheet["query_id"])), dict(zip(sheet["item"], sheet["unit_id"]))
+    return _judgements(read["item"], read["item"].map(query_of), read["item"].map(unit_of), read["label"],
+                       read["judge"])
 
 
 def judged_at_k(runs: dict[str, pd.DataFrame], judgements: pd.DataFrame, k: int = 10) -> pd.DataFrame:

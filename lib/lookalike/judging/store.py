@@ -37,7 +37,8 @@ import pandas as pd
 from lookalike.data.schema import resolve_image
 from lookalike.eval.trec import LABEL_GRADES
 from lookalike.vocab import GRADE_LABELS
-from lookalike.judging.judges import LABELS, check_labels
+from lookalike.io.labels import read_page_export
+from lookalike.judging.judges import LABELS
 from lookalike.report import images as report_images
 from lookalike.report import pages
 
@@ -242,32 +243,8 @@ def labelling_page(pairs: pd.DataFrame, questions: pd.DataFrame, units: pd.DataF
 # ----------------------------------------------------------------------------- import
 
 def read_export(path: Path | str) -> pd.DataFrame:
-    """A labelling-page export (CSV or JSON) -> pair_id, label, note, time. Errors name the file and row."""
-    path = Path(path)
-    if not path.is_file():
-        raise LabelError(f"{path}: file not found")
-    try:
-        if path.suffix.lower() == ".json":
-            rows = json.loads(path.read_text(encoding="utf-8"))
-            if not isinstance(rows, list):
-                raise LabelError(f"{path}: expected a JSON list of labels")
-            df = pd.DataFrame(rows)
-        else:
-            df = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except pd.errors.EmptyDataError as exc:
-        raise LabelError(f"{path}: the file is empty (a labelling-page export has a header: pair_id,label,note,time)") from exc
-    except (json.JSONDecodeError, UnicodeDecodeError, pd.errors.ParserError) as exc:
-        raise LabelError(f"{path}: cannot read it as a labelling export ({exc})") from exc
-    if df.empty:
-        raise LabelError(f"{path}: the export holds no labels")
-    for col in ("pair_id", "label"):
-        if col not in df.columns:
-            raise LabelError(f"{path}: column {col!r} is missing (a labelling-page export has pair_id, label, note, time)")
-    for col in ("note", "time"):
-        if col not in df.columns:
-            df[col] = ""
-    check_labels(df["label"], path, LabelError)
-    return df[["pair_id", "label", "note", "time"]].fillna("").astype(str)
+    """A labelling-page export (CSV or JSON) -> pair_id, label, note, time (io.labels reads it)."""
+    return read_page_export(path, LabelError)
 
 
 def import_export(export: Path | str, key: Path | str, store: LabelStore, judge: str = "human") -> dict:
