@@ -101,7 +101,7 @@ def test_every_fact_is_printed_and_every_printed_number_is_a_fact(ci_pages):
     corpus, drawn, _ = ci_pages
     assert set(drawn) == set(corpus.units["unit_id"])
     assert disagreements(corpus.facts, drawn) == []
-    # the cash-flow page used to print capital expenditure the facts table lacked
+    # a number the cash-flow page prints must be a fact too (capital expenditure, free cash flow)
     cash = corpus.units[corpus.units["template_id"] == "cash_flow"]["unit_id"]
     assert set(corpus.facts[corpus.facts["unit_id"].isin(cash)]["metric"]) >= {"capex_paid", "free_cash_flow"}
 

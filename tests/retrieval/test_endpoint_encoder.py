@@ -115,8 +115,8 @@ def test_the_endpoint_encoder_needs_a_url_and_a_model():
 
 
 def test_every_registry_entry_declares_what_it_reads():
-    # the lazy entries (colpali, endpoint) used to be plain functions without a provenance, so
-    # indexing a colpali system raised AttributeError in systems.declared_provenance
+    # the lazy entries (colpali, endpoint) must declare a provenance like the classes, or indexing
+    # such a system fails in systems.declared_provenance
     for name in E.ENCODERS:
         assert systems.declared_provenance(name) in ("pixels", "caption-text")
 

@@ -80,7 +80,7 @@ def test_indexing_stored_pages_reads_no_page_and_a_second_add_is_refused(tmp_pat
     vecs = stored(tmp_path, [rng.standard_normal((5, 8)).astype(np.float32) for _ in range(50)])
     reads = []
     monkeypatch.setattr(S.PageStore, "read", lambda self, i: reads.append(i))
-    index = retrieve.MultiVectorIndex().add(vecs)                   # it used to copy every page into a list
+    index = retrieve.MultiVectorIndex().add(vecs)                   # indexing must not copy the pages into memory
     assert reads == [] and index.stored and vecs.describe().endswith("float16 on disk")
     assert list(vecs.token_counts()) == [5] * 50 and vecs.dim == 8 and reads == []
     with pytest.raises(ValueError, match="one add"):
