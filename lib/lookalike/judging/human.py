@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from collections.abc import Mapping, Sequence
 
-from lookalike.io.labels import check_labels, read_label_file  # noqa: F401 (check_labels: judges re-exports it)
+from lookalike.io.labels import read_label_file
 from lookalike.judging.protocol import Capabilities, JudgeError, Judgement, register
 
 

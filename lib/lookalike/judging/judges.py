@@ -30,7 +30,7 @@ from lookalike.judging.protocol import (REGISTRY, Capabilities, Judge, JudgeErro
 from lookalike.judging.reference import ReferenceJudge  # noqa: F401
 from lookalike.judging.answer_string import (STOPWORDS, AnswerStringJudge, answer_in_text, answer_match,  # noqa: F401
                                              content_words, normalise_numbers)
-from lookalike.judging.human import HumanJudge, check_labels  # noqa: F401
+from lookalike.judging.human import HumanJudge  # noqa: F401
 from lookalike.judging.openai_judge import RUBRIC, OpenAICompatibleJudge, majority, parse_reply  # noqa: F401
 from lookalike.judging.agreement import (agreement, boundary_kappa, cohen_kappa, confusion, kappa_ci,  # noqa: F401
                                          kappa_words)

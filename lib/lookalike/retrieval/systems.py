@@ -33,6 +33,7 @@ from lookalike.retrieval import indexes as retrieve
 from lookalike.retrieval import runstore
 from lookalike.retrieval.encoders import ocr
 
+
 def encoder_settings(name: str, ocr_engine: str = "", device: str = "auto", batch_size: int = 32, workers: int = 0,
                      colpali_model: str = "", colpali_family: str = "", endpoint: dict | None = None,
                      settings: dict | None = None, encoders: Sequence[str] = ()) -> dict:
