@@ -1,3 +1,5 @@
 from lookalike.cli import main
 
-raise SystemExit(main())
+# guarded: a spawned worker process imports the main module again, and must not run the command twice
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -35,6 +35,25 @@ def test_ocr_reads_the_title_of_a_demo_page(demo_units, tmp_path):
     assert stats["computed"] == 3
 
 
+@pytest.mark.skipif(not ocr.tesseract_available(), reason="tesseract-ocr not installed (make setup installs it)")
+def test_ocr_workers_are_spawned_not_forked_and_read_what_one_process_reads(demo_units, tmp_path, monkeypatch):
+    # a forked worker of a threaded stage kernel can deadlock on a lock copied mid-use; the pool must spawn
+    units, base = demo_units
+    paths = [str(base / p) for p in units["image_path"].head(3)]
+    contexts = []
+    real_pool = ocr.ProcessPoolExecutor
+
+    def recording_pool(*args, **kwargs):
+        contexts.append(kwargs.get("mp_context"))
+        return real_pool(*args, **kwargs)
+
+    monkeypatch.setattr(ocr, "ProcessPoolExecutor", recording_pool)
+    pooled, stats = ocr.ocr_many(paths, "tesseract", Cache(tmp_path / "pooled"), 2, False)
+    assert stats["computed"] == 3
+    assert [c.get_start_method() if c else None for c in contexts] == ["spawn"]
+    assert pooled == [ocr.ocr_image(p, "tesseract") for p in paths]
+
+
 def test_cache_hit_miss_and_corruption(tmp_path, demo_units):
     units, base = demo_units
     cache = Cache(tmp_path / "cache")

@@ -15,6 +15,7 @@ threshold. Tesseract otherwise skips white text on coloured bands.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import shutil
 from concurrent.futures import ProcessPoolExecutor
@@ -86,6 +87,13 @@ def ocr_image(path: str, engine: str) -> str:
     return " ".join(text.split())
 
 
+# The pool's workers are spawned, never forked: ocr_many runs inside stage kernels, which hold threads
+# (the kernel's heartbeat and message threads, torch's pools). A forked child inherits locks those
+# threads held at the moment of the fork and can wait on them forever, hanging the stage with no error.
+# A spawned worker starts a fresh interpreter and imports only this module (well under a second).
+POOL_CONTEXT = multiprocessing.get_context("spawn")
+
+
 def _worker_init():
     os.environ["OMP_THREAD_LIMIT"] = "1"     # one tesseract thread per worker process
 
@@ -113,7 +121,8 @@ def ocr_many(paths: Sequence[str], engine: str | None = None, cache: Cache | Non
         # Worker processes even for one worker: each runs tesseract single-threaded (OMP_THREAD_LIMIT=1),
         # which is several times faster per core than tesseract's own OpenMP threads here.
         if (workers > 1 or engine == "tesseract") and len(todo) > 1:
-            with ProcessPoolExecutor(max_workers=min(workers, len(todo)), initializer=_worker_init) as pool:
+            with ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=POOL_CONTEXT,
+                                     initializer=_worker_init) as pool:
                 results = _progress(pool.map(_ocr_task, jobs, chunksize=4), len(jobs), progress, "OCR")
                 results = list(results)
         else:
