@@ -69,7 +69,7 @@ def test_fit_line_recovers_a_line_in_log_size():
 
 
 def test_the_summary_sentence_states_n_interval_and_what_it_rests_on():
-    from lookalike.stages.metric_tables import haystack_sentence
+    from lookalike.report.summary import haystack_sentence
 
     curve = H.curve({("sys", "recall_10"): _falling()}, target_size=500, seed=1)
     said = haystack_sentence(curve, 80, rests_on="the demo generator's evidence pages",

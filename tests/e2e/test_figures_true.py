@@ -124,24 +124,6 @@ def test_a_one_question_structure_leaves_the_macro_without_an_interval():
     assert "cross-doc has one question" in S.macro_weights(table)
 
 
-def test_summary_words_follow_the_data():
-    from lookalike.stages import metric_tables as MT
-
-    cluster = pd.DataFrame({"axis": ["cluster", "random"], "unit_id": ["a", "b"]})
-    axes = pd.DataFrame({"axis": ["period", "entity", "random"], "unit_id": ["a", "b", "c"]})
-    assert "one fact" not in MT.hard_words(cluster) and "appearance" in MT.hard_words(cluster)
-    assert "(entity, period)" in MT.hard_words(axes)
-    head = pd.DataFrame({"system": ["a", "b"], "sufficient@5": ["1.00 [1.00, 1.00]"] * 2,
-                         "sufficient@1": ["0.50 [0.30, 0.70]", "1.00 [1.00, 1.00]"]})
-    note = MT.ceiling_note(head)
-    assert note.startswith("sufficient@5: cannot separate the systems") and "sufficient@1" not in note
-    current = pd.DataFrame({"source": ["model"] * 1199 + ["human"] * 44})
-    assert MT.current_labels_words(current) == ("The tables use the current labels: 44 adjudicated and 1199 "
-                                                "model-only (of 1243 pairs).")       # was "the adjudicated labels"
-    assert MT.nouned("Top-1 against random pages; page-single n = 4; every evidence page", "image") == \
-        "Top-1 against random images; page-single n = 4; every evidence image"
-
-
 def test_recall_is_shown_beside_chance_and_a_ratio_of_chance_level_figures_is_not_printed():
     from lookalike.retrieval import systems
 

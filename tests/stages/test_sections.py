@@ -189,13 +189,6 @@ def test_planner_with_nothing_compared_says_so(recorded):
     assert sec.text["planner"].strip() == "nothing to compare"
 
 
-def test_planner_words_say_not_measured_when_no_pair_varies():
-    plan = pd.DataFrame([{"measure": "sufficient@5 (hard)", "system": "a", "minus": "b", "n": 12, "difference": 0.0,
-                          "se": 0.0, "resolvable": 0.0, "n_needed": np.inf}])
-    assert MODULES["metric_tables"].planner_words(plan, None).startswith("Not measured: with 12 validated questions")
-    assert MODULES["metric_tables"].planner_words(plan.iloc[:0], None) == ""
-
-
 def test_fusion_with_one_component_traces_nothing(recorded):
     base = recorded_input(recorded, "metric_tables", "fusion_section", "base")
     sec, counts = call(recorded, "metric_tables", "fusion_section", base=list(base)[:1])

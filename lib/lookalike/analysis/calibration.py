@@ -16,18 +16,11 @@ import numpy as np
 import pandas as pd
 
 from lookalike.eval import stats
+from lookalike.report.tables import as_number
 
 EFFECT_COLUMNS = ["effect", "planted", "recovered", "lo", "hi", "ok", "check", "explanation"]
 # The judge the demo plants behind the judge door (stage 06 runs it beside the model judge).
 DOOR_JUDGE = "subject-terms"
-
-
-def as_number(value) -> float:
-    """A number from a table cell ('' and text read as NaN)."""
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return float("nan")
 
 
 def _row(effect, planted, recovered, lo, hi, ok, check, explanation) -> dict:

@@ -1,9 +1,10 @@
 """Agreement between two judges (or two people): Cohen's kappa overall and on the sufficient /
-supporting boundary, its bootstrap CI, the confusion matrix, and the words a report uses for it."""
+supporting boundary, its bootstrap CI, and the confusion matrix. The words a report uses for them are
+report.summary.kappa_words."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -84,22 +85,6 @@ def kappa_ci(a: Sequence[str], b: Sequence[str], n_boot: int = 1000, seed: int =
         return float("nan"), float("nan")
     lo, hi = np.quantile(values, [(1 - level) / 2, 1 - (1 - level) / 2])
     return float(lo), float(hi)
-
-
-def kappa_words(row: Mapping) -> str:
-    """'kappa 0.15 [0.11, 0.19]' from an agreement row (values may come back from a CSV as text);
-    'kappa undefined' when it is (a judge that gave a single label throughout, or no pairs)."""
-    def num(key):
-        try:
-            return float(row.get(key, float("nan")))
-        except (TypeError, ValueError):
-            return float("nan")
-    k, lo, hi = num("kappa"), num("kappa_lo"), num("kappa_hi")
-    if k != k:
-        agree, n = num("agreement"), num("n")
-        raw = (f"; raw agreement {agree:.2f} over {int(n)} pairs" if agree == agree and n == n and n > 0 else "")
-        return ("kappa undefined (a judge gave one label throughout, or there were no pairs)" + raw)
-    return f"kappa {k:.2f}" + (f" [{lo:.2f}, {hi:.2f}]" if lo == lo and hi == hi else "")
 
 
 def agreement(first: Sequence[str], second: Sequence[str], seed: int = 0) -> dict:

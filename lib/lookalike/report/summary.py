@@ -1,15 +1,21 @@
 """The stakeholder page's words and shapes, made from the run's tables: the verdict sentence at the
-top, the headline table under grouped column headers, and settings that did not run as a footnote.
+top, the headline table under grouped column headers, settings that did not run as a footnote, and
+the sentences under each block (what was scored, the ladder, hard against random, the planner, the
+haystack, the labels and the agreement they rest on). Stage 07 assembles the page from them.
 
 Every sentence here is computed from a table the run wrote; none is written for one corpus.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
+
 import pandas as pd
 
+from lookalike.eval import stats
 from lookalike.eval.compare import format_p
-from lookalike.report.tables import fmt_ci
+from lookalike.report.tables import as_number, fmt_ci
 
 ALPHA = 0.05
 
@@ -117,3 +123,212 @@ def corpus_words(source: str, n_units: int, n_questions: int, noun: str = "pages
     what = "the built-in demo corpus" if source == "demo" else f"{source} corpus" + (f" ({where})" if where else "")
     nouns = noun if noun.endswith("s") else f"{noun}s"
     return f"{what}: {n_units} {nouns}, {n_questions} questions"
+
+
+def kappa_words(row: Mapping) -> str:
+    """'kappa 0.15 [0.11, 0.19]' from an agreement row (values may come back from a CSV as text);
+    'kappa undefined' when it is (a judge that gave a single label throughout, or no pairs)."""
+    def num(key):
+        try:
+            return float(row.get(key, float("nan")))
+        except (TypeError, ValueError):
+            return float("nan")
+    k, lo, hi = num("kappa"), num("kappa_lo"), num("kappa_hi")
+    if k != k:
+        agree, n = num("agreement"), num("n")
+        raw = (f"; raw agreement {agree:.2f} over {int(n)} pairs" if agree == agree and n == n and n > 0 else "")
+        return ("kappa undefined (a judge gave one label throughout, or there were no pairs)" + raw)
+    return f"kappa {k:.2f}" + (f" [{lo:.2f}, {hi:.2f}]" if lo == lo and hi == hi else "")
+
+
+def ladder_words(ladder_t: pd.DataFrame, slopes: dict) -> str:
+    """The validity ladder in words: flat against random pages and following p against look-alikes, or
+    why it was not measured. slopes: top-1 on p per set of negatives (analysis.negatives.ladder_slopes)."""
+    fitted = all(v == v for v in (slopes.get("random", float("nan")), slopes.get("hard", float("nan"))))
+    flat = fitted and abs(slopes["random"]) <= 0.1
+    # read back from a CSV, an unmeasured rung is '': left out of the level, as the slope leaves it out
+    level = pd.to_numeric(ladder_t[ladder_t["negatives"] == "random"]["top1"], errors="coerce").dropna()
+    said = ("Five synthetic systems differ only in how often they put the right look-alike first (p). "
+            + (f"Against random pages every one of them scores "
+               f"{f'{level.min():.2f}' if level.min() == level.max() else f'{level.min():.2f}–{level.max():.2f}'}"
+               " — top-1 slope "
+               f"{slopes['random']:+.2f} across p — so a benchmark built on random negatives cannot tell them "
+               "apart" if flat else
+               f"Against this corpus's random pages top-1 still moves with p (slope {slopes.get('random', float('nan')):+.2f}): "
+               "its random negatives often share the gold's template")
+            + f"; against the gold's look-alikes top-1 follows p (slope {slopes.get('hard', float('nan')):+.2f}). "
+              "Same questions, same systems; only the negatives differ.")
+    if not fitted:
+        said = ("The validity ladder was not measured on this corpus: fewer than two of its rungs had questions "
+                "with both random and look-alike negatives (tables/validity_ladder.csv).")
+    return said
+
+
+def planner_words(plan: pd.DataFrame, clusters) -> str:
+    """The planner in words, for sufficient@5 under hard negatives: the difference this n resolves (median
+    over pairs with any variance) and the largest unresolved difference with the questions it would need;
+    empty when nothing was compared."""
+    hard_plan = plan[plan["measure"] == "sufficient@5 (hard)"] if len(plan) else plan
+    if not len(hard_plan):
+        return ""
+    # unresolved as the planner reads it: a difference smaller than what this n resolves (its CI holds 0)
+    open_pairs = hard_plan[(hard_plan["difference"].abs() < hard_plan["resolvable"])
+                           & (hard_plan["difference"].abs() > 0)]
+    resolvable = pd.to_numeric(hard_plan["resolvable"], errors="coerce")
+    if not (resolvable > 0).any():
+        text = (f"Not measured: with {int(hard_plan['n'].iloc[0])} validated questions, sufficient@5 under hard "
+                "negatives is the same for every system on every question (zero variance in every pair), so no "
+                "difference in it between systems can be resolved or planned for from this set.")
+    else:
+        text = (f"With {int(hard_plan['n'].iloc[0])} validated questions, sufficient@5 under hard negatives resolves "
+                f"differences of about {resolvable[resolvable > 0].median():.2f} between two systems (median over "
+                f"the {int((resolvable > 0).sum())} pairs with any variance; 95%, {stats.interval_words(clusters)}, "
+                "one comparison before Holm's adjustment).")
+    if len(open_pairs):
+        top = open_pairs.loc[open_pairs["difference"].abs().idxmax()]
+        text += (f" The largest difference this n does not resolve, {top['system']} − {top['minus']} "
+                 f"{top['difference']:+.2f}, would need about {top['n_needed']:.0f} questions at 80% power.")
+    return text
+
+
+# why a question is not in the scored set, in words (question_validation's status / slice)
+NOT_SCORED = {"no_page_evidence": "no page judgements (no qrels name a page for them)",
+              "not_answerable": "the dataset marks them not answerable (their own slice, never a retrieval failure)",
+              "gold_fails": "the judge found their gold page does not answer them (dropped)",
+              "answerable_from_distractor": "a look-alike answers them too and no qualifier fixed it (dropped or "
+                                            "kept as any-acceptable)",
+              "no_answer": "no answer for the judge that needs one (not validated)"}
+
+
+def scored_words(validation: pd.DataFrame, strict: pd.DataFrame) -> str:
+    """How many questions the figures rest on, and why each of the others is not among them."""
+    if not len(validation):
+        return "No questions: nothing was scored."
+    kept = set(strict["query_id"])
+    rest = validation[~validation["query_id"].isin(kept)]
+    said = f"{len(kept)} of {len(validation)} questions are scored (the validated single-gold set)."
+    if len(rest):
+        counts = rest["status"].value_counts().sort_index()
+        said += " Not scored: " + "; ".join(f"{n} — {NOT_SCORED.get(k, k)}" for k, n in counts.items()) + "."
+    if not kept:
+        said += " No figure below measures retrieval on this run."
+    return said
+
+
+def unit_noun(source: str) -> str:
+    """What the report calls a unit: an image in an image folder (photos, scans), a page otherwise."""
+    return "image" if source == "images" else "page"
+
+
+_PAGE_WORD = re.compile(r"\bpage(s?)\b(?!-)")
+
+
+def nouned(text: str, noun: str) -> str:
+    """text with the unit called by its noun: 'page' / 'pages' as words (not 'page-single', an
+    evidence structure's name) become noun / nouns."""
+    return text if noun == "page" else _PAGE_WORD.sub(lambda m: noun + m.group(1), text)
+
+
+def harder_words(table: pd.DataFrame) -> str:
+    """Per system, whether the hard set is measurably harder than random negatives (stage 04's paired
+    top-1 difference, random − hard, questions as generated), and which distractor method made it."""
+    said = []
+    for r in table.itertuples():
+        n = int(as_number(r.n) or 0) if as_number(r.n) == as_number(r.n) else 0
+        if not n:
+            said.append(f"{r.system}: not measured (no question has both kinds of negatives)")
+            continue
+        d, lo, hi = (as_number(x) for x in (r.difference, r.difference_lo, r.difference_hi))
+        verdict = "measurably harder" if str(r.harder) == "True" else "not measurably harder"
+        said.append(f"{r.system}: {verdict} (top-1 random − hard {d:+.2f} [{lo:+.2f}, {hi:+.2f}], n = {n})")
+    method = str(table["method"].iloc[0]) if "method" in table.columns and len(table) else ""
+    return (f"Distractor method: {method}. " if method else "") + "Pixel-only systems (stage 04 scores those): " + "; ".join(said) + (
+        ". A system for which the hard set is not measurably harder gains nothing from the hard-negative "
+        "figures over random ones.")
+
+
+def flagged_words(validation: pd.DataFrame, agreement: pd.DataFrame) -> str:
+    """The 'flagged by <judge>' slice in words: questions people judged that a machine judge says a
+    look-alike also answers. They stay in every figure; the judge's measured agreement with people is
+    said beside them (or that it was not measured)."""
+    if "flagged_by" not in validation.columns:
+        return ""
+    flagged = validation[validation["flagged_by"].astype(str) != ""]
+    if not len(flagged):
+        return ""
+    parts = []
+    for judge, part in flagged.groupby("flagged_by", sort=True):
+        row = agreement[(agreement.get("model", pd.Series(dtype=str)) == judge)
+                        & (agreement.get("adjudicator", pd.Series(dtype=str)) == "human")] if len(agreement) else agreement
+        measured = (f"{judge}'s agreement with people: {kappa_words(row.iloc[0])} over {int(float(row.iloc[0]['n']))} pairs"
+                    if len(row) else f"{judge}'s agreement with people is not measured yet")
+        parts.append(f"{len(part)} of {len(validation)} questions flagged by {judge} (it says a look-alike also answers "
+                     f"them: {', '.join(part['query_id'].head(5))}{' …' if len(part) > 5 else ''}); {measured}")
+    return ("; ".join(parts) + ". They stay in every figure as people judged them; the pairs are in the labelling "
+            "pool for people to settle (tables/question_validation.csv, column note).")
+
+
+def hard_words(distractors: pd.DataFrame) -> str:
+    """What the hard competitors are, in words true of this run's distractor method."""
+    axes = set(distractors.loc[distractors["axis"] != "random", "axis"]) if len(distractors) else set()
+    if not axes:
+        return "the gold's hard look-alikes (none were found on this corpus)"
+    if axes == {"cluster"}:
+        return ("the gold's nearest pages by appearance (this corpus names no templates, so appearance clusters "
+                "stand in for them)")
+    said = ", ".join(sorted(axes - {"cluster"}))
+    return f"pages of the gold's own template that differ from it on one axis ({said})"
+
+
+def ceiling_note(headline: pd.DataFrame) -> str:
+    """Columns at the ceiling or floor for every system, said beside the table: such a figure cannot
+    separate the systems (lookalike audit's discriminating invariant reads '<column>: cannot separate')."""
+    said = []
+    for col in headline.columns:
+        cells = headline[col].astype(str)
+        if len(headline) < 2 or not cells.str.match(r"^-?\d").all():
+            continue
+        for edge, where in (("1.00 [1.00, 1.00]", "the ceiling"), ("0.00 [0.00, 0.00]", "the floor")):
+            if (cells == edge).all():
+                said.append(f"{col}: cannot separate the systems — every one is at {where} ({edge})")
+    return "; ".join(said) + ("." if said else "")
+
+
+def current_labels_words(current: pd.DataFrame) -> str:
+    """Which labels the tables use, counted by who made them (never 'adjudicated' for model-only ones)."""
+    if current is None or not len(current) or "source" not in current.columns:
+        return "The tables use no labels."
+    model = int((current["source"] == "model").sum())
+    if not model:
+        return "The tables use the adjudicated labels."
+    return (f"The tables use the current labels: {len(current) - model} adjudicated and {model} model-only "
+            f"(of {len(current)} pairs).")
+
+
+def haystack_sentence(curve: pd.DataFrame, corpus_size: int, rests_on: str = "", interval: str = "") -> str:
+    """What the haystack curve says, for the summary page: the system best at full size, its
+    recall@10 from the smallest subsample to the whole corpus and, when there is one, its
+    extrapolation, called one."""
+    full = curve[(curve["measure"] == "recall_10") & (curve["corpus_size"] == corpus_size) & ~curve["extrapolated"]]
+    if full.empty:
+        return ""
+    best = full.sort_values(["value", "system"], ascending=[False, True], kind="mergesort").iloc[0]["system"]
+    mine = curve[(curve["system"] == best) & (curve["measure"] == "recall_10")].sort_values("corpus_size")
+    seen, guess = mine[~mine["extrapolated"]], mine[mine["extrapolated"]]
+    first, last = seen.iloc[0], seen.iloc[-1]
+    said = (f"Every question was ranked again against nested random subsamples of the corpus, its gold and hard "
+            f"distractors always kept. Recall@10 of {best} (the best at full size) is {first['value']:.2f} "
+            f"[{first['lo']:.2f}, {first['hi']:.2f}] at {int(first['corpus_size'])} units and {last['value']:.2f} "
+            f"[{last['lo']:.2f}, {last['hi']:.2f}] at {int(last['corpus_size'])} (n = {int(last['n'])} validated "
+            f"questions{', scored against ' + rests_on if rests_on else ''}{'; ' + interval if interval else ''}).")
+    if len(guess):
+        g = guess.iloc[0]
+        said += (f" A line in log corpus size puts it at {g['value']:.2f} [{g['lo']:.2f}, {g['hi']:.2f}] at "
+                 f"{int(g['corpus_size']):,} units (report.target_corpus_size): an extrapolation, not a measurement "
+                 f"— measure at that size before believing it.")
+    return said
+
+
+def sentence(text: str) -> str:
+    """A clause as a sentence: capital first letter, full stop."""
+    return f"{text[:1].upper()}{text[1:]}." if text else ""

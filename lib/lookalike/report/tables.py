@@ -21,6 +21,14 @@ _P_VALUE = re.compile(r"^(p|p_\w+|p \(.*\)|.*p-value.*)$")   # p, p_holm, p (Hol
 PROSE_CHARS = 40         # a text column with a longer cell is prose: it wraps
 
 
+def as_number(value) -> float:
+    """A number from a table cell ('' and text read as NaN)."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
 def fmt_ci(estimate, lo, hi, digits: int = 2) -> str:
     """'0.68 [0.62, 0.73]'; an estimate with no interval is written alone; a missing estimate is ''."""
     def one(v):

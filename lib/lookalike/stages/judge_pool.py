@@ -16,6 +16,7 @@ from lookalike.analysis import calibration as C
 from lookalike.analysis import negatives as N
 from lookalike.judging import door as JD
 from lookalike.judging import agreement as AG
+from lookalike.report import summary as SU
 from lookalike.judging import judges as J
 from lookalike.judging import pool as JP
 from lookalike.judging import store as L
@@ -337,7 +338,7 @@ def page_section(current: pd.DataFrame, labels_page_items, seed: int, validated:
     if len(qrels):
         trec.write_qrels(qrels, run_dir / "qrels" / "labels.qrels")
     sec.table("judge_door", door, sort_by=["judge", "query_id", "unit_id"] if len(door) else None)
-    kappa = (f"{AG.kappa_words(agreement.iloc[0])} "
+    kappa = (f"{SU.kappa_words(agreement.iloc[0])} "
              f"({model.name} vs {agreement['adjudicator'].iloc[0]}, {int(agreement['n'].iloc[0])} pairs)"
              if len(agreement) else "no adjudication yet")
     people_words = ""
@@ -350,7 +351,7 @@ def page_section(current: pd.DataFrame, labels_page_items, seed: int, validated:
         f"adjudicated; model pre-labels: {kappa}. {L.provenance(current, agreement)[0][0].upper()}{L.provenance(current, agreement)[0][1:]}."
         + people_words,
         numbers={"pooled pairs": len(pooled), "adjudicated": int(current["adjudicated"].sum()),
-                 **({"kappa (model vs adjudicator)": AG.kappa_words(agreement.iloc[0])} if len(agreement) else {}),
+                 **({"kappa (model vs adjudicator)": SU.kappa_words(agreement.iloc[0])} if len(agreement) else {}),
                  **({"team labels": len(team_labels)} if len(team_labels) else {})},
     )
     return (sec,)

@@ -6,7 +6,6 @@ summary.html.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import datetime, UTC
 from pathlib import Path
@@ -19,7 +18,6 @@ from lookalike.analysis import haystack as H
 from lookalike.analysis import negatives as N
 from lookalike.report import browse, charts
 from lookalike.report import tables as readable
-from lookalike.judging import agreement as AG
 from lookalike.judging import store as L
 from lookalike.report import site as report
 from lookalike.report import summary as SU
@@ -60,7 +58,7 @@ def run(ctx: StageContext) -> StageResult:
     settings_view = res.add(*settings_section(x, evidence, evidence_qrels, cfg.retrieve.depth, cfg.seed,
                                               {"rerank": cfg.rerank.systems, "split": cfg.split.systems}))
     cells = res.add(*source_structure_section(x.units, frames_ev, x.strict, cfg.seed, x.clusters,
-                                              cfg.report.source_column, unit_noun(cfg.corpus.source)))
+                                              cfg.report.source_column, SU.unit_noun(cfg.corpus.source)))
     res.add(*kinds_section(x.unit_vectors, evidence))
     res.add(*failures_section(x))
     haystack = res.add(*haystack_section(x.units, x.distractors, x.strict, cfg.seed, scorer, evidence_qrels,
@@ -333,8 +331,8 @@ def planted_section(x: MetricInputs, seed: int) -> tuple[Section, pd.DataFrame]:
         with pd.option_context("display.float_format", "{:.3f}".format, "display.max_colwidth", 60):
             sec.say(effects[["effect", "planted", "recovered", "lo", "hi", "ok"]].to_string(index=False))
             sec.html_table("planted", effects[["effect", "planted", "recovered", "lo", "hi", "ok", "explanation"]].assign(
-                recovered=effects["recovered"].map(C.as_number), lo=effects["lo"].map(C.as_number),
-                hi=effects["hi"].map(C.as_number)).rename(columns={"lo": "recovered_lo", "hi": "recovered_hi"}))
+                recovered=effects["recovered"].map(readable.as_number), lo=effects["lo"].map(readable.as_number),
+                hi=effects["hi"].map(readable.as_number)).rename(columns={"lo": "recovered_lo", "hi": "recovered_hi"}))
             sec.say()
             for r in effects.itertuples():
                 sec.say(f"{'ok ' if r.ok else 'NOT OK'} {r.effect}: {r.explanation} [{r.check}]")
@@ -481,7 +479,7 @@ def failures_section(x: MetricInputs) -> tuple[Section]:
         sec.say("no validated single-gold questions: nothing to browse")
     sec.table("failures", failures, sort_by=["system", "query_id"])
     if len(failures):
-        note = _sentence(L.provenance(current, x.earlier["label_agreement"])[0])
+        note = SU.sentence(L.provenance(current, x.earlier["label_agreement"])[0])
         sec.after_save.append(lambda: browse.write_browser(x.run_dir, failures, strict, units, x.run_dir,
                                                            labels_note=note))
     return (sec,)
@@ -581,13 +579,13 @@ def summary_blocks(x: MetricInputs, t: dict, source_column: str, source: str) ->
     if lost is not None:
         lost.columns.name = None
     blocks = [
-        {"heading": "What was scored", "text": scored_words(earlier["question_validation"], strict)},
+        {"heading": "What was scored", "text": SU.scored_words(earlier["question_validation"], strict)},
         {"heading": "Headline: each system against easy and hard negatives",
          "table": SU.spanned(headline) if len(headline) else headline,
          "text": "Top-1 against random pages (questions as generated) beside what the top k holds when the "
-                 f"competitors are {hard_words(x.distractors)} (validated questions). The columns do not "
+                 f"competitors are {SU.hard_words(x.distractors)} (validated questions). The columns do not "
                  "share a denominator: each has its own n and 95% CI, and they are not subtracted from one another.",
-         "note": ceiling_note(headline), "figure": "07_sufficiency"},
+         "note": SU.ceiling_note(headline), "figure": "07_sufficiency"},
         {"heading": "Evidence-complete retrieval (Macro over evidence structures, k = 10)", "table": macro,
          "text": "nDCG and Recall credit any evidence page found; nDCGAll and RecallAll only when every evidence "
                  "page of a question is in the top 10. " + S.macro_weights(evidence)},
@@ -607,13 +605,13 @@ def summary_blocks(x: MetricInputs, t: dict, source_column: str, source: str) ->
     ]
     if len(earlier["hard_vs_random"]):
         blocks.insert(1, {"heading": "Are the hard negatives harder than random ones?",
-                          "text": harder_words(earlier["hard_vs_random"])})
+                          "text": SU.harder_words(earlier["hard_vs_random"])})
     if len(earlier["validity_ladder"]):
         blocks.insert(1, {"heading": "Why hard negatives: the validity ladder", "figure": "04_validity_ladder",
-                          "text": ladder_words(earlier["validity_ladder"])})
+                          "text": SU.ladder_words(earlier["validity_ladder"], N.ladder_slopes(earlier["validity_ladder"]))})
     if len(effects):
         shown = effects.assign(**{"95% CI": [f"[{lo:.2f}, {hi:.2f}]" if pd.notna(lo) else ""
-                                             for lo, hi in zip(effects["lo"].map(C.as_number), effects["hi"].map(C.as_number))]})
+                                             for lo, hi in zip(effects["lo"].map(readable.as_number), effects["hi"].map(readable.as_number))]})
         blocks.insert(2, {"heading": "Calibration: what the demo planted, and what the report recovered",
                           "table": shown[["effect", "planted", "recovered", "95% CI", "ok", "explanation"]].assign(
                               recovered=shown["recovered"].map(lambda v: f"{v:.3f}" if isinstance(v, float) else v)),
@@ -622,11 +620,11 @@ def summary_blocks(x: MetricInputs, t: dict, source_column: str, source: str) ->
                                   f"corpus. {int(effects['ok'].sum())} of {len(effects)} effects recovered."})
     if len(haystack):
         blocks.append({"heading": "How the figures fall as the corpus grows", "figure": "07_haystack",
-                       "text": haystack_sentence(
+                       "text": SU.haystack_sentence(
                            haystack, len(units), interval=stats.interval_words(x.clusters),
                            rests_on=("the demo generator's evidence pages" if source == "demo"
                                      else "the evidence pages your judgements name") + ", not the labels")})
-    planner = planner_words(plan, x.clusters)
+    planner = SU.planner_words(plan, x.clusters)
     if planner:
         blocks.append({"heading": "How many questions a comparison needs", "text": planner})
     labels_note = earlier["label_agreement"]
@@ -635,10 +633,10 @@ def summary_blocks(x: MetricInputs, t: dict, source_column: str, source: str) ->
         blocks.append({"heading": "How the labels were made", "text":
                        f"Pre-labels by {a['model']}, adjudicated by {a['adjudicator']}"
                        + (" (the demo generator's answer key)" if a["adjudicator"] == "reference" else "")
-                       + f"; agreement on {int(float(a['n'] or 0))} pairs: {AG.kappa_words(a)}. "
-                       + current_labels_words(current)})
-    blocks.append({"heading": "What the labels rest on", "text": _sentence(L.provenance(current, labels_note)[0])})
-    flagged_block = flagged_words(earlier["question_validation"], labels_note)
+                       + f"; agreement on {int(float(a['n'] or 0))} pairs: {SU.kappa_words(a)}. "
+                       + SU.current_labels_words(current)})
+    blocks.append({"heading": "What the labels rest on", "text": SU.sentence(L.provenance(current, labels_note)[0])})
+    flagged_block = SU.flagged_words(earlier["question_validation"], labels_note)
     if flagged_block:
         blocks.append({"heading": "People-judged questions a machine judge flagged", "text": flagged_block})
     blocks = [b for b in blocks if b]
@@ -647,8 +645,8 @@ def summary_blocks(x: MetricInputs, t: dict, source_column: str, source: str) ->
         blocks = [b for b in blocks if b["heading"] in ("What was scored", "How the labels were made",
                                                         "What the labels rest on",
                                                         "People-judged questions a machine judge flagged")]
-    noun = unit_noun(source)
-    return [{k: (nouned(v, noun) if k in ("text", "note") and isinstance(v, str) else v) for k, v in b.items()}
+    noun = SU.unit_noun(source)
+    return [{k: (SU.nouned(v, noun) if k in ("text", "note") and isinstance(v, str) else v) for k, v in b.items()}
             for b in blocks]
 
 
@@ -657,7 +655,7 @@ def summary_section(x: MetricInputs, t: dict, cfg) -> tuple[Section]:
     written after the tables and figures it embeds."""
     sec = Section(STAGE, "summary")
     blocks = summary_blocks(x, t, cfg.report.source_column, cfg.corpus.source)
-    noun = unit_noun(cfg.corpus.source)
+    noun = SU.unit_noun(cfg.corpus.source)
     lead = SU.lead(cfg.run, SU.corpus_words(cfg.corpus.source, len(x.units), len(x.questions),
                                             noun, Path(cfg.corpus.root or cfg.corpus.manifest).name),
                    datetime.now(UTC).strftime("%Y-%m-%d"), SU.verdict(t["sufficiency"], t["significance"], noun=noun))
@@ -673,204 +671,11 @@ def stage_headline_section(suff_hard: pd.DataFrame, current: pd.DataFrame, label
     sentence = (f"Best sufficient@1 under hard negatives: {best['system'].iloc[0]} {best['sufficient'].iloc[0]:.2f} "
                 f"(n = {int(best['n'].iloc[0])}); see the summary page for every system beside its top-1 under random negatives."
                 if len(best) else "No validated questions to score.")
-    sentence = f"{sentence} {_sentence(L.provenance(current, labels_note)[0])}"
+    sentence = f"{sentence} {SU.sentence(L.provenance(current, labels_note)[0])}"
     sec.headline(sentence, figure="07_sufficiency" if len(best) else "",
                  numbers={f"sufficient@1 hard, {r.system}": f"{r.sufficient:.2f}"
                           for r in suff_hard[suff_hard["k"] == 1].itertuples()})
     return (sec,)
-
-
-def ladder_words(ladder_t: pd.DataFrame) -> str:
-    """The validity ladder in words: flat against random pages and following p against look-alikes, or
-    why it was not measured."""
-    slopes = N.ladder_slopes(ladder_t)
-    fitted = all(v == v for v in (slopes.get("random", float("nan")), slopes.get("hard", float("nan"))))
-    flat = fitted and abs(slopes["random"]) <= 0.1
-    level = ladder_t[ladder_t["negatives"] == "random"]["top1"].astype(float)
-    said = ("Five synthetic systems differ only in how often they put the right look-alike first (p). "
-            + (f"Against random pages every one of them scores "
-               f"{f'{level.min():.2f}' if level.min() == level.max() else f'{level.min():.2f}–{level.max():.2f}'}"
-               " — top-1 slope "
-               f"{slopes['random']:+.2f} across p — so a benchmark built on random negatives cannot tell them "
-               "apart" if flat else
-               f"Against this corpus's random pages top-1 still moves with p (slope {slopes.get('random', float('nan')):+.2f}): "
-               "its random negatives often share the gold's template")
-            + f"; against the gold's look-alikes top-1 follows p (slope {slopes.get('hard', float('nan')):+.2f}). "
-              "Same questions, same systems; only the negatives differ.")
-    if not fitted:
-        said = ("The validity ladder was not measured on this corpus: fewer than two of its rungs had questions "
-                "with both random and look-alike negatives (tables/validity_ladder.csv).")
-    return said
-
-
-def planner_words(plan: pd.DataFrame, clusters) -> str:
-    """The planner in words, for sufficient@5 under hard negatives: the difference this n resolves (median
-    over pairs with any variance) and the largest unresolved difference with the questions it would need;
-    empty when nothing was compared."""
-    hard_plan = plan[plan["measure"] == "sufficient@5 (hard)"] if len(plan) else plan
-    if not len(hard_plan):
-        return ""
-    # unresolved as the planner reads it: a difference smaller than what this n resolves (its CI holds 0)
-    open_pairs = hard_plan[(hard_plan["difference"].abs() < hard_plan["resolvable"])
-                           & (hard_plan["difference"].abs() > 0)]
-    resolvable = pd.to_numeric(hard_plan["resolvable"], errors="coerce")
-    if not (resolvable > 0).any():
-        text = (f"Not measured: with {int(hard_plan['n'].iloc[0])} validated questions, sufficient@5 under hard "
-                "negatives is the same for every system on every question (zero variance in every pair), so no "
-                "difference in it between systems can be resolved or planned for from this set.")
-    else:
-        text = (f"With {int(hard_plan['n'].iloc[0])} validated questions, sufficient@5 under hard negatives resolves "
-                f"differences of about {resolvable[resolvable > 0].median():.2f} between two systems (median over "
-                f"the {int((resolvable > 0).sum())} pairs with any variance; 95%, {stats.interval_words(clusters)}, "
-                "one comparison before Holm's adjustment).")
-    if len(open_pairs):
-        top = open_pairs.loc[open_pairs["difference"].abs().idxmax()]
-        text += (f" The largest difference this n does not resolve, {top['system']} − {top['minus']} "
-                 f"{top['difference']:+.2f}, would need about {top['n_needed']:.0f} questions at 80% power.")
-    return text
-
-
-# why a question is not in the scored set, in words (question_validation's status / slice)
-NOT_SCORED = {"no_page_evidence": "no page judgements (no qrels name a page for them)",
-              "not_answerable": "the dataset marks them not answerable (their own slice, never a retrieval failure)",
-              "gold_fails": "the judge found their gold page does not answer them (dropped)",
-              "answerable_from_distractor": "a look-alike answers them too and no qualifier fixed it (dropped or "
-                                            "kept as any-acceptable)",
-              "no_answer": "no answer for the judge that needs one (not validated)"}
-
-
-def scored_words(validation: pd.DataFrame, strict: pd.DataFrame) -> str:
-    """How many questions the figures rest on, and why each of the others is not among them."""
-    if not len(validation):
-        return "No questions: nothing was scored."
-    kept = set(strict["query_id"])
-    rest = validation[~validation["query_id"].isin(kept)]
-    said = f"{len(kept)} of {len(validation)} questions are scored (the validated single-gold set)."
-    if len(rest):
-        counts = rest["status"].value_counts().sort_index()
-        said += " Not scored: " + "; ".join(f"{n} — {NOT_SCORED.get(k, k)}" for k, n in counts.items()) + "."
-    if not kept:
-        said += " No figure below measures retrieval on this run."
-    return said
-
-
-def unit_noun(source: str) -> str:
-    """What the report calls a unit: an image in an image folder (photos, scans), a page otherwise."""
-    return "image" if source == "images" else "page"
-
-
-_PAGE_WORD = re.compile(r"\bpage(s?)\b(?!-)")
-
-
-def nouned(text: str, noun: str) -> str:
-    """text with the unit called by its noun: 'page' / 'pages' as words (not 'page-single', an
-    evidence structure's name) become noun / nouns."""
-    return text if noun == "page" else _PAGE_WORD.sub(lambda m: noun + m.group(1), text)
-
-
-def harder_words(table: pd.DataFrame) -> str:
-    """Per system, whether the hard set is measurably harder than random negatives (stage 04's paired
-    top-1 difference, random − hard, questions as generated), and which distractor method made it."""
-    said = []
-    for r in table.itertuples():
-        n = int(C.as_number(r.n) or 0) if C.as_number(r.n) == C.as_number(r.n) else 0
-        if not n:
-            said.append(f"{r.system}: not measured (no question has both kinds of negatives)")
-            continue
-        d, lo, hi = (C.as_number(x) for x in (r.difference, r.difference_lo, r.difference_hi))
-        verdict = "measurably harder" if str(r.harder) == "True" else "not measurably harder"
-        said.append(f"{r.system}: {verdict} (top-1 random − hard {d:+.2f} [{lo:+.2f}, {hi:+.2f}], n = {n})")
-    method = str(table["method"].iloc[0]) if "method" in table.columns and len(table) else ""
-    return (f"Distractor method: {method}. " if method else "") + "Pixel-only systems (stage 04 scores those): " + "; ".join(said) + (
-        ". A system for which the hard set is not measurably harder gains nothing from the hard-negative "
-        "figures over random ones.")
-
-
-def flagged_words(validation: pd.DataFrame, agreement: pd.DataFrame) -> str:
-    """The 'flagged by <judge>' slice in words: questions people judged that a machine judge says a
-    look-alike also answers. They stay in every figure; the judge's measured agreement with people is
-    said beside them (or that it was not measured)."""
-    if "flagged_by" not in validation.columns:
-        return ""
-    flagged = validation[validation["flagged_by"].astype(str) != ""]
-    if not len(flagged):
-        return ""
-    parts = []
-    for judge, part in flagged.groupby("flagged_by", sort=True):
-        row = agreement[(agreement.get("model", pd.Series(dtype=str)) == judge)
-                        & (agreement.get("adjudicator", pd.Series(dtype=str)) == "human")] if len(agreement) else agreement
-        measured = (f"{judge}'s agreement with people: {AG.kappa_words(row.iloc[0])} over {int(float(row.iloc[0]['n']))} pairs"
-                    if len(row) else f"{judge}'s agreement with people is not measured yet")
-        parts.append(f"{len(part)} of {len(validation)} questions flagged by {judge} (it says a look-alike also answers "
-                     f"them: {', '.join(part['query_id'].head(5))}{' …' if len(part) > 5 else ''}); {measured}")
-    return ("; ".join(parts) + ". They stay in every figure as people judged them; the pairs are in the labelling "
-            "pool for people to settle (tables/question_validation.csv, column note).")
-
-
-def hard_words(distractors: pd.DataFrame) -> str:
-    """What the hard competitors are, in words true of this run's distractor method."""
-    axes = set(distractors.loc[distractors["axis"] != "random", "axis"]) if len(distractors) else set()
-    if not axes:
-        return "the gold's hard look-alikes (none were found on this corpus)"
-    if axes == {"cluster"}:
-        return ("the gold's nearest pages by appearance (this corpus names no templates, so appearance clusters "
-                "stand in for them)")
-    said = ", ".join(sorted(axes - {"cluster"}))
-    return f"pages of the gold's own template that differ from it on one axis ({said})"
-
-
-def ceiling_note(headline: pd.DataFrame) -> str:
-    """Columns at the ceiling or floor for every system, said beside the table: such a figure cannot
-    separate the systems (lookalike audit's discriminating invariant reads '<column>: cannot separate')."""
-    said = []
-    for col in headline.columns:
-        cells = headline[col].astype(str)
-        if len(headline) < 2 or not cells.str.match(r"^-?\d").all():
-            continue
-        for edge, where in (("1.00 [1.00, 1.00]", "the ceiling"), ("0.00 [0.00, 0.00]", "the floor")):
-            if (cells == edge).all():
-                said.append(f"{col}: cannot separate the systems — every one is at {where} ({edge})")
-    return "; ".join(said) + ("." if said else "")
-
-
-def current_labels_words(current: pd.DataFrame) -> str:
-    """Which labels the tables use, counted by who made them (never 'adjudicated' for model-only ones)."""
-    if current is None or not len(current) or "source" not in current.columns:
-        return "The tables use no labels."
-    model = int((current["source"] == "model").sum())
-    if not model:
-        return "The tables use the adjudicated labels."
-    return (f"The tables use the current labels: {len(current) - model} adjudicated and {model} model-only "
-            f"(of {len(current)} pairs).")
-
-
-def haystack_sentence(curve: pd.DataFrame, corpus_size: int, rests_on: str = "", interval: str = "") -> str:
-    """What the haystack curve says, for the summary page: the system best at full size, its
-    recall@10 from the smallest subsample to the whole corpus and, when there is one, its
-    extrapolation, called one."""
-    full = curve[(curve["measure"] == "recall_10") & (curve["corpus_size"] == corpus_size) & ~curve["extrapolated"]]
-    if full.empty:
-        return ""
-    best = full.sort_values(["value", "system"], ascending=[False, True], kind="mergesort").iloc[0]["system"]
-    mine = curve[(curve["system"] == best) & (curve["measure"] == "recall_10")].sort_values("corpus_size")
-    seen, guess = mine[~mine["extrapolated"]], mine[mine["extrapolated"]]
-    first, last = seen.iloc[0], seen.iloc[-1]
-    said = (f"Every question was ranked again against nested random subsamples of the corpus, its gold and hard "
-            f"distractors always kept. Recall@10 of {best} (the best at full size) is {first['value']:.2f} "
-            f"[{first['lo']:.2f}, {first['hi']:.2f}] at {int(first['corpus_size'])} units and {last['value']:.2f} "
-            f"[{last['lo']:.2f}, {last['hi']:.2f}] at {int(last['corpus_size'])} (n = {int(last['n'])} validated "
-            f"questions{', scored against ' + rests_on if rests_on else ''}{'; ' + interval if interval else ''}).")
-    if len(guess):
-        g = guess.iloc[0]
-        said += (f" A line in log corpus size puts it at {g['value']:.2f} [{g['lo']:.2f}, {g['hi']:.2f}] at "
-                 f"{int(g['corpus_size']):,} units (report.target_corpus_size): an extrapolation, not a measurement "
-                 f"— measure at that size before believing it.")
-    return said
-
-
-def _sentence(text: str) -> str:
-    """A clause as a sentence: capital first letter, full stop."""
-    return f"{text[:1].upper()}{text[1:]}." if text else ""
 
 
 def _ci_pivot(long: pd.DataFrame, index: list[str]) -> pd.DataFrame:

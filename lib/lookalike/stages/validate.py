@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from lookalike.judging import agreement as AG
+from lookalike.report import summary as SU
 from lookalike.judging import judges as J
 from lookalike.analysis import negatives as N
 from lookalike import params as P
@@ -344,7 +345,7 @@ def headline_section(shares: pd.DataFrame, agreement_table: pd.DataFrame, valida
     sec = Section(STAGE, "headline")
     anyrow = shares[shares["axis"] == "any"]
     checked = int(anyrow["n"].iloc[0]) if len(anyrow) else 0
-    kappa = (f"{AG.kappa_words(agreement_table.iloc[0])} over {int(agreement_table['n'].iloc[0])} pairs"
+    kappa = (f"{SU.kappa_words(agreement_table.iloc[0])} over {int(agreement_table['n'].iloc[0])} pairs"
              if len(agreement_table) else "not measured (no second judge)")
     flagged_n = int((validation["flagged_by"] != "").sum())
     unchecked = int((validation["status"] == "no_answer").sum())

@@ -1,0 +1,86 @@
+"""The summary page's sentences (report.summary), each made from a table a run wrote: they follow
+the data, say "not measured" in words when a table cannot support them, and never print nan."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from lookalike.analysis import negatives as N
+from lookalike.report import summary as SU
+
+
+def test_summary_words_follow_the_data():
+    cluster = pd.DataFrame({"axis": ["cluster", "random"], "unit_id": ["a", "b"]})
+    axes = pd.DataFrame({"axis": ["period", "entity", "random"], "unit_id": ["a", "b", "c"]})
+    assert "one fact" not in SU.hard_words(cluster) and "appearance" in SU.hard_words(cluster)
+    assert "(entity, period)" in SU.hard_words(axes)
+    head = pd.DataFrame({"system": ["a", "b"], "sufficient@5": ["1.00 [1.00, 1.00]"] * 2,
+                         "sufficient@1": ["0.50 [0.30, 0.70]", "1.00 [1.00, 1.00]"]})
+    note = SU.ceiling_note(head)
+    assert note.startswith("sufficient@5: cannot separate the systems") and "sufficient@1" not in note
+    current = pd.DataFrame({"source": ["model"] * 1199 + ["human"] * 44})
+    # model-only labels are counted as such, never called adjudicated
+    assert SU.current_labels_words(current) == ("The tables use the current labels: 44 adjudicated and 1199 "
+                                                "model-only (of 1243 pairs).")
+    assert SU.nouned("Top-1 against random pages; page-single n = 4; every evidence page", "image") == \
+        "Top-1 against random images; page-single n = 4; every evidence image"
+
+
+def test_planner_words_say_not_measured_when_no_pair_varies():
+    plan = pd.DataFrame([{"measure": "sufficient@5 (hard)", "system": "a", "minus": "b", "n": 12, "difference": 0.0,
+                          "se": 0.0, "resolvable": 0.0, "n_needed": np.inf}])
+    assert SU.planner_words(plan, None).startswith("Not measured: with 12 validated questions")
+    assert SU.planner_words(plan.iloc[:0], None) == ""
+
+
+def _ladder(random_top1, hard_top1):
+    ps = [0.0, 0.25, 0.5, 0.75, 1.0]
+    return pd.DataFrame([{"negatives": negs, "p": p, "top1": v}
+                         for negs, values in (("random", random_top1), ("hard", hard_top1))
+                         for p, v in zip(ps, values)])
+
+
+def test_ladder_words_follow_the_slopes_they_are_given():
+    flat = _ladder([0.9] * 5, [0.1, 0.3, 0.5, 0.7, 0.9])
+    said = SU.ladder_words(flat, N.ladder_slopes(flat))
+    assert "cannot tell them apart" in said and "+0.80" in said
+    moving = _ladder([0.1, 0.3, 0.5, 0.7, 0.9], [0.1, 0.3, 0.5, 0.7, 0.9])
+    assert "still moves with p (slope +0.80)" in SU.ladder_words(moving, N.ladder_slopes(moving))
+    # one rung unmeasured (a CSV cell read back as ''): the slope and the level both leave it out
+    gap = _ladder([0.9, "", 0.9, 0.9, 0.9], [0.1, 0.3, 0.5, 0.7, 0.9])
+    assert "every one of them scores 0.90" in SU.ladder_words(gap, N.ladder_slopes(gap))
+    unmeasured = _ladder([0.9, "", "", "", ""], [0.1, 0.3, 0.5, 0.7, 0.9])
+    said = SU.ladder_words(unmeasured, N.ladder_slopes(unmeasured))
+    assert said.startswith("The validity ladder was not measured") and "nan" not in said
+
+
+def test_scored_words_say_why_each_other_question_is_not_scored():
+    validation = pd.DataFrame({"query_id": ["q1", "q2", "q3", "q4"],
+                               "status": ["valid", "gold_fails", "gold_fails", "no_page_evidence"]})
+    said = SU.scored_words(validation, pd.DataFrame({"query_id": ["q1"]}))
+    assert said.startswith("1 of 4 questions are scored")
+    assert "2 — the judge found their gold page does not answer them" in said
+    assert "1 — no page judgements" in said
+    assert "No figure below" in SU.scored_words(validation, pd.DataFrame({"query_id": []}))
+    assert SU.scored_words(validation.iloc[:0], validation.iloc[:0]) == "No questions: nothing was scored."
+
+
+def test_harder_words_read_csv_text_and_say_not_measured():
+    table = pd.DataFrame({"system": ["ocr-bm25", "image"], "n": ["40", ""], "difference": ["0.3", ""],
+                          "difference_lo": ["0.1", ""], "difference_hi": ["0.5", ""], "harder": ["True", ""],
+                          "method": ["template axes", "template axes"]})
+    said = SU.harder_words(table)
+    assert said.startswith("Distractor method: template axes.")
+    assert "ocr-bm25: measurably harder (top-1 random − hard +0.30 [+0.10, +0.50], n = 40)" in said
+    assert "image: not measured" in said and "nan" not in said
+
+
+def test_flagged_words_say_whether_the_judges_agreement_with_people_was_measured():
+    validation = pd.DataFrame({"query_id": ["q1", "q2", "q3"], "flagged_by": ["answer-string", "", "answer-string"]})
+    unmeasured = SU.flagged_words(validation, pd.DataFrame())
+    assert unmeasured.startswith("2 of 3 questions flagged by answer-string") and "not measured yet" in unmeasured
+    agreement = pd.DataFrame([{"model": "answer-string", "adjudicator": "human", "kappa": "0.41", "kappa_lo": "0.2",
+                               "kappa_hi": "0.6", "n": "30"}])
+    assert "kappa 0.41 [0.20, 0.60] over 30 pairs" in SU.flagged_words(validation, agreement)
+    assert SU.flagged_words(validation.drop(columns="flagged_by"), agreement) == ""
