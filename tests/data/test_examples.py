@@ -13,9 +13,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _digest(folder: Path) -> dict:
-    # PDFs carry their creation time; everything else must be the same bytes for the same seed
+    # every file, PDFs included, is the same bytes for the same seed
     return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file() and p.suffix != ".pdf"}
+            for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 @pytest.mark.parametrize("name, params", [("documents", "documents.yaml"), ("photos", "photos-captions.yaml")])
@@ -33,6 +33,15 @@ def test_each_example_is_written_and_passes_lookalike_check(name, params, tmp_pa
     assert "0 refused" in out and "0 skipped" in out
     if name == "photos":
         assert "14 questions without an answer" in out
+
+
+def test_a_generated_pdf_carries_a_fixed_date_not_the_clock(tmp_path):
+    # two PDFs written within the same second would match even when stamped with the clock: read the stamp
+    from lookalike.data import examples
+
+    examples.write_pdfs(tmp_path, {"doc": [["a title", "a line"]]})
+    data = (tmp_path / "doc.pdf").read_bytes()
+    assert data.count(b"D:20240101000000") == 2          # CreationDate and ModDate
 
 
 def test_another_seed_draws_another_corpus(tmp_path):

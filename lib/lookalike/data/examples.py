@@ -14,6 +14,7 @@ drawing code builds the test suite's corpus shapes, so what the examples show is
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import numpy as np
@@ -58,11 +59,17 @@ def filings(rng: np.random.Generator, entities=ENTITIES, periods=PERIODS):
     return docs, facts
 
 
+FIXED_DATE = time.strptime("2024-01-01", "%Y-%m-%d")     # Pillow writes a struct_time as a PDF date
+
+
 def write_pdfs(folder: Path, docs: dict, name=lambda doc: doc) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     for doc, pages in docs.items():
         imgs = [page(p) for p in pages]
-        imgs[0].save(folder / f"{name(doc)}.pdf", save_all=True, append_images=imgs[1:], resolution=110)
+        # fixed dates: Pillow stamps the clock otherwise, and a PDF's bytes name its page images in the
+        # cache and the units table, so the same seed would not give the same corpus (or tables) twice
+        imgs[0].save(folder / f"{name(doc)}.pdf", save_all=True, append_images=imgs[1:], resolution=110,
+                     creationDate=FIXED_DATE, modDate=FIXED_DATE)
 
 
 def write_questions(path: Path, rows: list[dict]) -> Path:
