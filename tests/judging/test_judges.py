@@ -8,6 +8,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from lookalike.judging import judges as J
+from lookalike.report.summary import kappa_words
 from PIL import Image
 
 
@@ -314,15 +315,15 @@ def test_kappa_is_undefined_when_one_judge_gives_one_label_and_the_raw_agreement
     model = ["irrelevant", "sufficient", "irrelevant", "supporting", "irrelevant", "irrelevant"]
     row = J.agreement(model, people)
     assert row["kappa"] != row["kappa"] and row["kappa_lo"] != row["kappa_lo"]   # was 0.00 [0.00, 0.00]
-    words = J.kappa_words(row)
+    words = kappa_words(row)
     assert words.startswith("kappa undefined") and "raw agreement 0.67 over 6 pairs" in words
 
 
 def test_kappa_words_never_print_nan_and_read_csv_text():
-    assert J.kappa_words({"kappa": 0.153, "kappa_lo": 0.11, "kappa_hi": 0.19}) == "kappa 0.15 [0.11, 0.19]"
-    assert J.kappa_words({"kappa": "", "kappa_lo": "", "kappa_hi": ""}).startswith("kappa undefined")
-    assert J.kappa_words({"kappa": "0.5", "kappa_lo": "0.4", "kappa_hi": "0.6"}) == "kappa 0.50 [0.40, 0.60]"
-    assert "nan" not in J.kappa_words(J.agreement(["sufficient"] * 3, ["sufficient"] * 3))
+    assert kappa_words({"kappa": 0.153, "kappa_lo": 0.11, "kappa_hi": 0.19}) == "kappa 0.15 [0.11, 0.19]"
+    assert kappa_words({"kappa": "", "kappa_lo": "", "kappa_hi": ""}).startswith("kappa undefined")
+    assert kappa_words({"kappa": "0.5", "kappa_lo": "0.4", "kappa_hi": "0.6"}) == "kappa 0.50 [0.40, 0.60]"
+    assert "nan" not in kappa_words(J.agreement(["sufficient"] * 3, ["sufficient"] * 3))
 
 
 # ----------------------------------------------------------------------------- label semantics

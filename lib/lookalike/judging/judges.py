@@ -33,7 +33,6 @@ from lookalike.judging.answer_string import (STOPWORDS, AnswerStringJudge, answe
 from lookalike.judging.human import HumanJudge  # noqa: F401
 from lookalike.judging.openai_judge import RUBRIC, OpenAICompatibleJudge, majority, parse_reply  # noqa: F401
 from lookalike.judging.agreement import agreement, boundary_kappa, cohen_kappa, confusion, kappa_ci  # noqa: F401
-from lookalike.report.summary import kappa_words  # noqa: F401
 from lookalike.vocab import LABELS  # noqa: F401
 
 

@@ -128,14 +128,9 @@ def corpus_words(source: str, n_units: int, n_questions: int, noun: str = "pages
 def kappa_words(row: Mapping) -> str:
     """'kappa 0.15 [0.11, 0.19]' from an agreement row (values may come back from a CSV as text);
     'kappa undefined' when it is (a judge that gave a single label throughout, or no pairs)."""
-    def num(key):
-        try:
-            return float(row.get(key, float("nan")))
-        except (TypeError, ValueError):
-            return float("nan")
-    k, lo, hi = num("kappa"), num("kappa_lo"), num("kappa_hi")
+    k, lo, hi = (as_number(row.get(key)) for key in ("kappa", "kappa_lo", "kappa_hi"))
     if k != k:
-        agree, n = num("agreement"), num("n")
+        agree, n = as_number(row.get("agreement")), as_number(row.get("n"))
         raw = (f"; raw agreement {agree:.2f} over {int(n)} pairs" if agree == agree and n == n and n > 0 else "")
         return ("kappa undefined (a judge gave one label throughout, or there were no pairs)" + raw)
     return f"kappa {k:.2f}" + (f" [{lo:.2f}, {hi:.2f}]" if lo == lo and hi == hi else "")
