@@ -56,8 +56,18 @@ class ParamsError(ValueError):
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that refuses a key written twice in one mapping: YAML keeps the later silently, so a
-    second ``encode:`` section would drop everything the first one set."""
+    """SafeLoader that refuses a key written twice in one mapping (YAML keeps the later silently, so a
+    second ``encode:`` section would drop everything the first one set) and any alias (``*name``):
+    a parameter file has no need to repeat a node, and nested aliases expand exponentially (nine
+    levels of them grew past 2.4 GB when merged and serialised)."""
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(
+                None, None, f"the alias *{event.anchor} repeats another node; parameter files may not use YAML "
+                "aliases (write the value out where it is needed)", event.start_mark)
+        return super().compose_node(parent, index)
 
     def construct_mapping(self, node, deep=False):
         seen: dict = {}
@@ -219,6 +229,10 @@ def _violation(spec: str, value: Any) -> str | None:
         if not isinstance(value, str):
             return f"must be text matching {pattern}, got {value!r}"
         return None if re.fullmatch(pattern, value) else f"must match {pattern}, got {value!r}"
+    m = re.fullmatch(r"length\s*<=\s*(\d+)", spec)
+    if m:
+        # a name that becomes a folder: file systems refuse a name over 255 bytes, and paths grow from it
+        return None if len(str(value)) <= int(m.group(1)) else f"must be at most {m.group(1)} characters, got {len(str(value))}"
     m = re.fullmatch(r">=\s*(-?[\d.]+)", spec)
     if m:
         if not _is_number(value):

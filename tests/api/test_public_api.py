@@ -78,18 +78,18 @@ def test_compare_refuses_what_it_cannot_compare():
 def test_queries_one_run_lacks_are_left_out_and_said():
     qrels, runs = _data(10)
     short = runs["mid"][runs["mid"]["query_id"] != "q000"]
-    rep = lookalike.compare(qrels, {"weak": runs["weak"], "mid": short}, ["map"], n_boot=100, n_perm=100)
+    rep = lookalike.compare(qrels, {"weak": runs["weak"], "mid": short}, ["map"], n_boot=200, n_perm=200)
     assert rep.n_queries == 9 and (rep.table["n"] == 9).all()
     assert any("weak: 1 of its 10 scored queries are left out" in n for n in rep.notes)
-    full = lookalike.compare(qrels, {"weak": runs["weak"], "mid": short}, ["map"], complete=True, n_boot=100,
-                             n_perm=100)
+    full = lookalike.compare(qrels, {"weak": runs["weak"], "mid": short}, ["map"], complete=True, n_boot=200,
+                             n_perm=200)
     assert full.n_queries == 10 and not full.notes
 
 
 def test_report_saves_and_escapes(tmp_path):
     qrels, runs = _data(8)
     runs = {"<b>bold</b>": runs["weak"], "a_b&c": runs["mid"]}
-    rep = lookalike.compare(qrels, runs, ["map"], n_boot=100, n_perm=100)
+    rep = lookalike.compare(qrels, runs, ["map"], n_boot=200, n_perm=200)
     page = rep.save(tmp_path / "r.html").read_text()
     assert "<b>bold</b>" not in page and "&lt;b&gt;bold&lt;/b&gt;" in page
     tex = rep.save(tmp_path / "r.tex").read_text()
@@ -171,7 +171,7 @@ def test_open_run_reads_a_finished_run_back(tmp_path):
     run = lookalike.open_run(_finished(tmp_path))
     assert run.tables == ["t"] and run["t"]["extrapolated"].dtype == bool
     assert set(run.runs()) == {"weak", "mid", "strong"} and run.params["corpus"]["source"] == "demo"
-    rep = run.compare(["map"], baseline="weak", n_boot=100, n_perm=100)
+    rep = run.compare(["map"], baseline="weak", n_boot=200, n_perm=200)
     assert rep.n_queries == 6 and rep.baseline == "weak"
     with pytest.raises(KeyError, match="it has t"):
         run.table("headline")

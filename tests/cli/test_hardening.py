@@ -282,7 +282,7 @@ def test_eval_refuses_zero_bootstrap_resamples(tmp_path):
     (tmp_path / "x.run").write_text("q1 Q0 a:1 1 1.0 r\n")
     res = subprocess.run([sys.executable, "-m", "lookalike", "eval", "--ci", "--n-boot", "0", str(tmp_path / "x.qrels"),
                           str(tmp_path / "x.run")], capture_output=True, text=True, timeout=120)
-    assert res.returncode == 2 and "--n-boot must be at least 1" in res.stderr and "Traceback" not in res.stderr
+    assert res.returncode == 2 and "--n-boot must be at least 200" in res.stderr and "Traceback" not in res.stderr
 
 
 # ----------------------------------------------------------------------------- byte-identical pages

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 
 import pandas as pd
 import pytest
@@ -133,6 +134,40 @@ def test_concurrent_claims_never_overfill_a_slot(db):
     assert not errors
     counts = db.labels().groupby("pair_id").size()
     assert len(counts) == 12 and (counts == 1).all()
+
+
+@pytest.mark.parametrize("per_pair", [1, 2])
+def test_leases_that_expire_while_people_label_never_overfill_a_slot(db, per_pair):
+    # leases far shorter than the time people take: most expire while their holder is still labelling,
+    # the pair is handed to someone else, and the first holder's late label must not take a second slot
+    import random
+
+    names = [f"p{i}" for i in range(4)]
+    for n in names:
+        db.join(n)
+    errors = []
+
+    def work(n, seed):
+        pace = random.Random(seed)
+        try:
+            while (got := db.next_pair(n, per_pair, 0.02, 0, False)) is not None:
+                time.sleep(pace.uniform(0.0, 0.05))
+                try:
+                    db.submit(n, got.pair_id, "irrelevant", "", rid(), per_pair, False)
+                except LabelDBError as exc:
+                    if exc.status != 409:         # a late label refused (409) is the rule at work
+                        raise
+        except Exception as exc:       # noqa: BLE001 (reported below)
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(n, i)) for i, n in enumerate(names)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    counts = db.labels().groupby("pair_id").size()
+    assert len(counts) == 12 and (counts == per_pair).all(), counts.to_dict()
 
 
 def test_a_replayed_request_changes_nothing_and_says_what_it_did(db):

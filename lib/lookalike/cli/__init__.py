@@ -56,7 +56,10 @@ def main(argv: list[str] | None = None) -> int:
     p_ex.add_argument("name", choices=("documents", "photos"))
     p_ex.add_argument("dir", nargs="?", default=None,
                       help="where to write it (default examples/generated/NAME, where params/examples/ looks)")
-    p_ex.add_argument("--seed", type=int, default=0, help="the generator's seed (default 0)")
+    p_ex.add_argument("--seed", type=int, default=0, help="the generator's seed, 0 or more (default 0)")
+    p_ex.add_argument("--force", action="store_true",
+                      help="replace files in DIR that the example would write (listed first); without it a DIR "
+                           "holding any of them is refused and nothing is written")
     args = parser.parse_args(argv)
     if args.command == "run":
         from lookalike.cli.run import main as run_main
@@ -69,8 +72,12 @@ def main(argv: list[str] | None = None) -> int:
         from lookalike.data import examples
 
         folder = Path(args.dir) if args.dir else P.PROJECT_ROOT / "examples" / "generated" / args.name
-        examples.EXAMPLES[args.name](folder, seed=args.seed)
-        files = sorted(p for p in folder.rglob("*") if p.is_file())
-        print(f"lookalike example: {args.name}: {len(files)} files written under {folder}")
+        try:
+            done = examples.write_example(args.name, folder, seed=args.seed, force=args.force)
+        except examples.ExampleError as exc:
+            print(f"lookalike example: {exc}", file=sys.stderr)
+            return 2
+        again = f" ({len(done.replaced)} of them replacing files already there)" if done.replaced else ""
+        print(f"lookalike example: {args.name}: {len(done.files)} files written under {folder}{again}")
         return 0
     return 2

@@ -241,10 +241,16 @@ def _team_database(prm: dict) -> list[Report]:
     run_dir = P.PROJECT_ROOT / "outputs" / prm["run"]
     target = LDB.resolve(prm["labels"]["db"], run_dir)
     postgres = target.startswith(("postgresql://", "postgres://"))
-    if not prm["labels"]["db"] and not Path(target).is_file():
+    try:
+        is_file = not postgres and Path(target).is_file()
+    except OSError as exc:          # a name the file system refuses (too long, say) is the user's to fix
+        r = Report("team label database", target)
+        r.refused = f"labels.db: {target!r} cannot be a file here ({exc.strerror or exc})"
+        return [r]
+    if not prm["labels"]["db"] and not is_file:
         return []
     r = Report("team label database", LDB.describe(target, P.PROJECT_ROOT))
-    if not postgres and not Path(target).is_file():
+    if not postgres and not is_file:
         r.notes.append("not created yet: `lookalike labels serve` creates it after stage 06")
         return [r]
     got = _guard(r, lambda: LDB.LabelDB(target, migrate=False).inspect())

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from pathlib import Path
 
 import pandas as pd
@@ -142,8 +143,9 @@ def page_base_note(judged_ids, ranked_ids) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    if args.n_boot < 1:
-        parser.error(f"--n-boot must be at least 1 (resamples of the bootstrap), got {args.n_boot}")
+    if args.n_boot < stats.MIN_RESAMPLES:
+        parser.error(f"--n-boot must be at least {stats.MIN_RESAMPLES} (resamples of the bootstrap), got {args.n_boot}: "
+                     "with fewer, a 95% interval's ends rest on a handful of draws")
     if args.M is not None and args.M < 1:
         parser.error(f"-M must be at least 1 (units kept per ranking), got {args.M}")
     if len(args.run) > 1:
@@ -155,7 +157,13 @@ def main(argv: list[str] | None = None) -> int:
         default = not args.measures or any(str(m).strip() in ("all_trec", "official", "trec") for m in args.measures)
         qrels = ranking.Qrels.read(args.qrels)
         run = ranking.Run.read(args.run)
-        ev = M.evaluate(qrels, run, measures, level=args.l, complete=args.c, max_docs=args.M, num_docs=args.N)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", M.EmptyEvaluation)      # said below, as trec_eval refuses
+            ev = M.evaluate(qrels, run, measures, level=args.l, complete=args.c, max_docs=args.M, num_docs=args.N)
+        if ev.per_query.empty:
+            print(f"lookalike eval: {M.no_queries_reason(qrels.query_ids, run.query_ids, args.c)}; nothing to "
+                  "print (trec_eval 10.0 refuses too)", file=sys.stderr)
+            return 2
         groups = _read_groups(args.group_by) if args.group_by else None
     except (trec.TrecFormatError, M.MeasureError) as exc:
         print(f"lookalike eval: {exc}", file=sys.stderr)

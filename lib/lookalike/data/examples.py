@@ -13,8 +13,11 @@ drawing code builds the test suite's corpus shapes, so what the examples show is
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -182,3 +185,107 @@ def photos_with_captions(folder: Path | str, seed: int = 0, n: int = 40) -> Path
 
 
 EXAMPLES = {"documents": documents, "photos": photos_with_captions}
+
+# what `lookalike example` wrote last into a folder (relative path -> sha256), so that writing the same
+# example again replaces only files it wrote itself and nobody changed since
+RECORD = ".lookalike-example.json"
+
+
+class ExampleError(ValueError):
+    """An example that cannot be written where asked, said in one line (the CLI's exit 2)."""
+
+
+@dataclass
+class Written:
+    folder: Path
+    files: list[str]               # relative paths written
+    replaced: list[str]            # of those, files that were there before (--force, or the example's own)
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _own_files(folder: Path) -> dict[str, str]:
+    """The files the last `lookalike example` into folder wrote, with their hashes then ({} if none)."""
+    try:
+        data = json.loads((folder / RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    files = data.get("files") if isinstance(data, dict) else None
+    return {str(k): str(v) for k, v in files.items()} if isinstance(files, dict) else {}
+
+
+def conflicts(folder: Path, names: list[str]) -> list[str]:
+    """The paths among names (relative to folder) that hold something a user wrote: a file there that the
+    last example did not write or that changed since, or a folder or file where the other is needed."""
+    own = _own_files(folder)
+    out = []
+    for rel in names:
+        target = folder / rel
+        blocked = next((str(a.relative_to(folder)) for a in reversed(target.parents)
+                        if a != folder and folder in a.parents and (a.is_file() or a.is_symlink())), None)
+        if blocked:
+            out.append(f"{blocked} (a file where the example needs a folder)")
+        elif target.is_symlink() or target.is_dir():
+            out.append(f"{rel} (a {'link' if target.is_symlink() else 'folder'})")
+        elif target.exists() and own.get(rel) != _sha(target):
+            out.append(rel)
+    return sorted(set(out))
+
+
+def write_example(name: str, folder: Path | str, seed: int = 0, force: bool = False, log=print) -> Written:
+    """Generate example `name` into folder without ever overwriting what a user wrote there: the
+    corpus is drawn in a scratch folder first, and a file it would replace is refused (ExampleError,
+    naming them) unless it is the example's own unchanged earlier output, or force is given — then
+    what is replaced is listed (log) before anything is written."""
+    import shutil
+    import tempfile
+
+    if name not in EXAMPLES:
+        raise ExampleError(f"no example named {name!r}; there are {', '.join(EXAMPLES)}")
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise ExampleError(f"--seed must be a whole number, 0 or more (the generator's seed), got {seed!r}")
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise ExampleError(f"{folder} is a file, not a folder: give a folder to write the example into")
+    existing = next((a for a in [folder, *folder.parents] if a.exists()), None)
+    if existing is not None and not existing.is_dir():
+        raise ExampleError(f"{folder}: {existing} is a file, not a folder")
+    with tempfile.TemporaryDirectory(prefix="lookalike-example-") as scratch:
+        EXAMPLES[name](Path(scratch), seed=seed)
+        names = sorted(str(p.relative_to(scratch)) for p in Path(scratch).rglob("*") if p.is_file())
+        clash = conflicts(folder, names) if folder.is_dir() else []
+        if clash and not force:
+            shown = ", ".join(clash[:12]) + (f" and {len(clash) - 12} more" if len(clash) > 12 else "")
+            raise ExampleError(f"{folder} already holds {len(clash)} file(s) the {name} example would overwrite: "
+                               f"{shown}; nothing was written (choose an empty folder, or --force to replace them)")
+        if clash:
+            log(f"lookalike example: --force: replacing {len(clash)} file(s) in {folder}: " + ", ".join(clash))
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            probe = folder / f".write-test-{os.getpid()}"
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as exc:
+            raise ExampleError(f"cannot write into {folder} ({exc.strerror or exc}); choose a folder you can write"
+                               ) from None
+        replaced = [rel for rel in names if (folder / rel).exists() or (folder / rel).is_symlink()]
+        # files an earlier example wrote here and nobody changed stay the example's own
+        record = {rel: sha for rel, sha in _own_files(folder).items()
+                  if (folder / rel).is_file() and _sha(folder / rel) == sha}
+        for rel in names:
+            target = folder / rel
+            for a in reversed(target.parents):       # --force: a file standing where a folder goes
+                if a != folder and folder in a.parents and (a.is_file() or a.is_symlink()):
+                    a.unlink()
+            if target.is_symlink() or target.is_file():
+                target.unlink()
+            elif target.is_dir():
+                shutil.rmtree(target)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(Path(scratch) / rel, target)
+            record[rel] = _sha(target)
+    (folder / RECORD).write_text(json.dumps({"example": name, "seed": seed, "files": record}, indent=1,
+                                            sort_keys=True) + "\n", encoding="utf-8")
+    return Written(folder, names, replaced)

@@ -26,7 +26,7 @@ import pandas as pd
 from lookalike.eval import measures as measures_mod
 from lookalike.eval import stats
 from lookalike.eval.metrics import evaluate
-from lookalike.eval.ranking import Qrels, Run
+from lookalike.eval.ranking import Run, as_qrels, as_run
 
 DEFAULT_MEASURES = ("ndcg_cut.10", "map", "recip_rank", "P.5", "recall.100")
 TIE = 1e-12            # per-query values closer than this are a tie (sums of floats, not judgements)
@@ -138,17 +138,19 @@ def _cell(row) -> str:
 
 def _named_runs(runs) -> dict[str, Run]:
     """name -> Run from a mapping (name -> run, frame, dict or path) or a sequence (Runs, paths)."""
+    if isinstance(runs, (str, Path, Run)) or runs is None or not isinstance(runs, (Mapping, Sequence)):
+        raise TypeError("runs: expected a mapping name -> run (a Run, a path to a TREC run file, a frame or a dict) "
+                        f"or a list of Runs or paths, at least two; got {type(runs).__name__}")
     out: dict[str, Run] = {}
     items = runs.items() if isinstance(runs, Mapping) else [(None, r) for r in runs]
-    for name, r in items:
+    for i, (name, r) in enumerate(items):
+        where = f"runs[{name!r}]" if name is not None else f"runs[{i}]"
         if isinstance(r, (str, Path)):
-            run = Run.read(r, name=name)
+            run = as_run(r, where, name=name)
             if name is None and run.name in out:        # two files with one tag: tell them apart by file
                 run.name = Path(r).name
-        elif isinstance(r, Run):
-            run = r
         else:
-            run = Run(r, name=name or f"run{len(out) + 1}")
+            run = as_run(r, where, name=name or f"run{len(out) + 1}")
         key = str(name) if name is not None else run.name
         if key in out:
             raise ValueError(f"two runs are named {key!r}: name them (pass a mapping name -> run)")
@@ -168,14 +170,16 @@ def compare(qrels, runs, measures: Sequence[str] | None = None, baseline: str | 
     lookalike.eval.measures accepts (default DEFAULT_MEASURES); measures that are not means over
     queries (num_q, gm_map, the set-level counts) are refused. baseline: a run's name (default the
     first run). level / complete: as in evaluate (trec_eval -l / -c). clusters: query -> cluster
-    for clustered intervals and tests.
+    for clustered intervals and tests. n_boot / n_perm: bootstrap and randomisation resamples, at least
+    stats.MIN_RESAMPLES (200) each. Anything else than these types is a TypeError naming the argument.
     """
+    n_boot, n_perm = stats.check_resamples(n_boot, "n_boot"), stats.check_resamples(n_perm, "n_perm")
+    Q = as_qrels(qrels, "qrels")
     named = _named_runs(runs)
     baseline = next(iter(named)) if baseline is None else str(baseline)
     if baseline not in named:
         raise ValueError(f"baseline {baseline!r} is not one of the runs: {', '.join(named)}")
     systems = [baseline] + [s for s in named if s != baseline]      # the baseline's row first, then as given
-    Q = Qrels.read(qrels) if isinstance(qrels, (str, Path)) else qrels if isinstance(qrels, Qrels) else Qrels(qrels)
     wanted = measures_mod.parse(list(measures) if measures else list(DEFAULT_MEASURES))
     names = [str(m) for m in wanted]
     not_means = [str(m) for m in wanted if m.aggregation != "mean"]

@@ -31,6 +31,7 @@ no relevant unit are evaluated (most measures 0, as in trec_eval) and listed too
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -38,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from lookalike.eval import measures
-from lookalike.eval.ranking import Qrels, Run, rank  # noqa: F401 (re-exported)
+from lookalike.eval.ranking import Qrels, Run, as_qrels, as_run, rank  # noqa: F401 (re-exported)
 from lookalike.vocab import LABEL_GRADES
 
 # Names callers import from here (the measure registry lives in lookalike.eval.measures).
@@ -95,9 +96,9 @@ def aggregate_values(per_query: pd.DataFrame, names: Sequence[str]) -> pd.Series
         elif how == "gmean":
             # per-query gm_map holds the query's AP; the aggregate is trec_eval's geometric mean
             out[name] = (float(np.exp(np.mean(np.log(np.maximum(per_query[name], GM_FLOOR)))))
-                         if len(per_query) else 0.0)
-        else:
-            out[name] = float(per_query[name].mean()) if len(per_query) else 0.0
+                         if len(per_query) else float("nan"))
+        else:       # a mean over no query is undefined (NaN, as ir_measures gives), never 0
+            out[name] = float(per_query[name].mean()) if len(per_query) else float("nan")
     return pd.Series(out, dtype="float64")
 
 
@@ -138,9 +139,14 @@ def evaluate(qrels, run, names: Sequence[str] | None = None, *, level: int = 1, 
     each ranking (trec_eval -M). grades: label -> grade for the sufficiency measures. num_docs: the
     collection size, read only by utility's fourth coefficient (trec_eval -N).
     """
-    wanted = measures.parse(names or TREC_DEFAULT)
-    Q = qrels if isinstance(qrels, Qrels) else Qrels(qrels, grades=grades)
-    R = run if isinstance(run, Run) else Run(run)
+    if isinstance(names, str):
+        names = [names]
+    elif names is not None and (not isinstance(names, Iterable) or isinstance(names, Mapping)):
+        raise TypeError(f"names: expected measure names (a list such as ['map', 'ndcg@10'], or one name), "
+                        f"got {type(names).__name__}")
+    wanted = measures.parse(list(names) if names else TREC_DEFAULT)
+    Q = as_qrels(qrels, "qrels", grades=grades)
+    R = as_run(run, "run")
     grades = dict(LABEL_GRADES if grades is None else grades)
 
     if len(Q.query_ids) == len(R.query_ids) and bool(np.array_equal(Q.query_ids, R.query_ids)):
@@ -156,6 +162,8 @@ def evaluate(qrels, run, names: Sequence[str] | None = None, *, level: int = 1, 
         q_in_qrels = qrels_q.get_indexer(eval_q)
         q_in_run = in_run.get_indexer(eval_q)                # -1: empty ranking
     nq = len(eval_q)
+    if nq == 0:
+        warnings.warn(EmptyEvaluation(no_queries_reason(Q.query_ids, R.query_ids, complete)), stacklevel=2)
 
     # Judgements of the evaluated queries, with each one's rank in the run (0: not retrieved).
     lengths_q = np.diff(Q.offsets)[q_in_qrels]
@@ -191,6 +199,25 @@ def evaluate(qrels, run, names: Sequence[str] | None = None, *, level: int = 1, 
     no_rel = [str(q) for q, n in zip(eval_q, num_rel) if n == 0]
     return Evaluation(per_query=per_query, measures=list(columns), run_name=R.name, complete=complete,
                       run_only_queries=run_only, missing_from_run=missing, no_relevant_queries=no_rel)
+
+
+class EmptyEvaluation(UserWarning):
+    """No query was evaluated: every mean is NaN (a mean over nothing), counts are 0."""
+
+
+def _sample(ids, n: int = 5) -> str:
+    ids = [str(x) for x in ids]
+    return ", ".join(ids[:n]) + (f" … ({len(ids)} in all)" if len(ids) > n else "") if ids else "none"
+
+
+def no_queries_reason(qrels_ids, run_ids, complete: bool = False) -> str:
+    """Why an evaluation scored no query, with a sample of each side's ids."""
+    if not len(qrels_ids):
+        return "no query was evaluated: the qrels hold no judgements"
+    if complete:
+        return "no query was evaluated"
+    return (f"no query was evaluated: the qrels and the run share no query id (qrels: {_sample(qrels_ids)}; "
+            f"run: {_sample(run_ids)}); every mean is NaN")
 
 
 DENSE_CELLS = 1 << 22        # cells of one block of the dense (query x unit) rank table: 16 MiB of int32 (cache-sized)

@@ -9,6 +9,7 @@ scores); nothing else in lookalike sorts rankings, and ``write_run`` writes ever
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from collections.abc import Mapping
 
@@ -303,3 +304,30 @@ def rank_of(scores: np.ndarray, unit_ids: np.ndarray, i: int) -> int:
     ids = np.asarray(unit_ids, dtype=object)
     s, u = scores[i], ids[i]
     return 1 + int(np.sum((scores > s) | ((scores == s) & (ids > u))))
+
+
+def as_qrels(value, argument: str = "qrels", grades: Mapping[str, int] | None = None) -> Qrels:
+    """Qrels from what the public API takes: Qrels, a path to a TREC qrels file (read as
+    ``Qrels.read`` reads it), a long frame or a dict query -> unit -> grade. Anything else is a
+    TypeError naming the argument and what it accepts."""
+    if isinstance(value, Qrels):
+        return value
+    if isinstance(value, (str, os.PathLike)):
+        return Qrels.read(value)
+    if isinstance(value, (pd.DataFrame, Mapping)):
+        return Qrels(value, grades=grades)
+    raise TypeError(f"{argument}: expected Qrels, a path to a TREC qrels file, a frame (query_id, unit_id, "
+                    f"relevance or label) or a dict query -> unit -> grade; got {type(value).__name__}")
+
+
+def as_run(value, argument: str = "run", name: str | None = None) -> Run:
+    """A Run from what the public API takes: Run, a path to a TREC run file, a long frame or a dict
+    query -> unit -> score. Anything else is a TypeError naming the argument and what it accepts."""
+    if isinstance(value, Run):
+        return value
+    if isinstance(value, (str, os.PathLike)):
+        return Run.read(value, name=name)
+    if isinstance(value, (pd.DataFrame, Mapping)):
+        return Run(value, name=name or "run")
+    raise TypeError(f"{argument}: expected a Run, a path to a TREC run file, a frame (query_id, unit_id, score) "
+                    f"or a dict query -> unit -> score; got {type(value).__name__}")

@@ -18,6 +18,19 @@ import pandas as pd
 import scipy.stats
 
 Z95 = 1.959963984540054  # standard normal 0.975 quantile
+# The fewest resamples the public API and `lookalike eval` accept: below this a 95% interval's ends
+# rest on a handful of draws (each end on 5 of 200), and a randomisation p-value cannot go below 1/201.
+MIN_RESAMPLES = 200
+
+
+def check_resamples(n: int, argument: str) -> int:
+    """n as a count of resamples, refused (ValueError naming the argument) below MIN_RESAMPLES."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"{argument}: expected a whole number of resamples, got {type(n).__name__} {n!r}")
+    if n < MIN_RESAMPLES:
+        raise ValueError(f"{argument} must be at least {MIN_RESAMPLES} (got {n}): with fewer resamples an "
+                         "interval's ends or a p-value rest on a handful of draws")
+    return int(n)
 
 
 def _rng(rng) -> np.random.Generator:

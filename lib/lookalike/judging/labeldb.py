@@ -127,6 +127,15 @@ def existing(db: str | Path | None, run_dir: Path | str) -> LabelDB | None:
     return None
 
 
+def _sqlite_header(path: Path) -> bool:
+    """Whether a file starts as every SQLite database does."""
+    try:
+        with path.open("rb") as fh:
+            return fh.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
+
+
 def describe(target: str, run_dir: Path | str) -> str:
     """Where a database is, for a report: a file relative to the run folder, a URL without its password."""
     if target.startswith(("postgresql://", "postgres://")):
@@ -150,11 +159,38 @@ class LabelDB:
             except ImportError as exc:
                 raise LabelDBError(f"{self.target}: a PostgreSQL database needs the psycopg package "
                                    "(pip install 'psycopg[binary]')") from exc
-        elif migrate:
-            Path(self.target).parent.mkdir(parents=True, exist_ok=True)
+        else:
+            path = Path(self.target)
+            if path.is_dir():
+                raise LabelDBError(f"{self.target} is a folder; the label database is a file (for example "
+                                   f"{path / 'labels.sqlite'}) or a postgresql:// URL")
+            if path.is_file() and path.stat().st_size and not _sqlite_header(path):
+                # SQLite would turn a short file of anything else into a database: a user's file is never overwritten
+                raise LabelDBError(f"{describe(self.target, '.')}: not a lookalike label database (not a SQLite file; "
+                                   "nothing was written to it) — give --db a new file path or an existing label "
+                                   "database", 500)
+        if migrate and not self.postgres:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise LabelDBError(f"{self.target}: cannot make the database's folder {path.parent} "
+                                   f"({exc.strerror or exc}); give a path whose folders you can create") from None
         if migrate:
             with self._refusals():
                 self.migrate()
+                self._probe_write()
+
+    def _probe_write(self) -> None:
+        """One write, rolled back: a database the server may read but not change (a read-only file or
+        folder, a read-only mount) is refused when opened, not at the first person's label."""
+        con = self._connect()
+        try:
+            con.execute("BEGIN")
+            con.execute(self._sql("INSERT INTO schema_migrations (version, name, applied) VALUES (?, ?, ?)"),
+                        (-1, "write probe", now_iso()))
+            con.execute("ROLLBACK")
+        finally:
+            con.close()
 
     @contextmanager
     def _refusals(self) -> Iterator[None]:
@@ -162,6 +198,15 @@ class LabelDB:
         where = describe(self.target, ".")
         try:
             yield
+        except sqlite3.OperationalError as exc:
+            if "readonly" in str(exc) or "read-only" in str(exc):
+                raise LabelDBError(f"{where}: the database is read-only here ({exc}); the label server writes "
+                                   "every label to it — make the file and its folder writable (SQLite keeps "
+                                   "-wal and -shm files beside it) or give --db another path", 500) from exc
+            if "unable to open" in str(exc):
+                raise LabelDBError(f"{where}: cannot open the database file ({exc}); give --db a file path in a "
+                                   "folder you can write", 500) from exc
+            raise LabelDBError(f"{where}: not a lookalike label database ({exc})", 500) from exc
         except sqlite3.DatabaseError as exc:
             raise LabelDBError(f"{where}: not a lookalike label database ({exc})", 500) from exc
         except Exception as exc:
@@ -376,7 +421,8 @@ class LabelDB:
                separate_pools: bool, seconds: float | None = None, kind: str = "label") -> int:
         """Record one label (or an adjudication) and free the lease, in one transaction; returns its id.
         Refused: an unknown pair or label, a replayed request id, a pair this person already labelled,
-        a pair whose slots others filled while this person held no lease."""
+        and, when this person holds no unexpired lease on the pair, a pair whose slots are taken by
+        live labels and other people's unexpired leases together."""
         check_request_id(request_id)
         if label not in LABELS:
             raise LabelDBError(f"label {label!r} is not one of {', '.join(LABELS)}")
@@ -395,15 +441,26 @@ class LabelDB:
                       (pair_id, name, kind)) is not None:
                 raise LabelDBError(f"{name} has already labelled pair {pair_id} (undo it first to change it)", 409)
             if kind == "label":
-                leased = tx.one("SELECT 1 FROM leases WHERE pair_id = ? AND annotator = ? AND kind = 'label'",
-                                (pair_id, name)) is not None
+                # a slot counts live labels plus every unexpired lease, here as in next_pair: a person whose
+                # lease ran out may still label, but only into a slot nobody else holds or has filled
+                clock = _time.time()
+                leased = tx.one("SELECT 1 FROM leases WHERE pair_id = ? AND annotator = ? AND kind = 'label' "
+                                "AND expires >= ?", (pair_id, name, clock)) is not None
                 pool_clause = "AND pool = ?" if separate_pools else ""
                 args = (pair_id, person["pool"]) if separate_pools else (pair_id,)
                 live = int(tx.one(f"SELECT COUNT(*) FROM labels WHERE pair_id = ? AND kind = 'label' AND retracted = 0 "
                                   f"{pool_clause}", args)[0])
+                lease_pool = "AND a.pool = ?" if separate_pools else ""
+                held = int(tx.one(f"SELECT COUNT(*) FROM leases l JOIN annotators a ON a.name = l.annotator "
+                                  f"WHERE l.pair_id = ? AND l.kind = 'label' AND l.annotator <> ? AND l.expires >= ? "
+                                  f"{lease_pool}", (pair_id, name, clock, *args[1:]))[0])
                 if not leased and live >= per_pair:
                     raise LabelDBError(f"pair {pair_id} already has its {per_pair} label(s) from other people "
                                        "(your lease had expired); ask for the next pair", 409)
+                if not leased and live + held >= per_pair:
+                    raise LabelDBError(f"pair {pair_id} is leased to someone else now ({held} unexpired lease(s) "
+                                       f"beside {live} label(s); {per_pair} per pair), and you hold no lease on it "
+                                       "(yours had expired, or it was never given to you); ask for the next pair", 409)
             cur = tx.run("INSERT INTO labels (request_id, pair_id, annotator, pool, kind, label, note, time, seconds) "
                          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                          (request_id, pair_id, name, person["pool"], kind, label, note, stamp, seconds))

@@ -19,6 +19,7 @@ import json
 import math
 import mimetypes
 import os
+import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,35 @@ from lookalike.judging.store import LabelStore, pair_id
 from lookalike.report import pages
 
 TOKEN_ENV = "LOOKALIKE_LABELS_TOKEN"
+# a client's request body: the page sends a few short fields; anything larger or deeper is a mistake or
+# an attack, answered with the reason, never parsed into a 500
+MAX_BODY = 64 * 1024
+MAX_DEPTH = 8
+
+
+def token_matches(given: str, token: str) -> bool:
+    """The shared token, compared in constant time as UTF-8 bytes (any script); the page sends it
+    percent-encoded, a script may send it as it is: either form is accepted."""
+    want = token.encode("utf-8")
+    forms = {given, unquote(given)}
+    try:                    # raw UTF-8 bytes in a header arrive decoded as Latin-1
+        forms.add(given.encode("latin-1").decode("utf-8"))
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        pass
+    return any(hmac.compare_digest(f.encode("utf-8", "surrogateescape"), want) for f in forms)
+
+
+def _depth(value: Any, limit: int) -> int:
+    """How deep lists and objects nest in a parsed body (stops counting past limit)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, level)
+            if deepest > limit:
+                return deepest
+            stack.extend((v, level + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return deepest
 
 
 @dataclass
@@ -162,7 +192,7 @@ def create_app(run: RunPairs, db: LabelDB, settings: Settings) -> Starlette:
 
     def check_token(request: Request) -> None:
         given = request.headers.get("x-token", "") or request.query_params.get("token", "")
-        if settings.token and not hmac.compare_digest(given, settings.token):
+        if settings.token and not token_matches(given, settings.token):
             raise LabelDBError(f"a valid token is needed (the server's {TOKEN_ENV})", 401)
 
     def person(request: Request) -> dict:
@@ -173,10 +203,23 @@ def create_app(run: RunPairs, db: LabelDB, settings: Settings) -> Starlette:
         return db.annotator(name)
 
     async def body(request: Request, *fields: str) -> dict:
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > MAX_BODY:
+            raise LabelDBError(f"the request body is {int(declared):,} bytes; the server takes at most {MAX_BODY:,}", 413)
+        raw = b""
+        async for chunk in request.stream():
+            raw += chunk
+            if len(raw) > MAX_BODY:
+                raise LabelDBError(f"the request body is over {MAX_BODY:,} bytes, the most the server takes", 413)
         try:
-            data = json.loads(await request.body() or b"null")
+            data = json.loads(raw or b"null")
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise LabelDBError(f"the request body is not JSON ({exc})") from exc
+        except RecursionError:
+            raise LabelDBError(f"the request body nests lists or objects too deeply (more than {MAX_DEPTH} levels)"
+                               ) from None
+        if _depth(data, MAX_DEPTH) > MAX_DEPTH:
+            raise LabelDBError(f"the request body nests lists or objects more than {MAX_DEPTH} levels deep")
         if not isinstance(data, dict):
             raise LabelDBError(f"the request body must be a JSON object with {', '.join(fields)}")
         missing = [f for f in fields if f not in data]
@@ -192,6 +235,9 @@ def create_app(run: RunPairs, db: LabelDB, settings: Settings) -> Starlette:
                 return JSONResponse({"error": str(exc), "replay": True, "result": exc.result}, status_code=exc.status)
             except LabelDBError as exc:
                 return fail(str(exc), exc.status)
+            except sqlite3.Error as exc:        # the database itself failed (disk full, locked too long): say so
+                return fail(f"the label database did not take the change ({exc}); nothing was recorded — try "
+                            "again, and tell whoever runs the server if it persists", 503)
         return endpoint
 
     async def index(request: Request):

@@ -10,7 +10,9 @@ returns violations, one per broken figure, naming the file and the figure. The c
 - defined: no interval or kappa printed where the statistic is undefined;
 - discriminating: a figure at the ceiling or floor for every system says it cannot separate them;
 - people-first: no question people judged is moved out of the main set by a machine rule;
-- words: no demo vocabulary on a corpus that is not the demo.
+- words: no demo vocabulary on a corpus that is not the demo;
+- readable: every file a check reads parses (a malformed run, qrels, table or manifest is named with
+  its line, never a traceback).
 """
 
 from __future__ import annotations
@@ -87,7 +89,7 @@ def check_complete(run_dir: Path, stages: list[str]) -> list[Violation]:
     for page in ("index.html", "summary.html"):
         if not (run_dir / page).is_file():
             out.append(Violation("complete", page, "the page", "missing"))
-    index = (_text_of_html((run_dir / "index.html").read_text(encoding="utf-8"))
+    index = (_text_of_html((run_dir / "index.html").read_text(encoding="utf-8", errors="replace"))
              if (run_dir / "index.html").is_file() else "")
     for stage in stages:
         ran = (run_dir / "notebooks" / f"{stage}.ipynb").is_file() and (run_dir / "headlines" / f"{stage}.json").is_file()
@@ -134,12 +136,20 @@ def check_no_nan(run_dir: Path) -> list[Violation]:
 def _canonical_problem(path: Path) -> str:
     """'' when the run file's lines are in canonical order with ranks 1, 2, ... per query."""
     last: dict[str, tuple[int, float, str]] = {}
-    with path.open(encoding="utf-8") as fh:
+    with path.open(encoding="utf-8", errors="replace") as fh:
         for n, line in enumerate(fh, start=1):
             f = line.split()
             if len(f) != 6:
                 return f"line {n}: {len(f)} fields, expected 6"
-            q, u, r, s = f[0], f[2], int(f[3]), float(f[4])
+            q, u = f[0], f[2]
+            try:
+                r = int(f[3])
+            except ValueError:
+                return f"line {n}: rank {f[3]!r} is not a whole number"
+            try:
+                s = float(f[4])
+            except ValueError:
+                return f"line {n}: score {f[4]!r} is not a number"
             prev = last.get(q)
             if prev is None:
                 if r != 1:
@@ -155,12 +165,33 @@ def _canonical_problem(path: Path) -> str:
     return ""
 
 
+class Unreadable(Exception):
+    """A file a check needs cannot be parsed: reported as a violation naming the file (and line)."""
+
+    def __init__(self, file: str, problem: str):
+        super().__init__(f"{file}: {problem}")
+        self.file, self.problem = file, problem
+
+
 def _read(run_dir: Path, name: str) -> pd.DataFrame:
     path = run_dir / "tables" / f"{name}.csv"
     try:
         return pd.read_csv(path, keep_default_na=False) if path.is_file() else pd.DataFrame()
     except pd.errors.EmptyDataError:        # a table a stage wrote with no columns: nothing to check
         return pd.DataFrame()
+    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
+        raise Unreadable(f"tables/{name}.csv", f"not a readable CSV table ({' '.join(str(exc).split())})") from None
+
+
+def _trec(run_dir: Path, path: Path, kind: str):
+    """A run or qrels file the run exported, read; a malformed one is Unreadable (its file and line)."""
+    try:
+        return trec.read_qrels(path) if kind == "qrels" else trec.read_run(path)
+    except (trec.TrecFormatError, ValueError, OSError) as exc:
+        text = str(exc)
+        prefix = f"{path}:"
+        raise Unreadable(str(path.relative_to(run_dir)),
+                         text[len(prefix):].lstrip() if text.startswith(prefix) else text) from None
 
 
 def check_external_runs(run_dir: Path, params: dict) -> list[Violation]:
@@ -183,7 +214,7 @@ def check_external_runs(run_dir: Path, params: dict) -> list[Violation]:
         mine, _ = inputs.read_external_run(source, units["unit_id"].astype(str), questions["query_id"].astype(str),
                                            int((params.get("corpus") or {}).get("page_base", 1)))
         want = ranking.rank(mine)[["query_id", "unit_id"]].reset_index(drop=True)
-        got = ranking.Run(trec.read_run(exported)[0]).frame()
+        got = ranking.Run(_trec(run_dir, exported, "run")[0]).frame()
         with exported.open(encoding="utf-8") as fh:
             as_written = pd.DataFrame([line.split()[:3:2] for line in fh], columns=["query_id", "unit_id"])
         if not as_written.equals(want) or len(got) != len(want):
@@ -208,14 +239,14 @@ def check_reproducible(run_dir: Path) -> list[Violation]:
         out.append(Violation("reproducible", "qrels/evidence_validated.qrels", "the evidence judgements",
                              "stage 07 drew a haystack curve but did not export the judgements it scored"))
     if len(curve) and evidence.is_file():
-        qrels = trec.read_qrels(evidence)
+        qrels = _trec(run_dir, evidence, "qrels")
         qids = sorted(set(qrels["query_id"]))
         full = curve[(curve["corpus_size"] == len(units)) & ~curve["extrapolated"].astype(str).str.lower().eq("true")]
         for row in full.itertuples():
             run_path = run_dir / "runs_validated" / f"{row.system}.run"
             if not run_path.is_file():
                 continue
-            run, _ = trec.read_run(run_path)
+            run, _ = _trec(run_dir, run_path, "run")
             run = run[run["query_id"].isin(set(qids))]
             value = float(M.evaluate(qrels, run, [row.measure], complete=True).per_query[row.measure].reindex(
                 qids).fillna(0.0).mean()) if qids else float("nan")
@@ -227,14 +258,14 @@ def check_reproducible(run_dir: Path) -> list[Violation]:
     suff = _read(run_dir, "sufficiency")
     labels = run_dir / "qrels" / "labels.qrels"
     if len(suff) and labels.is_file() and evidence.is_file():
-        qrels = trec.read_qrels(labels)
-        ev = trec.read_qrels(evidence)
+        qrels = _trec(run_dir, labels, "qrels")
+        ev = _trec(run_dir, evidence, "qrels")
         one_unit = sorted(q for q, n in ev.groupby("query_id").size().items() if n == 1)
         for row in suff[suff["negatives"] == "corpus"].itertuples():
             run_path = run_dir / "runs_validated" / f"{row.system}.run"
             if not run_path.is_file() or not one_unit or int(row.n) != len(one_unit):
                 continue
-            run, _ = trec.read_run(run_path)
+            run, _ = _trec(run_dir, run_path, "run")
             names = [f"sufficient_{row.k}", f"supporting_only_{row.k}", f"neither_{row.k}"]
             pq = M.evaluate(qrels[qrels["query_id"].isin(set(one_unit))], run[run["query_id"].isin(set(one_unit))],
                             names, complete=True).per_query
@@ -275,7 +306,7 @@ def check_discriminating(run_dir: Path) -> list[Violation]:
     cannot separate systems: the summary must say so beside it."""
     out = []
     head = _read(run_dir, "headline")
-    summary = (run_dir / "summary.html").read_text(encoding="utf-8") if (run_dir / "summary.html").is_file() else ""
+    summary = (run_dir / "summary.html").read_text(encoding="utf-8", errors="replace") if (run_dir / "summary.html").is_file() else ""
     said = _text_of_html(summary)
     for col in head.columns:
         cells = head[col].astype(str)
@@ -365,25 +396,52 @@ def check_words(run_dir: Path, params: dict) -> list[Violation]:
     return out
 
 
+def _manifest_params(run_dir: Path) -> dict:
+    manifest = run_dir / "manifest.json"
+    if not manifest.is_file():
+        return {}
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise Unreadable("manifest.json", f"not UTF-8 text (byte {exc.start})") from None
+    except ValueError as exc:
+        raise Unreadable("manifest.json", f"not JSON ({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("params", {}), dict):
+        raise Unreadable("manifest.json", "expected a JSON object whose 'params' is an object")
+    return data.get("params", {})
+
+
 def audit(run_dir: Path | str, stages: list[str]) -> list[Violation]:
-    """Every invariant on one run folder; [] when the run's figures hold."""
+    """Every invariant on one run folder; [] when the run's figures hold. A file a check cannot read
+    is a violation of 'readable' naming the file (and line), and the other checks still run."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise FileNotFoundError(f"{run_dir}: no such run folder")
-    manifest = run_dir / "manifest.json"
-    params = json.loads(manifest.read_text(encoding="utf-8")).get("params", {}) if manifest.is_file() else {}
-    found = []
-    found += check_complete(run_dir, stages)
-    found += check_accounted(run_dir)
-    found += check_no_nan(run_dir)
-    found += check_reproducible(run_dir)
-    found += check_external_runs(run_dir, params)
-    found += check_defined(run_dir)
-    found += check_discriminating(run_dir)
-    found += check_chance(run_dir)
-    found += check_people_first(run_dir)
-    found += check_words(run_dir, params)
+    found: list[Violation] = []
+    try:
+        params = _manifest_params(run_dir)
+    except Unreadable as exc:
+        found.append(Violation("readable", exc.file, "the file", exc.problem))
+        params = {}
+    checks = [
+        ("complete", lambda: check_complete(run_dir, stages)), ("accounted", lambda: check_accounted(run_dir)),
+        ("no-nan", lambda: check_no_nan(run_dir)), ("reproducible", lambda: check_reproducible(run_dir)),
+        ("external runs", lambda: check_external_runs(run_dir, params)), ("defined", lambda: check_defined(run_dir)),
+        ("discriminating", lambda: check_discriminating(run_dir)), ("chance", lambda: check_chance(run_dir)),
+        ("people-first", lambda: check_people_first(run_dir)), ("words", lambda: check_words(run_dir, params)),
+    ]
+    for name, check in checks:
+        try:
+            found += check()
+        except Unreadable as exc:
+            violation = Violation("readable", exc.file, "the file", exc.problem)
+            if violation not in found:
+                found.append(violation)
+        except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
+            # a cell or field of the wrong kind in a file the check reads (a table edited by hand, say)
+            found.append(Violation("readable", f"the files the '{name}' check reads", "a value",
+                                   f"could not be read as expected ({type(exc).__name__}: {exc}); the check did not run"))
     return found
 
 
-__all__ = ["Violation", "audit", "TOLERANCE"]
+__all__ = ["Violation", "Unreadable", "audit", "TOLERANCE"]

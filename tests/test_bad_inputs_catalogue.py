@@ -305,12 +305,16 @@ CASES = [
     ("labels unknown query", human_labels("query_id,unit_id,label\nq9,acme:1,sufficient\n"), OK, ["unknown query 'q9'"]),
     ("labels bad label", human_labels("query_id,unit_id,label\nq1,acme:1,maybe\n"), REFUSED, ["labels.csv", "'maybe'"]),
     ("labels missing column", human_labels("query_id,unit_id\nq1,acme:1\n"), REFUSED, ["labels.csv", "label"]),
+    # --- a run name the file system cannot hold: check refuses it as run does (not an OSError in a probe)
+    ("run name too long", params_only("run: " + "r" * 300 + "\n"), BAD, ["key 'run'", "at most 100 characters"]),
 ]
 
 
-def test_the_catalogue_has_every_class_and_at_least_sixty_cases():
-    assert len(CASES) >= 60
+def test_the_catalogue_has_every_class_and_every_case_it_ever_held():
+    # the input cases, then the cases on the surfaces added after them (SURFACES, below)
+    assert len(CASES) >= 81 and len(SURFACES) >= 21 and len(CASES) + len(SURFACES) >= 101
     assert len({name for name, *_ in CASES}) == len(CASES)
+    assert len({name for name, _ in SURFACES}) == len(SURFACES)
 
 
 @pytest.mark.parametrize("name, build, code, words", CASES, ids=[c[0] for c in CASES])
@@ -332,3 +336,346 @@ def test_bad_input(tmp_path, capsys, name, build, code, words):
         prm = P.load_params(params)
         corpus = stratify.load_corpus(context(tmp_path / "run", prm))
         assert len(corpus.units) >= 1
+
+
+# ============================================================================= the surfaces
+# Cases on the commands and services beside `check`: the example writer, the label server, the
+# Python API, `lookalike eval`, the parameter loader and `lookalike audit`. Each is one function that
+# does what a user (or a client) did and asserts what must hold: a clear refusal in words, never a
+# traceback or a 500, and nothing a user wrote overwritten.
+
+SURFACES: list[tuple[str, object]] = []
+
+
+def surface(name: str):
+    def register(fn):
+        SURFACES.append((name, fn))
+        return fn
+    return register
+
+
+def _cli(capsys, *argv: str) -> tuple[int, str]:
+    from lookalike.cli import main
+
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:           # argparse's own refusals
+        code = exc.code
+    got = capsys.readouterr()
+    return code, got.out + got.err
+
+
+# ----------------------------------------------------------------------------- lookalike example
+
+@surface("example over a user's questions and qrels")
+def _example_keeps_users_files(tmp_path, capsys):
+    mine = {"questions.jsonl": '{"query_id": "mine", "text": "my own question"}\n', "qrels.txt": "mine 0 x:1 1\n",
+            "meta.csv": "unit_id,caption\nx:1,mine\n"}
+    for name, text in mine.items():
+        (tmp_path / name).write_text(text)
+    code, out = _cli(capsys, "example", "documents", str(tmp_path))
+    assert code == 2 and "Traceback" not in out
+    assert "questions.jsonl" in out and "qrels.txt" in out and "meta.csv" in out and "nothing was written" in out
+    assert {n: (tmp_path / n).read_text() for n in mine} == mine
+    assert not (tmp_path / "pdfs").exists()
+
+
+@surface("example over a user's photos")
+def _example_keeps_users_photos(tmp_path, capsys):
+    (tmp_path / "photos").mkdir()
+    make_png(tmp_path / "photos" / "photo000.jpg")
+    before = (tmp_path / "photos" / "photo000.jpg").read_bytes()
+    code, out = _cli(capsys, "example", "photos", str(tmp_path))
+    assert code == 2 and "photos/photo000.jpg" in out and "Traceback" not in out
+    assert (tmp_path / "photos" / "photo000.jpg").read_bytes() == before
+    assert not (tmp_path / "questions.jsonl").exists()
+
+
+@surface("example --force lists what it replaces; again into its own files needs no force")
+def _example_force_and_rerun(tmp_path, capsys):
+    (tmp_path / "qrels.txt").write_text("mine 0 x:1 1\n")
+    (tmp_path / "notes.txt").write_text("not the example's")
+    code, out = _cli(capsys, "example", "photos", str(tmp_path), "--force")
+    assert code == 0 and "replacing 1 file(s)" in out and "qrels.txt" in out
+    assert (tmp_path / "notes.txt").read_text() == "not the example's"      # not the example's name: untouched
+    code, out = _cli(capsys, "example", "photos", str(tmp_path))          # its own unchanged files: replaced
+    assert code == 0, out
+    (tmp_path / "questions.jsonl").write_text("edited by the user\n")      # then the user edits one
+    code, out = _cli(capsys, "example", "photos", str(tmp_path))
+    assert code == 2 and "questions.jsonl" in out
+    assert (tmp_path / "questions.jsonl").read_text() == "edited by the user\n"
+
+
+@surface("example into a path that is a file")
+def _example_into_a_file(tmp_path, capsys):
+    (tmp_path / "afile").write_text("x")
+    code, out = _cli(capsys, "example", "documents", str(tmp_path / "afile"))
+    assert code == 2 and "is a file" in out and "Traceback" not in out
+    assert (tmp_path / "afile").read_text() == "x"
+
+
+@surface("example into a folder that cannot be written")
+def _example_unwritable(tmp_path, capsys):
+    # /proc refuses new folders to everyone, root included (a chmod would not stop root)
+    code, out = _cli(capsys, "example", "photos", "/proc/lookalike-example")
+    assert code == 2 and "cannot write into /proc/lookalike-example" in out and "Traceback" not in out
+
+
+@surface("example with a negative seed")
+def _example_negative_seed(tmp_path, capsys):
+    code, out = _cli(capsys, "example", "photos", str(tmp_path / "x"), "--seed", "-1")
+    assert code == 2 and "--seed must be" in out and "Traceback" not in out
+    assert not (tmp_path / "x").exists()
+
+
+# ----------------------------------------------------------------------------- the label server
+
+def _label_client(tmp_path, questions: int = 2, per_question: int = 2, **settings):
+    from starlette.testclient import TestClient
+
+    from conftest import make_label_run
+    from lookalike.judging import server
+    from lookalike.judging.labeldb import LabelDB
+
+    run_dir = make_label_run(tmp_path / "run", questions=questions, per_question=per_question)
+    token = settings.pop("token", "")
+    db = LabelDB(run_dir / "labels" / "labels.sqlite")
+    app = server.create_app(server.load_run(run_dir), db, server.Settings(**settings, token=token))
+    return TestClient(app, raise_server_exceptions=False), db, run_dir
+
+
+@surface("label server: a deeply nested JSON body")
+def _server_nested_body(tmp_path, capsys):
+    c, _, _ = _label_client(tmp_path)
+    for depth in (30_000, 20):                    # past Python's recursion limit, and past the server's own
+        r = c.post("/api/signin", content=b"[" * depth + b"]" * depth, headers={"Content-Type": "application/json"})
+        assert r.status_code == 400 and "nests" in r.json()["error"], r.text
+
+
+@surface("label server: a body over the size limit")
+def _server_big_body(tmp_path, capsys):
+    from lookalike.judging import server
+
+    c, _, _ = _label_client(tmp_path)
+    r = c.post("/api/signin", content=b'{"name": "' + b"a" * (server.MAX_BODY + 10) + b'"}')
+    assert r.status_code == 413 and "at most" in r.json()["error"]
+
+
+@surface("label server: a non-ASCII token")
+def _server_unicode_token(tmp_path, capsys):
+    from urllib.parse import quote
+
+    token = "sécret-日本"
+    c, _, _ = _label_client(tmp_path, token=token)
+    for wrong in ("secret", quote("sécret-日本x")):
+        r = c.post("/api/signin", json={"name": "ann"}, headers={"X-Token": wrong})
+        assert r.status_code == 401, r.text
+    r = c.post("/api/signin", json={"name": "ann"}, headers={"X-Token": quote(token)})      # as the page sends it
+    assert r.status_code == 200, r.text
+    r = c.post("/api/signin", json={"name": "bob"}, headers={"X-Token": token.encode("utf-8")})   # raw, as curl sends
+    assert r.status_code == 200, r.text
+
+
+@surface("label server: a label on a pair leased to someone else")
+def _server_leased_elsewhere(tmp_path, capsys):
+    from lookalike.judging.labeldb import LabelDBError
+
+    _, db, _ = _label_client(tmp_path, questions=1, per_question=1)      # one pair
+    db.join("a")
+    db.join("b")
+    mine = db.next_pair("a", 1, -1, 0, False)           # a's lease has run out while a still labels
+    theirs = db.next_pair("b", 1, 600, 0, False)         # ... and the pair went to b
+    assert theirs.pair_id == mine.pair_id
+    with pytest.raises(LabelDBError, match="leased to someone else") as err:
+        db.submit("a", mine.pair_id, "sufficient", "", "late-label-0001", 1, False)
+    assert err.value.status == 409
+    db.submit("b", theirs.pair_id, "irrelevant", "", "b-label-00001", 1, False)
+    assert len(db.labels()) == 1
+
+
+@surface("label server: a read-only database")
+def _server_read_only_db(tmp_path, capsys):
+    import sqlite3
+
+    from lookalike.judging.labeldb import LabelDB, LabelDBError
+
+    path = tmp_path / "labels.sqlite"
+    LabelDB(path)
+
+    class ReadOnly(LabelDB):         # a read-only mount (chmod does not stop root, which CI may be)
+        def _connect(self):
+            return sqlite3.connect(f"file:{self.target}?mode=ro", uri=True, isolation_level=None)
+
+    with pytest.raises(LabelDBError, match="read-only"):
+        ReadOnly(path)
+
+
+@surface("label server: --db below a file, or at a user's file")
+def _server_db_paths(tmp_path, capsys):
+    from conftest import make_label_run
+
+    run_dir = make_label_run(tmp_path / "run", questions=2, per_question=2)
+    (tmp_path / "notes.txt").write_text("x")                 # short: SQLite would make it a database
+    for db, words in ((tmp_path / "notes.txt" / "labels.sqlite", "cannot make the database's folder"),
+                      (tmp_path / "notes.txt", "not a lookalike label database"),
+                      (tmp_path, "is a folder")):
+        code, out = _cli(capsys, "labels", "serve", str(run_dir), "--db", str(db))
+        assert code == 2 and words in out and "Traceback" not in out, out
+    assert (tmp_path / "notes.txt").read_text() == "x"
+
+
+# ----------------------------------------------------------------------------- the Python API
+
+def _trec_files(tmp_path):
+    (tmp_path / "q.txt").write_text("q1 0 a:1 1\nq2 0 b:1 1\n")
+    (tmp_path / "r.txt").write_text("q1 Q0 a:1 1 2.0 r\nq1 Q0 b:1 2 1.0 r\nq2 Q0 a:1 1 2.0 r\nq2 Q0 b:1 2 1.0 r\n")
+    return tmp_path / "q.txt", tmp_path / "r.txt"
+
+
+@surface("api: evaluate with paths")
+def _api_paths(tmp_path, capsys):
+    import lookalike
+
+    q, r = _trec_files(tmp_path)
+    got = lookalike.evaluate(str(q), str(r), ["map"]).mean()
+    assert got["map"] == pytest.approx(0.75)
+    assert lookalike.evaluate(q, r, "map").mean()["map"] == pytest.approx(0.75)      # Path objects, one name
+
+
+@surface("api: evaluate with None")
+def _api_none(tmp_path, capsys):
+    import lookalike
+
+    q, r = _trec_files(tmp_path)
+    with pytest.raises(TypeError, match=r"^qrels: expected Qrels, a path"):
+        lookalike.evaluate(None, str(r), ["map"])
+    with pytest.raises(TypeError, match=r"^run: expected a Run, a path"):
+        lookalike.evaluate(str(q), 42, ["map"])
+
+
+@surface("api: compare with n_boot 0")
+def _api_n_boot(tmp_path, capsys):
+    import lookalike
+
+    q, r = _trec_files(tmp_path)
+    for kwargs, name in (({"n_boot": 0}, "n_boot"), ({"n_perm": 5}, "n_perm")):
+        with pytest.raises(ValueError, match=rf"^{name} must be at least 200"):
+            lookalike.compare(str(q), {"a": str(r), "b": str(r)}, ["map"], **kwargs)
+
+
+@surface("api: compare with runs None")
+def _api_runs_none(tmp_path, capsys):
+    import lookalike
+
+    q, _ = _trec_files(tmp_path)
+    with pytest.raises(TypeError, match=r"^runs: expected a mapping"):
+        lookalike.compare(str(q), None, ["map"])
+    with pytest.raises(TypeError, match=r"runs\[1\]: expected a Run"):
+        lookalike.compare(str(q), [str(tmp_path / "r.txt"), 3.5], ["map"])
+
+
+@surface("api: evaluate over no shared query")
+def _api_no_shared_queries(tmp_path, capsys):
+    import math
+
+    import lookalike
+    from lookalike.eval.metrics import EmptyEvaluation
+
+    q, _ = _trec_files(tmp_path)
+    (tmp_path / "other.run").write_text("z9 Q0 a:1 1 1.0 r\n")
+    with pytest.warns(EmptyEvaluation, match=r"share no query id \(qrels: q1, q2; run: z9\)"):
+        ev = lookalike.evaluate(str(q), str(tmp_path / "other.run"), ["map", "num_q"])
+    mean = ev.mean()
+    assert math.isnan(mean["map"]) and mean["num_q"] == 0
+
+
+# ----------------------------------------------------------------------------- lookalike eval
+
+@surface("eval --ci with one bootstrap resample")
+def _eval_one_resample(tmp_path, capsys):
+    q, r = _trec_files(tmp_path)
+    for argv in (["eval", "--ci", "--n-boot", "1", str(q), str(r)], ["eval", "--n-boot", "1", str(q), str(r), str(r)]):
+        code, out = _cli(capsys, *argv)
+        assert code == 2 and "--n-boot must be at least 200" in out and "95%" not in out.split("error:")[0]
+
+
+@surface("eval over no shared query")
+def _eval_no_shared_queries(tmp_path, capsys):
+    q, _ = _trec_files(tmp_path)
+    (tmp_path / "other.run").write_text("z9 Q0 a:1 1 1.0 r\n")
+    code, out = _cli(capsys, "eval", str(q), str(tmp_path / "other.run"))
+    assert code == 2 and "share no query id" in out and "0.0000" not in out
+
+
+# ----------------------------------------------------------------------------- parameters
+
+@surface("params: a YAML alias bomb")
+def _params_alias_bomb(tmp_path, capsys):
+    import time
+
+    lines = ["encode:", "  settings:", '    l0: &l0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    for i in range(1, 10):
+        lines.append(f"    l{i}: &l{i} [{', '.join(['*l' + str(i - 1)] * 9)}]")
+    path = tmp_path / "bomb.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    started = time.perf_counter()
+    code, out = _cli(capsys, "check", str(path))
+    assert code == 2 and "alias *l0" in out and "line 4" in out and "Traceback" not in out
+    assert time.perf_counter() - started < 30
+    from lookalike import params as P
+
+    with pytest.raises(P.ParamsError, match="aliases"):         # run loads the same way
+        P.load_params(path)
+
+
+# ----------------------------------------------------------------------------- lookalike audit
+
+def _audit(capsys, run_dir) -> tuple[int, str]:
+    from lookalike.cli import audit
+
+    code = audit.main([str(run_dir)])
+    got = capsys.readouterr()
+    return code, got.out + got.err
+
+
+def _bare_run(root: Path) -> Path:
+    for sub in ("runs", "runs_validated", "qrels", "tables"):
+        (root / sub).mkdir(parents=True, exist_ok=True)
+    (root / "index.html").write_text("<p>run</p>")
+    (root / "summary.html").write_text("<p>summary</p>")
+    (root / "manifest.json").write_text(json.dumps({"params": {"corpus": {"source": "manifest"}}}))
+    return root
+
+
+@surface("audit: a run file with a non-numeric rank")
+def _audit_bad_rank(tmp_path, capsys):
+    run = _bare_run(tmp_path / "r")
+    (run / "runs" / "sys.run").write_text("q1 Q0 a:1 1 2.0 sys\nq1 Q0 b:1 two 1.0 sys\n")
+    code, out = _audit(capsys, run)
+    assert code == 1 and "runs/sys.run" in out and "line 2: rank 'two' is not a whole number" in out
+    assert "Traceback" not in out
+
+
+@surface("audit: a qrels line of three fields")
+def _audit_short_qrels(tmp_path, capsys):
+    run = _bare_run(tmp_path / "r")
+    pd.DataFrame([{"unit_id": "a:1"}]).to_csv(run / "tables" / "units.csv", index=False)
+    pd.DataFrame([{"system": "sys", "measure": "ndcg_cut_10", "corpus_size": 1, "extrapolated": False,
+                   "value": 1.0}]).to_csv(run / "tables" / "haystack_curve.csv", index=False)
+    (run / "qrels" / "evidence_validated.qrels").write_text("q1 0 a:1 1\nq2 0 a:1\n")
+    code, out = _audit(capsys, run)
+    assert code == 1 and "readable: qrels/evidence_validated.qrels" in out and "2: expected 4 fields" in out
+    assert "Traceback" not in out
+
+
+@surface("audit: a manifest that is not JSON")
+def _audit_bad_manifest(tmp_path, capsys):
+    run = _bare_run(tmp_path / "r")
+    (run / "manifest.json").write_text("{not json")
+    code, out = _audit(capsys, run)
+    assert code == 1 and "readable: manifest.json" in out and "not JSON" in out and "Traceback" not in out
+
+
+@pytest.mark.parametrize("name, case", SURFACES, ids=[name for name, _ in SURFACES])
+def test_surface(tmp_path, capsys, name, case):
+    case(tmp_path, capsys)
