@@ -428,6 +428,19 @@ def _example_negative_seed(tmp_path, capsys):
     assert not (tmp_path / "x").exists()
 
 
+@surface("run --out onto a folder of the user's named like the run")
+def _run_into_a_users_folder(tmp_path, capsys):
+    from lookalike.cli import run
+
+    (tmp_path / "ci").mkdir()                              # the ci run's folder name, holding someone's page
+    (tmp_path / "ci" / "index.html").write_text("<p>my own page</p>")
+    code = run.main(str(Path(__file__).resolve().parents[1] / "params" / "ci.yaml"), str(tmp_path), None)
+    out = capsys.readouterr().err
+    assert code == 2 and "not a lookalike run" in out and "nothing was written" in out
+    assert sorted(p.name for p in (tmp_path / "ci").iterdir()) == ["index.html"]
+    assert (tmp_path / "ci" / "index.html").read_text() == "<p>my own page</p>"
+
+
 # ----------------------------------------------------------------------------- the label server
 
 def _label_client(tmp_path, questions: int = 2, per_question: int = 2, **settings):
@@ -583,9 +596,9 @@ def _api_no_shared_queries(tmp_path, capsys):
 
     q, _ = _trec_files(tmp_path)
     (tmp_path / "other.run").write_text("z9 Q0 a:1 1 1.0 r\n")
+    ev = lookalike.evaluate(str(q), str(tmp_path / "other.run"), ["map", "num_q"])
     with pytest.warns(EmptyEvaluation, match=r"share no query id \(qrels: q1, q2; run: z9\)"):
-        ev = lookalike.evaluate(str(q), str(tmp_path / "other.run"), ["map", "num_q"])
-    mean = ev.mean()
+        mean = ev.mean()
     assert math.isnan(mean["map"]) and mean["num_q"] == 0
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import warnings
 from pathlib import Path
 
 import pandas as pd
@@ -157,12 +156,9 @@ def main(argv: list[str] | None = None) -> int:
         default = not args.measures or any(str(m).strip() in ("all_trec", "official", "trec") for m in args.measures)
         qrels = ranking.Qrels.read(args.qrels)
         run = ranking.Run.read(args.run)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", M.EmptyEvaluation)      # said below, as trec_eval refuses
-            ev = M.evaluate(qrels, run, measures, level=args.l, complete=args.c, max_docs=args.M, num_docs=args.N)
+        ev = M.evaluate(qrels, run, measures, level=args.l, complete=args.c, max_docs=args.M, num_docs=args.N)
         if ev.per_query.empty:
-            print(f"lookalike eval: {M.no_queries_reason(qrels.query_ids, run.query_ids, args.c)}; nothing to "
-                  "print (trec_eval 10.0 refuses too)", file=sys.stderr)
+            print(f"lookalike eval: {ev.empty_reason}; nothing to print (trec_eval 10.0 refuses too)", file=sys.stderr)
             return 2
         groups = _read_groups(args.group_by) if args.group_by else None
     except (trec.TrecFormatError, M.MeasureError) as exc:

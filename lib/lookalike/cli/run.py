@@ -94,6 +94,11 @@ def execute(params_file: Path | str, out_root: Path | str = P.PROJECT_ROOT / "ou
         os.environ.setdefault(key, value)
     run_dir = Path(out_root) / merged["run"]
     nb_dir = run_dir / "notebooks"
+    if run_dir.is_file() or (run_dir.is_dir() and any(run_dir.iterdir()) and not nb_dir.is_dir()
+                             and not (run_dir / "manifest.json").is_file()):
+        # a run rewrites index.html, summary.html, tables/ ... in its folder: never in a folder of someone else's
+        raise OutputError(f"{run_dir} already holds files that are not a lookalike run (no notebooks/ or "
+                          "manifest.json there); nothing was written — choose another --out or run name")
     try:
         nb_dir.mkdir(parents=True, exist_ok=True)
         probe = nb_dir / f".write-test-{os.getpid()}"

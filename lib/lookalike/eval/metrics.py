@@ -70,9 +70,14 @@ class Evaluation:
     run_only_queries: list[str] = field(default_factory=list)
     missing_from_run: list[str] = field(default_factory=list)
     no_relevant_queries: list[str] = field(default_factory=list)
+    empty_reason: str = ""          # why no query was evaluated, when none was
 
     def mean(self) -> pd.Series:
-        """Micro aggregate over the evaluated queries (trec_eval's 'all' line); counts are summed."""
+        """Micro aggregate over the evaluated queries (trec_eval's 'all' line); counts are summed.
+        Over no query every mean is NaN, with an EmptyEvaluation warning that says why."""
+        if self.per_query.empty:
+            warnings.warn(EmptyEvaluation(self.empty_reason or "no query was evaluated; every mean is NaN"),
+                          stacklevel=2)
         return aggregate_values(self.per_query, self.measures)
 
     def by_group(self, groups: Mapping[str, str] | pd.Series, name: str = "group") -> pd.DataFrame:
@@ -162,8 +167,6 @@ def evaluate(qrels, run, names: Sequence[str] | None = None, *, level: int = 1, 
         q_in_qrels = qrels_q.get_indexer(eval_q)
         q_in_run = in_run.get_indexer(eval_q)                # -1: empty ranking
     nq = len(eval_q)
-    if nq == 0:
-        warnings.warn(EmptyEvaluation(no_queries_reason(Q.query_ids, R.query_ids, complete)), stacklevel=2)
 
     # Judgements of the evaluated queries, with each one's rank in the run (0: not retrieved).
     lengths_q = np.diff(Q.offsets)[q_in_qrels]
@@ -198,7 +201,8 @@ def evaluate(qrels, run, names: Sequence[str] | None = None, *, level: int = 1, 
     per_query = pd.DataFrame(columns, index=pd.Index(eval_q, name="query_id", dtype=object), dtype="float64")
     no_rel = [str(q) for q, n in zip(eval_q, num_rel) if n == 0]
     return Evaluation(per_query=per_query, measures=list(columns), run_name=R.name, complete=complete,
-                      run_only_queries=run_only, missing_from_run=missing, no_relevant_queries=no_rel)
+                      run_only_queries=run_only, missing_from_run=missing, no_relevant_queries=no_rel,
+                      empty_reason=no_queries_reason(Q.query_ids, R.query_ids, complete) if nq == 0 else "")
 
 
 class EmptyEvaluation(UserWarning):

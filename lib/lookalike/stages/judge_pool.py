@@ -243,8 +243,12 @@ def judged_section(current: pd.DataFrame, runs) -> tuple[Section, Any, Any]:
     sec = Section(STAGE, "judged")
     qrels = L.qrels_from(current)
     judged_rows = []
+    cols = ["judged_1", "judged_5", "judged_10", "judged_20"]
     for name, run in runs.items():
-        ev = M.evaluate(qrels, run, ["judged_1", "judged_5", "judged_10", "judged_20"])
+        if not len(qrels):          # no labels at all: nothing in any system's top k is judged
+            judged_rows.append({"system": name, **dict.fromkeys(cols, 0.0)})
+            continue
+        ev = M.evaluate(qrels, run, cols)
         judged_rows.append({"system": name, **ev.mean().to_dict()})
     judged = pd.DataFrame(judged_rows, columns=["system", "judged_1", "judged_5", "judged_10", "judged_20"])
     with pd.option_context("display.float_format", "{:.3f}".format):
