@@ -19,7 +19,7 @@ RUN = pd.DataFrame({"query_id": ["q1"] * 4 + ["q2"] * 3, "unit_id": ["b", "a", "
 @pytest.mark.parametrize("trec, pretty", [
     ("ndcg_cut_10", "nDCG@10"), ("recall_all_10", "RecallAll@10"), ("ndcg_all_10", "nDCGAll@10"),
     ("sufficient_5", "Sufficient@5"), ("supporting_only_5", "SupportingOnly@5"), ("neither_5", "Neither@5"),
-    ("judged_10", "Judged@10"), ("P_5", "P@5"), ("top1", "Top1"), ("recip_rank", "RR"), ("map", "AP"),
+    ("P_5", "P@5"), ("top1", "Top1"), ("recip_rank", "RR"), ("map", "AP"),
     ("recall_100", "R@100"), ("ndcg", "nDCG"),
 ])
 def test_both_spellings_are_one_measure(trec, pretty):
@@ -31,6 +31,17 @@ def test_both_spellings_are_one_measure(trec, pretty):
     assert list(ev.per_query.columns) == [trec]
     both = M.evaluate(QRELS, RUN, [pretty]).per_query[pretty]
     assert both.tolist() == ev.per_query[trec].tolist()
+
+
+def test_judged_follows_each_librarys_rule_for_minus_one_labels():
+    # trec_eval's judged_k (lookalike's own): a -1 label is no judgement; ir_measures' Judged@k: a unit in
+    # the qrels is judged, -1 or not. Without -1 labels the two agree.
+    q = pd.DataFrame({"query_id": ["q1"] * 3, "unit_id": ["a", "b", "c"], "relevance": [1, -1, 0]})
+    r = pd.DataFrame({"query_id": ["q1"] * 4, "unit_id": ["a", "b", "c", "d"], "score": [4.0, 3.0, 2.0, 1.0]})
+    got = M.evaluate(q, r, ["judged_4", "Judged@4"]).per_query.iloc[0]
+    assert got["judged_4"] == 0.5 and got["Judged@4"] == 0.75
+    same = M.evaluate(QRELS, RUN, ["judged_10", "Judged@10"]).per_query
+    assert same["judged_10"].tolist() == same["Judged@10"].tolist()
 
 
 def test_a_relevance_level_of_its_own():

@@ -43,6 +43,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-c", action="store_true", help="average over every qrels query (missing ones score 0)")
     p.add_argument("-l", type=int, default=1, metavar="LEVEL", help="smallest grade counted relevant (default 1)")
     p.add_argument("-M", type=int, default=None, metavar="N", help="use only the top N units of each ranking")
+    p.add_argument("-J", action="store_true", help="judged units only: drop unjudged units from each ranking first "
+                                                   "(trec_eval -J)")
     p.add_argument("-N", type=int, default=0, metavar="N",
                    help="the collection's size, for utility's fourth coefficient (default 0, as trec_eval)")
     p.add_argument("--group-by", metavar="FILE:COLUMN",
@@ -151,12 +153,14 @@ def main(argv: list[str] | None = None) -> int:
         return _compare(parser, args)
     args.run = args.run[0]
     try:
-        measures = M.parse_measures(args.measures or M.TREC_DEFAULT)
+        # trec_eval prints its measures in its own table order, whatever the command line's order
+        measures = [str(m) for m in measures_mod.trec_order(measures_mod.parse(args.measures or M.TREC_DEFAULT))]
         # trec_eval prints the run's tag with its default set and with all_trec, not with chosen measures
         default = not args.measures or any(str(m).strip() in ("all_trec", "official", "trec") for m in args.measures)
         qrels = ranking.Qrels.read(args.qrels)
         run = ranking.Run.read(args.run)
-        ev = M.evaluate(qrels, run, measures, level=args.l, complete=args.c, max_docs=args.M, num_docs=args.N)
+        ev = M.evaluate(qrels, run, measures, level=args.l, complete=args.c, max_docs=args.M, num_docs=args.N,
+                        judged_only=args.J)
         if ev.per_query.empty:
             print(f"lookalike eval: {ev.empty_reason}; nothing to print (trec_eval 10.0 refuses too)", file=sys.stderr)
             return 2
@@ -167,10 +171,12 @@ def main(argv: list[str] | None = None) -> int:
     out = []
     # as trec_eval: counts of queries and geometric means are properties of the set, not of one query
     per_query_measures = [m for m in measures if measures_mod.parse_one(m).aggregation not in ("count", "gmean")]
+    numeric = [m for m in measures if m not in ev.text]          # text (relstring) prints per query only
     if args.q:
         for qid, row in ev.per_query.iterrows():
-            out.extend(_line(m, str(qid), float(row[m])) for m in per_query_measures)
-    out.extend(_block(ev.per_query, measures, "all", args, run.name if default else None))
+            out.extend(_line(m, str(qid), ev.text[m][qid] if m in ev.text else float(row[m]))
+                       for m in per_query_measures)
+    out.extend(_block(ev.per_query, numeric, "all", args, run.name if default else None))
     if groups is not None:
         g, column = groups
         missing = [q for q in ev.per_query.index if q not in g.index]
@@ -182,10 +188,10 @@ def main(argv: list[str] | None = None) -> int:
         for key in sorted(table.loc[table["aggregate"] == "group", column].unique()):
             part = ev.per_query[g.reindex(ev.per_query.index).to_numpy() == key]
             out.append(_line("num_q", key, float(len(part))))
-            out.extend(_block(part, [m for m in measures if m != "num_q"], key, args, None))
+            out.extend(_block(part, [m for m in numeric if m != "num_q"], key, args, None))
         macro = table[table["aggregate"] == "macro"].set_index("measure")
         out.append(_line("num_groups", "macro", int(macro["n"].iloc[0])))
-        out.extend(_line(m, "macro", float(macro.loc[m, "value"])) for m in measures
+        out.extend(_line(m, "macro", float(macro.loc[m, "value"])) for m in numeric
                    if not measures_mod.parse_one(m).integer)
     print(_render(out, args.format, run.name))
     notes = []
@@ -203,10 +209,6 @@ def main(argv: list[str] | None = None) -> int:
         notes.append(f"{len(ev.no_relevant_queries)} evaluated queries have no relevant unit at level {args.l} "
                      f"(their recall, map, nDCG are 0, as in trec_eval): "
                      f"{', '.join(ev.no_relevant_queries[:10])}{' ...' if len(ev.no_relevant_queries) > 10 else ''}")
-    if args.measures and any(str(m).strip() == "all_trec" for m in args.measures):
-        notes.insert(0, f"all_trec: {len(measures_mod.ALL_TREC_MISSING)} of trec_eval's measures are not computed "
-                        f"and not printed: {', '.join(measures_mod.ALL_TREC_MISSING)}"
-                        + (" (and its per-query relstring)" if args.q else ""))
     for note in notes:
         print(f"lookalike eval: note: {note}", file=sys.stderr)
     return 0

@@ -91,39 +91,75 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("11pt_avg", "IPrecAvg11", "none", doc="mean interpolated precision at recall 0, 0.1, ..., 1"),
     Family("utility", "Utility", "none", doc="relevant retrieved minus non-relevant retrieved (trec_eval's default "
                                              "coefficients 1, -1, 0, 0)"),
-    Family("rbp", "RBP", "none", doc="rank-biased precision, persistence 0.9 (trec_eval's default)"),
+    Family("rbp", "RBP", "optional",
+           doc="rank-biased precision: trec_eval's rbp (p 0.9, grade over the query's top grade), ir_measures' RBP "
+               "(p 0.8, binary), ranx's rbp.p (raw grades)"),
     Family("rbp_resid", "RBPResid", "none", needs="judged",
            doc="what the unjudged units (and the ranking's tail) could still add to rbp"),
     Family("unj", "Unjudged", "required", needs="judged", doc="share of the top k that is unjudged (k as denominator)"),
+    Family("infAP", "infAP", "none", doc="inferred AP (Yilmaz & Aslam): -1 judgements are pooled but unjudged"),
+    Family("binG", "binG", "none", doc="trec_eval's binary G: relevant units at 1 / log2(2 + non-relevant above)"),
+    Family("G", "G", "none", needs="graded", doc="trec_eval's normalised gain G (gain map as ndcg's)"),
+    Family("ndcg_rel", "nDCGRel", "none", needs="graded", doc="nDCG averaged at the relevant units (trec_eval)"),
+    Family("Rndcg", "Rndcg", "none", needs="graded", doc="nDCG averaged at the R levels of the ideal gains (trec_eval)"),
+    Family("relstring", "RelString", "optional", "none", "judged",
+           doc="the labels of the top N (default 10) as text: a digit, > above 9, - not in the qrels, . judged -1; "
+               "per query only"),
+    Family("recip_rank_cut", "RR", "required", doc="reciprocal rank of the first relevant unit within the top k"),
+    Family("err_cut", "ERR", "required", needs="graded",
+           doc="expected reciprocal rank at k, as gdeval: grade g stops a reader with (2^g - 1) / 16"),
+    Family("hits", "Hits", "required", doc="relevant units in the top k (a count per query, averaged: ranx)"),
+    Family("dcg", "DCG", "none", needs="graded", doc="DCG over the whole ranking, linear gain (ranx)"),
+    Family("dcg_cut", "DCG", "required", needs="graded", doc="DCG at k, linear gain, log2(rank + 1) discount (ranx)"),
+    Family("f1", "F1", "required", doc="harmonic mean of P@k and R@k (ranx)"),
+    Family("compat", "Compat", "none", needs="graded",
+           doc="Clarke et al.'s compatibility: rank-biased overlap with the ideal ranking, normalised (ir_measures)"),
 )}
-# ranx's names (lower case; "@k" for a cutoff) for the families they compute the same way:
-# without a cutoff, and with one
+# families whose value is text, not a number: per query only, never averaged
+TEXT_FAMILIES = {"relstring"}
+# ranx's names (lower case; "@k" for a cutoff; "-l2" for a relevance level) for the families they
+# compute the same way: without a cutoff, and with one. ranx's rbp.95 (persistence 0.95) is parsed apart.
 RANX = {"ndcg": "ndcg", "ndcg_burges": "ndcg_exp", "map": "map", "mrr": "recip_rank", "r-precision": "Rprec",
-        "bpref": "bpref"}
+        "bpref": "bpref", "dcg": "dcg"}
 RANX_CUT = {"ndcg": "ndcg_cut", "ndcg_burges": "ndcg_exp_cut", "map": "map_cut", "precision": "P", "recall": "recall",
-            "hit_rate": "success"}
-_RANX_RE = re.compile(r"^(?P<base>[a-z][a-z_\-]*)(?:@(?P<k>\d+))?$")
-_BY_PRETTY = {}
+            "hit_rate": "success", "mrr": "recip_rank_cut", "hits": "hits", "dcg": "dcg_cut", "f1": "f1"}
+_RANX_RE = re.compile(r"^(?P<base>[a-z][a-z_\-]*?)(?:@(?P<k>[^@]+))?$")
+# ir_measures' other names for its measures (ir_measures.MAP is AP, and so on)
+IR_ALIASES = {"MAP": "AP", "MRR": "RR", "NDCG": "nDCG", "Precision": "P", "Recall": "R", "RPrec": "Rprec",
+              "BPref": "Bpref", "SetRecall": "SetR", "NumRelRet": "NumRelRet"}
+_BY_PRETTY: dict[tuple[str, bool], Family] = {}
 for _f in FAMILIES.values():
     # nDCG@k and nDCG name two families (cutoff and none); the cutoff decides which
-    _BY_PRETTY.setdefault((_f.pretty, _f.cutoff != "none"), _f)
+    if _f.cutoff in ("none", "optional"):
+        _BY_PRETTY.setdefault((_f.pretty, False), _f)
+    if _f.cutoff in ("required", "recall", "optional"):
+        _BY_PRETTY.setdefault((_f.pretty, True), _f)
 TREC_DEFAULT = ["num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref", "recip_rank",
                 *[f"iprec_at_recall_{x / 10:.2f}" for x in range(11)],
                 "P_5", "P_10", "P_15", "P_20", "P_30", "P_100", "P_200", "P_500", "P_1000"]
 _CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
-# trec_eval's all_trec set in the order it prints it (after runid); ALL_TREC_MISSING: the ones
-# lookalike does not compute yet (named on stderr by lookalike eval, never silently left out)
+# trec_eval's all_trec set in the order it prints it (after runid); relstring prints per query only
 ALL_TREC = ["num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref", "recip_rank",
-            *[f"iprec_at_recall_{x / 10:.2f}" for x in range(11)], *[f"P_{k}" for k in _CUTS],
+            *[f"iprec_at_recall_{x / 10:.2f}" for x in range(11)], *[f"P_{k}" for k in _CUTS], "relstring",
             *[f"recall_{k}" for k in _CUTS], "infAP", "gm_bpref", *[f"Rprec_mult_{x / 10:.2f}" for x in range(2, 21, 2)],
             "utility", "11pt_avg", "binG", "G", "ndcg", "ndcg_rel", "Rndcg", *[f"ndcg_cut_{k}" for k in _CUTS],
             *[f"map_cut_{k}" for k in _CUTS], *[f"relative_P_{k}" for k in _CUTS], "success_1", "success_5",
             "success_10", "set_P", "set_relative_P", "set_recall", "set_map", "set_F", "num_nonrel_judged_ret",
             "rbp", "rbp_resid", "unj_5", "unj_10", "unj_20"]
-ALL_TREC_MISSING = ["infAP", "binG", "G", "ndcg_rel", "Rndcg"]
+# trec_eval's measure table order: lines print in it whatever order the command line gave
+TREC_ORDER = list(dict.fromkeys(_TREC_BASE for _TREC_BASE in (
+    re.sub(r"_(\d+|\d*\.\d+)$", "", n) for n in ALL_TREC)))
+# the cutoffs (or recall points) trec_eval uses when a measure is named without any: -m P, -m ndcg_cut
+DEFAULT_CUTOFFS = {"P": _CUTS, "recall": _CUTS, "ndcg_cut": _CUTS, "map_cut": _CUTS, "relative_P": _CUTS,
+                   "success": (1, 5, 10), "unj": (5, 10, 20)}
+DEFAULT_POINTS = {"iprec_at_recall": tuple(x / 10 for x in range(11)),
+                  "Rprec_mult": tuple(x / 10 for x in range(2, 21, 2))}
+# trec_eval's measure groups
+GROUPS = {"set": ["set_P", "set_relative_P", "set_recall", "set_map", "set_F"]}
 _TREC_RE = re.compile(r"^(?P<base>[A-Za-z_]+?)_(?P<k>\d+)$")
 _IPREC_RE = re.compile(r"^(?P<base>iprec_at_recall|Rprec_mult)_(?P<x>\d*\.?\d+)$")
-_PRETTY_RE = re.compile(r"^(?P<base>[A-Za-z0-9]+?)(?:\(rel=(?P<rel>\d+)\))?(?:@(?P<k>\d*\.?\d+))?$")
+# ir_measures' printed form: Name, Name@k, Name(key=value, ...)@k
+_IR_RE = re.compile(r"^(?P<base>[A-Za-z][A-Za-z0-9]*)(?:\((?P<args>[^()]*)\))?(?:@(?P<k>[^@()]+))?$")
 
 
 @dataclass(frozen=True)
@@ -142,6 +178,12 @@ class Measure:
     params: tuple = ()
     param_text: str = field(default="", compare=False)
     spelled: str = field(default="", compare=False)
+    # other libraries' keyword parameters, sorted (key, value) pairs: RBP's persistence p and gain rule,
+    # SetF's beta, Compat's p and normalize, Judged's rule for -1 labels, judged_only (trec_eval -J)
+    opts: tuple = ()
+
+    def opt(self, key: str, default=None):
+        return dict(self.opts).get(key, default)
 
     @property
     def info(self) -> Family:
@@ -167,6 +209,8 @@ class Measure:
             return self.pretty_name
         if self.params:
             return f"{self.family}_{self.param_text}"
+        if self.opts and self.family in ("rbp", "rbp_resid", "set_F", "compat", "judged") or self.opt("judged_only"):
+            return self.pretty_name
         if self.k is not None:
             return f"{self.family}_{self.k}"
         if self.x is not None:
@@ -174,9 +218,16 @@ class Measure:
         return self.family
 
     @property
+    def text(self) -> bool:
+        """Whether the measure's value is text (relstring): per query only, never averaged."""
+        return self.family in TEXT_FAMILIES
+
+    @property
     def pretty_name(self) -> str:
-        """ir_measures' spelling: nDCG@10, P(rel=2)@5, RecallAll@10, RR."""
-        base = self.info.pretty + (f"(rel={self.rel})" if self.rel is not None else "")
+        """ir_measures' spelling: nDCG@10, P(rel=2)@5, RecallAll@10, RR, RBP(p=0.9)."""
+        args = ([f"rel={self.rel}"] if self.rel is not None else []) + [
+            f"{k}={v!r}" for k, v in self.opts if k not in ("gain", "rule", "min_rel")]
+        base = self.info.pretty + (f"({','.join(args)})" if args else "")
         if self.params:
             return f"{base}({self.param_text})"
         if self.k is not None:
@@ -197,11 +248,14 @@ class Measure:
         return f"{value:.4f}"
 
 
-def _cutoff(spec: str, text: str) -> int:
+def _cutoff(spec: str, text: str, whole: bool = False) -> int:
+    """A cutoff as trec_eval reads one (23.4 -> 23); whole: as ir_measures and ranx do, a whole number."""
     try:
         k = float(text)
     except ValueError:
         raise MeasureError(f"measure {spec!r}: cutoff {text!r} is not a number") from None
+    if whole and k != int(k):
+        raise MeasureError(f"measure {spec!r}: cutoff {text!r} is not a whole number of units")
     if k <= 0:
         raise MeasureError(f"measure {spec!r}: cutoffs must be positive")
     return int(k)      # trec_eval truncates fractional cutoffs (23.4 -> 23)
@@ -210,28 +264,62 @@ def _cutoff(spec: str, text: str) -> int:
 def _known() -> str:
     trec = sorted(f.name + ("_k" if f.cutoff == "required" else "_x" if f.cutoff == "recall" else "")
                   for f in FAMILIES.values())
-    return (", ".join(trec) + "; or ir_measures style: nDCG@10, P(rel=2)@5, RecallAll@10, Judged@10, RR; "
-            "or ranx style: ndcg@10, map@100, mrr, precision@5, recall@10, hit_rate@5")
+    return (", ".join(trec) + "; or ir_measures style: nDCG@10, P(rel=2)@5, RecallAll@10, Judged@10, RR, "
+            "RBP(p=0.9), SetF(beta=0.5); or ranx style: ndcg@10, map@100, mrr, precision@5, recall@10, hit_rate@5, "
+            "hits@5, rbp.95, ndcg@10-l2")
 
 
 def _spellings(k: str | None) -> list[str]:
     """Every spelling the parser accepts, with the cutoff the user wrote (k) where a family needs one:
-    what 'did you mean' picks from."""
+    what 'did you mean' picks from (each parses: a test checks)."""
     out = []
     for f in FAMILIES.values():
-        if f.cutoff == "none" and k is None:
+        if f.cutoff in ("none", "optional") and k is None:
             out += [f.name, f.pretty]
-        elif f.cutoff != "none" and k is not None:
+        if f.cutoff in ("required", "optional") and k is not None and k.isdigit() and int(k) > 0:
             out += [f"{f.name}_{k}", f"{f.pretty}@{k}"]
-    out += list(RANX) if k is None else [f"{b}@{k}" for b in RANX_CUT]
+    if k is None:
+        out += list(RANX) + list(IR_ALIASES)
+    elif k.isdigit() and int(k) > 0:
+        out += [f"{b}@{k}" for b in RANX_CUT]
     return list(dict.fromkeys(out))
 
 
+def _family_words(base: str) -> set[str]:
+    """The families a base name (any dialect, any case) can mean: empty when it names none."""
+    got = set()
+    for f in FAMILIES.values():
+        if base in (f.name, f.pretty) or base.lower() in (f.name.lower(), f.pretty.lower()):
+            got.add(f.name)
+    for table in (RANX, RANX_CUT):
+        if base in table:
+            got.add(table[base])
+    if base in IR_ALIASES:
+        got |= _family_words(IR_ALIASES[base])
+    return got
+
+
 def _did_you_mean(name: str) -> str:
+    """Close spellings that parse; for a known measure named wrongly (a cutoff it cannot take, one it
+    needs), what is wrong with it instead of another measure's name."""
     import difflib
 
-    m = re.match(r"^(?P<base>.*?)(?:[@_.](?P<k>\d*\.?\d+))?$", name)
-    spellings = _spellings(m.group("k") if m else None)
+    m = re.match(r"^(?P<base>[A-Za-z][A-Za-z0-9_\-]*?)(?:[@_.(](?P<rest>.*))?$", name)
+    base, rest = (m.group("base"), m.group("rest")) if m else (name, None)
+    families = _family_words(base)
+    if families:
+        fams = [FAMILIES[f] for f in sorted(families)]
+        takes = {f.cutoff for f in fams}
+        if rest is None and takes <= {"required"}:
+            return f"; {base} needs a cutoff, e.g. {base}@10 or {fams[0].name}_10"
+        if rest is not None and takes <= {"none"}:
+            return f"; {base} takes no cutoff (it is computed over the whole ranking)"
+        return ""
+    k = None
+    km = re.match(r"^.*?[@_.](?P<k>\d+)$", name)
+    if km:
+        k = km.group("k")
+    spellings = _spellings(k)
     close = difflib.get_close_matches(name, spellings, n=3, cutoff=0.6)
     if not close:
         lowered = {s.lower(): s for s in spellings}
@@ -240,8 +328,9 @@ def _did_you_mean(name: str) -> str:
 
 
 # trec_eval measures that take a parameter list of their own (not a list of cutoffs)
-PARAMETRISED = ("utility", "11pt_avg", "ndcg")
-_PARAMS_RE = re.compile(r"^(?P<base>utility|11pt_avg|ndcg)_(?P<text>[^_].*)$")
+GAIN_FAMILIES = ("ndcg", "G", "ndcg_rel", "Rndcg")
+PARAMETRISED = ("utility", "11pt_avg", *GAIN_FAMILIES, "rbp", "rbp_resid", "set_F", "relstring")
+_PARAMS_RE = re.compile(r"^(?P<base>utility|11pt_avg|ndcg|G|ndcg_rel|Rndcg|rbp|rbp_resid|set_F)_(?P<text>[^_].*)$")
 
 
 def _number(spec: str, text: str) -> float:
@@ -253,18 +342,43 @@ def _number(spec: str, text: str) -> float:
 
 def _printed_params(name: str):
     """The match when name is a parametrised measure as trec_eval prints it (ndcg_1=3,2=9,
-    utility_2,-1,0,0, 11pt_avg_.25,.5), else None (ndcg_cut_10 is not one)."""
+    utility_2,-1,0,0, 11pt_avg_.25,.5, rbp_p=0.95, set_F_0.5), else None (ndcg_cut_10 is not one)."""
     m = _PARAMS_RE.match(name)
     if not m:
         return None
     base, text = m.group("base"), m.group("text")
-    ok = "=" in text if base == "ndcg" else re.fullmatch(r"[-+0-9.,eE]+", text) is not None
+    if base in GAIN_FAMILIES or base in ("rbp", "rbp_resid"):
+        ok = "=" in text
+    else:
+        ok = re.fullmatch(r"[-+0-9.,eE]+", text) is not None
     return m if ok else None
 
 
 def _with_params(spec: str, base: str, text: str) -> Measure:
-    """utility.p1,p2,p3,p4 | 11pt_avg.x1,x2,... | ndcg.level=gain,... (trec_eval's forms)."""
+    """utility.p1,p2,p3,p4 | 11pt_avg.x1,x2,... | ndcg.level=gain,... (and G, ndcg_rel, Rndcg) |
+    rbp.p=0.95 | set_F.x | relstring.N (trec_eval's forms)."""
     parts = [p.strip() for p in text.split(",") if p.strip()]
+    if base == "relstring":
+        if len(parts) != 1 or not parts[0].isdigit() or int(parts[0]) < 1:
+            raise MeasureError(f"measure {spec!r}: relstring takes one whole number of units, e.g. relstring.20")
+        return Measure("relstring", k=int(parts[0]))
+    if base == "set_F":
+        if len(parts) != 1:
+            raise MeasureError(f"measure {spec!r}: set_F takes one number, the weight of recall (default 1)")
+        x = _number(spec, parts[0])
+        if x < 0:
+            raise MeasureError(f"measure {spec!r}: set_F's weight must be 0 or more")
+        return Measure("set_F", opts=(("beta", x),), param_text=text, params=(x,))
+    if base in ("rbp", "rbp_resid"):
+        p = None
+        for part in parts:
+            key, eq, value = part.partition("=")
+            if key.strip() != "p" or not eq:
+                raise MeasureError(f"measure {spec!r}: {base} takes p=<persistence>, e.g. {base}.p=0.95; got {part!r}")
+            p = _number(spec, value)
+        if p is None or not 0 < p < 1:
+            raise MeasureError(f"measure {spec!r}: the persistence p must lie between 0 and 1")
+        return Measure(base, opts=(("p", p),), params=(("p", p),), param_text=text)
     if base == "utility":
         if len(parts) != 4:
             raise MeasureError(f"measure {spec!r}: utility takes four coefficients (relevant retrieved, "
@@ -280,7 +394,7 @@ def _with_params(spec: str, base: str, text: str) -> Measure:
         for p in parts:
             level, eq, gain = p.partition("=")
             if not eq or not level.strip().lstrip("-").isdigit():
-                raise MeasureError(f"measure {spec!r}: ndcg takes level=gain pairs, e.g. ndcg.1=3,2=9; got {p!r}")
+                raise MeasureError(f"measure {spec!r}: {base} takes level=gain pairs, e.g. {base}.1=3,2=9; got {p!r}")
             pairs.append((int(level), _number(spec, gain)))
         if len({lv for lv, _ in pairs}) != len(pairs):
             raise MeasureError(f"measure {spec!r}: a relevance level is given two gains")
@@ -288,57 +402,178 @@ def _with_params(spec: str, base: str, text: str) -> Measure:
     return Measure(base, params=params, param_text=text)          # printed as trec_eval does: utility_2,-1,0,0
 
 
+def _value(spec: str, text: str):
+    """One keyword value of ir_measures' printed form: a number, True / False, or a quoted string."""
+    text = text.strip()
+    if text in ("True", "False", "true", "false"):
+        return text.lower() == "true"
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        raise MeasureError(f"measure {spec!r}: {text!r} is not a number, True / False or a quoted string") from None
+
+
+def _keywords(spec: str, args: str) -> dict:
+    out = {}
+    for part in (a for a in args.split(",") if a.strip()):
+        key, eq, value = part.partition("=")
+        if not eq or not key.strip().isidentifier():
+            raise MeasureError(f"measure {spec!r}: {part.strip()!r} is not key=value")
+        out[key.strip()] = _value(spec, value)
+    return out
+
+
+# what each ir_measures keyword may be given to (and what it means there)
+_KEYWORD_HELP = {"rel": "a binary measure's relevance level", "p": "RBP's or Compat's persistence",
+                 "beta": "SetF's weight of recall", "relative": "SetP(relative=True), trec_eval's set_relative_P",
+                 "dcg": "nDCG's gain: 'log2' (linear) or 'exp-log2' (2^grade - 1)", "normalize": "Compat",
+                 "judged_only": "as trec_eval -J: unjudged units are removed from the ranking first"}
+
+
+def _ir_measure(name: str, base: str, args: dict, k_text: str | None) -> Measure | None:
+    """A measure in ir_measures' printed form, or None when base is not one of its names."""
+    base = IR_ALIASES.get(base, base)
+    has_k = k_text is not None
+    fam = _BY_PRETTY.get((base, has_k))
+    if base == "NumRet" and "rel" in args:          # ir_measures: NumRet(rel=r) counts retrieved units at r
+        fam = FAMILIES["num_rel_ret"]
+    if base == "SetP" and args.get("relative") is True:
+        fam = FAMILIES["set_relative_P"]
+    if base == "nDCG" and args.get("dcg") == "exp-log2":
+        fam = FAMILIES["ndcg_exp_cut" if has_k else "ndcg_exp"]
+    if fam is None:
+        return None
+    rel = args.pop("rel", None)
+    opts: dict = {}
+    for key, value in args.items():
+        if key == "p" and fam.name in ("rbp", "compat"):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
+                raise MeasureError(f"measure {name!r}: p must be a number between 0 and 1")
+            opts["p"] = float(value)
+        elif key == "beta" and fam.name == "set_F":
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise MeasureError(f"measure {name!r}: beta must be a number, 0 or more")
+            opts["beta"] = float(value)
+        elif key == "normalize" and fam.name == "compat":
+            opts["normalize"] = bool(value)
+        elif key == "relative" and fam.name in ("set_P", "set_relative_P"):
+            if value not in (True, False):
+                raise MeasureError(f"measure {name!r}: relative is True or False")
+        elif key == "dcg" and fam.name in ("ndcg", "ndcg_cut", "ndcg_exp", "ndcg_exp_cut"):
+            if value not in ("log2", "exp-log2"):
+                raise MeasureError(f"measure {name!r}: dcg is 'log2' or 'exp-log2' (ir_measures' choices), got {value!r}")
+        elif key == "judged_only":
+            if value is True:
+                opts["judged_only"] = True
+        else:
+            what = _KEYWORD_HELP.get(key)
+            raise MeasureError(f"measure {name!r}: {fam.pretty} takes no {key}="
+                               + (f" ({key} is {what})" if what else f" (it takes: {', '.join(sorted(_KEYWORD_HELP))})"))
+    if fam.name == "rbp":            # ir_measures' RBP: persistence 0.8, binary relevance at rel (or the run's level)
+        opts = {"p": 0.8, "gain": "binary", **opts}
+    if fam.name == "compat":
+        opts = {"p": 0.95, "normalize": True, **opts}
+    if fam.name == "judged":         # ir_measures counts a -1 label as judged (in the qrels), trec_eval does not
+        opts["rule"] = "in-qrels"
+    if rel is not None:
+        if isinstance(rel, bool) or not isinstance(rel, int):
+            raise MeasureError(f"measure {name!r}: rel must be a whole number")
+        if fam.needs not in ("binary",) and fam.name != "num_rel_ret":
+            raise MeasureError(f"measure {name!r}: (rel=...) applies to binary measures only")
+    if fam.cutoff == "recall":
+        return Measure(fam.name, x=_number(name, k_text), rel=rel, spelled=name, opts=tuple(sorted(opts.items())))
+    k = _cutoff(name, k_text, whole=True) if has_k else None
+    return Measure(fam.name, k=k, rel=rel, spelled=name, opts=tuple(sorted(opts.items())))
+
+
+def _ranx_measure(name: str, base: str, k_text: str | None, rel: int | None) -> Measure | None:
+    opts: tuple = ()
+    if base.startswith("rbp.") and base[4:].isdigit():          # ranx's rbp.95: persistence 0.95, raw grades
+        fam_name, opts, k_text_ok = "rbp", (("gain", "raw"), ("p", float("0." + base[4:]))), k_text is None
+        if not k_text_ok:
+            return None
+    elif k_text is None and base in RANX:
+        fam_name = RANX[base]
+    elif k_text is not None and base in RANX_CUT:
+        fam_name = RANX_CUT[base]
+    else:
+        return None
+    fam = FAMILIES[fam_name]
+    if rel is not None and (fam.needs != "binary" or fam_name == "rbp"):
+        # ranx's rel_lvl on a graded measure: judgements below the level count as not relevant (gain 0)
+        opts = tuple(sorted((*opts, ("min_rel", rel))))
+        rel = None
+    k = _cutoff(name, k_text, whole=True) if k_text is not None else None
+    return Measure(fam_name, k=k, rel=rel, spelled=name, opts=opts)
+
+
 def parse_one(name: str) -> Measure:
-    """One measure name in either spelling, or a trec_eval measure with its own parameters
-    (utility.2,-1,0,0; 11pt_avg..25,.5; ndcg.1=3,2=9); cutoff lists are ``parse``'s."""
+    """One measure name in any dialect's spelling, or a trec_eval measure with its own parameters
+    (utility.2,-1,0,0; 11pt_avg..25,.5; ndcg.1=3,2=9; rbp.p=0.95; set_F.0.5; relstring.20);
+    cutoff lists are ``parse``'s."""
     name = name.strip()
+    if not name:
+        raise MeasureError("an empty measure name")
     base, dot, text = name.partition(".")
-    if dot and base in PARAMETRISED and text:
+    if dot and base in PARAMETRISED and text and not (base == "rbp" and re.fullmatch(r"\d+(-l\d+)?", text)):
         return _with_params(name, base, text)
     m = _printed_params(name)            # the printed form read back: utility_2,-1,0,0 / ndcg_1=3,2=9
     if m:
         return _with_params(name, m.group("base"), m.group("text"))
-    if name in FAMILIES and FAMILIES[name].cutoff == "none":
+    if name in FAMILIES and FAMILIES[name].cutoff in ("none", "optional"):
         return Measure(name, spelled=name)
     m = _IPREC_RE.match(name)
     if m:
         return Measure(m.group("base"), x=float(m.group("x")), spelled=name)
     m = _TREC_RE.match(name)
-    if m and m.group("base") in FAMILIES and FAMILIES[m.group("base")].cutoff == "required":
+    if m and m.group("base") in FAMILIES and FAMILIES[m.group("base")].cutoff in ("required", "optional"):
         k = int(m.group("k"))
         if k <= 0:
             raise MeasureError(f"measure {name!r}: cutoffs must be positive")
         return Measure(m.group("base"), k=k, spelled=name)
-    m = _PRETTY_RE.match(name)
+    m = _IR_RE.match(name)
     if m:
-        has_k = m.group("k") is not None
-        fam = _BY_PRETTY.get((m.group("base"), has_k))
-        if fam is not None:
-            rel = int(m.group("rel")) if m.group("rel") is not None else None
-            if rel is not None and fam.needs != "binary":
-                raise MeasureError(f"measure {name!r}: (rel=...) applies to binary measures only")
-            if fam.cutoff == "recall":
-                return Measure(fam.name, x=float(m.group("k")), rel=rel, spelled=name)
-            return Measure(fam.name, k=_cutoff(name, m.group("k")) if has_k else None, rel=rel, spelled=name)
-    m = _RANX_RE.match(name)
+        args = _keywords(name, m.group("args")) if m.group("args") is not None else {}
+        got = _ir_measure(name, m.group("base"), args, m.group("k"))
+        if got is not None:
+            return got
+    level = re.match(r"^(?P<rest>.+)-l(?P<rel>\d+)$", name)          # ranx's relevance level suffix
+    ranx_name, rel = (level.group("rest"), int(level.group("rel"))) if level else (name, None)
+    m = re.match(r"^(?P<base>rbp\.\d+)$", ranx_name) or _RANX_RE.match(ranx_name)
     if m:
-        base, k = m.group("base"), m.group("k")
-        if k is None and base in RANX:
-            return Measure(RANX[base], spelled=name)
-        if k is not None and base in RANX_CUT:
-            return Measure(RANX_CUT[base], k=_cutoff(name, k), spelled=name)
+        got = _ranx_measure(name, m.group("base"), m.groupdict().get("k"), rel)
+        if got is not None:
+            return got
     hint = _did_you_mean(name)
     raise MeasureError(f"unknown measure {name!r}{hint}" if hint else f"unknown measure {name!r} (known: {_known()})")
 
 
-def _expand(spec: str) -> list[str]:
+def _expand(spec: str, replaced: set[str] | None = None) -> list[str]:
+    """A spec as names: ir_measures' space-separated lists, trec_eval's groups (official, all_trec,
+    set), a bare family with trec_eval's default cutoffs (P, recall, ndcg_cut), and cutoff or
+    recall-point lists (P.5,10). replaced: families given their own parameters elsewhere on the command
+    line, which trec_eval prints instead of their defaults inside all_trec."""
+    replaced = replaced or set()
     if len(spec.split()) > 1:            # ir_measures' space-separated list: 'nDCG@10 P@5 RR'
-        return [name for part in spec.split() for name in _expand(part)]
+        return [name for part in spec.split() for name in _expand(part, replaced)]
     if spec in ("official", "trec"):
-        return list(TREC_DEFAULT)
+        return [n for n in TREC_DEFAULT if _family_of(n) not in replaced]
     if spec == "all_trec":
-        return [name for name in ALL_TREC if name not in ALL_TREC_MISSING]
-    if "." in spec and "@" not in spec and not _IPREC_RE.match(spec) and not _printed_params(spec):
+        return [n for n in ALL_TREC if _family_of(n) not in replaced]
+    if spec in GROUPS:
+        return list(GROUPS[spec])
+    if spec in DEFAULT_CUTOFFS:
+        return [f"{spec}_{k}" for k in DEFAULT_CUTOFFS[spec]]
+    if spec in DEFAULT_POINTS:
+        return [f"{spec}_{x:.2f}" for x in DEFAULT_POINTS[spec]]
+    if ("." in spec and "@" not in spec and "(" not in spec and not _IPREC_RE.match(spec)
+            and not _printed_params(spec) and not re.match(r"^rbp\.\d+(-l\d+)?$", spec)):
         base, _, params = spec.partition(".")
         if base in PARAMETRISED:
             return [spec]
@@ -350,12 +585,39 @@ def _expand(spec: str) -> list[str]:
     return [spec]
 
 
+def _family_of(name: str) -> str:
+    """The trec_eval family of a trec_eval-spelled name (P_5 -> P, iprec_at_recall_0.10 -> iprec_at_recall)."""
+    m = _IPREC_RE.match(name) or _TREC_RE.match(name)
+    return m.group("base") if m else name
+
+
+def trec_order(measures: list[Measure]) -> list[Measure]:
+    """Measures spelled as trec_eval spells them in trec_eval's measure-table order (the order of
+    its output lines whatever the command line said; cutoffs as given), then any spelled in another
+    dialect, in the order asked."""
+    trec = [m for m in measures if m.family in TREC_ORDER and str(m) == m.trec_name and m.rel is None
+            and not (set(dict(m.opts)) - {"p", "beta"})]
+    rest = [m for m in measures if m not in trec]
+    trec.sort(key=lambda m: TREC_ORDER.index(m.family))      # stable: each family keeps its own order
+    return trec + rest
+
+
 def parse(specs: Iterable[str | Measure]) -> list[Measure]:
     """Measures from names and trec_eval-style specs, in order, without repeats (a measure asked
-    for in both spellings is kept once, in its first spelling)."""
+    for in both spellings is kept once, in its first spelling). As in trec_eval, a family given its
+    own cutoffs or parameters (-m P.5, -m relstring.20) replaces that family's defaults inside
+    all_trec / official."""
+    specs = list(specs)
+    replaced = set()
+    texts = [str(s).strip() for s in specs if not isinstance(s, Measure)]
+    if any(t in ("all_trec", "official", "trec") for t in texts):
+        for t in texts:
+            base, dot, rest = t.partition(".")
+            if dot and rest and "@" not in t and "(" not in t and base in FAMILIES:
+                replaced.add(base)
     out: list[Measure] = []
     for spec in specs:
-        items = [spec] if isinstance(spec, Measure) else [parse_one(n) for n in _expand(str(spec).strip())]
+        items = [spec] if isinstance(spec, Measure) else [parse_one(n) for n in _expand(str(spec).strip(), replaced)]
         for m in items:
             if m not in out:
                 out.append(m)

@@ -71,6 +71,7 @@ class Evaluation:
     missing_from_run: list[str] = field(default_factory=list)
     no_relevant_queries: list[str] = field(default_factory=list)
     empty_reason: str = ""          # why no query was evaluated, when none was
+    text: dict = field(default_factory=dict)      # measure -> per-query text (relstring), never averaged
 
     def mean(self) -> pd.Series:
         """Micro aggregate over the evaluated queries (trec_eval's 'all' line); counts are summed.
@@ -135,14 +136,18 @@ def aggregate(per_query: pd.DataFrame, groups: Mapping[str, str] | pd.Series, me
 
 
 def evaluate(qrels, run, names: Sequence[str] | None = None, *, level: int = 1, complete: bool = False,
-             max_docs: int | None = None, grades: Mapping[str, int] | None = None, num_docs: int = 0) -> Evaluation:
+             max_docs: int | None = None, grades: Mapping[str, int] | None = None, num_docs: int = 0,
+             judged_only: bool = False) -> Evaluation:
     """Evaluate one run against qrels; returns per-query values (see the module docstring).
 
     qrels: Qrels, long frame (relevance or three-way label column) or dict. run: Run, long frame or
     dict. level: the smallest grade that counts as relevant for binary measures (trec_eval -l).
     complete: evaluate every qrels query (trec_eval -c). max_docs: use only the top max_docs of
     each ranking (trec_eval -M). grades: label -> grade for the sufficiency measures. num_docs: the
-    collection size, read only by utility's fourth coefficient (trec_eval -N).
+    collection size, read only by utility's fourth coefficient (trec_eval -N). judged_only: remove the
+    units without a judgement (no label, or a negative one) from each ranking first, ranks closing up
+    (trec_eval -J; ir_measures' judged_only=True does it for one measure). A measure whose value is text
+    (relstring) is in ``Evaluation.text``, not in ``per_query``.
     """
     if isinstance(names, str):
         names = [names]
@@ -166,6 +171,11 @@ def evaluate(qrels, run, names: Sequence[str] | None = None, *, level: int = 1, 
         eval_q = Q.query_ids if complete else np.asarray(sorted(set(Q.query_ids) & set(R.query_ids)), dtype=object)
         q_in_qrels = qrels_q.get_indexer(eval_q)
         q_in_run = in_run.get_indexer(eval_q)                # -1: empty ranking
+    if judged_only:
+        # as trec_eval -J: the judged units only, in the same order; a query left with none is still
+        # evaluated (an empty ranking), as its ranking was given
+        R = _judged_units_only(Q, R)
+        q_in_run = pd.Index(R.query_ids, dtype=object).get_indexer(eval_q)
     nq = len(eval_q)
 
     # Judgements of the evaluated queries, with each one's rank in the run (0: not retrieved).
@@ -194,15 +204,55 @@ def evaluate(qrels, run, names: Sequence[str] | None = None, *, level: int = 1, 
     num_rel = np.bincount(qi, weights=relevant, minlength=nq)
     rel_ret = relevant & retrieved
     num_rel_ret = np.bincount(qi, weights=rel_ret, minlength=nq)
+    score = None
+    if any(m.family == "compat" for m in wanted):      # Compat orders the ideal ranking by the run's scores
+        score = np.full(len(idx), np.nan)
+        at = np.flatnonzero(retrieved)
+        score[at] = R.scores[R.offsets[q_in_run[qi[at]]] + rank_of[at] - 1]
     ctx = _Context(qi=qi, rel=rel, rank=rank_of, retrieved=retrieved, relevant=relevant, judged=judged, nq=nq,
                    num_rel=num_rel, num_ret=num_ret.astype(np.float64), num_rel_ret=num_rel_ret, level=level,
-                   grades=grades, num_docs=num_docs)
-    columns = {str(m): ctx.value(m) for m in wanted}
-    per_query = pd.DataFrame(columns, index=pd.Index(eval_q, name="query_id", dtype=object), dtype="float64")
+                   grades=grades, num_docs=num_docs, score=score)
+    index = pd.Index(eval_q, name="query_id", dtype=object)
+    own = [m for m in wanted if not m.opt("judged_only")]
+    columns = {str(m): ctx.value(m) for m in own}
+    if len(own) < len(wanted):          # measures asked for with judged_only=True: the same queries, judged units only
+        alone = evaluate(Q, run, [_without_judged_only(m) for m in wanted if m.opt("judged_only")], level=level,
+                         complete=complete, max_docs=max_docs, grades=grades, num_docs=num_docs, judged_only=True)
+        for m in wanted:
+            if m.opt("judged_only"):
+                got = alone.text if m.text else alone.per_query
+                columns[str(m)] = got[str(_without_judged_only(m))].reindex(index).to_numpy()
+    columns = {str(m): columns[str(m)] for m in wanted}
+    text = {name: pd.Series(v, index=index, dtype=object) for name, v in columns.items() if parse_one_text(name)}
+    per_query = pd.DataFrame({k: v for k, v in columns.items() if k not in text}, index=index, dtype="float64")
     no_rel = [str(q) for q, n in zip(eval_q, num_rel) if n == 0]
-    return Evaluation(per_query=per_query, measures=list(columns), run_name=R.name, complete=complete,
-                      run_only_queries=run_only, missing_from_run=missing, no_relevant_queries=no_rel,
-                      empty_reason=no_queries_reason(Q.query_ids, R.query_ids, complete) if nq == 0 else "")
+    return Evaluation(per_query=per_query, measures=[k for k in columns if k not in text], run_name=R.name,
+                      complete=complete, run_only_queries=run_only, missing_from_run=missing, no_relevant_queries=no_rel,
+                      empty_reason=no_queries_reason(Q.query_ids, R.query_ids, complete) if nq == 0 else "",
+                      text=text)
+
+
+def parse_one_text(name: str) -> bool:
+    return measures.parse_one(name).text
+
+
+def _without_judged_only(m: measures.Measure) -> measures.Measure:
+    from dataclasses import replace
+
+    return replace(m, opts=tuple(kv for kv in m.opts if kv[0] != "judged_only"), spelled="")
+
+
+def _judged_units_only(Q: Qrels, R: Run) -> Run:
+    """R with only the units each query's qrels judge (a label of 0 or more), in R's order."""
+    frame = R.frame()
+    lengths = np.diff(Q.offsets)
+    judged = pd.DataFrame({"query_id": np.repeat(Q.query_ids, lengths), "unit_id": Q.unit_ids,
+                           "judged": Q.relevance >= 0})
+    judged = judged[judged["judged"]]
+    keys = pd.MultiIndex.from_frame(judged[["query_id", "unit_id"]])
+    keep = pd.MultiIndex.from_frame(frame[["query_id", "unit_id"]]).isin(keys)
+    kept = frame.loc[keep, ["query_id", "unit_id", "score"]].reset_index(drop=True)
+    return Run(kept, name=R.name)
 
 
 class EmptyEvaluation(UserWarning):
@@ -285,6 +335,12 @@ class _Context:
     level: int
     grades: dict
     num_docs: int = 0          # the collection size, for utility's fourth coefficient (trec_eval -N)
+    score: np.ndarray | None = None     # each judgement's score in the run (NaN: not retrieved), for Compat
+    _codes: list | None = None
+
+    def _replace(self, **changes) -> _Context:
+        fields = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "_codes"}
+        return _Context(**{**fields, **changes})
 
     def _count(self, mask: np.ndarray) -> np.ndarray:
         return np.bincount(self.qi, weights=mask, minlength=self.nq)
@@ -299,17 +355,220 @@ class _Context:
 
     def value(self, m: measures.Measure) -> np.ndarray:
         """Per-query values of one measure; a measure with a level of its own (P(rel=2)@5) is
-        computed on the judgements at that level."""
+        computed on the judgements at that level; one with a minimum grade (ranx's -l2 on a graded
+        measure) sees the grades below it as 0."""
         ctx = self if m.rel is None or m.rel == self.level else self.at_level(m.rel)
+        floor = m.opt("min_rel")
+        if floor is not None and m.family != "rbp":
+            ctx = ctx.at_level(max(ctx.level, floor))._replace(rel=np.where(ctx.rel >= floor, ctx.rel, np.minimum(ctx.rel, 0)))
         return COMPUTE[m.family](ctx, m)
 
     def at_level(self, level: int) -> _Context:
         relevant = self.rel >= level
-        return _Context(qi=self.qi, rel=self.rel, rank=self.rank, retrieved=self.retrieved, relevant=relevant,
-                        judged=self.judged, nq=self.nq, num_rel=np.bincount(self.qi, weights=relevant, minlength=self.nq),
-                        num_ret=self.num_ret, num_rel_ret=np.bincount(self.qi, weights=relevant & self.retrieved,
-                                                                      minlength=self.nq),
-                        level=level, grades=self.grades)
+        return self._replace(relevant=relevant, num_rel=np.bincount(self.qi, weights=relevant, minlength=self.nq),
+                             num_rel_ret=np.bincount(self.qi, weights=relevant & self.retrieved, minlength=self.nq),
+                             level=level)
+
+    # ---------------------------------------------------------------- rank by rank (trec_eval's loops)
+
+    def _rank_codes(self) -> list[np.ndarray]:
+        """Per query, the label at each rank 1..num_ret as trec_eval's res_rels holds it: the grade
+        when judged, -2 when the qrels hold a negative label (pooled, unjudged), -1 when the unit is
+        not in the qrels at all."""
+        if self._codes is None:
+            out = [np.full(int(n), -1, dtype=np.int64) for n in self.num_ret]
+            sel = np.flatnonzero(self.retrieved)
+            for q, r, g in zip(self.qi[sel], self.rank[sel], self.rel[sel]):
+                out[q][r - 1] = g if g >= 0 else -2
+            self._codes = out
+        return self._codes
+
+    def _gain_tables(self, params: tuple) -> list[tuple[dict, np.ndarray]]:
+        """Per query, trec_eval's gains (setup_gains): level -> gain (each level present in the query's
+        judgements gains its own value unless the level=gain parameters say otherwise), and the ideal
+        ranking's positive gains in descending order."""
+        given = dict(params)
+        judged = self.rel >= 0
+        # one pass over the judgements: counts per (query, level)
+        counts: list[dict] = [dict() for _ in range(self.nq)]
+        for q, g in zip(self.qi[judged], self.rel[judged]):
+            counts[q][int(g)] = counts[q].get(int(g), 0) + 1
+        tables = []
+        for q in range(self.nq):
+            top = max(counts[q]) if counts[q] else -1
+            table = {lv: float(given.get(lv, lv)) for lv in range(top + 1)}
+            table.update({lv: float(g) for lv, g in given.items()})
+            ideal = sorted((table[lv] for lv, n in counts[q].items() for _ in range(n) if table[lv] > 0), reverse=True)
+            tables.append((table, np.asarray(ideal, dtype=np.float64)))
+        return tables
+
+    def _per_query(self, fn) -> np.ndarray:
+        return np.array([fn(q) for q in range(self.nq)], dtype=np.float64)
+
+    def _gains_of(self, table: dict, codes: np.ndarray) -> np.ndarray:
+        return np.array([table.get(int(c), 0.0) for c in codes], dtype=np.float64)
+
+    def _G(self, params: tuple) -> np.ndarray:
+        """trec_eval's G: each unit's gain over log2(2 + ideal cost so far - gain so far), the cost
+        growing by the ideal gain at each rank (at least 1), over the ideal ranking's total gain."""
+        codes, tables = self._rank_codes(), self._gain_tables(params)
+
+        def one(q: int) -> float:
+            table, ideal = tables[q]
+            if not len(ideal):
+                return 0.0
+            gains = self._gains_of(table, codes[q])
+            at = np.zeros(len(gains))
+            at[:min(len(gains), len(ideal))] = ideal[:len(gains)]
+            cost = np.cumsum(np.maximum(at, 1.0))
+            got = np.cumsum(gains)
+            hit = gains != 0
+            return float(np.sum(gains[hit] / np.log2(2 + cost[hit] - got[hit])) / ideal.sum())
+        return self._per_query(one)
+
+    def _ndcg_rel(self, params: tuple) -> np.ndarray:
+        """trec_eval's ndcg_rel: nDCG at each relevant unit retrieved (the ideal DCG to that rank),
+        and the DCG of the whole ranking for each relevant unit not retrieved, averaged over them."""
+        codes, tables = self._rank_codes(), self._gain_tables(params)
+
+        def one(q: int) -> float:
+            table, ideal = tables[q]
+            gains = self._gains_of(table, codes[q])
+            n = len(gains)
+            disc = 1.0 / np.log2(np.arange(2, max(n, len(ideal)) + 2, dtype=np.float64))
+            dcg = np.cumsum(gains * disc[:n])
+            idcg = np.cumsum(ideal * disc[:len(ideal)])
+            ideal_at = idcg[np.minimum(np.arange(n), len(ideal) - 1)] if len(ideal) else np.zeros(n)
+            pos = gains > 0
+            with np.errstate(divide="ignore", invalid="ignore"):
+                total = float(np.sum(dcg[pos] / ideal_at[pos]))
+                total += (len(ideal) - int(pos.sum())) * (dcg[-1] if n else 0.0) / (idcg[-1] if len(ideal) else 0.0)
+            return total / len(ideal) if total > 0 else 0.0
+        return self._per_query(one)
+
+    def _rndcg(self, params: tuple) -> np.ndarray:
+        """trec_eval's Rndcg: nDCG averaged at each rank where the ideal gain changes (the R levels),
+        and at the end of the ranking when it ends first."""
+        codes, tables = self._rank_codes(), self._gain_tables(params)
+
+        def one(q: int) -> float:
+            if self.num_rel[q] == 0:
+                return 0.0
+            table, ideal = tables[q]
+            gains = self._gains_of(table, codes[q])
+            n, m = len(gains), len(ideal)
+            top = max(table.values()) if table else 0.0
+            result = ideal_dcg = total = 0.0
+            changes, old, current, i = 0, top, top, 0
+            while i < n and current > 0:
+                current = ideal[i] if i < m else 0.0
+                if old != current:
+                    if ideal_dcg > 0:
+                        total, changes = total + result / ideal_dcg, changes + 1
+                    old = current
+                if gains[i] != 0:
+                    result += gains[i] / np.log2(i + 2)
+                if current > 0:
+                    ideal_dcg += current / np.log2(i + 2)
+                i += 1
+            if i < n:
+                result += float(np.sum(gains[i:] / np.log2(np.arange(i, n) + 2.0)))
+                if ideal_dcg > 0:
+                    total, changes = total + result / ideal_dcg, changes + 1
+            while current > 0:
+                current = ideal[i] if i < m else 0.0
+                if old != current:
+                    if ideal_dcg > 0:
+                        total, changes = total + result / ideal_dcg, changes + 1
+                    old = current
+                if current > 0:
+                    ideal_dcg += current / np.log2(i + 2)
+                i += 1
+            return total / changes if changes else float("nan")
+        return self._per_query(one)
+
+    def _infap(self) -> np.ndarray:
+        """trec_eval's infAP: at each relevant unit retrieved at 0-based rank j, 1 / (j + 1) plus the
+        share of the j units above that are in the pool, times the precision among the judged ones
+        above (smoothed by 1e-5); units not in the qrels are skipped, -1 labels count as pooled but
+        unjudged; summed over the query's relevant units."""
+        mask = self.retrieved
+        q, r = self.qi[mask], self.rank[mask]
+        g = self.rel[mask]
+        order = np.lexsort((r, q))
+        q, r, g = q[order], r[order], g[order]
+        is_unj, is_rel = g < 0, g >= self.level
+        is_non = ~is_unj & ~is_rel
+        starts = np.flatnonzero(np.concatenate([[True], q[1:] != q[:-1]])) if len(q) else np.zeros(0, dtype=np.int64)
+        sizes = np.diff(np.concatenate([starts, [len(q)]]))
+
+        def above(flag: np.ndarray) -> np.ndarray:
+            c = np.cumsum(flag) - flag
+            return c - np.repeat(c[starts], sizes) if len(c) else c
+        rel_so_far, non, unj = above(is_rel) + 1, above(is_non), above(is_unj)
+        j = (r - 1).astype(np.float64)
+        eps = 1e-5
+        with np.errstate(divide="ignore", invalid="ignore"):
+            term = np.where(j == 0, 1.0, 1.0 / (j + 1) + (j / (j + 1)) * ((rel_so_far - 1 + non + unj) / j)
+                            * ((rel_so_far - 1 + eps) / (rel_so_far - 1 + non + 2 * eps)))
+        total = np.bincount(q[is_rel], weights=term[is_rel], minlength=self.nq)
+        return self._safe_div(total, self.num_rel)
+
+    def _bin_g(self) -> np.ndarray:
+        """trec_eval's binG: each relevant unit retrieved at rank r (the n-th relevant one) adds
+        1 / log2(2 + r - n), summed over the query's relevant units."""
+        q, r = self._sorted_hits(self.relevant & self.retrieved)
+        n = self._ordinal(q)
+        return self._safe_div(np.bincount(q, weights=1.0 / np.log2(2.0 + r - n), minlength=self.nq), self.num_rel)
+
+    def _err(self, k: int) -> np.ndarray:
+        """gdeval's ERR@k: the n-th unit stops a reader with R = (2^grade - 1) / 2^4 (grade 4 is gdeval's
+        top), ERR = sum over ranks of R / rank times the chance no unit above stopped them."""
+        mask = self.retrieved & (self.rank <= k) & (self.rel != 0) & self.judged
+        q, r = self.qi[mask], self.rank[mask]
+        stop = (np.exp2(self.rel[mask].astype(np.float64)) - 1.0) / 16.0
+        order = np.lexsort((r, q))
+        q, r, stop = q[order], r[order], stop[order]
+        if not len(q):
+            return np.zeros(self.nq)
+        # the chance the reader reached each unit: the product of (1 - R) over the units above it
+        reached = pd.Series(1.0 - stop).groupby(q).cumprod().groupby(q).shift(1, fill_value=1.0).to_numpy()
+        return np.bincount(q, weights=stop * reached / r, minlength=self.nq)
+
+    def _dcg(self, k: int | None) -> np.ndarray:
+        """ranx's DCG (Jarvelin): grade / log2(rank + 1) over the relevant units (rank <= k)."""
+        hit = self.retrieved & (self.rel > 0) & self.relevant
+        if k is not None:
+            hit &= self.rank <= k
+        return np.bincount(self.qi[hit], weights=self.rel[hit] * _log2_discount(self.rank[hit]), minlength=self.nq)
+
+    def _compat(self, p: float, normalize: bool) -> np.ndarray:
+        """Compatibility (Clarke, Vtyurina & Smucker 2021, as ir_measures computes it): rank-biased
+        overlap, persistence p, between the ranking and the ideal one (relevant units by grade, then by
+        the run's score, then as the qrels list them), to the deeper of the two; over the ideal's own
+        overlap with itself when normalize."""
+        pos = self.rel > 0
+        out = np.zeros(self.nq)
+        score = self.score if self.score is not None else np.zeros(len(self.rel))
+        for q in range(self.nq):
+            mine = np.flatnonzero(pos & (self.qi == q))
+            depth = int(max(self.num_ret[q], len(mine)))
+            if depth == 0:
+                continue
+            s = np.where(np.isnan(score[mine]), 0.0, score[mine])
+            ideal = mine[np.lexsort((np.arange(len(mine)), -s, -self.rel[mine]))]
+            ranks = np.where(self.retrieved[ideal], self.rank[ideal], np.iinfo(np.int64).max)
+            both = np.maximum(np.arange(len(ideal)), ranks - 1)          # depth at which each is in both prefixes
+            both = both[both < depth]
+            weights = p ** np.arange(depth)
+            inter = np.cumsum(np.bincount(both, minlength=depth))
+            rbo = float(np.sum(weights * inter / np.arange(1, depth + 1)) / weights.sum())
+            if normalize:
+                best_inter = np.minimum(np.arange(1, depth + 1), len(ideal))
+                best = float(np.sum(weights * best_inter / np.arange(1, depth + 1)) / weights.sum())
+                rbo = rbo / best if best > 0 else rbo
+            out[q] = rbo
+        return out
 
     def _recip_rank(self) -> np.ndarray:
         best = np.full(self.nq, np.inf)
@@ -317,17 +576,32 @@ class _Context:
         np.minimum.at(best, self.qi[m], self.rank[m])
         return np.where(np.isfinite(best), 1.0 / best, 0.0)
 
-    def _rbp(self, mask: np.ndarray, graded: bool = False) -> np.ndarray:
-        """Rank-biased precision's weight of the masked units: (1 - p) p^(rank - 1), p = RBP_P; graded:
-        times the unit's grade over its query's highest grade (negative grades count 0), as trec_eval's
-        rbp does whatever the relevance level."""
-        weights = np.where(mask, (1 - RBP_P) * RBP_P ** (self.rank.astype(np.float64) - 1), 0.0)
+    def _rbp(self, mask: np.ndarray, graded: bool = False, p: float = RBP_P) -> np.ndarray:
+        """Rank-biased precision's weight of the masked units: (1 - p) p^(rank - 1); graded: times the
+        unit's grade over its query's highest grade (negative grades count 0), as trec_eval's rbp does
+        whatever the relevance level."""
+        weights = np.where(mask, (1 - p) * p ** (self.rank.astype(np.float64) - 1), 0.0)
         if graded:
             top = np.zeros(self.nq)
             np.maximum.at(top, self.qi, self.rel.astype(np.float64))
             gain = np.maximum(self.rel, 0) / np.where(top[self.qi] > 0, top[self.qi], 1.0)
             weights = weights * gain
         return np.bincount(self.qi, weights=weights, minlength=self.nq)
+
+    def _rbp_dialect(self, m: measures.Measure) -> np.ndarray:
+        """rbp in each library's meaning: trec_eval's (p 0.9, grade over the query's top grade),
+        ir_measures' RBP (p 0.8, binary at the level), ranx's rbp.p (the raw grade of units at or
+        above its level); a cutoff keeps the top k only."""
+        p, gain = m.opt("p", RBP_P), m.opt("gain", "top")
+        mask = self.retrieved if m.k is None else self._top(m.k)
+        if gain == "binary":
+            return self._rbp(mask & self.relevant, p=p)
+        if gain == "raw":
+            floor = m.opt("min_rel", 1)
+            raw = np.where(self.rel >= floor, self.rel, 0).astype(np.float64)
+            weights = np.where(mask, (1 - p) * p ** (self.rank.astype(np.float64) - 1), 0.0) * raw
+            return np.bincount(self.qi, weights=weights, minlength=self.nq)
+        return self._rbp(mask, graded=True, p=p)
 
     def _rprec_mult(self, x: float) -> np.ndarray:
         # trec_eval m_Rprec_mult.c: precision at the cutoff x * R rounded up (its test outputs say up, not
@@ -470,10 +744,12 @@ COMPUTE = {
     "iprec_at_recall": lambda c, m: c._iprec(m.x),
     "map_cut": lambda c, m: c._map(m.k),
     "Rprec_mult": lambda c, m: c._rprec_mult(m.x),
-    "rbp": lambda c, m: c._rbp(c.retrieved, graded=True),
+    "rbp": lambda c, m: c._rbp_dialect(m),
     # what rbp could still gain: the weight of the unjudged units retrieved and of the ranks past the ranking
-    # (all the weight but the judged units'); 0 for an empty ranking, as trec_eval prints
-    "rbp_resid": lambda c, m: np.where(c.num_ret > 0, 1.0 - c._rbp(c.judged & c.retrieved), 0.0),
+    # (all the weight but the judged units'); trec_eval gives it only when an unjudged unit was retrieved,
+    # else 0 (a fully judged ranking, or an empty one)
+    "rbp_resid": lambda c, m: np.where(c.num_ret > c._count(c.judged & c.retrieved),
+                                       1.0 - c._rbp(c.judged & c.retrieved, p=m.opt("p", RBP_P)), 0.0),
     # 11pt_avg: mean interpolated precision at recall 0, 0.1, ..., 1, or at the points given
     "11pt_avg": lambda c, m: (sum(c._iprec(x) for x in m.params) / len(m.params) if m.params
                               else sum(c._iprec(x / 10) for x in range(11)) / 11),
@@ -484,7 +760,10 @@ COMPUTE = {
     "num_nonrel_judged_ret": lambda c, m: c._count(c.judged & ~c.relevant & c.retrieved),
     "set_P": lambda c, m: c._safe_div(c.num_rel_ret, c.num_ret),
     "set_recall": lambda c, m: c._safe_div(c.num_rel_ret, c.num_rel),
-    "set_F": lambda c, m: c._safe_div(2 * c.num_rel_ret, c.num_ret + c.num_rel),
+    # trec_eval's set_F.x: (x + 1) P R / (x P + R), x the weight of recall (1: the harmonic mean); ir_measures'
+    # SetF(beta=x) passes its beta to trec_eval as this x
+    "set_F": lambda c, m: (lambda x, P, R: c._safe_div((x + 1) * P * R, x * P + R))(
+        m.opt("beta", 1.0), c._safe_div(c.num_rel_ret, c.num_ret), c._safe_div(c.num_rel_ret, c.num_rel)),
     "set_map": lambda c, m: c._safe_div(c.num_rel_ret, c.num_ret) * c._safe_div(c.num_rel_ret, c.num_rel),
     "set_relative_P": lambda c, m: c._safe_div(c.num_rel_ret, np.minimum(c.num_ret, c.num_rel)),
     "P": lambda c, m: c._count(c.relevant & c._top(m.k)) / m.k,
@@ -497,9 +776,33 @@ COMPUTE = {
     "sufficient": lambda c, m: c._three_way(m.k)[0].astype(np.float64),
     "supporting_only": lambda c, m: (lambda s, p: (~s & p).astype(np.float64))(*c._three_way(m.k)),
     "neither": lambda c, m: (lambda s, p: (~s & ~p).astype(np.float64))(*c._three_way(m.k)),
-    # the one judged@k: judged units in the top min(k, num_ret); 0 when nothing was retrieved
-    "judged": lambda c, m: c._safe_div(c._count(c.judged & c._top(m.k)), np.minimum(c.num_ret, m.k)),
+    # judged@k: judged units in the top min(k, num_ret); 0 when nothing was retrieved. trec_eval's rule (judged_k):
+    # a -1 label is not a judgement; ir_measures' (Judged@k): any unit in the qrels is judged, -1 included
+    "judged": lambda c, m: c._safe_div(c._count((np.ones_like(c.judged) if m.opt("rule") == "in-qrels" else c.judged)
+                                                & c._top(m.k)), np.minimum(c.num_ret, m.k)),
+    "infAP": lambda c, m: c._infap(),
+    "binG": lambda c, m: c._bin_g(),
+    "G": lambda c, m: c._G(m.params),
+    "ndcg_rel": lambda c, m: c._ndcg_rel(m.params),
+    "Rndcg": lambda c, m: c._rndcg(m.params),
+    "relstring": lambda c, m: relstrings(c._rank_codes(), m.k or 10),
+    "recip_rank_cut": lambda c, m: np.where(c._recip_rank() >= 1.0 / m.k, c._recip_rank(), 0.0),
+    "err_cut": lambda c, m: c._err(m.k),
+    "hits": lambda c, m: c._count(c.relevant & c._top(m.k)),
+    "dcg": lambda c, m: c._dcg(None),
+    "dcg_cut": lambda c, m: c._dcg(m.k),
+    "f1": lambda c, m: (lambda P, R: c._safe_div(2 * P * R, P + R))(
+        c._count(c.relevant & c._top(m.k)) / m.k, c._safe_div(c._count(c.relevant & c._top(m.k)), c.num_rel)),
+    "compat": lambda c, m: c._compat(m.opt("p", 0.95), m.opt("normalize", True)),
 }
+
+
+def relstrings(codes: list[np.ndarray], n: int) -> np.ndarray:
+    """trec_eval's relstring: the labels of the top n units as text, quoted: a digit, '>' above 9,
+    '-' for a unit not in the qrels, '.' for a negative (pooled but unjudged) label."""
+    def char(c: int) -> str:
+        return ">" if c > 9 else str(c) if c >= 0 else "-" if c == -1 else "."
+    return np.array(["'" + "".join(char(int(c)) for c in row[:n]) + "'" for row in codes], dtype=object)
 assert set(COMPUTE) == set(measures.FAMILIES), "every registered measure family needs its function"
 
 
