@@ -75,7 +75,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("supporting_only", "SupportingOnly", "required", needs="three-way",
            doc="the top k holds a supporting unit and no sufficient one"),
     Family("neither", "Neither", "required", needs="three-way", doc="the top k holds neither"),
-    Family("judged", "Judged", "required", needs="judged", doc="share of the top min(k, num_ret) that is judged"),
+    Family("judged", "Judged", "optional", needs="judged",
+           doc="share of the top min(k, num_ret) that is judged (the whole ranking without k)"),
     Family("iprec_at_recall", "IPrec", "recall", doc="interpolated precision at recall x"),
     Family("map_cut", "AP", "required", doc="average precision over the top k, divided by all relevant (trec_eval)"),
     Family("relative_P", "RelP", "required", doc="relevant in the top k over min(k, num_rel) (trec_eval)"),
@@ -111,7 +112,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("hits", "Hits", "required", doc="relevant units in the top k (a count per query, averaged: ranx)"),
     Family("dcg", "DCG", "none", needs="graded", doc="DCG over the whole ranking, linear gain (ranx)"),
     Family("dcg_cut", "DCG", "required", needs="graded", doc="DCG at k, linear gain, log2(rank + 1) discount (ranx)"),
-    Family("f1", "F1", "required", doc="harmonic mean of P@k and R@k (ranx)"),
+    Family("dcg_exp_cut", "DCGExp", "required", needs="graded", doc="DCG at k, gain 2^grade - 1 (ranx's dcg_burges)"),
+    Family("f1", "F1", "optional", doc="harmonic mean of P@k and R@k (ranx; the whole ranking without k)"),
     Family("compat", "Compat", "none", needs="graded",
            doc="Clarke et al.'s compatibility: rank-biased overlap with the ideal ranking, normalised (ir_measures)"),
 )}
@@ -120,10 +122,11 @@ TEXT_FAMILIES = {"relstring"}
 # ranx's names (lower case; "@k" for a cutoff; "-l2" for a relevance level) for the families they
 # compute the same way: without a cutoff, and with one. ranx's rbp.95 (persistence 0.95) is parsed apart.
 RANX = {"ndcg": "ndcg", "ndcg_burges": "ndcg_exp", "map": "map", "mrr": "recip_rank", "r-precision": "Rprec",
-        "bpref": "bpref", "dcg": "dcg"}
+        "bpref": "bpref", "dcg": "dcg", "f1": "f1"}
 RANX_CUT = {"ndcg": "ndcg_cut", "ndcg_burges": "ndcg_exp_cut", "map": "map_cut", "precision": "P", "recall": "recall",
-            "hit_rate": "success", "mrr": "recip_rank_cut", "hits": "hits", "dcg": "dcg_cut", "f1": "f1"}
-_RANX_RE = re.compile(r"^(?P<base>[a-z][a-z_\-]*?)(?:@(?P<k>[^@]+))?$")
+            "hit_rate": "success", "mrr": "recip_rank_cut", "hits": "hits", "dcg": "dcg_cut", "f1": "f1",
+            "dcg_burges": "dcg_exp_cut"}
+_RANX_RE = re.compile(r"^(?P<base>[a-z][a-z0-9_\-]*?)(?:@(?P<k>[^@]+))?$")
 # ir_measures' other names for its measures (ir_measures.MAP is AP, and so on)
 IR_ALIASES = {"MAP": "AP", "MRR": "RR", "NDCG": "nDCG", "Precision": "P", "Recall": "R", "RPrec": "Rprec",
               "BPref": "Bpref", "SetRecall": "SetR", "NumRelRet": "NumRelRet"}
@@ -156,7 +159,7 @@ DEFAULT_POINTS = {"iprec_at_recall": tuple(x / 10 for x in range(11)),
                   "Rprec_mult": tuple(x / 10 for x in range(2, 21, 2))}
 # trec_eval's measure groups
 GROUPS = {"set": ["set_P", "set_relative_P", "set_recall", "set_map", "set_F"]}
-_TREC_RE = re.compile(r"^(?P<base>[A-Za-z_]+?)_(?P<k>\d+)$")
+_TREC_RE = re.compile(r"^(?P<base>[A-Za-z][A-Za-z0-9_]*?)_(?P<k>\d+)$")
 _IPREC_RE = re.compile(r"^(?P<base>iprec_at_recall|Rprec_mult)_(?P<x>\d*\.?\d+)$")
 # ir_measures' printed form: Name, Name@k, Name(key=value, ...)@k
 _IR_RE = re.compile(r"^(?P<base>[A-Za-z][A-Za-z0-9]*)(?:\((?P<args>[^()]*)\))?(?:@(?P<k>[^@()]+))?$")
@@ -278,10 +281,12 @@ def _spellings(k: str | None) -> list[str]:
             out += [f.name, f.pretty]
         if f.cutoff in ("required", "optional") and k is not None and k.isdigit() and int(k) > 0:
             out += [f"{f.name}_{k}", f"{f.pretty}@{k}"]
+    takes_k = {alias for alias, target in IR_ALIASES.items() if (target, True) in _BY_PRETTY}
+    bare = {alias for alias, target in IR_ALIASES.items() if (target, False) in _BY_PRETTY}
     if k is None:
-        out += list(RANX) + list(IR_ALIASES)
+        out += list(RANX) + sorted(bare)
     elif k.isdigit() and int(k) > 0:
-        out += [f"{b}@{k}" for b in RANX_CUT]
+        out += [f"{b}@{k}" for b in RANX_CUT] + [f"{a}@{k}" for a in sorted(takes_k)]
     return list(dict.fromkeys(out))
 
 
@@ -324,6 +329,8 @@ def _did_you_mean(name: str) -> str:
     if not close:
         lowered = {s.lower(): s for s in spellings}
         close = [lowered[c] for c in difflib.get_close_matches(name.lower(), list(lowered), n=3, cutoff=0.6)]
+    close = list({c.lower(): c for c in reversed(close)}.values())[::-1]       # one of precision@5 / Precision@5
+    close.sort(key=lambda c: c[:1] != name[:1])          # a spelling that starts as the name did comes first
     return f"; did you mean {' or '.join(close)}?" if close else ""
 
 
@@ -419,18 +426,46 @@ def _value(spec: str, text: str):
         raise MeasureError(f"measure {spec!r}: {text!r} is not a number, True / False or a quoted string") from None
 
 
+def _split_args(args: str) -> list[str]:
+    """key=value parts split at the commas outside braces (nDCG(gains={0:1,1:4}) keeps its map whole)."""
+    parts, depth, current = [], 0, ""
+    for ch in args:
+        depth += ch == "{"
+        depth -= ch == "}"
+        if ch == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += ch
+    return [p for p in [*parts, current] if p.strip()]
+
+
+def _gain_map(spec: str, text: str) -> tuple:
+    """ir_measures' gains={level: gain, ...} as trec_eval's level=gain pairs."""
+    body = text.strip()
+    if not (body.startswith("{") and body.endswith("}")):
+        raise MeasureError(f"measure {spec!r}: gains is a map {{level: gain, ...}}, got {text!r}")
+    pairs = []
+    for item in (i for i in body[1:-1].split(",") if i.strip()):
+        level, colon, gain = item.partition(":")
+        if not colon or not level.strip().lstrip("-").isdigit():
+            raise MeasureError(f"measure {spec!r}: gains takes level: gain pairs, got {item.strip()!r}")
+        pairs.append((int(level), _number(spec, gain.strip())))
+    return tuple(pairs)
+
+
 def _keywords(spec: str, args: str) -> dict:
     out = {}
-    for part in (a for a in args.split(",") if a.strip()):
+    for part in _split_args(args):
         key, eq, value = part.partition("=")
         if not eq or not key.strip().isidentifier():
             raise MeasureError(f"measure {spec!r}: {part.strip()!r} is not key=value")
-        out[key.strip()] = _value(spec, value)
+        out[key.strip()] = _gain_map(spec, value) if key.strip() == "gains" else _value(spec, value)
     return out
 
 
 # what each ir_measures keyword may be given to (and what it means there)
-_KEYWORD_HELP = {"rel": "a binary measure's relevance level", "p": "RBP's or Compat's persistence",
+_KEYWORD_HELP = {"rel": "a binary measure's relevance level", "gains": "nDCG's gain per level, {level: gain}", "p": "RBP's or Compat's persistence",
                  "beta": "SetF's weight of recall", "relative": "SetP(relative=True), trec_eval's set_relative_P",
                  "dcg": "nDCG's gain: 'log2' (linear) or 'exp-log2' (2^grade - 1)", "normalize": "Compat",
                  "judged_only": "as trec_eval -J: unjudged units are removed from the ranking first"}
@@ -451,6 +486,7 @@ def _ir_measure(name: str, base: str, args: dict, k_text: str | None) -> Measure
         return None
     rel = args.pop("rel", None)
     opts: dict = {}
+    gains: tuple = ()
     for key, value in args.items():
         if key == "p" and fam.name in ("rbp", "compat"):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
@@ -471,6 +507,8 @@ def _ir_measure(name: str, base: str, args: dict, k_text: str | None) -> Measure
         elif key == "judged_only":
             if value is True:
                 opts["judged_only"] = True
+        elif key == "gains" and fam.name == "ndcg":
+            gains = value
         else:
             what = _KEYWORD_HELP.get(key)
             raise MeasureError(f"measure {name!r}: {fam.pretty} takes no {key}="
@@ -489,6 +527,9 @@ def _ir_measure(name: str, base: str, args: dict, k_text: str | None) -> Measure
     if fam.cutoff == "recall":
         return Measure(fam.name, x=_number(name, k_text), rel=rel, spelled=name, opts=tuple(sorted(opts.items())))
     k = _cutoff(name, k_text, whole=True) if has_k else None
+    if gains:                       # trec_eval's ndcg.level=gain: the same measure, the same numbers
+        return Measure(fam.name, params=gains, param_text=",".join(f"{lv}={g:g}" for lv, g in gains), spelled=name,
+                       opts=tuple(sorted(opts.items())))
     return Measure(fam.name, k=k, rel=rel, spelled=name, opts=tuple(sorted(opts.items())))
 
 

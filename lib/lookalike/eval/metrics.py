@@ -535,12 +535,15 @@ class _Context:
         reached = pd.Series(1.0 - stop).groupby(q).cumprod().groupby(q).shift(1, fill_value=1.0).to_numpy()
         return np.bincount(q, weights=stop * reached / r, minlength=self.nq)
 
-    def _dcg(self, k: int | None) -> np.ndarray:
-        """ranx's DCG (Jarvelin): grade / log2(rank + 1) over the relevant units (rank <= k)."""
-        hit = self.retrieved & (self.rel > 0) & self.relevant
+    def _dcg(self, k: int | None, exponential: bool = False) -> np.ndarray:
+        """ranx's DCG: grade (Jarvelin) or 2^grade - 1 (Burges) over log2(rank + 1), summed over the
+        judged units with a positive grade (rank <= k)."""
+        hit = self.retrieved & (self.rel > 0)
         if k is not None:
             hit &= self.rank <= k
-        return np.bincount(self.qi[hit], weights=self.rel[hit] * _log2_discount(self.rank[hit]), minlength=self.nq)
+        raw = self.rel[hit].astype(np.float64)
+        gain = np.exp2(raw) - 1.0 if exponential else raw
+        return np.bincount(self.qi[hit], weights=gain * _log2_discount(self.rank[hit]), minlength=self.nq)
 
     def _compat(self, p: float, normalize: bool) -> np.ndarray:
         """Compatibility (Clarke, Vtyurina & Smucker 2021, as ir_measures computes it): rank-biased
@@ -779,7 +782,8 @@ COMPUTE = {
     # judged@k: judged units in the top min(k, num_ret); 0 when nothing was retrieved. trec_eval's rule (judged_k):
     # a -1 label is not a judgement; ir_measures' (Judged@k): any unit in the qrels is judged, -1 included
     "judged": lambda c, m: c._safe_div(c._count((np.ones_like(c.judged) if m.opt("rule") == "in-qrels" else c.judged)
-                                                & c._top(m.k)), np.minimum(c.num_ret, m.k)),
+                                                & (c.retrieved if m.k is None else c._top(m.k))),
+                                       c.num_ret if m.k is None else np.minimum(c.num_ret, m.k)),
     "infAP": lambda c, m: c._infap(),
     "binG": lambda c, m: c._bin_g(),
     "G": lambda c, m: c._G(m.params),
@@ -791,8 +795,11 @@ COMPUTE = {
     "hits": lambda c, m: c._count(c.relevant & c._top(m.k)),
     "dcg": lambda c, m: c._dcg(None),
     "dcg_cut": lambda c, m: c._dcg(m.k),
-    "f1": lambda c, m: (lambda P, R: c._safe_div(2 * P * R, P + R))(
-        c._count(c.relevant & c._top(m.k)) / m.k, c._safe_div(c._count(c.relevant & c._top(m.k)), c.num_rel)),
+    "dcg_exp_cut": lambda c, m: c._dcg(m.k, exponential=True),
+    # ranx's F1: P@k (over k, or over the ranking's length without k) and R@k
+    "f1": lambda c, m: (lambda hits: (lambda P, R: c._safe_div(2 * P * R, P + R))(
+        hits / m.k if m.k else c._safe_div(hits, c.num_ret), c._safe_div(hits, c.num_rel)))(
+        c._count(c.relevant & (c._top(m.k) if m.k else c.retrieved))),
     "compat": lambda c, m: c._compat(m.opt("p", 0.95), m.opt("normalize", True)),
 }
 
