@@ -269,7 +269,7 @@ def inject_leak(image_vectors: Vectors, units: pd.DataFrame, texts: Mapping[str,
 
 def run_ablation(units: pd.DataFrame, base_dir: Path, seed: int, cache: Cache | None = None, max_units: int | None = None,
                  inject: str = "", ocr_engine: str = "", workers: int = 0, device: str = "auto",
-                 depth: int = 100, n_boot: int = 2000, blind_queries: str = "", page_base: int = 1,
+                 depth: int = 100, text_source: str = "auto", n_boot: int = 2000, blind_queries: str = "", page_base: int = 1,
                  cluster: str = "document", visible: pd.DataFrame | None = None,
                  facts: pd.DataFrame | None = None, duals: Mapping[str, object] | None = None) -> Ablation:
     """Encode, index, query and score the ablation on units (all of them, or a seeded subset).
@@ -283,7 +283,8 @@ def run_ablation(units: pd.DataFrame, base_dir: Path, seed: int, cache: Cache | 
         rng = np.random.default_rng([seed, 60])
         units = units.sort_values("unit_id", kind="mergesort")
         units = units.iloc[np.sort(rng.choice(len(units), size=max_units, replace=False))].reset_index(drop=True)
-    image_enc = E.make_encoder("ocr-minilm", ocr_engine=ocr_engine, workers=workers, device=device, progress=False)
+    image_enc = E.make_encoder("ocr-minilm", ocr_engine=ocr_engine, workers=workers, device=device, progress=False,
+                               text_source=text_source)
     caption_enc = E.make_encoder("caption-minilm", device=device, progress=False)
     caption_vectors = caption_enc.encode_units(units, base_dir, cache)
 
@@ -293,12 +294,12 @@ def run_ablation(units: pd.DataFrame, base_dir: Path, seed: int, cache: Cache | 
             return caption_enc.encode_units(us, base_dir, cache)
         vectors = image_enc.encode_units(us, base_dir, cache)
         if inject:
-            texts = systems.ocr_texts(us, base_dir, cache, ocr_engine, workers)
+            texts = systems.ocr_texts(us, base_dir, cache, ocr_engine, workers, text_source=text_source)
             vectors = inject_leak(vectors, us, texts, inject, image_enc.device, cache)
         return vectors
 
     def bm25_path(us: pd.DataFrame) -> Vectors:
-        return bm25_texts(us, base_dir, cache, inject, ocr_engine, workers)
+        return bm25_texts(us, base_dir, cache, inject, ocr_engine, workers, text_source)
 
     image_vectors = image_path(units)
     probe = metadata_probe({"image": image_path, "ocr-bm25": bm25_path}, units, seed)
@@ -324,7 +325,8 @@ def run_ablation(units: pd.DataFrame, base_dir: Path, seed: int, cache: Cache | 
     runs = search_all(indexes, query_vectors, depth)
     clusters = stats.query_clusters(dict(zip(queries["query_id"], queries["unit_id"])), units, cluster)
     table, per_query = ablation_table(runs, queries, qrels_for(queries), seed, n_boot, clusters=clusters)
-    pixel_runs = pixel_system_runs(units, base_dir, cache, queries, runs["image"], inject, ocr_engine, workers, depth)
+    pixel_runs = pixel_system_runs(units, base_dir, cache, queries, runs["image"], inject, ocr_engine, workers, depth,
+                                   text_source)
     sys_tables, sys_pq, skipped = [], [], []
     for name, enc in (duals or {}).items() if inject in ("", "caption-index") else ():
         if enc.kind != "single":
@@ -426,21 +428,21 @@ PIXEL_SYSTEMS = ("image", "ocr-bm25", "pixels-rrf")
 
 def pixel_system_runs(units: pd.DataFrame, base_dir: Path, cache: Cache, queries: pd.DataFrame,
                       image_run: pd.DataFrame, inject: str = "", ocr_engine: str = "", workers: int = 0,
-                      depth: int = 100) -> dict[str, pd.DataFrame]:
+                      depth: int = 100, text_source: str = "auto") -> dict[str, pd.DataFrame]:
     """Runs of every pixel system over both query sets, with the same injection as the image index
     (BM25 reads the caption fields for caption-index, or the OCR text with the metadata appended)."""
-    bm25 = E.make_encoder("ocr-bm25", ocr_engine=ocr_engine, workers=workers, progress=False)
-    texts = bm25_texts(units, base_dir, cache, inject, ocr_engine, workers)
+    bm25 = E.make_encoder("ocr-bm25", ocr_engine=ocr_engine, workers=workers, progress=False, text_source=text_source)
+    texts = bm25_texts(units, base_dir, cache, inject, ocr_engine, workers, text_source)
     index = retrieve.BM25Index(accepts=("pixels",), name="ocr-bm25", allow_foreign_provenance=bool(inject)).add(texts)
     bm25_run = index.search(bm25.encode_queries(list(queries["text"]), list(queries["query_id"])), k=depth)
     return {"image": image_run, "ocr-bm25": bm25_run, "pixels-rrf": fusion.rrf([image_run, bm25_run], depth=depth)}
 
 
 def bm25_texts(units: pd.DataFrame, base_dir: Path, cache: Cache, inject: str = "", ocr_engine: str = "",
-               workers: int = 0) -> Vectors:
+               workers: int = 0, text_source: str = "auto") -> Vectors:
     """What the pixel BM25 index reads per unit: the OCR text, or the injected fault (the caption
     fields for caption-index; the OCR text with the metadata appended otherwise)."""
-    bm25 = E.make_encoder("ocr-bm25", ocr_engine=ocr_engine, workers=workers, progress=False)
+    bm25 = E.make_encoder("ocr-bm25", ocr_engine=ocr_engine, workers=workers, progress=False, text_source=text_source)
     texts = bm25.encode_units(units, base_dir, cache)
     if inject == "caption-index":
         return Vectors(texts.encoder_id + "+caption-index", "caption-text", list(texts.ids),

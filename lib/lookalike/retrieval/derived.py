@@ -60,7 +60,8 @@ def _cross_encoder_reranker(rerank, encode, unit_vectors, questions, units, run_
 
 
 def _text_reranker(reranker, encode, questions, units, run_dir, cache):
-    texts = systems.ocr_texts(units, run_dir, cache, encode.ocr_engine, encode.workers)
+    texts = systems.ocr_texts(units, run_dir, cache, encode.ocr_engine, encode.workers,
+                               text_source=encode.text_source)
     return R.text_scorer(reranker, dict(zip(questions["query_id"], questions["text"])), texts), reranker.id
 
 

@@ -230,9 +230,12 @@ def prefill(units: pd.DataFrame, base_dir: Path, specs: Sequence[str], cache: Ca
             eid = ocr.engine_id(engine)
             if eid not in ocr_done:
                 t0 = time.perf_counter()
-                shas = [image_sha256(p) for p in paths]
+                # pages read from their PDF text layer need no OCR; with text_source 'text-layer' none does
+                policy = getattr(enc, "text_source", "auto")
+                layers = ocr.text_layers(paths, policy)
+                shas = [image_sha256(p) if layer is None else "" for p, layer in zip(paths, layers)]
                 probe = Cache(cache.root)          # the stage's own cache keeps its hit counts
-                todo = [i for i, s in enumerate(shas) if probe.get_text(s, eid) is None]
+                todo = [i for i, s in enumerate(shas) if s and policy != "text-layer" and probe.get_text(s, eid) is None]
                 got = []
                 if todo:
                     got = _run([{"path": paths[i], "sha": shas[i]} for i in todo], _OcrActor,

@@ -36,13 +36,13 @@ from lookalike.retrieval.encoders import ocr
 
 def encoder_settings(name: str, ocr_engine: str = "", device: str = "auto", batch_size: int = 32, workers: int = 0,
                      colpali_model: str = "", colpali_family: str = "", endpoint: dict | None = None,
-                     settings: dict | None = None, encoders: Sequence[str] = ()) -> dict:
+                     settings: dict | None = None, encoders: Sequence[str] = (), text_source: str = "auto") -> dict:
     """The keywords the encoder named name (a system name or an encode.encoders entry) is built
     with: device and batch size, its own built-in keys, then encode.settings[<system name>]."""
     out: dict = {"device": device, "batch_size": batch_size}
     spec = E.ENCODERS.get(name)
     if spec is not None and spec.reads_ocr:
-        out.update(ocr_engine=ocr_engine, workers=workers)
+        out.update(ocr_engine=ocr_engine, workers=workers, text_source=text_source)
     if name == "colpali":
         out.update(model=colpali_model, family=colpali_family)
     if name == "endpoint":
@@ -57,7 +57,8 @@ def encoder_settings(name: str, ocr_engine: str = "", device: str = "auto", batc
 def run_settings(encode) -> dict:
     """Every encoder's settings from the run's encode parameters (params.typed(...).encode), so
     each stage builds its encoders (and their ids, the cache keys) the same way, as the user set them."""
-    return dict(ocr_engine=encode.ocr_engine, device=encode.device, batch_size=encode.batch_size,
+    return dict(ocr_engine=encode.ocr_engine, text_source=encode.text_source, device=encode.device,
+                batch_size=encode.batch_size,
                 workers=encode.workers, colpali_model=encode.colpali_model, colpali_family=encode.colpali_family,
                 endpoint={"url": encode.endpoint_url, "model": encode.endpoint_model,
                           "api_key_env": encode.endpoint_api_key_env, "dimensions": encode.endpoint_dimensions,
@@ -167,28 +168,51 @@ def encode_units(units: pd.DataFrame, base_dir: Path, names: Sequence[str], cach
         seconds = time.perf_counter() - t0
         after = cache.stats()
         out[name] = vecs
+        read = vecs.stats.get("sources") or {}
         rows.append(dict(encoder=name, encoder_id=vecs.encoder_id, provenance=vecs.provenance, kind=vecs.kind,
+                         text=text_source_words([src for src, n in read.items() for _ in range(n)]) if read else "",
                          device=enc.device, shape=vecs.describe(), units=len(vecs),
                          cache_hits=after["hits"] - before["hits"], cache_misses=after["misses"] - before["misses"],
                          seconds=round(seconds, 2), units_per_s=round(len(vecs) / seconds, 1) if seconds > 0 else float("inf")))
     return out, pd.DataFrame(rows)
 
 
+def text_sources(units: pd.DataFrame, base_dir: Path, text_source: str = "auto", engine: str = "") -> list[str]:
+    """Where each unit's page text comes from under encode.text_source: 'text-layer' (the PDF page's own
+    text, kept beside its render by stage 01), 'ocr:<engine>' or 'none'."""
+    paths = [str(resolve_image(p, base_dir)) for p in units["image_path"]]
+    engine = engine or ocr.default_engine()
+    return [ocr.source_label(engine, text_source, layer is not None) for layer in ocr.text_layers(paths, text_source)]
+
+
+def text_source_words(sources: Sequence[str]) -> str:
+    """'512 pages from the PDF text layer, 24 by OCR (tesseract)'."""
+    counts = pd.Series(list(sources), dtype=object).value_counts()
+    parts = []
+    for src, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        what = ("from the PDF text layer" if src == "text-layer" else "with no text (no usable text layer)"
+                if src == "none" else f"by OCR ({src.split(':', 1)[1]})")
+        parts.append(f"{n} {'page' if n == 1 else 'pages'} {what}")
+    return ", ".join(parts) or "no pages"
+
+
 def ocr_texts(units: pd.DataFrame, base_dir: Path, cache: Cache, engine: str = "", workers: int = 0,
-              run_store: bool = True) -> dict[str, str]:
-    """OCR text per unit id — what text judges see. From the run's store (retrieval.runstore) when
-    an earlier stage of this run already asked; else from the OCR cache (stage 02 read the pages),
-    and then kept in the store for the stages after."""
+              run_store: bool = True, text_source: str = "auto") -> dict[str, str]:
+    """Page text per unit id — what text judges see: the PDF text layer where encode.text_source
+    takes it, else OCR. From the run's store (retrieval.runstore) when an earlier stage of this run
+    already asked; else from the OCR cache (stage 02 read the pages), and then kept in the store for
+    the stages after."""
     paths = [resolve_image(p, base_dir) for p in units["image_path"]]
 
     def compute() -> dict[str, str]:
-        texts, _ = ocr.ocr_many([str(p) for p in paths], engine or None, cache, workers, progress=False)
+        texts, _ = ocr.ocr_many([str(p) for p in paths], engine or None, cache, workers, progress=False,
+                                text_source=text_source)
         return dict(zip(units["unit_id"], texts))
 
     if not run_store:
         return compute()
-    return runstore.page_texts(base_dir, ocr.engine_id(engine or ocr.default_engine()), list(units["unit_id"]),
-                               paths, compute)
+    key = ocr.engine_id(engine or ocr.default_engine()) + ("" if text_source == "ocr" else f"|text:{text_source}")
+    return runstore.page_texts(base_dir, key, list(units["unit_id"]), paths, compute)
 
 
 def encode_queries(questions: pd.DataFrame, names: Sequence[str], run_dir: Path | None = None, **kw) -> dict:

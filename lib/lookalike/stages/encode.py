@@ -98,6 +98,9 @@ def provenance_section(encode_table) -> tuple[Section]:
     """What each system's scores rest on (its provenance: pixels, OCR text, captions, your run)."""
     sec = Section(STAGE, "provenance")
     sec.say(encode_table[["encoder", "provenance", "kind", "shape"]].to_string(index=False))
+    if "text" in encode_table.columns:
+        for row in encode_table[encode_table["text"].astype(str) != ""].itertuples():
+            sec.say(f"{row.encoder} read its page text: {row.text}")
     return (sec,)
 
 

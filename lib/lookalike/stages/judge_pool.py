@@ -74,7 +74,8 @@ def make_judges(ctx: StageContext, units: pd.DataFrame, cache: Cache):
     answer key when there is one, else none), with the adjudicator's name as configured."""
     cfg, read = ctx.config, ctx.table
     facts, answer_key = read("facts"), read("answer_key")
-    texts = systems.ocr_texts(units, ctx.run_dir, cache, cfg.encode.ocr_engine, cfg.encode.workers)
+    texts = systems.ocr_texts(units, ctx.run_dir, cache, cfg.encode.ocr_engine, cfg.encode.workers,
+                               text_source=cfg.encode.text_source)
     view = J.unit_viewer(units, texts, ctx.run_dir)
     v = cfg.validate
     model = J.make_judge(cfg.labels.model_judge, units=units, **ctx.judge_settings(cache.root))

@@ -52,6 +52,7 @@ def ablation(ctx: StageContext, units: pd.DataFrame, cache: Cache, max_units: in
         facts = ctx.table("facts")
     ab = L.run_ablation(units, ctx.run_dir, seed, cache, max_units=max_units, inject=inject,
                         ocr_engine=ctx.get("encode.ocr_engine"), workers=ctx.get("encode.workers"),
+                        text_source=ctx.get("encode.text_source"),
                         device=ctx.get("encode.device"), n_boot=n_boot,
                         blind_queries=str(ctx.path("leak.blind_queries") or ""), page_base=ctx.get("corpus.page_base"),
                         cluster=ctx.get("stats.cluster"), visible=visible, facts=facts,
@@ -76,7 +77,7 @@ def run(ctx: StageContext) -> StageResult:
     res.add(*overlap_section(ab, units, cfg.seed))
     res.add(*queries_section(ab))
     res.add(*pool_section(sheet, ab, judgements, cfg.leak.pool_depth))
-    res.add(*repool_section(cfg.encode.ocr_engine, cfg.encode.workers, units, ctx.run_dir, cache, ab,
+    res.add(*repool_section(cfg.encode.ocr_engine, cfg.encode.workers, cfg.encode.text_source, units, ctx.run_dir, cache, ab,
                             cfg.leak.pool_depth, cfg.seed, judgements))
     res.add(*ablation_section(table, units))
     res.add(*dual_section(ab))
@@ -161,13 +162,13 @@ def pool_section(sheet, ab, judgements: pd.DataFrame, leak_pool_depth) -> tuple[
     return sec, judged
 
 
-def repool_section(encode_ocr_engine, encode_workers, units: pd.DataFrame, run_dir: Path, cache, ab, leak_pool_depth,
+def repool_section(encode_ocr_engine, encode_workers, encode_text_source, units: pd.DataFrame, run_dir: Path, cache, ab, leak_pool_depth,
                    seed: int, judgements: pd.DataFrame) -> tuple[Section]:
     """Re-pooling ocr-bm25 on the same queries: the new pairs it would need judged."""
     sec = Section(STAGE, "repool")
 
     bm25_units = E.make_encoder("ocr-bm25", ocr_engine=encode_ocr_engine, workers=encode_workers,
-                                progress=False).encode_units(units, run_dir, cache)
+                                text_source=encode_text_source, progress=False).encode_units(units, run_dir, cache)
     bm25_run = retrieve.BM25Index().add(bm25_units).search(
         E.make_encoder("ocr-bm25", progress=False).encode_queries(list(ab.queries["text"]), list(ab.queries["query_id"])),
         k=100)

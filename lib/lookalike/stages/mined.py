@@ -76,7 +76,8 @@ def make_judges(ctx: StageContext, units: pd.DataFrame):
     mining.compare_judge at the judge endpoint (the demo's answer key when present)."""
     cfg, read = ctx.config, ctx.table
     cache = Cache(cfg.encode.cache_dir or None)
-    texts = systems.ocr_texts(units, ctx.run_dir, cache, cfg.encode.ocr_engine, cfg.encode.workers)
+    texts = systems.ocr_texts(units, ctx.run_dir, cache, cfg.encode.ocr_engine, cfg.encode.workers,
+                               text_source=cfg.encode.text_source)
     view = J.unit_viewer(units, texts, ctx.run_dir)
     jargs = dict(facts=read("facts"), answer_key=read("answer_key"), units=units, regions=demo.REGIONS,
                  **ctx.judge_settings(cache.root))

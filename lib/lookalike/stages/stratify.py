@@ -16,6 +16,7 @@ import pandas as pd
 from lookalike.data import schema as C
 from lookalike.io import corpus as corpus_io, inputs as I
 from lookalike.report import charts, images
+from lookalike.retrieval import systems
 from lookalike.stages.base import Section, StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
 
 STAGE = "01_stratify_corpus"
@@ -40,7 +41,11 @@ def run(ctx: StageContext) -> StageResult:
     cfg = ctx.config
     res = StageResult(STAGE, TITLE, ctx.run_dir)
     mine = your_questions(str(ctx.path("corpus.questions") or ""), str(ctx.path("corpus.qrels") or ""), cfg.corpus)
-    units, questions, skipped, duplicates = res.add(*load_section(load_corpus(ctx), mine, ctx.run_dir))
+    loaded = load_corpus(ctx)
+    # where each page's text will come from (encode.text_source): a PDF page's own text layer, or OCR
+    loaded.units = loaded.units.assign(text_source=systems.text_sources(loaded.units, ctx.run_dir, cfg.encode.text_source,
+                                                                        cfg.encode.ocr_engine))
+    units, questions, skipped, duplicates = res.add(*load_section(loaded, mine, ctx.run_dir))
     strata = res.add(*strata_section(units, ctx.run_dir))
     rng = np.random.default_rng([cfg.seed, 1])     # stage 01's own stream, derived from the run seed
     sample = res.add(*sample_section(units, cfg.sample.per_stratum, rng))
@@ -87,6 +92,8 @@ def load_section(loaded, mine: YourQuestions, run_dir: Path) -> tuple[Section, p
     qrels = qrels.assign(level=(mine.level if mine.questions else "page") if len(qrels) else pd.Series(dtype=str))
     sec.say(f"units kept: {len(units)}   documents: {units['doc_id'].nunique()}   "
             f"templates: {units['template_id'].nunique()}   rows skipped: {len(skipped)}")
+    if "text_source" in units.columns and len(units):
+        sec.say(f"page text: {systems.text_source_words(units['text_source'])} (units.csv: text_source)")
     if mine.questions:
         sec.say(f"questions kept: {len(questions)}   judgements kept: {len(qrels)} ({mine.level} level)")
     if len(skipped):

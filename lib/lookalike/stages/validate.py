@@ -66,7 +66,8 @@ def make_judges(ctx: StageContext, units: pd.DataFrame):
     cfg, read = ctx.config, ctx.table
     facts, answer_key = read("facts"), read("answer_key")
     cache = Cache(cfg.encode.cache_dir or None)
-    texts = systems.ocr_texts(units, ctx.run_dir, cache, cfg.encode.ocr_engine, cfg.encode.workers)
+    texts = systems.ocr_texts(units, ctx.run_dir, cache, cfg.encode.ocr_engine, cfg.encode.workers,
+                               text_source=cfg.encode.text_source)
     view = J.unit_viewer(units, texts, ctx.run_dir)
     v = cfg.validate
     judge_args = dict(facts=facts, answer_key=answer_key, units=units, regions=demo.REGIONS,

@@ -56,13 +56,23 @@ class OcrMiniLM(Encoder):
     name, provenance, kind = "ocr-minilm", "pixels", "single"
     distributable = reads_ocr = True        # retrieval.engine: runs on Ray, after its OCR stage
 
-    def __init__(self, ocr_engine: str = "", workers: int = 0, **kw):
+    def __init__(self, ocr_engine: str = "", workers: int = 0, text_source: str = "auto", **kw):
         super().__init__(ocr_engine=ocr_engine or _ocr.default_engine(), **kw)
         self.workers = workers
+        # where page text comes from (encode.text_source); kept out of the settings that make the encoder's
+        # id: the texts' own id (ocr.texts_id) joins every cache key built on them instead
+        self.text_source = text_source
         self.revision = f"minilm-{_text.model_revision()}"
 
     def ocr(self, units: pd.DataFrame, base_dir: Path, cache: Cache) -> tuple[list[str], dict]:
-        return _ocr.ocr_many(_paths(units, base_dir), self.settings["ocr_engine"], cache, self.workers, self.progress)
+        return _ocr.ocr_many(_paths(units, base_dir), self.settings["ocr_engine"], cache, self.workers, self.progress,
+                             text_source=self.text_source)
+
+    def texts_id(self, units: pd.DataFrame, base_dir: Path) -> str:
+        paths = _paths(units, base_dir)
+        layers = _ocr.text_layers(paths, self.text_source)
+        sources = [_ocr.source_label(self.settings["ocr_engine"], self.text_source, x is not None) for x in layers]
+        return _ocr.texts_id(sources, self.settings["ocr_engine"])
 
     def encode_units(self, units: pd.DataFrame, base_dir: Path, cache: Cache | None = None) -> Vectors:
         cache = cache or Cache()
@@ -86,7 +96,7 @@ class OcrMiniLM(Encoder):
         return _minilm_queries(self, texts, ids, cache)
 
     def pending(self, units: pd.DataFrame, base_dir: Path, cache: Cache) -> list[int]:
-        key_id = f"{self.id}|{_ocr.engine_id(self.settings['ocr_engine'])}"
+        key_id = f"{self.id}|{self.texts_id(units, base_dir)}"
         return _pending_pages(units, base_dir, cache, key_id)
 
 

@@ -103,17 +103,57 @@ def _ocr_task(args):
     return ocr_image(path, engine)
 
 
+TEXT_SOURCES = ("auto", "text-layer", "ocr")
+
+
+def text_layers(paths: Sequence[str], text_source: str = "auto") -> list[str | None]:
+    """Each page's usable PDF text layer (kept beside its render by stage 01), or None where the page
+    has none or text_source says OCR ('ocr': always OCR)."""
+    if text_source not in TEXT_SOURCES:
+        raise EncodeError(f"encode.text_source {text_source!r} is not one of {', '.join(TEXT_SOURCES)}")
+    if text_source == "ocr":
+        return [None] * len(paths)
+    from lookalike.io.ingest import read_text_layer
+
+    return [read_text_layer(p) for p in paths]
+
+
+def source_label(engine: str, text_source: str, has_layer: bool) -> str:
+    """What a page's text is read from: 'text-layer', 'ocr:<engine>' or 'none' (text_source
+    'text-layer' on a page without a usable layer)."""
+    if has_layer and text_source != "ocr":
+        return "text-layer"
+    return "none" if text_source == "text-layer" else f"ocr:{engine}"
+
+
+def texts_id(sources: Sequence[str], engine: str) -> str:
+    """The id of a set of page texts (part of every cache key built on them): the OCR engine's id
+    alone when no page read a text layer, so a corpus without one keys exactly as before; 'text-layer',
+    'text-layer+<engine id>' when some or all did; 'none' when nothing was read."""
+    layered = "text-layer" in sources
+    ocr = any(src.startswith("ocr:") for src in sources)
+    eid = engine_id(engine) if ocr or not sources else ""
+    return (eid if not layered else "text-layer" if not ocr else f"text-layer+{eid}") or "none"
+
+
 def ocr_many(paths: Sequence[str], engine: str | None = None, cache: Cache | None = None, workers: int = 0,
-             progress: bool = True) -> tuple[list[str], dict]:
-    """OCR every image (cached by image sha256 + engine id); workers=0 means one per core."""
+             progress: bool = True, text_source: str = "auto") -> tuple[list[str], dict]:
+    """Each page's text: its PDF text layer where it has a usable one (text_source 'auto' or
+    'text-layer'), else OCR of its pixels (cached by image sha256 + engine id; workers=0 means one
+    per core) — or nothing with 'text-layer'. stats['engine'] names what the texts were read with
+    (the OCR engine's id, 'text-layer', or both), stats['sources'] counts pages per source."""
     engine = engine or default_engine()
-    if engine == "tesseract" and not tesseract_available():
+    layers = text_layers(paths, text_source)
+    sources = [source_label(engine, text_source, layer is not None) for layer in layers]
+    needs_ocr = any(src.startswith("ocr:") for src in sources)
+    if needs_ocr and engine == "tesseract" and not tesseract_available():
         raise EncodeError("OCR engine 'tesseract' needs Debian's tesseract-ocr (make setup installs it), "
                           "or set encode.ocr_engine: rapidocr")
-    eid = engine_id(engine)
+    eid = engine_id(engine) if needs_ocr or not paths else ""
     cache = cache or Cache()
-    shas = [image_sha256(p) for p in paths]
-    texts: list[str | None] = [cache.get_text(s, eid) for s in shas]
+    shas = [image_sha256(p) if src.startswith("ocr:") else "" for p, src in zip(paths, sources)]
+    texts: list[str | None] = [layer if layer is not None else "" if src == "none" else cache.get_text(sha, eid)
+                               for layer, src, sha in zip(layers, sources, shas)]
     todo = [i for i, t in enumerate(texts) if t is None]
     workers = workers or (os.cpu_count() or 1)
     if todo:
@@ -130,7 +170,10 @@ def ocr_many(paths: Sequence[str], engine: str | None = None, cache: Cache | Non
         for i, text in zip(todo, results):
             texts[i] = text
             cache.put_text(shas[i], eid, text)
-    stats = {"engine": eid, "cached": len(paths) - len(todo), "computed": len(todo), "workers": workers}
+    counts = {src: sources.count(src) for src in sorted(set(sources))}
+    layered = counts.get("text-layer", 0)
+    stats = {"engine": texts_id(sources, engine), "cached": len(paths) - len(todo) - layered - counts.get("none", 0),
+             "computed": len(todo), "workers": workers, "sources": counts}
     return [t or "" for t in texts], stats
 
 
