@@ -75,3 +75,11 @@ def test_label_queue_benchmark_hands_out_the_same_pairs_both_ways(capsys):
     out = capsys.readouterr().out.strip().splitlines()
     assert "the same 30 pairs handed out in the same order" in out[0]
     assert out[-1].startswith("next_vs_rehash=")
+
+
+def test_text_layer_benchmark_runs_at_toy_scale(capsys):
+    bench = _load("text_layer")
+    assert bench.main(["--docs", "1", "--pages", "2", "--dpi", "40", "--repeat", "1", "--no-ocr"]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert "text layer: 2 of 2 pages usable" in "\n".join(out)
+    assert out[-1].startswith("layer_pages_per_s=")
