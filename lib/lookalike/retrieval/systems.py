@@ -205,7 +205,7 @@ def ocr_texts(units: pd.DataFrame, base_dir: Path, cache: Cache, engine: str = "
     paths = [resolve_image(p, base_dir) for p in units["image_path"]]
 
     def compute() -> dict[str, str]:
-        texts, _ = ocr.ocr_many([str(p) for p in paths], engine or None, cache, workers, progress=False,
+        texts, _ = ocr.ocr_many([str(p) for p in paths], engine or None, cache, workers, progress=True,
                                 text_source=text_source)
         return dict(zip(units["unit_id"], texts))
 

@@ -11,7 +11,6 @@ and nothing stale comes back.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Sequence
@@ -171,8 +170,10 @@ class Encoder:
     def __init__(self, device: str = "auto", batch_size: int = 32, progress: bool | None = None, **settings):
         self.device, self.dtype = resolve_device(device)
         self.batch_size = batch_size
-        # progress bars unless the environment turns them off (the runner does, for stored notebooks)
-        self.progress = (os.environ.get("TQDM_DISABLE", "") not in ("1", "true", "True")) if progress is None else progress
+        # progress bars unless the caller says no: lookalike.progress draws them on the runner's terminal (or an
+        # interactive stderr) and never in a notebook, so the runner's TQDM_DISABLE (which keeps other libraries'
+        # bars out of stored notebooks) must not silence them
+        self.progress = True if progress is None else progress
         self.settings = settings
 
     @property

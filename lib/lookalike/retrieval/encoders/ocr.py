@@ -29,6 +29,7 @@ from lookalike.io.cache import Cache, image_sha256
 from lookalike.retrieval.encoders.base import EncodeError
 
 PREP_VERSION = "2"
+OCR_BAR_PAGES = 8          # OCR passes of at least this many pages draw a bar (lookalike.progress)
 ENGINES = ("tesseract", "rapidocr")
 
 
@@ -181,4 +182,5 @@ def _progress(iterable, total, enabled, desc):
     """A bar on the terminal (never in a notebook: lookalike.progress) for a long pass."""
     from lookalike import progress as bars
 
-    return bars.bar(iterable, total=total, desc=desc, unit="page") if enabled else iterable
+    # OCR takes about a second a page per core: a pass of a few pages already keeps a person waiting
+    return bars.bar(iterable, total=total, desc=desc, unit="page", min_total=OCR_BAR_PAGES) if enabled else iterable
