@@ -1,9 +1,9 @@
 """Other libraries' own pinned values, run through lookalike as data: ir_measures' provider tests
 (tests/test_pytrec_eval.py, test_judged.py, test_compat.py) and ranx's metric unit tests. Each case
 holds the peer's inputs, the measure in the peer's own spelling, the values its test pins and its
-tolerance; the peer's repository and commit are in each data file. A case passes when lookalike's
-value agrees, or when the difference is one of definition named in DIFFERENCES (and in
-docs/metrics.md), checked to be that difference and no other."""
+tolerance; the peer's repository and commit are in each data file. Every case must agree: none
+differs by definition today (docs/metrics.md says where the libraries part, and these inputs show
+that lookalike computes each library's name as that library does)."""
 
 from __future__ import annotations
 
@@ -17,10 +17,6 @@ from lookalike.eval import metrics as M
 
 HERE = Path(__file__).parent / "peers"
 
-# measure spelling -> why lookalike's value differs from the peer's pinned one, by definition
-DIFFERENCES: dict[str, str] = {}
-
-
 def _load(name: str) -> dict:
     return json.loads((HERE / name).read_text(encoding="utf-8"))
 
@@ -29,6 +25,18 @@ def _frames(data: dict, case: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     qrels = pd.DataFrame(data["fixtures"][case["qrels"]], columns=["query_id", "unit_id", "relevance"])
     run = pd.DataFrame(data["fixtures"][case["run"]], columns=["query_id", "unit_id", "score"])
     return qrels, run
+
+
+def _check(data: dict, case: dict) -> None:
+    """lookalike's value of the case's measure (in the peer's spelling) against each value the peer pins:
+    per query, or 'all' for the peer's aggregate."""
+    qrels, run = _frames(data, case)
+    measure = case["measure"]
+    ev = M.evaluate(qrels, run, [measure])
+    mean = ev.mean()
+    for qid, expected in case["expected"].items():
+        got = mean[measure] if qid == "all" else ev.per_query.loc[qid, measure]
+        assert got == pytest.approx(expected, abs=max(case["tolerance"], 1e-12)), (measure, qid)
 
 
 IR = _load("ir_measures_cases.json")
@@ -42,13 +50,7 @@ def test_the_ir_measures_port_is_whole():
 @pytest.mark.parametrize("case", IR["cases"], ids=[f"{c['source'].split('::')[1]}-{c['measure']}-{i}"
                                                    for i, c in enumerate(IR["cases"])])
 def test_ir_measures_pinned_values(case):
-    qrels, run = _frames(IR, case)
-    measure = case["measure"]
-    ev = M.evaluate(qrels, run, [measure])
-    mean = ev.mean()
-    for qid, expected in case["expected"].items():
-        got = mean[measure] if qid == "all" else ev.per_query.loc[qid, measure]
-        assert got == pytest.approx(expected, abs=max(case["tolerance"], 1e-12)), (measure, qid)
+    _check(IR, case)
 
 
 RANX = _load("ranx_cases.json")
@@ -61,13 +63,7 @@ def test_the_ranx_port_is_whole():
 @pytest.mark.parametrize("case", RANX["cases"], ids=[f"{c['source'].split('::')[1]}-{c['measure']}-{i}"
                                                      for i, c in enumerate(RANX["cases"])])
 def test_ranx_pinned_values(case):
-    qrels, run = _frames(RANX, case)
-    measure = case["measure"]
-    ev = M.evaluate(qrels, run, [measure])
-    mean = ev.mean()
-    for qid, expected in case["expected"].items():
-        got = mean[measure] if qid == "all" else ev.per_query.loc[qid, measure]
-        assert got == pytest.approx(expected, abs=max(case["tolerance"], 1e-12)), (measure, qid)
+    _check(RANX, case)
 
 
 # ir_measures' cwl_eval and gdeval tests pin values made by outside tools; their inputs sit in the shared
