@@ -114,6 +114,15 @@ def test_a_late_submit_after_the_lease_expired_and_the_slot_filled_is_refused(db
     assert len(db.labels()) == 12
 
 
+def _together(work, args: list[tuple]) -> None:
+    """work(*a) for each a, all in threads at once; returns when every one has finished."""
+    threads = [threading.Thread(target=work, args=a) for a in args]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 def test_concurrent_claims_never_overfill_a_slot(db):
     names = [f"p{i}" for i in range(4)]
     for n in names:
@@ -126,11 +135,7 @@ def test_concurrent_claims_never_overfill_a_slot(db):
         except Exception as exc:       # noqa: BLE001 (reported below)
             errors.append(exc)
 
-    threads = [threading.Thread(target=work, args=(n,)) for n in names]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    _together(work, [(n,) for n in names])
     assert not errors
     counts = db.labels().groupby("pair_id").size()
     assert len(counts) == 12 and (counts == 1).all()
@@ -160,11 +165,7 @@ def test_leases_that_expire_while_people_label_never_overfill_a_slot(db, per_pai
         except Exception as exc:       # noqa: BLE001 (reported below)
             errors.append(exc)
 
-    threads = [threading.Thread(target=work, args=(n, i)) for i, n in enumerate(names)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    _together(work, [(n, i) for i, n in enumerate(names)])
     assert not errors
     counts = db.labels().groupby("pair_id").size()
     assert len(counts) == 12 and (counts == per_pair).all(), counts.to_dict()

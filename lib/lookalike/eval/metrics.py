@@ -223,17 +223,13 @@ def evaluate(qrels, run, names: Sequence[str] | None = None, *, level: int = 1, 
                 got = alone.text if m.text else alone.per_query
                 columns[str(m)] = got[str(_without_judged_only(m))].reindex(index).to_numpy()
     columns = {str(m): columns[str(m)] for m in wanted}
-    text = {name: pd.Series(v, index=index, dtype=object) for name, v in columns.items() if parse_one_text(name)}
+    text = {str(m): pd.Series(columns[str(m)], index=index, dtype=object) for m in wanted if m.text}
     per_query = pd.DataFrame({k: v for k, v in columns.items() if k not in text}, index=index, dtype="float64")
     no_rel = [str(q) for q, n in zip(eval_q, num_rel) if n == 0]
     return Evaluation(per_query=per_query, measures=[k for k in columns if k not in text], run_name=R.name,
                       complete=complete, run_only_queries=run_only, missing_from_run=missing, no_relevant_queries=no_rel,
                       empty_reason=no_queries_reason(Q.query_ids, R.query_ids, complete) if nq == 0 else "",
                       text=text)
-
-
-def parse_one_text(name: str) -> bool:
-    return measures.parse_one(name).text
 
 
 def _without_judged_only(m: measures.Measure) -> measures.Measure:

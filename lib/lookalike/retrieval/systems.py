@@ -16,7 +16,7 @@ import inspect
 import shutil
 import time
 from pathlib import Path
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -170,7 +170,7 @@ def encode_units(units: pd.DataFrame, base_dir: Path, names: Sequence[str], cach
         out[name] = vecs
         read = vecs.stats.get("sources") or {}
         rows.append(dict(encoder=name, encoder_id=vecs.encoder_id, provenance=vecs.provenance, kind=vecs.kind,
-                         text=text_source_words([src for src, n in read.items() for _ in range(n)]) if read else "",
+                         text=text_source_words(read) if read else "",
                          device=enc.device, shape=vecs.describe(), units=len(vecs),
                          cache_hits=after["hits"] - before["hits"], cache_misses=after["misses"] - before["misses"],
                          seconds=round(seconds, 2), units_per_s=round(len(vecs) / seconds, 1) if seconds > 0 else float("inf")))
@@ -185,9 +185,11 @@ def text_sources(units: pd.DataFrame, base_dir: Path, text_source: str = "auto",
     return [ocr.source_label(engine, text_source, layer is not None) for layer in ocr.text_layers(paths, text_source)]
 
 
-def text_source_words(sources: Sequence[str]) -> str:
-    """'512 pages from the PDF text layer, 24 by OCR (tesseract)'."""
-    counts = pd.Series(list(sources), dtype=object).value_counts()
+def text_source_words(sources: Sequence[str] | Mapping[str, int]) -> str:
+    """'512 pages from the PDF text layer, 24 by OCR (tesseract)', from each page's source or from
+    the counts per source (ocr_many's stats['sources'])."""
+    counts = (pd.Series(dict(sources), dtype="int64") if isinstance(sources, Mapping)
+              else pd.Series(list(sources), dtype=object).value_counts())
     parts = []
     for src, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
         what = ("from the PDF text layer" if src == "text-layer" else "with no text (no usable text layer)"

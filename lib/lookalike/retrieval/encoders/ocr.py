@@ -127,13 +127,15 @@ def source_label(engine: str, text_source: str, has_layer: bool) -> str:
     return "none" if text_source == "text-layer" else f"ocr:{engine}"
 
 
-def texts_id(sources: Sequence[str], engine: str) -> str:
+def texts_id(sources: Sequence[str], engine: str, eid: str | None = None) -> str:
     """The id of a set of page texts (part of every cache key built on them): the OCR engine's id
     alone when no page read a text layer, so a corpus without one keys exactly as before; 'text-layer',
-    'text-layer+<engine id>' when some or all did; 'none' when nothing was read."""
+    'text-layer+<engine id>' when some or all did; 'none' when nothing was read. eid: the engine's id
+    when the caller has it already (asking runs the engine's binary)."""
     layered = "text-layer" in sources
     ocr = any(src.startswith("ocr:") for src in sources)
-    eid = engine_id(engine) if ocr or not sources else ""
+    if eid is None:
+        eid = engine_id(engine) if ocr or not sources else ""
     return (eid if not layered else "text-layer" if not ocr else f"text-layer+{eid}") or "none"
 
 
@@ -173,7 +175,7 @@ def ocr_many(paths: Sequence[str], engine: str | None = None, cache: Cache | Non
             cache.put_text(shas[i], eid, text)
     counts = {src: sources.count(src) for src in sorted(set(sources))}
     layered = counts.get("text-layer", 0)
-    stats = {"engine": texts_id(sources, engine), "cached": len(paths) - len(todo) - layered - counts.get("none", 0),
+    stats = {"engine": texts_id(sources, engine, eid), "cached": len(paths) - len(todo) - layered - counts.get("none", 0),
              "computed": len(todo), "workers": workers, "sources": counts}
     return [t or "" for t in texts], stats
 
