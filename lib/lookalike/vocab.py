@@ -13,6 +13,8 @@ the labelling page and stage 03's blind sheet all use these words and these grad
 from __future__ import annotations
 
 LABELS = ("sufficient", "supporting", "irrelevant")
+# the k the hard columns report: a question is in them only when its candidate set is larger than the largest
+HARD_KS = (1, 3, 5)
 # Graded relevance of each three-way label: nDCG gains and relevance thresholds follow from these.
 LABEL_GRADES: dict[str, int] = {"sufficient": 2, "supporting": 1, "irrelevant": 0}
 GRADE_LABELS: dict[int, str] = {g: label for label, g in LABEL_GRADES.items()}

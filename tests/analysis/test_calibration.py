@@ -113,8 +113,13 @@ def test_judge_door_reuses_blind_labels_it_is_given_and_refuses_labels_of_other_
     fresh = JD.judge_door(judge, pairs, questions, view, units)
     reused = JD.judge_door(judge, pairs, questions, view, units, blind=blind)
     assert fresh[0].equals(reused[0]) and fresh[1].equals(reused[1])
+    # b:1 has no text: the judge abstained on it blind, so the door labels both pairs itself
+    assert len(blind) == 1 and blind.attrs["abstained"]
     with pytest.raises(ValueError, match="not of these pairs"):
-        JD.judge_door(judge, pairs, questions, view, units, blind=blind.iloc[::-1].reset_index(drop=True))
+        JD.judge_door(judge, pairs, questions, view, units, blind=blind.assign(unit_id="c:1"))
+    whole = J.label_pairs(judge, pairs, questions, view, keep_abstained=True)
+    with pytest.raises(ValueError, match="not of these pairs"):
+        JD.judge_door(judge, pairs, questions, view, units, blind=whole.iloc[::-1].reset_index(drop=True))
 
 
 # ----------------------------------------------------------------------------- planted effects

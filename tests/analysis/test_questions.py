@@ -234,8 +234,8 @@ def test_a_judge_that_needs_an_answer_skips_questions_without_one(corpus):
     qs = corpus.questions.head(6).copy()
     qs.loc[qs.index[:4], "answer"] = ""
     none = pd.DataFrame(columns=["query_id", "gold_unit_id", "unit_id", "axis"])
-    validation, validated, _ = Q.validate(qs, none, J.AnswerStringJudge(), lambda ids: {"unit_ids": ids, "text": ""},
-                                          corpus.units)
+    validation, validated, _ = Q.validate(qs, none, J.AnswerStringJudge(),
+                                          lambda ids: {"unit_ids": ids, "text": "no figures here"}, corpus.units)
     assert list(validation["status"][:4]) == ["no_answer"] * 4
     assert set(validation["slice"][:4]) == {"not validated"}
     assert "gold_fails" not in set(validation["status"][:4])
@@ -249,7 +249,8 @@ def test_peoples_gold_is_not_second_guessed_by_the_judge(corpus):
     none = pd.DataFrame(columns=["query_id", "gold_unit_id", "unit_id", "axis"])
     blind_view = lambda ids: {"unit_ids": ids, "unit_id": ids[0], "text": ""}  # noqa: E731
     judged, _, _ = Q.validate(qs, none, J.AnswerStringJudge(), blind_view, corpus.units)
-    assert set(judged["status"]) == {"gold_fails"}                         # the old behaviour: all dropped
+    # without people's word the judge cannot read the gold: not validated, never "gold fails"
+    assert set(judged["status"]) == {"gold_unread"}
     trusted, kept, log = Q.validate(qs, none, J.AnswerStringJudge(), blind_view, corpus.units, gold_from_people=True)
     assert set(trusted["status"]) == {"ok"} and len(kept) == 3
     assert set(log.loc[log["role"] == "gold", "rationale"]) == {"people's judgement (the qrels you supplied)"}

@@ -207,7 +207,7 @@ def test_words_an_image_folder_is_not_called_pages(tmp_path):
     run = _run_dir(tmp_path, source="images")
     (run / "summary.html").write_text("<p>Top-1 against random pages; page-single n = 4</p>")
     got = _lines(run)
-    assert len(got) == 1 and "'pages' for the units of an image folder" in got[0]
+    assert len(got) == 1 and "'pages' for units that are images" in got[0]
     (run / "summary.html").write_text("<p>Top-1 against random images; page-single n = 4</p>")
     assert _lines(run) == []
 

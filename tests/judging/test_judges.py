@@ -6,6 +6,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import pandas as pd
 import pytest
 from lookalike.judging import judges as J
 from lookalike.report.summary import kappa_words
@@ -373,3 +374,23 @@ def test_answer_string_supporting_needs_the_asked_entity_and_metric(ci_demo):
     assert J.AnswerStringJudge().judge(q, look_alike).label == "supporting"      # no vocabulary: the old rule
     assert judge.judge(q, look_alike).label == "irrelevant"
     assert judge.judge(q, {"text": "Operating income $183M CORVANE SYSTEMS"}).label == "sufficient"
+
+
+def test_the_answer_string_judge_abstains_where_it_cannot_see():
+    """Seen on photos with captions: no answers and no OCR text, and every pair was labelled
+    'irrelevant' — then counted as measured."""
+    from lookalike.judging import judges as J
+    from lookalike.judging.protocol import ABSTAIN
+
+    judge = J.make_judge("answer-string")
+    no_answer = judge.judge({"text": "A lone person skiing", "answer": ""}, {"text": "ski slope, person"})
+    no_text = judge.judge({"text": "revenue of Acme in 2023?", "answer": "$12M"}, {"text": "  "})
+    assert no_answer.label == ABSTAIN and "no answer" in no_answer.rationale
+    assert no_text.label == ABSTAIN and "no text" in no_text.rationale
+    assert judge.judge({"text": "revenue of Acme?", "answer": "$12M"}, {"text": "Acme revenue $12M"}).label == "sufficient"
+    pairs = pd.DataFrame({"query_id": ["q1", "q2"], "unit_id": ["u1", "u2"]})
+    questions = pd.DataFrame({"query_id": ["q1", "q2"], "text": ["revenue of Acme?", "revenue of Acme?"],
+                              "answer": ["$12M", "$12M"]})
+    texts = {"u1": "Acme revenue $12M", "u2": ""}
+    labels = J.label_pairs(judge, pairs, questions, lambda ids: {"text": texts[ids[0]]})
+    assert list(labels["unit_id"]) == ["u1"] and sum(labels.attrs["abstained"].values()) == 1

@@ -11,10 +11,17 @@ from lookalike.report import summary as SU
 
 
 def test_summary_words_follow_the_data():
-    cluster = pd.DataFrame({"axis": ["cluster", "random"], "unit_id": ["a", "b"]})
-    axes = pd.DataFrame({"axis": ["period", "entity", "random"], "unit_id": ["a", "b", "c"]})
+    def hard(methods, inside):
+        return pd.DataFrame({"query_id": [f"q{i}" for i in range(len(methods))], "method": methods,
+                             "in_hard": inside})
+
+    cluster = hard(["cluster", "cluster"], [True, "True"])
+    mixed = hard(["per-axis", "per-axis", "cluster", "template"], [True, True, True, False])
     assert "one fact" not in SU.hard_words(cluster) and "appearance" in SU.hard_words(cluster)
-    assert "(entity, period)" in SU.hard_words(axes)
+    assert "for 2 questions pages of its own template" in SU.hard_words(mixed) and "for 1 questions its nearest" \
+        in SU.hard_words(mixed) and "every other page" not in SU.hard_words(mixed)
+    # look-alikes found, none of them in a hard set larger than 5: never "none were found"
+    assert "none is scored here" in SU.hard_words(hard(["template"], [False]))
     head = pd.DataFrame({"system": ["a", "b"], "sufficient@5": ["1.00 [1.00, 1.00]"] * 2,
                          "sufficient@1": ["0.50 [0.30, 0.70]", "1.00 [1.00, 1.00]"]})
     note = SU.ceiling_note(head)
@@ -53,17 +60,6 @@ def test_ladder_words_follow_the_slopes_they_are_given():
     unmeasured = _ladder([0.9, "", "", "", ""], [0.1, 0.3, 0.5, 0.7, 0.9])
     said = SU.ladder_words(unmeasured, N.ladder_slopes(unmeasured))
     assert said.startswith("The validity ladder was not measured") and "nan" not in said
-
-
-def test_scored_words_say_why_each_other_question_is_not_scored():
-    validation = pd.DataFrame({"query_id": ["q1", "q2", "q3", "q4"],
-                               "status": ["valid", "gold_fails", "gold_fails", "no_page_evidence"]})
-    said = SU.scored_words(validation, pd.DataFrame({"query_id": ["q1"]}))
-    assert said.startswith("1 of 4 questions are scored")
-    assert "2 — the judge found their gold page does not answer them" in said
-    assert "1 — no page judgements" in said
-    assert "No figure below" in SU.scored_words(validation, pd.DataFrame({"query_id": []}))
-    assert SU.scored_words(validation.iloc[:0], validation.iloc[:0]) == "No questions: nothing was scored."
 
 
 def test_harder_words_read_csv_text_and_say_not_measured():

@@ -128,6 +128,19 @@ def photos_template_entity(folder: Path, seed: int) -> Path:
     return _photo_params(folder, "photos-template-entity", qs, qr)
 
 
+def photos_partial_metadata(folder: Path, seed: int) -> Path:
+    """Photos with a template and an entity on two thirds of them; the rest have no metadata, so their
+    golds get look-alikes from appearance clusters, never a hard set of the gold alone."""
+    rng = np.random.default_rng(seed)
+    rows = _photos(folder, rng, 36)
+    meta = pd.DataFrame(rows)
+    meta["template_id"] = [f"shoot-{i % 3}" if i % 3 else "" for i in range(len(meta))]
+    meta["entity"] = [ENTITIES[i % 3] if i % 3 else "" for i in range(len(meta))]
+    meta[["unit_id", "template_id", "entity", "caption"]].to_csv(folder / "meta.csv", index=False)
+    qs, qr = _photo_questions(rows, rng, 12)
+    return _photo_params(folder, "photos-partial-metadata", qs, qr)
+
+
 def answers_only(folder: Path, seed: int) -> Path:
     """Questions with answers and no judgements at all."""
     return _pdf_shape(folder, seed, "answers-only", entities=ENTITIES[:3], qrels=False)
@@ -274,6 +287,7 @@ SHAPES = {
     "pdf-name-pattern": pdf_name_pattern,
     "photos-captions": photos_captions_qrels_only,
     "photos-template-entity": photos_template_entity,
+    "photos-partial-metadata": photos_partial_metadata,
     "answers-only": answers_only,
     "multi-page": multi_page_evidence,
     "one-document": one_document,

@@ -54,6 +54,13 @@ EXPECT = {
         ("NOT EVALUATED" in (d / "html" / "03_leak_ablation.report.html").read_text()
          or "not evaluated" in (d / "headlines" / "03_leak_ablation.json").read_text().lower(),
          "the leak gate's retrieval half is not evaluated without blind queries")],
+    "photos-partial-metadata": lambda d: [
+        (set(_table(d, "hard_sets")["method"]) >= {"template", "cluster"},
+         "golds with a template rank among it, golds without one among their appearance cluster"),
+        (not (_table(d, "hard_sets")["candidates"] == 1).any(), "no hard set is the gold alone")],
+    "photos-template-entity": lambda d: [
+        (set(_table(d, "hard_sets")["method"]) == {"template"}, "the template stands in for per-axis pools"),
+        ("none were found" not in _summary(d), "the summary does not say no look-alikes were found")],
     "answers-only": lambda d: [("no page judgements" in _summary(d), "the summary says why nothing is scored")],
     "multi-page": lambda d: [((_table(d, "validation_judgements")["role"] == "rest").any(),
                               "the other gold pages are judged alone")],
@@ -67,8 +74,22 @@ EXPECT = {
 }
 
 
+def _hard_sets_hold(d: Path) -> list:
+    """On every shape: no question inside the hard columns has 5 or fewer candidates, each question
+    outside says why, and the verdict is the claim the tables give (the audit re-derives it)."""
+    if not (d / "tables" / "hard_sets.csv").is_file():
+        return []
+    hard = _table(d, "hard_sets")
+    inside = hard[hard["in_hard"].astype(str) == "True"]
+    outside = hard[hard["in_hard"].astype(str) != "True"]
+    return [((inside["candidates"] > 5).all(), "every question in the hard columns has more than 5 candidates"),
+            ((outside["reason"] != "").all(), "every question outside the hard columns says why"),
+            ((d / "claims.json").is_file(), "the summary's claims are recorded")]
+
+
 def _expectations(shape: str, run_dir: Path) -> list[str]:
-    return [f"shape {shape}: expected: {what}" for ok, what in EXPECT.get(shape, lambda d: [])(run_dir) if not ok]
+    checks = EXPECT.get(shape, lambda d: [])(run_dir) + _hard_sets_hold(run_dir)
+    return [f"shape {shape}: expected: {what}" for ok, what in checks if not ok]
 
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))

@@ -175,11 +175,16 @@ def test_top1_random_without_page_single_questions_is_a_sentence(recorded):
 
 
 def test_sufficiency_outcomes_add_up_to_one_per_system_and_k(recorded):
-    sec, hard_runs, suff_hard, frames_hard, sufficiency = call(recorded, "metric_tables", "sufficiency_section")
+    sec, hard_runs, suff_hard, frames_hard, sufficiency, hard_sets = call(recorded, "metric_tables",
+                                                                          "sufficiency_section")
     total = sufficiency["sufficient"] + sufficiency["supporting_only"] + sufficiency["neither"]
     assert len(sufficiency) and np.allclose(total, 1.0)
     assert set(suff_hard["system"]) == set(hard_runs) == set(frames_hard)
     assert set(sufficiency["negatives"]) == {"hard", "corpus"}
+    # the hard columns hold exactly the questions whose candidate set is larger than their largest k
+    inside = set(hard_sets.loc[hard_sets["in_hard"], "query_id"])
+    assert (hard_sets.loc[hard_sets["in_hard"], "candidates"] > 5).all() and (suff_hard["n"] == len(inside)).all()
+    assert all(set(run["query_id"]) == inside for run in hard_runs.values())
 
 
 def test_planner_with_nothing_compared_says_so(recorded):
@@ -217,9 +222,11 @@ def test_source_structure_names_a_missing_column(recorded):
 
 
 def test_stage_07_headline_without_validated_questions(recorded):
-    suff = recorded_input(recorded, "metric_tables", "stage_headline_section", "suff_hard")
-    sec, = call(recorded, "metric_tables", "stage_headline_section", suff_hard=suff.iloc[:0])
-    assert sec.sentence.startswith("No validated questions to score.") and sec.numbers == {}
+    from lookalike.report import claims as CL
+
+    none = CL.claims_record([CL.verdict_claim(pd.DataFrame(), pd.DataFrame(), pd.DataFrame())])["claims"][0]
+    sec, = call(recorded, "metric_tables", "stage_headline_section", verdict=none)
+    assert sec.sentence.startswith("No system can be named best under hard negatives") and sec.numbers == {}
 
 
 def test_headline_table_has_one_row_per_hard_system_with_its_n(recorded):
@@ -234,7 +241,7 @@ def test_summary_blocks_without_scored_questions_keep_only_what_was_scored_and_t
     x = copy.copy(recorded_input(recorded, "metric_tables", "summary_section", "x"))
     t = recorded_input(recorded, "metric_tables", "summary_section", "t")
     x.validated = x.validated.iloc[:0]
-    blocks = MODULES["metric_tables"].summary_blocks(x, t, "doc_id", "demo")
+    blocks = MODULES["metric_tables"].summary_blocks(x, t | {"claims": {"scored": {"text": "0 of 0"}}}, "doc_id", "demo")
     assert [b["heading"] for b in blocks][0] == "What was scored"
     assert {b["heading"] for b in blocks} <= {"What was scored", "How the labels were made", "What the labels rest on",
                                               "People-judged questions a machine judge flagged"}

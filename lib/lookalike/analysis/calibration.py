@@ -84,8 +84,8 @@ def planted_effects(planted: pd.DataFrame, *, validation: pd.DataFrame, revision
     name = "restatement pairs"
     if name in want:
         p = as_number(want[name])
-        rows.append(_row(name, p, float(revision_pool_units), float(revision_pool_units), float(revision_pool_units),
-                         revision_pool_units == p, "equal counts",
+        # a count: no interval
+        rows.append(_row(name, int(p), int(revision_pool_units), nan, nan, revision_pool_units == p, "equal counts",
                          f"{meaning[name]}; {revision_pool_units} units have a non-empty revision pool"))
 
     name = "leaky pixel system"
@@ -126,7 +126,7 @@ def planted_effects(planted: pd.DataFrame, *, validation: pd.DataFrame, revision
         more = int(as_number(d["relevant_with_metadata"])) > int(as_number(d["relevant_blind"]))
         concentrated = bool(gained_lo > others)
         # recovered: the relevant labels gained (a count: no interval); the share's interval is in the explanation
-        rows.append(_row(name, want[name], as_number(d["relevant_with_metadata"]) - as_number(d["relevant_blind"]),
+        rows.append(_row(name, want[name], int(as_number(d["relevant_with_metadata"]) - as_number(d["relevant_blind"])),
                          nan, nan, more and concentrated,
                          "more relevant labels, and the gains' share with a query word in the metadata above "
                          "the other pairs' share",
@@ -171,6 +171,6 @@ def _under_specified_row(name: str, meaning: str, validation: pd.DataFrame, plan
                  + ", ".join(f"{a} {n}" for a, n in axes.items()) + "; tables/validation_judgements.csv names the page)"
                  if not unexplained else f" — {len(unexplained)} without a look-alike that answers them: "
                  + ", ".join(unexplained[:5]))
-    return _row(name, float(len(planted)), float(len(both)), float("nan"), float("nan"), not missed and not unexplained,
+    return _row(name, len(planted), len(both), float("nan"), float("nan"), not missed and not unexplained,
                 "question by question: every planted question flagged; every extra flag answered by a look-alike",
                 said)

@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from lookalike.judging.protocol import ABSTAIN
 from lookalike.eval import stats
 from lookalike.eval.metrics import rank
 
@@ -79,6 +80,8 @@ def incompleteness(mined: pd.DataFrame, labels: pd.DataFrame, groups: Mapping[st
     if m["label"].isna().any():
         q, u = m.loc[m["label"].isna(), ["query_id", "unit_id"]].iloc[0]
         raise ValueError(f"mined candidate {u!r} of question {q!r} has no label: judge the top {top} first")
+    # a question whose top candidates a judge abstained on (it could not see them) is not measured
+    m = m[~m["query_id"].isin(set(m.loc[m["label"] == ABSTAIN, "query_id"]))]
     m["rel"] = is_relevant(m["label"]).astype(float)
     per_q = m.groupby("query_id").agg(relevant_top=("rel", "sum"),
                                       top1_relevant=("rel", lambda s: float(s.iloc[0]) if len(s) else np.nan))
@@ -147,6 +150,8 @@ def rule_table(chosen: pd.DataFrame, labels: pd.DataFrame, n_boot: int = 2000, s
     if c["label"].isna().any():
         q, u = c.loc[c["label"].isna(), ["query_id", "unit_id"]].iloc[0]
         raise ValueError(f"chosen negative {u!r} of question {q!r} has no label: judge every chosen negative")
+    rules = list(dict.fromkeys(c["rule"]))
+    c = c[c["label"] != ABSTAIN]          # a negative its judge could not see is not measured
     c["rel"] = is_relevant(c["label"]).astype(float)
     rows = []
     for i, (rule, g) in enumerate(c.groupby("rule", sort=False)):
@@ -158,6 +163,8 @@ def rule_table(chosen: pd.DataFrame, labels: pd.DataFrame, n_boot: int = 2000, s
                      "contamination": ci.estimate, "contamination_lo": ci.lo, "contamination_hi": ci.hi, "backfill_share": float(g["backfill"].mean()),
                      "median_rank": float(g["rank"].median()),
                      "sufficient_share": float((g["label"] == "sufficient").mean())})
+    measured = {r["rule"] for r in rows}
+    rows += [{"rule": r, "n_queries": 0, "n_negatives": 0} for r in rules if r not in measured]
     return pd.DataFrame(rows, columns=RULE_COLUMNS)
 
 

@@ -256,25 +256,94 @@ def top1_table(scores: dict, unit_ids, query_ids, gold: dict, sets: dict, seed: 
     return pd.DataFrame(rows, columns=TOP1_COLUMNS)
 
 
+def look_alikes(units: pd.DataFrame, vectors: np.ndarray, gold_ids, k: int, n_clusters: int, cluster_k: int,
+                seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(distractors, pool_sizes) for the gold units, each gold by the best method its metadata allows:
+    per-axis pools where the corpus names templates (hard_negatives), and for every gold that gets no
+    per-axis distractor and has no other unit of its template — no template_id, a template of one, or a
+    corpus without metadata — the cluster_k nearest units of its appearance cluster over the whole
+    corpus (axis 'cluster'). So a corpus with metadata on some units still gives every gold look-alikes."""
+    golds = sorted(set(gold_ids))
+    has_metadata = bool((units["template_id"].astype(str) != "").any())
+    if has_metadata:
+        hard, pool_sizes = hard_negatives(units, vectors, golds, k=k)
+    else:
+        hard, pool_sizes = hard_negatives(units.head(0), vectors[:0], [], k=k)
+    template = units.set_index("unit_id")["template_id"].astype(str)
+    size = template[template != ""].value_counts()
+    covered = set(hard["gold_unit_id"])
+    bare = [g for g in golds if g not in covered and int(size.get(template.get(g, ""), 0)) < 2]
+    if bare:
+        ch, cp = cluster_negatives(units, vectors, bare, n_clusters, k=cluster_k, seed=seed)
+        hard = pd.concat([hard, ch], ignore_index=True) if len(hard) else ch
+        pool_sizes = pd.concat([pool_sizes, cp], ignore_index=True) if len(pool_sizes) else cp
+    return hard, pool_sizes
+
+
 def hard_candidates(questions: pd.DataFrame, distractors: pd.DataFrame, units: pd.DataFrame) -> dict[str, list[str]]:
     """Each question's hard candidate set, as stages 06 (pooled for labelling) and 07 (ranked for
-    sufficient@k under hard negatives) use it: its evidence units, their per-axis distractors from
-    stage 04 (axis != random) and every other unit of each evidence unit's template — all of the
-    gold's look-alikes, so the set is large enough that sufficient@5 does not saturate and every
-    look-alike a system may return is labelled. Units without a template_id add no template
-    look-alikes (the distractors alone, e.g. from appearance clusters)."""
+    sufficient@k under hard negatives) use it: its evidence units, their look-alikes from stage 04
+    (axis != random: per-axis pools or appearance clusters) and every other unit of each evidence
+    unit's template — all of the gold's look-alikes, so every look-alike a system may return is
+    labelled. Units without a template_id add no template look-alikes."""
+    return {q: c for q, (c, _) in _hard_sets(questions, distractors, units).items()}
+
+
+# the distractor methods, best first: what a question's hard set is made of (hard_sets' method column)
+METHODS = {"per-axis": "per-axis pools: units of the gold's template that differ from it in one field",
+           "template": "the gold's template: every other unit of it (no per-axis pool: the metadata names no "
+                       "metric or period to vary)",
+           "cluster": "the gold's appearance cluster: its nearest units by appearance (no template names its "
+                      "look-alikes)",
+           "none": "no look-alike: no template and no appearance neighbour"}
+HARD_SET_COLUMNS = ["query_id", "method", "candidates", "in_hard", "reason"]
+
+
+def _hard_sets(questions: pd.DataFrame, distractors: pd.DataFrame, units: pd.DataFrame) -> dict:
+    """query_id -> (candidates, gold first; the method that made them)."""
     template = units.set_index("unit_id")["template_id"].astype(str)
     by_template = {t: list(g) for t, g in units.groupby(units["template_id"].astype(str), sort=True)["unit_id"] if t}
-    hard = distractors[distractors["axis"] != "random"].groupby("query_id")["unit_id"].apply(list).to_dict()
+    near = distractors[distractors["axis"] != "random"]
+    hard = near.groupby("query_id")["unit_id"].apply(list).to_dict()
+    axes = near.groupby("query_id")["axis"].apply(set).to_dict()
     out = {}
     for q, ev in zip(questions["query_id"], questions["evidence_unit_ids"]):
         golds = [u for u in str(ev).split(";") if u]
         extra = list(hard.get(q, []))
-        for g in golds:
-            extra += [u for u in by_template.get(template.get(g, ""), []) if u != g]
+        siblings = [u for g in golds for u in by_template.get(template.get(g, ""), []) if u != g]
+        extra += siblings
         seen = set(golds)
-        out[q] = golds + [u for u in extra if not (u in seen or seen.add(u))]
+        cands = golds + [u for u in extra if not (u in seen or seen.add(u))]
+        used = axes.get(q, set())
+        method = ("per-axis" if used & set(AXES) else "template" if siblings else "cluster" if "cluster" in used
+                  else "none")
+        out[q] = (cands, method)
     return out
+
+
+def hard_sets(questions: pd.DataFrame, distractors: pd.DataFrame, units: pd.DataFrame, scored: set,
+              k_max: int) -> tuple[dict[str, list[str]], pd.DataFrame]:
+    """(candidates of the questions in the hard columns, one row per question: query_id, method,
+    candidates, in_hard, reason). A question is in the hard columns when it is scored there (scored:
+    the validated single-gold questions with one evidence unit) and its candidate set (the gold and
+    its look-alikes) is larger than k_max, the largest k the hard columns report: with k_max
+    candidates or fewer the top k_max holds the gold whatever the system does, so sufficient@k_max
+    would be 1 by construction."""
+    sets = _hard_sets(questions, distractors, units)
+    rows, kept = [], {}
+    for q in questions["query_id"]:
+        cands, method = sets[q]
+        n = len(cands)
+        if q not in scored:
+            reason = "not a validated single-gold question with one evidence unit"
+        elif n <= k_max:
+            reason = (f"{n} candidate{'s' if n != 1 else ''} (the gold and {n - 1} look-alike{'s' if n != 2 else ''}), "
+                      f"not more than {k_max}: the top {k_max} would hold the gold by construction")
+        else:
+            reason = ""
+            kept[q] = cands
+        rows.append({"query_id": q, "method": method, "candidates": n, "in_hard": not reason, "reason": reason})
+    return kept, pd.DataFrame(rows, columns=HARD_SET_COLUMNS)
 
 
 # ----------------------------------------------------------------------------- validity ladder

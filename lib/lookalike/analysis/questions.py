@@ -31,6 +31,7 @@ import pandas as pd
 
 from lookalike import progress as bars
 from lookalike.vocab import METRIC_LABELS
+from lookalike.judging.protocol import ABSTAIN
 
 AXIS_ORDER = ("entity", "period", "metric", "revision", "cluster")
 REPAIRABLE = ("entity", "period", "metric", "revision")
@@ -44,7 +45,7 @@ JUDGEMENT_COLUMNS = ["query_id", "attempt", "role", "axis", "gold_unit_id", "uni
 
 @dataclass
 class Verdict:
-    status: str                                     # ok | gold_fails | answerable_from_distractor
+    status: str                                     # ok | gold_fails | gold_unread | answerable_from_distractor
     axes: list = field(default_factory=list)        # failing axes, in AXIS_ORDER
     answering: list = field(default_factory=list)   # (gold_unit_id, unit_id, axis, answer) per answering distractor
     log: list = field(default_factory=list)         # one dict per judgement made (JUDGEMENT_COLUMNS)
@@ -80,6 +81,8 @@ def is_well_posed(question: Mapping, distractors: Mapping[str, list], judge, vie
         g = judge.judge(question, view(golds))
     record("gold", "", "", golds, g)
     expected = str(question.get("answer", ""))
+    if g.label == ABSTAIN:
+        return Verdict("gold_unread", log=log)
     if g.label != "sufficient" or (g.answer and expected and g.answer != expected):
         return Verdict("gold_fails", log=log)
     answering = []
@@ -209,7 +212,7 @@ def validate(questions: pd.DataFrame, distractors: pd.DataFrame, judge, view: Ca
         acceptable = ""
         if verdict.status == "ok":
             slice_ = "single-gold"
-        elif verdict.status == "gold_fails":
+        elif verdict.status in ("gold_fails", "gold_unread"):
             slice_ = "dropped"
         else:
             answers = {a for *_, a in verdict.answering}
@@ -233,7 +236,8 @@ def tallies(validation: pd.DataFrame) -> pd.DataFrame:
     """Per axis (and 'any'): questions checked, how many a distractor on that axis answered, and
     the outcome counts. A question failing on two axes counts under both; questions without
     evidence pages, and questions the judge could not validate for want of an answer, are not counted."""
-    validation = validation[~validation["status"].isin(["no_page_evidence", "no_answer", "not_answerable"])]
+    validation = validation[~validation["status"].isin(["no_page_evidence", "no_answer", "not_answerable",
+                                                        "gold_unread"])]
     n = len(validation)
     checked = validation[validation["status"] != "gold_fails"]
     rows = []

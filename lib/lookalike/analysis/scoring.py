@@ -18,6 +18,7 @@ from lookalike.eval import ranking
 from lookalike.eval import stats
 from lookalike.retrieval import doc_context, fusion
 from lookalike.retrieval import systems
+from lookalike.vocab import HARD_KS  # noqa: F401 (the k of the hard columns; stage 07 reads it here)
 
 SUFFICIENCY_COLUMNS = ["system", "negatives", "k", "n", "sufficient", "sufficient_lo", "sufficient_hi",
                        "supporting_only", "supporting_only_lo", "supporting_only_hi", "neither", "neither_lo",
@@ -53,6 +54,8 @@ def per_query(qrels: pd.DataFrame, run: pd.DataFrame, measures: Sequence[str], q
     q = qrels[qrels["query_id"].isin(set(query_ids))]
     ev = M.evaluate(q, run[run["query_id"].isin(set(query_ids))], list(measures), complete=True)
     return ev.per_query[ev.measures]
+
+
 
 
 def sufficiency(qrels: pd.DataFrame, runs: Mapping[str, pd.DataFrame], query_ids: Sequence[str], negatives: str,

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from lookalike.vocab import METRIC_LABELS
 
 
-from lookalike.judging.protocol import Capabilities, Judgement, register
+from lookalike.judging.protocol import ABSTAIN, Capabilities, Judgement, register
 
 
 _SCALE = {"k": 1e3, "thousand": 1e3, "m": 1e6, "mn": 1e6, "million": 1e6, "b": 1e9, "bn": 1e9, "billion": 1e9}
@@ -146,6 +146,11 @@ class AnswerStringJudge:
     def judge(self, question: Mapping, unit: Mapping) -> Judgement:
         text = str(unit.get("text", ""))
         answer = str(question.get("answer", ""))
+        # it reads for the answer in OCR text: without either it cannot see what a label needs
+        if not answer.strip():
+            return Judgement(ABSTAIN, "no answer to look for (the question has none)", self.name)
+        if not text.strip():
+            return Judgement(ABSTAIN, "no text on the unit (OCR found none), so nothing to read", self.name)
         matched = answer_match(answer, text, str(question.get("text", ""))) if answer else ""
         if matched:
             return Judgement("sufficient", f"{matched} on the page (answer {answer!r})", self.name, answer)

@@ -24,6 +24,8 @@ from lookalike.eval import stats
 from lookalike.judging.judges import AnswerStringJudge, Judge, content_words, label_pairs
 from lookalike.judging.team import resolved
 
+# the labels that count as relevant; an abstention (the judge could not see the pair) is not one
+RELEVANT = frozenset({"sufficient", "supporting"})
 DOOR_COLUMNS = ["query_id", "unit_id", "blind", "with_metadata", "gained", "term_in_metadata"]
 SUMMARY_COLUMNS = ["judge", "n_pairs", "relevant_blind", "relevant_with_metadata", "gained", "lost",
                    "gained_with_term", "gained_with_term_lo", "gained_with_term_hi",
@@ -59,12 +61,21 @@ def judge_door(judge: Judge, pairs: pd.DataFrame, questions: pd.DataFrame, view:
         shown["text"] = "\n".join([str(shown.get("text", ""))] + [meta.get(u, "") for u in ids])
         return shown
 
+    if blind is not None:
+        got = list(zip(blind["query_id"], blind["unit_id"]))
+        want = list(zip(pairs["query_id"], pairs["unit_id"]))
+        rest = iter(want)
+        # labels given without the pairs the judge abstained on: these pairs, in this order, less those
+        short = bool(blind.attrs.get("abstained")) and all(p in rest for p in got)
+        if got != want and not short:
+            raise ValueError("judge_door: the blind labels given are not of these pairs, in this order")
+        if short and got != want:
+            blind = None
     if blind is None:
-        blind = label_pairs(judge, pairs, questions, view)
-    elif not (blind["query_id"].tolist() == pairs["query_id"].tolist()
-              and blind["unit_id"].tolist() == pairs["unit_id"].tolist()):
-        raise ValueError("judge_door: the blind labels given are not of these pairs, in this order")
-    seen = label_pairs(judge, pairs, questions, leaky_view)
+        # the door compares two views of every pair: a pair the judge abstains on blind (no text to read)
+        # counts as not relevant there, which is what the judge said of it
+        blind = label_pairs(judge, pairs, questions, view, keep_abstained=True)
+    seen = label_pairs(judge, pairs, questions, leaky_view, keep_abstained=True)
     out = door_pairs(blind["query_id"], blind["unit_id"], blind["label"], seen["label"], questions, meta)
     return out, door_summary(out, units, name or judge.name)
 
@@ -77,7 +88,8 @@ def door_pairs(query_ids, unit_ids, blind, with_metadata, questions: pd.DataFram
     asked = dict(zip(questions["query_id"], questions["text"]))
     out = pd.DataFrame({"query_id": list(query_ids), "unit_id": list(unit_ids), "blind": list(blind),
                         "with_metadata": list(with_metadata)})
-    out["gained"] = (out["blind"] == "irrelevant") & (out["with_metadata"] != "irrelevant")
+    relevant = RELEVANT
+    out["gained"] = ~out["blind"].isin(relevant) & out["with_metadata"].isin(relevant)
     out["term_in_metadata"] = [bool(content_words(asked.get(q, "")) & content_words(meta.get(u, "")))
                                for q, u in zip(out["query_id"], out["unit_id"])]
     return out[DOOR_COLUMNS]
@@ -98,12 +110,12 @@ def door_summary(out: pd.DataFrame, units: pd.DataFrame, name: str) -> pd.DataFr
 
     gained, others = out[out["gained"]], out[~out["gained"]]
     g, o = share(gained, gained["term_in_metadata"]), share(others, others["term_in_metadata"])
-    b = share(out, out["blind"] != "irrelevant")
-    m = share(out, out["with_metadata"] != "irrelevant")
+    b = share(out, out["blind"].isin(RELEVANT))
+    m = share(out, out["with_metadata"].isin(RELEVANT))
     return pd.DataFrame([{
-        "judge": name, "n_pairs": len(out), "relevant_blind": int((out["blind"] != "irrelevant").sum()),
-        "relevant_with_metadata": int((out["with_metadata"] != "irrelevant").sum()), "gained": len(gained),
-        "lost": int(((out["blind"] != "irrelevant") & (out["with_metadata"] == "irrelevant")).sum()),
+        "judge": name, "n_pairs": len(out), "relevant_blind": int((out["blind"].isin(RELEVANT)).sum()),
+        "relevant_with_metadata": int((out["with_metadata"].isin(RELEVANT)).sum()), "gained": len(gained),
+        "lost": int(((out["blind"].isin(RELEVANT)) & (~out["with_metadata"].isin(RELEVANT))).sum()),
         "gained_with_term": g.estimate, "gained_with_term_lo": g.lo, "gained_with_term_hi": g.hi,
         "others_with_term": o.estimate, "others_with_term_lo": o.lo, "others_with_term_hi": o.hi,
         "share_blind": b.estimate, "share_blind_lo": b.lo, "share_blind_hi": b.hi,

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 import pandas as pd
 
 from lookalike import progress as bars
-from lookalike.judging.protocol import (REGISTRY, Capabilities, Judge, JudgeError, Judgement, JudgeSpec,  # noqa: F401
+from lookalike.judging.protocol import (ABSTAIN, REGISTRY, Capabilities, Judge, JudgeError, Judgement, JudgeSpec,  # noqa: F401
                                         register, unit_view, unit_viewer)
 # imported in the order they register (the order the registry, its errors and the docs list them)
 from lookalike.judging.reference import ReferenceJudge  # noqa: F401
@@ -62,18 +62,27 @@ def describe(judge: Judge | str) -> str:
 
 
 def label_pairs(judge: Judge, pairs: pd.DataFrame, questions: pd.DataFrame, view: Callable[[list], Mapping],
-                shas: Mapping[str, str] | None = None) -> pd.DataFrame:
+                shas: Mapping[str, str] | None = None, keep_abstained: bool = False) -> pd.DataFrame:
     """Label every (query_id, unit_id) of pairs with judge, as rows for the label store: query_id,
-    unit_id, question_sha, label, judge, source (the judge's capability), note (its rationale)."""
+    unit_id, question_sha, label, judge, source (the judge's capability), note (its rationale). A pair
+    the judge abstains on (protocol.ABSTAIN: it cannot see what a label needs) gets no row (a row labelled
+    ABSTAIN with keep_abstained, for a caller that compares two views of the same pairs); the frame's
+    attrs["abstained"] counts them by reason."""
     columns = ["query_id", "unit_id", "question_sha", "label", "judge", "source", "note"]
     asked = {r["query_id"]: r for r in questions.to_dict("records")}
-    rows = []
+    rows, abstained = [], {}
     for q, u in bars.bar(zip(pairs["query_id"].tolist(), pairs["unit_id"].tolist()), total=len(pairs),
                          desc=f"judging ({judge.name})", unit="pair"):
         j = judge.judge(dict(asked[q]), view([u]))
+        if j.label == ABSTAIN:
+            abstained[j.rationale] = abstained.get(j.rationale, 0) + 1
+            if not keep_abstained:
+                continue
         rows.append({"query_id": q, "unit_id": u, "question_sha": (shas or {}).get(q, ""), "label": j.label,
                      "judge": judge.name, "source": judge.capabilities.source, "note": j.rationale})
-    return pd.DataFrame(rows, columns=columns)
+    out = pd.DataFrame(rows, columns=columns)
+    out.attrs["abstained"] = dict(sorted(abstained.items()))
+    return out
 
 
 class Memo:
@@ -88,8 +97,14 @@ class Memo:
         row = questions.loc[query_id]
         key = (judge.name, row["text"], query_id, unit_id)
         if key not in self.seen:
-            self.seen[key] = judge.judge({**row.to_dict(), "query_id": query_id}, self.view([unit_id])).label
-        return self.seen[key]
+            self.seen[key] = judge.judge({**row.to_dict(), "query_id": query_id}, self.view([unit_id]))
+        return self.seen[key].label
+
+    def abstained_because(self, judge: Judge, questions: pd.DataFrame, query_id: str, unit_id: str) -> str:
+        """Why the judge abstained on a pair it labelled (label() first); '' when it did not."""
+        self.label(judge, questions, query_id, unit_id)
+        j = self.seen[(judge.name, questions.loc[query_id]["text"], query_id, unit_id)]
+        return j.rationale if j.label == ABSTAIN else ""
 
 
 def second_judge(first: Judge, name: str, **resources) -> Judge | None:

@@ -18,6 +18,11 @@ from lookalike.data.schema import resolve_image
 
 
 
+# the label of a judgement a judge could not make: it cannot see what the label needs (no answer to look
+# for, no text on the unit). The pair stays unlabelled, for people or a judge that can see it.
+ABSTAIN = "abstain"
+
+
 class JudgeError(RuntimeError):
     """A judge could not produce a label (bad reply after retries, unreadable label file, ...)."""
 

@@ -12,7 +12,16 @@ returns violations, one per broken figure, naming the file and the figure. The c
 - people-first: no question people judged is moved out of the main set by a machine rule;
 - words: no demo vocabulary on a corpus that is not the demo;
 - readable: every file a check reads parses (a malformed run, qrels, table or manifest is named with
-  its line, never a traceback).
+  its line, never a traceback);
+- recorded: every file manifest.json lists exists with the sha256 the run recorded;
+- no-nan (tables): no table cell is nan or inf;
+- re-derived: the hard columns of tables/sufficiency.csv scored again from runs_hard/ and
+  qrels/labels.qrels, tables/headline.csv from the tables it shows, tables/systems.csv's first look
+  from runs/ and qrels/evidence.qrels;
+- claims: every record of claims.json (report.claims) says what its figures say, the summary says it
+  word for word, its figures are its tables' cells, it is the claim the tables give when derived again,
+  and its preconditions hold (not saturated by construction, nothing at chance called best or level,
+  'ahead' and 'not distinguishable' as the paired test says).
 """
 
 from __future__ import annotations
@@ -369,15 +378,19 @@ UNIT_WORDS = re.compile(r"(?i)\b(pages?|slides?)\b(?!-)")
 
 def check_words(run_dir: Path, params: dict) -> list[Violation]:
     out = []
+    from lookalike.report.summary import unit_noun
+
     source = (params.get("corpus") or {}).get("source", "demo")
-    if source == "images" and (run_dir / "summary.html").is_file():
-        # an image folder holds photos or scans: the stakeholder page calls its units images
+    units = _read(run_dir, "units")
+    noun = unit_noun(str(source), units["content_type"] if "content_type" in units.columns else ())
+    if noun != "page" and (run_dir / "summary.html").is_file():
+        # photos and the units of an image folder are not pages: the stakeholder page calls them by their noun
         text = _text_of_html((run_dir / "summary.html").read_text(encoding="utf-8", errors="replace"))
         hits = list(UNIT_WORDS.finditer(text))
         if hits:
             m = hits[0]
-            out.append(Violation("words", "summary.html", "page text", f"'{m.group(0)}' for the units of an image "
-                                 f"folder: '{_snippet(text, m.start(), m.end())}'"
+            out.append(Violation("words", "summary.html", "page text", f"'{m.group(0)}' for units that are "
+                                 f"{noun}s: '{_snippet(text, m.start(), m.end())}'"
                                  + (f" (and {len(hits) - 1} more)" if len(hits) > 1 else "")))
     if source == "demo":
         return out
@@ -396,6 +409,300 @@ def check_words(run_dir: Path, params: dict) -> list[Violation]:
     return out
 
 
+# ----------------------------------------------------------------------------- files and tables
+
+_NAN_CELL = re.compile(r"(?i)^\s*[-+]?(nan|inf|infinity)\s*$")
+
+
+def check_recorded(run_dir: Path, manifest: dict) -> list[Violation]:
+    """Every file the run's manifest lists exists with the sha256 it recorded: a figure edited by hand,
+    or a run, table or judgement file deleted, is named."""
+    out = []
+    files = manifest.get("files")
+    if not isinstance(files, dict):
+        return out
+    import hashlib
+
+    for rel, digest in sorted(files.items()):
+        path = run_dir / rel
+        if not path.is_file():
+            out.append(Violation("recorded", rel, "the file", "listed in manifest.json, and missing"))
+        elif hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+            out.append(Violation("recorded", rel, "the file", "changed since the run wrote it (its sha256 differs "
+                                 "from manifest.json's)"))
+    return out
+
+
+def check_tables_finite(run_dir: Path) -> list[Violation]:
+    """No cell of any table is nan or inf: an undefined figure is said in words, never printed as a number."""
+    out = []
+    for path in sorted((run_dir / "tables").glob("*.csv")):
+        t = _read(run_dir, path.stem)
+        for col in t.columns:
+            hit = t[col].astype(str).str.match(_NAN_CELL)
+            if hit.any():
+                i = int(hit.to_numpy().nonzero()[0][0])
+                key = f"row {i + 2}" + (f" ({t.columns[0]} {t.iloc[i, 0]})" if len(t.columns) else "")
+                out.append(Violation("no-nan", f"tables/{path.name}", f"{col}, {key}",
+                                     f"'{t.iloc[i][col]}' is not a figure" + (f" (and {int(hit.sum()) - 1} more in "
+                                                                              "the column)" if hit.sum() > 1 else "")))
+    return out
+
+
+def _close(a, b) -> bool:
+    try:
+        a, b = float(a), float(b)
+    except (TypeError, ValueError):
+        return str(a) == str(b)
+    return (a != a and b != b) or abs(a - b) <= TOLERANCE
+
+
+def check_rederived(run_dir: Path) -> list[Violation]:
+    """The tables the summary shows, computed again from the exported runs and judgements: the hard
+    columns of tables/sufficiency.csv from runs_hard/ against qrels/labels.qrels on the questions
+    tables/hard_sets.csv puts in them; tables/headline.csv from tables/sufficiency.csv and
+    tables/top1_random_original.csv; the first look of tables/systems.csv from runs/ against
+    qrels/evidence.qrels."""
+    from lookalike.report.tables import fmt_ci
+    from lookalike.vocab import HARD_KS
+
+    out = []
+    suff, hard_sets = _read(run_dir, "sufficiency"), _read(run_dir, "hard_sets")
+    labels = run_dir / "qrels" / "labels.qrels"
+    if len(suff) and len(hard_sets):
+        inside = sorted(hard_sets.loc[hard_sets["in_hard"].astype(str).str.lower() == "true", "query_id"].astype(str))
+        rows = suff[suff["negatives"] == "hard"]
+        qrels = _trec(run_dir, labels, "qrels") if labels.is_file() else None
+        for system, group in rows.groupby("system", sort=True):
+            run_path = run_dir / "runs_hard" / f"{system}.run"
+            if not run_path.is_file() or qrels is None:
+                if int(pd.to_numeric(group["n"], errors="coerce").max()) > 0:
+                    out.append(Violation("reproducible", f"runs_hard/{system}.run", f"sufficient@k (hard), {system}",
+                                         "the hard columns cannot be scored again: the ranking or qrels/labels.qrels "
+                                         "is missing"))
+                continue
+            run, _ = _trec(run_dir, run_path, "run")
+            ranked = sorted(set(run["query_id"]))
+            if ranked != inside:
+                out.append(Violation("reproducible", f"runs_hard/{system}.run", "its questions",
+                                     f"ranks {len(ranked)} questions; tables/hard_sets.csv puts {len(inside)} in the "
+                                     "hard columns"))
+                continue
+            names = [f"{m}_{k}" for k in HARD_KS for m in ("sufficient", "supporting_only", "neither")]
+            pq = M.evaluate(qrels[qrels["query_id"].isin(set(inside))], run, names, complete=True).per_query
+            for row in group.itertuples():
+                if int(row.k) not in HARD_KS:
+                    continue
+                if int(row.n) != len(inside):
+                    out.append(Violation("reproducible", "tables/sufficiency.csv", f"n, {system}, hard, k {row.k}",
+                                         f"{row.n} in the table, {len(inside)} questions in the hard columns"))
+                for col in ("sufficient", "supporting_only", "neither"):
+                    value = float(pq[f"{col}_{row.k}"].reindex(inside).fillna(0.0 if col != "neither" else 1.0).mean()
+                                  ) if inside else float("nan")
+                    if not _close(value, getattr(row, col)):
+                        out.append(Violation("reproducible", "tables/sufficiency.csv", f"{col}@{row.k}, {system}, hard",
+                                             f"{getattr(row, col)} in the table, {value:.6f} from runs_hard/{system}.run "
+                                             "against qrels/labels.qrels"))
+    head, top1 = _read(run_dir, "headline"), _read(run_dir, "top1_random_original")
+    if len(head) and len(suff):
+        sh = {(str(r.system), int(r.k)): r for r in suff[suff["negatives"] == "hard"].itertuples()}
+        tr = {str(r.system): r for r in top1.itertuples()} if len(top1) else {}
+        for row in head.to_dict("records"):
+            system = str(row["system"])
+            want = {}
+            for label, m, k in (("sufficient@1", "sufficient", 1), ("sufficient@5", "sufficient", 5),
+                                ("supporting-only@5", "supporting_only", 5), ("neither@5", "neither", 5)):
+                r = sh.get((system, k))
+                if r is not None:
+                    want[f"{label}, hard (validated)"] = fmt_ci(float(getattr(r, m)), float(getattr(r, f"{m}_lo")),
+                                                                float(getattr(r, f"{m}_hi")))
+            if system in tr:
+                r = tr[system]
+                want["top-1, random negatives (as generated)"] = fmt_ci(float(r.top1), float(r.top1_lo), float(r.top1_hi))
+                want["n (as generated)"] = str(int(r.n))
+            for col, value in want.items():
+                if col in row and str(row[col]) != value:
+                    out.append(Violation("reproducible", "tables/headline.csv", f"{col}, {system}",
+                                         f"'{row[col]}' in the table, '{value}' from tables/"
+                                         + ("top1_random_original.csv" if "random" in col else "sufficiency.csv")))
+    systems, evidence = _read(run_dir, "systems"), run_dir / "qrels" / "evidence.qrels"
+    if len(systems) and evidence.is_file() and "recall_10" in systems.columns:
+        qrels = _trec(run_dir, evidence, "qrels")
+        measures = [m for m in ("recall_10", "ndcg_cut_10", "recall_all_10") if m in systems.columns]
+        for row in systems.to_dict("records"):
+            path = run_dir / "runs" / f"{row['system']}.run"
+            if not path.is_file():
+                out.append(Violation("reproducible", f"runs/{row['system']}.run", f"first look, {row['system']}",
+                                     "tables/systems.csv scores it and its ranking is missing"))
+                continue
+            pq = M.evaluate(qrels, _trec(run_dir, path, "run")[0], measures, complete=True).per_query
+            for m in measures:
+                value = float(pq[m].mean()) if len(pq) else float("nan")
+                if not _close(value, row[m]):
+                    out.append(Violation("reproducible", "tables/systems.csv", f"{m}, {row['system']}",
+                                         f"{row[m]} in the table, {value:.6f} from runs/{row['system']}.run against "
+                                         "qrels/evidence.qrels"))
+    return out
+
+
+# ----------------------------------------------------------------------------- claims
+
+
+def _visible(run_dir: Path, page: str) -> str:
+    path = run_dir / page
+    return " ".join(_text_of_html(path.read_text(encoding="utf-8", errors="replace")).split()) if path.is_file() else ""
+
+
+def check_claims(run_dir: Path, params: dict) -> list[Violation]:
+    """Every claim of claims.json: its text is what its record says (report.claims.render), the page
+    says it word for word, each figure it quotes equals its table's cell, the claim derived again from
+    the tables is the same claim, and its preconditions hold (no hard-set figure saturated by
+    construction; nothing indistinguishable from chance called best, ahead or level with a system that
+    is not; 'ahead' and 'not distinguishable' as the paired test says)."""
+    from lookalike.report import claims as CL
+    from lookalike.report.summary import unit_noun
+
+    out: list[Violation] = []
+    path = run_dir / "claims.json"
+    suff = _read(run_dir, "sufficiency")
+    if not path.is_file():
+        if len(suff):
+            out.append(Violation("claims", "claims.json", "the claims", "missing: stage 07 ran (tables/sufficiency.csv) "
+                                 "and left no record of what the summary claims"))
+        return out
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        claims = {str(c["id"]): c for c in record["claims"]}
+    except (ValueError, KeyError, TypeError) as exc:
+        raise Unreadable("claims.json", f"not a claims record ({exc})") from None
+    said = _visible(run_dir, "summary.html")
+    for cid, claim in claims.items():
+        try:
+            text = CL.render(claim)
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            out.append(Violation("claims", "claims.json", f"claim {cid}", f"its record cannot be read ({exc!r})"))
+            continue
+        if text != claim.get("text"):
+            out.append(Violation("claims", "claims.json", f"claim {cid}", f"its text '{claim.get('text')}' is not what "
+                                 f"its figures say: '{text}'"))
+        if " ".join(str(claim.get("text", "")).split()) not in said:
+            out.append(Violation("claims", claim.get("page", "summary.html"), f"claim {cid}",
+                                 f"the page does not say '{claim.get('text')}'"))
+        if not CL.finite(claim):
+            out.append(Violation("claims", "claims.json", f"claim {cid}", "a figure it quotes is nan or inf"))
+    hard_sets, sig = _read(run_dir, "hard_sets"), _read(run_dir, "significance")
+    verdict = claims.get("verdict")
+    if verdict is not None:
+        k = int(verdict.get("k", CL.VERDICT_K))
+        rows = {(str(r["system"]), str(r["negatives"]), int(r["k"])): r for r in suff.to_dict("records")} if len(suff) else {}
+        for f in verdict.get("figures", []):
+            key = f["key"]
+            r = rows.get((str(key["system"]), str(key["negatives"]), int(key["k"])))
+            if r is None:
+                out.append(Violation("claims", "claims.json", f"claim verdict, {key['system']}",
+                                     "quotes a row tables/sufficiency.csv does not have"))
+                continue
+            for name, col in (("value", "sufficient"), ("lo", "sufficient_lo"), ("hi", "sufficient_hi"), ("n", "n")):
+                if not _close(f.get(name), r[col]):
+                    out.append(Violation("claims", "claims.json", f"claim verdict, {key['system']} {name}",
+                                         f"{f.get(name)} in the claim, {r[col]} in tables/sufficiency.csv"))
+        again = CL.verdict_claim(suff, sig, hard_sets, k=k, alpha=float(verdict.get("alpha", CL.ALPHA)),
+                                 noun=str(verdict.get("noun", "page")))
+        fields = ("kind", "best", "peers", "behind", "at_chance", "n")
+        if any(again.get(x) != verdict.get(x) for x in fields):
+            out.append(Violation("claims", "claims.json", "claim verdict",
+                                 f"derived again from the tables it says '{CL.render(again)}', not "
+                                 f"'{verdict.get('text')}'"))
+        units = _read(run_dir, "units")
+        noun = unit_noun(str((params.get("corpus") or {}).get("source", "demo")),
+                         units["content_type"] if "content_type" in units.columns else ())
+        if params and verdict.get("noun") != noun:
+            out.append(Violation("claims", "claims.json", "claim verdict",
+                                 f"calls the units '{verdict.get('noun')}', the corpus's are '{noun}'"))
+        out += _verdict_preconditions(run_dir, verdict, hard_sets, sig)
+    scored = claims.get("scored")
+    if scored is not None:
+        validated = _read(run_dir, "questions_validated")
+        strict = (validated[validated["slice"] == "single-gold"] if len(validated) and "slice" in validated.columns
+                  else validated.head(0) if len(validated) else pd.DataFrame(columns=["query_id", "evidence_unit_ids"]))
+        one = strict[~strict["evidence_unit_ids"].astype(str).str.contains(";")] if len(strict) else strict
+        top1 = _read(run_dir, "top1_random_original")
+        again = CL.scored_claim(_read(run_dir, "questions"), _read(run_dir, "question_validation"),
+                                strict["query_id"].astype(str) if len(strict) else [],
+                                one["query_id"].astype(str) if len(one) else [], hard_sets,
+                                int(pd.to_numeric(top1["n"], errors="coerce").max()) if len(top1) else 0,
+                                k=int(scored.get("k", CL.VERDICT_K)))
+        if (again["counts"], again["not_scored"]) != (scored.get("counts"), scored.get("not_scored")):
+            out.append(Violation("claims", "claims.json", "claim scored",
+                                 f"counted again from the tables it says '{CL.render(again)}', not "
+                                 f"'{scored.get('text')}'"))
+    return out
+
+
+def _verdict_preconditions(run_dir: Path, verdict: dict, hard_sets: pd.DataFrame, sig: pd.DataFrame) -> list[Violation]:
+    """The verdict's preconditions, checked on the files themselves (not through the code that made it)."""
+    out = []
+    k, n = int(verdict.get("k", 5)), int(verdict.get("n", 0) or 0)
+    if verdict.get("kind") == "none" or not n:
+        return out
+    inside = (hard_sets[hard_sets["in_hard"].astype(str).str.lower() == "true"] if len(hard_sets) else hard_sets)
+    sizes = dict(zip(inside["query_id"].astype(str), pd.to_numeric(inside["candidates"], errors="coerce"))) if len(inside) else {}
+    small = sorted(q for q, c in sizes.items() if not c > k)
+    if len(sizes) != n:
+        out.append(Violation("claims", "claims.json", "claim verdict",
+                             f"rests on {n} questions; tables/hard_sets.csv puts {len(sizes)} in the hard columns"))
+    if small:
+        out.append(Violation("claims", "tables/hard_sets.csv", "claim verdict",
+                             f"saturated by construction: {len(small)} question(s) in the hard columns have {k} or "
+                             f"fewer candidates, so sufficient@{k} holds their gold whatever the system does (first: "
+                             f"{', '.join(small[:5])})"))
+    for system in [verdict.get("best")] + list(verdict.get("peers", [])) + list(verdict.get("behind", [])):
+        path = run_dir / "runs_hard" / f"{system}.run"
+        if not system or not path.is_file():
+            continue
+        run, _ = _trec(run_dir, path, "run")
+        counts = run.groupby("query_id").size()
+        few = sorted(str(q) for q, c in counts.items() if c <= k)
+        if few:
+            out.append(Violation("claims", f"runs_hard/{system}.run", "claim verdict",
+                                 f"saturated by construction: {len(few)} question(s) ranked among {k} or fewer "
+                                 f"candidates (first: {', '.join(few[:5])})"))
+    chance = float((verdict.get("chance") or {}).get("value", float("nan")))
+    figs = {f["key"]["system"]: f for f in verdict.get("figures", [])}
+    named = ([verdict.get("best")] if verdict.get("kind") in ("only", "ahead", "not-distinguishable") else []) + list(
+        verdict.get("peers", []))
+    from lookalike.report.claims import hard_chance
+
+    recomputed = hard_chance(hard_sets, k)
+    if not _close(chance, recomputed):
+        out.append(Violation("claims", "claims.json", "claim verdict, chance",
+                             f"{chance} in the claim, {recomputed} from tables/hard_sets.csv"))
+    for system in named:
+        f = figs.get(system)
+        if f is not None and chance == chance and not float(f["lo"]) > chance:
+            out.append(Violation("claims", "claims.json", f"claim verdict, {system}",
+                                 f"indistinguishable from chance (its CI reaches {float(f['lo']):.2f}, chance "
+                                 f"{chance:.2f}) and named " + ("best" if system == verdict.get("best") else
+                                                                f"as level with {verdict.get('best')}")))
+    alpha = float(verdict.get("alpha", 0.05))
+    for t in verdict.get("tests", []):
+        a, b = t.get("pair", ["", ""])
+        hit = (sig[(sig["measure"] == verdict.get("measure")) & (((sig["system"] == a) & (sig["baseline"] == b))
+                                                                 | ((sig["system"] == b) & (sig["baseline"] == a)))]
+               if len(sig) else sig)
+        p = float(hit["p_holm"].iloc[0]) if len(hit) and str(hit["p_holm"].iloc[0]) != "" else float("nan")
+        if "p_holm" in t and not _close(t["p_holm"], p):
+            out.append(Violation("claims", "claims.json", f"claim verdict, {a} − {b}",
+                                 f"Holm-adjusted p {t['p_holm']} in the claim, {p} in tables/significance.csv"))
+        if b in verdict.get("behind", []) and not p < alpha:
+            out.append(Violation("claims", "claims.json", f"claim verdict, {a} − {b}",
+                                 f"{a} is said to be ahead of {b}; the paired test gives Holm-adjusted p {p}"))
+        if b in verdict.get("peers", []) and p < alpha:
+            out.append(Violation("claims", "claims.json", f"claim verdict, {a} − {b}",
+                                 f"said not distinguishable; the paired test separates them (Holm-adjusted p {p})"))
+    return out
+
+
 def _manifest_params(run_dir: Path) -> dict:
     manifest = run_dir / "manifest.json"
     if not manifest.is_file():
@@ -408,7 +715,7 @@ def _manifest_params(run_dir: Path) -> dict:
         raise Unreadable("manifest.json", f"not JSON ({exc})") from None
     if not isinstance(data, dict) or not isinstance(data.get("params", {}), dict):
         raise Unreadable("manifest.json", "expected a JSON object whose 'params' is an object")
-    return data.get("params", {})
+    return data
 
 
 def audit(run_dir: Path | str, stages: list[str]) -> list[Violation]:
@@ -419,16 +726,19 @@ def audit(run_dir: Path | str, stages: list[str]) -> list[Violation]:
         raise FileNotFoundError(f"{run_dir}: no such run folder")
     found: list[Violation] = []
     try:
-        params = _manifest_params(run_dir)
+        manifest = _manifest_params(run_dir)
     except Unreadable as exc:
         found.append(Violation("readable", exc.file, "the file", exc.problem))
-        params = {}
+        manifest = {}
+    params = manifest.get("params", {})
     checks = [
         ("complete", lambda: check_complete(run_dir, stages)), ("accounted", lambda: check_accounted(run_dir)),
         ("no-nan", lambda: check_no_nan(run_dir)), ("reproducible", lambda: check_reproducible(run_dir)),
         ("external runs", lambda: check_external_runs(run_dir, params)), ("defined", lambda: check_defined(run_dir)),
         ("discriminating", lambda: check_discriminating(run_dir)), ("chance", lambda: check_chance(run_dir)),
         ("people-first", lambda: check_people_first(run_dir)), ("words", lambda: check_words(run_dir, params)),
+        ("recorded", lambda: check_recorded(run_dir, manifest)), ("finite", lambda: check_tables_finite(run_dir)),
+        ("re-derived", lambda: check_rederived(run_dir)), ("claims", lambda: check_claims(run_dir, params)),
     ]
     for name, check in checks:
         try:

@@ -219,7 +219,7 @@ def systems_html(systems: pd.DataFrame) -> str:
 # the stakeholder page reads on a 1,300 px laptop screen without sideways scrolling: a wider column
 # than the notebooks' pages (1180 + 2 x 24 px padding), tables a little smaller, cells that may wrap
 SUMMARY_CSS = """
-body{max-width:1180px} table.metric{font-size:.82rem} table.metric th{white-space:normal;vertical-align:bottom}
+body{max-width:1180px} table.metric{font-size:.78rem} table.metric th{white-space:normal;vertical-align:bottom}
 table.metric th[colspan]{text-align:center;border-bottom:2px solid #c9d3ea}
 .lead{border-left:4px solid #4c6ef5;background:#f4f6ff;padding:.6rem 1rem;margin:1rem 0}
 .lead p{margin:.3rem 0} .lead .verdict{font-size:1.08rem;font-weight:600}
@@ -392,6 +392,19 @@ def package_versions() -> dict[str, str]:
     return out
 
 
+# what a run wrote that its figures rest on: the manifest records each file's sha256, and lookalike audit
+# checks them (labels/ and labelling/ are left out: people label into a finished run)
+RECORDED = ("summary.html", "index.html", "claims.json", "tables/*.csv", "runs/*.run", "runs_validated/*.run",
+            "runs_hard/*.run", "qrels/*.qrels", "headlines/*.json", "html/*.html", "browse/**/*.html")
+
+
+def recorded_files(run_dir: Path | str) -> dict[str, str]:
+    """{path relative to the run folder: sha256 of its bytes} for every file RECORDED names."""
+    run_dir = Path(run_dir)
+    paths = sorted({p for pattern in RECORDED for p in run_dir.glob(pattern) if p.is_file()})
+    return {p.relative_to(run_dir).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in paths}
+
+
 def write_manifest(run_dir: Path | str, params: dict[str, Any], params_hash: str, timings: dict[str, float],
                    corpus_fingerprint: str, repo: Path | None, started: str, finished: str) -> Path:
     """manifest.json: the one place for timestamps, host, versions and revision (never in tables or cells)."""
@@ -407,6 +420,7 @@ def write_manifest(run_dir: Path | str, params: dict[str, Any], params_hash: str
         "stage_wall_seconds": {k: round(v, 2) for k, v in timings.items()},
         "corpus_fingerprint": corpus_fingerprint,
         "versions": package_versions(),
+        "files": recorded_files(run_dir),
     }
     out = Path(run_dir) / "manifest.json"
     out.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")

@@ -14,63 +14,16 @@ from collections.abc import Mapping
 import pandas as pd
 
 from lookalike.eval import stats
-from lookalike.eval.compare import format_p
-from lookalike.report.tables import as_number, fmt_ci
+from lookalike.report.tables import as_number
 
-ALPHA = 0.05
-
-
-def verdict(sufficiency: pd.DataFrame, significance: pd.DataFrame, k: int = 5,
-            measure: str = "sufficient@5 (hard)", alpha: float = ALPHA, noun: str = "page") -> str:
-    """One sentence: the system with the highest sufficient@k under hard negatives, with its 95% CI
-    and n, and whether it is ahead of the next system at Holm-adjusted p < alpha (the paired
-    randomisation test over every pair of systems, stage 07's significance table). noun: what the
-    corpus's units are called (page, image)."""
-    hard = sufficiency[(sufficiency["negatives"] == "hard") & (sufficiency["k"] == k)] if len(sufficiency) else sufficiency
-    hard = hard[pd.to_numeric(hard["n"], errors="coerce") > 0] if len(hard) else hard
-    if not len(hard):
-        return ("No system can be named best: no validated question was scored against hard negatives "
-                "(see What was scored).")
-    ranked = hard.sort_values(["sufficient", "system"], ascending=[False, True], kind="mergesort")
-    best = ranked.iloc[0]
-    said = (f"Best under hard negatives: {best['system']} puts a sufficient {noun} in its top {k} for a share of "
-            f"{fmt_ci(best['sufficient'], best['sufficient_lo'], best['sufficient_hi'])} (95% CI) of the "
-            f"{int(best['n'])} validated questions")
-    if len(ranked) == 1:
-        return said + " (the only system scored, so it is compared with none)."
-    second = ranked.iloc[1]
-    other = f"{second['system']} at {fmt_ci(second['sufficient'], second['sufficient_lo'], second['sufficient_hi'])}"
-    if second["sufficient"] == best["sufficient"]:
-        # every system at the top value is named: none of them is "best"
-        tied = list(ranked.loc[ranked["sufficient"] == best["sufficient"], "system"])[1:]
-        names = tied[0] if len(tied) == 1 else ", ".join(tied[:-1]) + f" and {tied[-1]}"
-        return (f"No single best under hard negatives: {best['system']} is tied with {names} — each puts a "
-                f"sufficient {noun} in its top {k} for a share of "
-                f"{fmt_ci(best['sufficient'], best['sufficient_lo'], best['sufficient_hi'])} (95% CI) of the "
-                f"{int(best['n'])} validated questions.")
-    pair = significance[(significance["measure"] == measure)
-                        & (((significance["system"] == best["system"]) & (significance["baseline"] == second["system"]))
-                           | ((significance["system"] == second["system"]) & (significance["baseline"] == best["system"])))
-                        ] if len(significance) else significance
-    if not len(pair) or pd.isna(pair["p_holm"].iloc[0]):
-        return said + f"; the next is {other}, and no paired test between the two was run."
-    p = float(pair["p_holm"].iloc[0])
-    if p < alpha:
-        return said + f", ahead of the next, {other}, at Holm-adjusted p {_p_words(p)}."
-    return (said + f"; it is not distinguishable from the next, {other}: Holm-adjusted p {_p_words(p)} "
-            f"(not below {alpha:g}).")
-
-
-def _p_words(p: float) -> str:
-    shown = format_p(p)
-    return shown if shown.startswith("<") else f"= {shown}"
 
 
 # headline columns "<measure>, <negatives> (<questions>)" and "n (<questions>)" under one spanner each
 HEADLINE_GROUPS = {"as generated": "random negatives · questions as generated",
                    "validated": "hard negatives · validated questions"}
 HEADLINE_EXTRA = {"chance (top-1)": ("as generated", "chance"),
-                  "gain slot 1→5 (paired)": ("validated", "gain, slot 1→5 (paired)")}
+                  "chance @1 · @5 (hard)": ("validated", "chance @1·@5"),
+                  "gain slot 1→5 (paired)": ("validated", "gain 1→5, paired")}
 
 
 def spanned(headline: pd.DataFrame) -> pd.DataFrame:
@@ -186,32 +139,12 @@ def planner_words(plan: pd.DataFrame, clusters) -> str:
     return text
 
 
-# why a question is not in the scored set, in words (question_validation's status / slice)
-NOT_SCORED = {"no_page_evidence": "no page judgements (no qrels name a page for them)",
-              "not_answerable": "the dataset marks them not answerable (their own slice, never a retrieval failure)",
-              "gold_fails": "the judge found their gold page does not answer them (dropped)",
-              "answerable_from_distractor": "a look-alike answers them too and no qualifier fixed it (dropped or "
-                                            "kept as any-acceptable)",
-              "no_answer": "no answer for the judge that needs one (not validated)"}
-
-
-def scored_words(validation: pd.DataFrame, strict: pd.DataFrame) -> str:
-    """How many questions the figures rest on, and why each of the others is not among them."""
-    if not len(validation):
-        return "No questions: nothing was scored."
-    kept = set(strict["query_id"])
-    rest = validation[~validation["query_id"].isin(kept)]
-    said = f"{len(kept)} of {len(validation)} questions are scored (the validated single-gold set)."
-    if len(rest):
-        counts = rest["status"].value_counts().sort_index()
-        said += " Not scored: " + "; ".join(f"{n} — {NOT_SCORED.get(k, k)}" for k, n in counts.items()) + "."
-    if not kept:
-        said += " No figure below measures retrieval on this run."
-    return said
-
-
-def unit_noun(source: str) -> str:
-    """What the report calls a unit: an image in an image folder (photos, scans), a page otherwise."""
+def unit_noun(source: str, content_types=()) -> str:
+    """What the report calls a unit: a photo when the metadata says every unit is one (content_type
+    photo), an image in an image folder (photos, scans), a page otherwise."""
+    types = {str(t) for t in content_types}
+    if types == {"photo"}:
+        return "photo"
     return "image" if source == "images" else "page"
 
 
@@ -263,16 +196,25 @@ def flagged_words(validation: pd.DataFrame, agreement: pd.DataFrame) -> str:
             "pool for people to settle (tables/question_validation.csv, column note).")
 
 
-def hard_words(distractors: pd.DataFrame) -> str:
-    """What the hard competitors are, in words true of this run's distractor method."""
-    axes = set(distractors.loc[distractors["axis"] != "random", "axis"]) if len(distractors) else set()
-    if not axes:
-        return "the gold's hard look-alikes (none were found on this corpus)"
-    if axes == {"cluster"}:
-        return ("the gold's nearest pages by appearance (this corpus names no templates, so appearance clusters "
-                "stand in for them)")
-    said = ", ".join(sorted(axes - {"cluster"}))
-    return f"pages of the gold's own template that differ from it on one axis ({said})"
+# how each distractor method is said (analysis.negatives.METHODS' keys)
+METHOD_WORDS = {"per-axis": "pages of its own template that differ from it on one axis",
+                "template": "every other page of its template (the metadata names no axis to vary within it)",
+                "cluster": "its nearest pages by appearance within its appearance cluster (no template names its "
+                           "look-alikes)",
+                "none": "nothing (no template and no appearance neighbour)"}
+
+
+def hard_words(hard_sets: pd.DataFrame) -> str:
+    """What the hard competitors are, in words true of this run: each distractor method with the number
+    of questions in the hard columns it made the candidates of (tables/hard_sets.csv)."""
+    inside = hard_sets[hard_sets["in_hard"].astype(str).str.lower() == "true"] if len(hard_sets) else hard_sets
+    if not len(inside):
+        return "the gold's look-alikes (no question has a hard set larger than 5 candidates, so none is scored here)"
+    counts = inside["method"].value_counts()
+    order = [m for m in METHOD_WORDS if m in counts.index]
+    if len(order) == 1:
+        return f"the gold's look-alikes: {METHOD_WORDS[order[0]]}"
+    return "the gold's look-alikes: " + "; ".join(f"for {int(counts[m])} questions {METHOD_WORDS[m]}" for m in order)
 
 
 def ceiling_note(headline: pd.DataFrame) -> str:

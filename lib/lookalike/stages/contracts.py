@@ -71,9 +71,9 @@ CONTRACTS: dict[str, Contract] = {
         "units distractors hard_vs_random judge_door_summary label_agreement labels_current leak_gate leak_per_query "
         "leak_planted planted question_validation questions questions_validated systems validation_judgements "
         "validity_ladder",
-        "breakdown evidence_complete failures fusion_trace fusion_trace_counts haystack_curve headline kinds "
+        "breakdown evidence_complete failures fusion_trace fusion_trace_counts hard_sets haystack_curve headline kinds "
         "planted_effects recall_all_by_source sample_size settings significance sufficiency top1_random_original",
-        ("browse/*", "qrels/evidence_validated.qrels", "summary.html") + _STORE),
+        ("browse/*", "qrels/evidence_validated.qrels", "runs_hard/*", "summary.html", "claims.json") + _STORE),
     "08_mined_candidates": _c(
         "mined", "units answer_key facts questions questions_validated",
         "incompleteness mined_agreement mined_candidates mined_judgements negative_rules negative_rules_by_judge "

@@ -66,12 +66,8 @@ def distractors_section(questions: pd.DataFrame, units: pd.DataFrame, appearance
         # no questions with evidence pages: show what the distractors of the sampled units would be
         golds = sorted(sample["unit_id"])
         sec.say(f"no questions with evidence pages: distractors of the {len(golds)} sampled units, as a preview")
-    if not golds:
-        hard, pool_sizes = N.hard_negatives(units.head(0), appearance.data[:0], [], k=negatives_k)
-    elif has_metadata:
-        hard, pool_sizes = N.hard_negatives(units, appearance.data, golds, k=negatives_k)
-    else:
-        hard, pool_sizes = N.cluster_negatives(units, appearance.data, golds, negatives_clusters, k=negatives_k, seed=seed)
+    hard, pool_sizes = N.look_alikes(units, appearance.data, golds, negatives_k, negatives_clusters,
+                                     negatives.cluster_k, seed)
     rand = N.random_negatives(units, golds, negatives_random, seed)
     distractors = N.for_questions(questions, pd.concat([hard, rand], ignore_index=True))
     distractors, dropped = N.without_copies(distractors, copies)
@@ -79,10 +75,15 @@ def distractors_section(questions: pd.DataFrame, units: pd.DataFrame, appearance
         sec.say(f"{len(dropped)} distractors left out: byte-identical copies of their gold page "
                 f"({', '.join(sorted(set(dropped['unit_id']))[:10])}; tables/duplicates.csv)")
     summary = N.pool_summary(pool_sizes)
+    clustered = sorted(set(hard.loc[hard["axis"] == "cluster", "gold_unit_id"]))
     method = ("per-axis pools: pages of the gold's template that differ in one field (template_id metadata)"
-              if has_metadata else
-              f"appearance clustering ({negatives_clusters} clusters): the corpus has no template_id metadata, so "
-              "per-axis pools cannot be formed (a corpus.name_pattern without a template group falls back here)")
+              if has_metadata and not clustered else
+              f"appearance clustering ({negatives_clusters} clusters, the {negatives.cluster_k} nearest of the gold's "
+              "cluster): the corpus has no template_id metadata, so per-axis pools cannot be formed (a "
+              "corpus.name_pattern without a template group falls back here)" if not has_metadata else
+              f"per-axis pools where the gold's template has other pages; for the {len(clustered)} of {len(golds)} gold "
+              f"pages without one (no template_id, or a template of one page), appearance clustering "
+              f"({negatives_clusters} clusters, the {negatives.cluster_k} nearest of the gold's cluster)")
     closeness = N.similarity_to_gold(pd.concat([hard, rand], ignore_index=True), units, appearance.data)
     with pd.option_context("display.float_format", "{:.2f}".format):
         sec.say(f"gold units: {len(golds)}; hard distractors: {len(hard)}; random negatives: {len(rand)}")

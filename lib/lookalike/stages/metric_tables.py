@@ -6,6 +6,7 @@ summary.html.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import datetime, UTC
 from pathlib import Path
@@ -20,13 +21,14 @@ from lookalike.report import browse, charts
 from lookalike.report import tables as readable
 from lookalike.judging import store as L
 from lookalike.report import site as report
+from lookalike.report import claims as CL
 from lookalike.report import summary as SU
 from lookalike.analysis import scoring as S
 from lookalike.analysis import views as V
 from lookalike.report.tables import fmt_ci
 from lookalike.eval import stats
 from lookalike.retrieval import catalog, fusion, systems
-from lookalike.eval import trec
+from lookalike.eval import ranking, trec
 from lookalike.retrieval.encoders.base import Vectors
 
 from lookalike.stages.base import Section, StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
@@ -45,9 +47,11 @@ def run(ctx: StageContext) -> StageResult:
     x = read_inputs(ctx)
     scorer = res.add(*setup_section(x, cfg.retrieve.rrf_k, cfg.retrieve.depth, cfg.seed))
     top1_random = res.add(*top1_random_section(x.questions, x.distractors, scorer, cfg.seed, x.clusters))
-    hard_runs, suff_hard, frames_hard, sufficiency = res.add(*sufficiency_section(
-        x.one_unit, x.distractors, x.units, scorer, x.corpus_runs, x.qrels_labels, cfg.seed, x.clusters))
-    headline = res.add(*headline_section(top1_random, suff_hard, hard_runs, frames_hard, cfg.seed, x.clusters))
+    hard_runs, suff_hard, frames_hard, sufficiency, hard_sets = res.add(*sufficiency_section(
+        x.questions, x.one_unit, x.distractors, x.units, scorer, x.corpus_runs, x.qrels_labels, cfg.seed, x.clusters,
+        x.run_dir))
+    headline = res.add(*headline_section(top1_random, suff_hard, hard_runs, frames_hard, cfg.seed, x.clusters,
+                                         hard_sets))
     res.add(*sufficiency_chart_section(suff_hard))
     evidence_qrels, evidence, frames_ev, significance = res.add(*significance_section(
         x.strict, x.corpus_runs, cfg.seed, x.clusters, frames_hard))
@@ -58,7 +62,8 @@ def run(ctx: StageContext) -> StageResult:
     settings_view = res.add(*settings_section(x, evidence, evidence_qrels, cfg.retrieve.depth, cfg.seed,
                                               {"rerank": cfg.rerank.systems, "split": cfg.split.systems}))
     cells = res.add(*source_structure_section(x.units, frames_ev, x.strict, cfg.seed, x.clusters,
-                                              cfg.report.source_column, SU.unit_noun(cfg.corpus.source)))
+                                              cfg.report.source_column, SU.unit_noun(cfg.corpus.source,
+                                                                                   x.units["content_type"])))
     res.add(*kinds_section(x.unit_vectors, evidence))
     res.add(*failures_section(x))
     haystack = res.add(*haystack_section(x.units, x.distractors, x.strict, cfg.seed, scorer, evidence_qrels,
@@ -68,9 +73,10 @@ def run(ctx: StageContext) -> StageResult:
     res.add(*qrels_section(evidence_qrels, x.run_dir))
     tables = {"headline": headline, "evidence": evidence, "settings_view": settings_view, "cells": cells,
               "trace_counts": trace_counts, "effects": effects, "haystack": haystack, "plan": plan,
-              "sufficiency": sufficiency, "significance": significance}
-    res.add(*summary_section(x, tables, cfg))
-    res.add(*stage_headline_section(suff_hard, x.current, x.earlier["label_agreement"]))
+              "sufficiency": sufficiency, "significance": significance, "hard_sets": hard_sets,
+              "top1_random": top1_random}
+    claims = res.add(*summary_section(x, tables, cfg))
+    res.add(*stage_headline_section(claims["verdict"], x.current, x.earlier["label_agreement"]))
     return res
 
 
@@ -188,21 +194,32 @@ def top1_random_section(questions: pd.DataFrame, distractors: pd.DataFrame, scor
     sec.table("top1_random_original", top1_random, sort_by=["system"])
     return sec, top1_random
 
-def sufficiency_section(one_unit: pd.DataFrame, distractors: pd.DataFrame, units: pd.DataFrame, scorer,
-                        corpus_runs: dict, qrels_labels: pd.DataFrame, seed: int,
-                        clusters) -> tuple[Section, dict, pd.DataFrame, dict, pd.DataFrame]:
-    """Sufficient / supporting-only / neither at k under hard negatives (the gold and its look-alikes)
-    and over the corpus, validated one-unit questions. Returns the hard runs, the hard rows, per-query frames
-    and the whole table; writes sufficiency."""
+def sufficiency_section(questions: pd.DataFrame, one_unit: pd.DataFrame, distractors: pd.DataFrame,
+                        units: pd.DataFrame, scorer, corpus_runs: dict, qrels_labels: pd.DataFrame, seed: int,
+                        clusters, run_dir: Path) -> tuple[Section, dict, pd.DataFrame, dict, pd.DataFrame, pd.DataFrame]:
+    """Sufficient / supporting-only / neither at k under hard negatives (the gold and its look-alikes;
+    only questions whose candidate set is larger than the largest k, so no figure is 1 by construction)
+    and over the corpus, validated one-unit questions. Returns the hard runs, the hard rows, per-query
+    frames, the whole table and the hard sets; writes sufficiency, hard_sets and runs_hard/."""
     sec = Section(STAGE, "sufficiency")
-    # the gold against every look-alike (its per-axis distractors and the rest of its template), all labelled in stage 06
-    hard_c = N.hard_candidates(one_unit, distractors, units)
+    # the gold against every look-alike (its per-axis distractors and the rest of its template, or its
+    # appearance cluster), all labelled in stage 06
+    hard_c, hard_sets = N.hard_sets(questions, distractors, units, set(one_unit["query_id"]), max(S.HARD_KS))
+    in_hard = one_unit[one_unit["query_id"].isin(set(hard_c))].reset_index(drop=True)
     sizes = [len(v) - 1 for v in hard_c.values()]
-    sec.say(f"hard candidates per question: the gold and {np.median(sizes) if sizes else 0:.0f} look-alikes (median; "
-            f"{min(sizes, default=0)}–{max(sizes, default=0)}): its per-axis distractors and every other page of its template")
-    hard_runs = scorer.runs(one_unit, hard_c)
-    suff_hard, frames_hard = S.sufficiency(qrels_labels, hard_runs, list(one_unit["query_id"]), "hard", seed=seed,
-                                           clusters=clusters)
+    scored = hard_sets[hard_sets["query_id"].isin(set(one_unit["query_id"]))]
+    sec.say(f"hard columns: {len(in_hard)} of the {len(one_unit)} validated one-page questions, each ranked among "
+            f"the gold and {np.median(sizes) if sizes else 0:.0f} look-alikes (median; {min(sizes, default=0)}–"
+            f"{max(sizes, default=0)}); by method: "
+            + (", ".join(f"{m} {n}" for m, n in scored["method"].value_counts().sort_index().items()) or "none"))
+    outside = scored[~scored["in_hard"]]
+    if len(outside):
+        sec.say(f"outside the hard columns ({len(outside)}): " + "; ".join(
+            f"{q} ({r})" for q, r in zip(outside["query_id"].head(10), outside["reason"].head(10)))
+            + (" …" if len(outside) > 10 else ""))
+    hard_runs = scorer.runs(in_hard, hard_c)
+    suff_hard, frames_hard = S.sufficiency(qrels_labels, hard_runs, list(in_hard["query_id"]), "hard",
+                                           ks=S.HARD_KS, seed=seed, clusters=clusters)
     suff_corpus, frames_corpus = S.sufficiency(qrels_labels, corpus_runs, list(one_unit["query_id"]), "corpus", seed=seed,
                                                clusters=clusters)
     sufficiency = pd.concat([suff_hard, suff_corpus], ignore_index=True)
@@ -211,12 +228,25 @@ def sufficiency_section(one_unit: pd.DataFrame, distractors: pd.DataFrame, units
             columns=["supporting_only_lo", "supporting_only_hi", "neither_lo", "neither_hi"]).to_string(index=False))
     sec.html_table("sufficiency", sufficiency[sufficiency["k"].isin([1, 5])])
     sec.table("sufficiency", sufficiency, sort_by=["system", "negatives", "k"])
-    return sec, hard_runs, suff_hard, frames_hard, sufficiency
+    sec.table("hard_sets", hard_sets, sort_by=["query_id"])
+
+    def write_runs() -> None:
+        # the hard rankings, so lookalike audit can score the hard columns again from files
+        folder = run_dir / "runs_hard"
+        folder.mkdir(exist_ok=True)
+        for old in folder.glob("*.run"):
+            old.unlink()
+        for name, run in hard_runs.items():
+            ranking.write_run(run, folder / f"{name}.run", tag=name)
+
+    sec.after_save.append(write_runs)
+    return sec, hard_runs, suff_hard, frames_hard, sufficiency, hard_sets
 
 def headline_section(top1_random: pd.DataFrame, suff_hard: pd.DataFrame, hard_runs, frames_hard, seed: int,
-                     clusters) -> tuple[Section, Any]:
+                     clusters, hard_sets: pd.DataFrame) -> tuple[Section, Any]:
     """The headline table: top-1 under random negatives beside sufficient@1/@5, supporting-only@5 and
-    neither@5 under hard negatives, each with its own n and CI, and the paired gain from slot 1 to 5."""
+    neither@5 under hard negatives, each with its own n and CI, chance beside each rate (a random ranking
+    of the same candidates), and the paired gain from slot 1 to 5."""
     sec = Section(STAGE, "headline")
     head_rows = []
     tr = top1_random.set_index("system")
@@ -232,6 +262,7 @@ def headline_section(top1_random: pd.DataFrame, suff_hard: pd.DataFrame, hard_ru
                             ("supporting-only@5", "supporting_only", 5), ("neither@5", "neither", 5)):
             r = sh.loc[(name, k)]
             row[f"{label}, hard (validated)"] = fmt_ci(r[m], r[f"{m}_lo"], r[f"{m}_hi"])
+        row["chance @1 · @5 (hard)"] = " · ".join(f"{CL.hard_chance(hard_sets, k):.2f}" for k in (1, 5))
         row["n (validated)"] = int(sh.loc[(name, 1), "n"])
         g = S.slot_gain(frames_hard[name], "sufficient_1", "sufficient_5", seed=seed, clusters=clusters)
         row["gain slot 1→5 (paired)"] = fmt_ci(g["gain"], g["gain_lo"], g["gain_hi"])
@@ -579,11 +610,11 @@ def summary_blocks(x: MetricInputs, t: dict, source_column: str, source: str) ->
     if lost is not None:
         lost.columns.name = None
     blocks = [
-        {"heading": "What was scored", "text": SU.scored_words(earlier["question_validation"], strict)},
+        {"heading": "What was scored", "text": t["claims"]["scored"]["text"]},
         {"heading": "Headline: each system against easy and hard negatives",
          "table": SU.spanned(headline) if len(headline) else headline,
          "text": "Top-1 against random pages (questions as generated) beside what the top k holds when the "
-                 f"competitors are {SU.hard_words(x.distractors)} (validated questions). The columns do not "
+                 f"competitors are {SU.hard_words(t['hard_sets'])} (validated questions). The columns do not "
                  "share a denominator: each has its own n and 95% CI, and they are not subtracted from one another.",
          "note": SU.ceiling_note(headline), "figure": "07_sufficiency"},
         {"heading": "Evidence-complete retrieval (Macro over evidence structures, k = 10)", "table": macro,
@@ -645,36 +676,44 @@ def summary_blocks(x: MetricInputs, t: dict, source_column: str, source: str) ->
         blocks = [b for b in blocks if b["heading"] in ("What was scored", "How the labels were made",
                                                         "What the labels rest on",
                                                         "People-judged questions a machine judge flagged")]
-    noun = SU.unit_noun(source)
+    noun = SU.unit_noun(source, units["content_type"])
     return [{k: (SU.nouned(v, noun) if k in ("text", "note") and isinstance(v, str) else v) for k, v in b.items()}
             for b in blocks]
 
 
-def summary_section(x: MetricInputs, t: dict, cfg) -> tuple[Section]:
+def summary_section(x: MetricInputs, t: dict, cfg) -> tuple[Section, dict]:
     """summary.html, the stakeholder page: the lead (run, corpus, date, verdict) over the summary blocks;
-    written after the tables and figures it embeds."""
+    the verdict and what was scored as claim records (report.claims), written to claims.json and shown
+    from there. Written after the tables and figures it embeds."""
     sec = Section(STAGE, "summary")
-    blocks = summary_blocks(x, t, cfg.report.source_column, cfg.corpus.source)
-    noun = SU.unit_noun(cfg.corpus.source)
+    noun = SU.unit_noun(cfg.corpus.source, x.units["content_type"])
+    record = CL.claims_record([
+        CL.scored_claim(x.questions, x.earlier["question_validation"], x.strict["query_id"], x.one_unit["query_id"],
+                        t["hard_sets"], int(pd.to_numeric(t["top1_random"]["n"], errors="coerce").max())
+                        if len(t["top1_random"]) else 0),
+        CL.verdict_claim(t["sufficiency"], t["significance"], t["hard_sets"], noun=noun)])
+    claims = {c["id"]: c for c in record["claims"]}
+    blocks = summary_blocks(x, t | {"claims": claims}, cfg.report.source_column, cfg.corpus.source)
     lead = SU.lead(cfg.run, SU.corpus_words(cfg.corpus.source, len(x.units), len(x.questions),
                                             noun, Path(cfg.corpus.root or cfg.corpus.manifest).name),
-                   datetime.now(UTC).strftime("%Y-%m-%d"), SU.verdict(t["sufficiency"], t["significance"], noun=noun))
-    sec.after_save.append(lambda: report.write_summary(x.run_dir, f"{cfg.title} — summary", blocks, lead))
-    return (sec,)
+                   datetime.now(UTC).strftime("%Y-%m-%d"), claims["verdict"]["text"])
+    sec.say(claims["verdict"]["text"])
+
+    def write() -> None:
+        (x.run_dir / "claims.json").write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        report.write_summary(x.run_dir, f"{cfg.title} — summary", blocks, lead)
+
+    sec.after_save.append(write)
+    return sec, claims
 
 
-def stage_headline_section(suff_hard: pd.DataFrame, current: pd.DataFrame, labels_note: pd.DataFrame) -> tuple[Section]:
-    """What index.html says of stage 07: the best sufficient@1 under hard negatives with its n, and what
-    the labels rest on."""
+def stage_headline_section(verdict: dict, current: pd.DataFrame, labels_note: pd.DataFrame) -> tuple[Section]:
+    """What index.html says of stage 07: the summary's verdict (claims.json) and what the labels rest on."""
     sec = Section(STAGE, "stage_headline")
-    best = suff_hard[suff_hard["k"] == 1].sort_values(["sufficient", "system"], ascending=[False, True]).head(1)
-    sentence = (f"Best sufficient@1 under hard negatives: {best['system'].iloc[0]} {best['sufficient'].iloc[0]:.2f} "
-                f"(n = {int(best['n'].iloc[0])}); see the summary page for every system beside its top-1 under random negatives."
-                if len(best) else "No validated questions to score.")
-    sentence = f"{sentence} {SU.sentence(L.provenance(current, labels_note)[0])}"
-    sec.headline(sentence, figure="07_sufficiency" if len(best) else "",
-                 numbers={f"sufficient@1 hard, {r.system}": f"{r.sufficient:.2f}"
-                          for r in suff_hard[suff_hard["k"] == 1].itertuples()})
+    sentence = f"{verdict['text']} {SU.sentence(L.provenance(current, labels_note)[0])}"
+    sec.headline(sentence, figure="07_sufficiency" if verdict["kind"] != "none" else "",
+                 numbers={f"{verdict['measure']}, {f['key']['system']}": f"{f['value']:.2f}"
+                          for f in verdict["figures"]})
     return (sec,)
 
 

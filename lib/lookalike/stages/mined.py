@@ -13,6 +13,7 @@ import pandas as pd
 from lookalike import progress as bars
 from lookalike.judging import agreement as AG
 from lookalike.judging import judges as J
+from lookalike.judging.protocol import ABSTAIN
 from lookalike.judging import store as L
 from lookalike.analysis import mining as Mi
 from lookalike.retrieval import systems
@@ -123,7 +124,8 @@ def mined_section(view, mining_windows, mining_alphas, question_sets, runs, mini
         for j in [judge] + ([second] if second else []):
             judgements_all.append(need.assign(judge=j.name, question_set=set_name, in_budget=need.merge(
                 budget[["query_id", "unit_id"]], how="left", indicator=True)["_merge"].eq("both").to_numpy(),
-                label=[memo.label(j, qrec, q, u) for q, u in zip(need["query_id"], need["unit_id"])]))
+                label=[memo.label(j, qrec, q, u) for q, u in zip(need["query_id"], need["unit_id"])],
+                abstained=[memo.abstained_because(j, qrec, q, u) for q, u in zip(need["query_id"], need["unit_id"])]))
         mined_all.append(mined.assign(question_set=set_name))
         chosen_all.append(chosen.assign(question_set=set_name))
         sec.say(f"{set_name}: {len(mined)} candidates for {mined['query_id'].nunique()} questions; "
@@ -239,7 +241,7 @@ def score_shape_section(judgements: pd.DataFrame, question_sets, mining_question
     Mi.export_training(chosen_all[chosen_all["question_set"] == mining_question_set], export_qs,
                                golds[mining_question_set], primary, units, run_dir / "training")
     (run_dir / "qrels").mkdir(exist_ok=True)
-    pool_qrels = L.qrels_from(primary.drop_duplicates(["query_id", "unit_id"]))
+    pool_qrels = L.qrels_from(primary[primary["label"] != ABSTAIN].drop_duplicates(["query_id", "unit_id"]))
     if len(pool_qrels):
         trec.write_qrels(pool_qrels, run_dir / "qrels" / "mined.qrels")
     sec.table("incompleteness", incompleteness, sort_by=["question_set", "judge", "group"] if len(incompleteness) else None)
@@ -248,12 +250,23 @@ def score_shape_section(judgements: pd.DataFrame, question_sets, mining_question
                          & (incompleteness["question_set"] == mining_question_set)] if len(incompleteness) else incompleteness
     top = negative_rules.set_index("rule")["contamination"]
     by = negative_rules.set_index("rule")["measured_by"]
+    abstained = primary[primary["label"] == ABSTAIN]
+    why = "; ".join(sorted(set(abstained["abstained"]))) if "abstained" in abstained.columns else ""
     said = lambda r: (f"{top[r]:.2f} (labels: {by[r]})" if r in top.index and top[r] == top[r]  # noqa: E731
-                      else "not measured (no judge independent of the selecting one)")
+                      else f"not measured ({judge.name} abstained on its negatives{': ' + why if why else ''})"
+                      if len(abstained) else "not measured (no judge independent of the selecting one)")
+    measured = len(row) and int(row["n_queries"].iloc[0]) > 0
     sentence = (f"Of the top 4 mined candidates, {row['relevant_in_top4'].iloc[0]:.2f} per question are relevant and the "
-                f"top-1 is relevant for {row['top1_relevant'].iloc[0]:.0%} of questions ({mining_question_set}, judge: {judge.name}); "
+                f"top-1 is relevant for {row['top1_relevant'].iloc[0]:.0%} of {int(row['n_queries'].iloc[0])} questions "
+                f"({mining_question_set}, judge: {judge.name}); "
                 f"contamination of top-k negatives {said('top-k')} vs judged {said('judged')}."
-                if len(row) else "No validated questions to mine.")
+                if measured else
+                f"Relevance among the mined candidates is not measured: {judge.name} abstained on "
+                f"{len(abstained)} of {len(primary)} pairs ({why or 'it could not see them'})." if len(row)
+                else "No validated questions to mine.")
+    if len(abstained) and measured:
+        sentence += (f" {judge.name} abstained on {len(abstained)} of {len(primary)} pairs ({why}): their questions "
+                     "are not in these figures.")
     if judge.capabilities.source == "model":
         sentence += (f" Unverified labels: {judge.name}, agreement with people not measured"
                      + (f" (agreement with {second.name}: see mined_agreement)." if second is not None else "."))

@@ -91,7 +91,7 @@ def load_section(loaded, mine: YourQuestions, run_dir: Path) -> tuple[Section, p
         skipped = pd.concat([skipped, q_skipped], ignore_index=True)
     qrels = qrels.assign(level=(mine.level if mine.questions else "page") if len(qrels) else pd.Series(dtype=str))
     sec.say(f"units kept: {len(units)}   documents: {units['doc_id'].nunique()}   "
-            f"templates: {units['template_id'].nunique()}   rows skipped: {len(skipped)}")
+            f"templates: {_templates_words(units)}   rows skipped: {len(skipped)}")
     if "text_source" in units.columns and len(units):
         sec.say(f"page text: {systems.text_source_words(units['text_source'])} (units.csv: text_source)")
     if mine.questions:
@@ -175,3 +175,12 @@ def headline_section(units: pd.DataFrame, strata: pd.DataFrame, skipped: pd.Data
                  "sampled": len(sample), "skipped": len(skipped), "duplicates": len(duplicates)},
     )
     return (sec,)
+
+
+def _templates_words(units: pd.DataFrame) -> str:
+    """How many templates the metadata names, and on how many units ('none' without template_id)."""
+    named = units["template_id"].astype(str) != "" if len(units) else pd.Series(dtype=bool)
+    if not named.any():
+        return "none (no template_id metadata)"
+    n = units.loc[named, "template_id"].nunique()
+    return f"{n}" + (f" (template_id on {int(named.sum())} of {len(units)} units)" if not named.all() else "")

@@ -300,11 +300,8 @@ def regressions_section(reg_path: Path | None, units: pd.DataFrame, names: list,
         if len(reports) and names:
             appearance = Vectors.load(run_dir / "vectors" / "appearance.npz")
             expected = sorted(set(reports["expected_unit_id"]))
-            if (units["template_id"] != "").any():
-                reg_hard, _ = N.hard_negatives(units, appearance.data, expected, k=negatives.k)
-            else:
-                reg_hard, _ = N.cluster_negatives(units, appearance.data, expected, negatives.clusters, k=negatives.k,
-                                                  seed=seed)
+            reg_hard, _ = N.look_alikes(units, appearance.data, expected, negatives.k, negatives.clusters,
+                                        negatives.cluster_k, seed)
             hard_of = reg_hard.groupby("gold_unit_id")["unit_id"].apply(list).to_dict()
             rq = reports.assign(evidence_unit_ids=reports["expected_unit_id"])
             qv = systems.encode_queries(rq, names, **settings)
