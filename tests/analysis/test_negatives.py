@@ -181,3 +181,12 @@ def test_a_hard_set_no_larger_than_k_is_outside_the_hard_columns():
     assert kept == {"q1": ["a", "b", "c", "d"]} and row.loc["q1", "method"] == "template"
     assert not row.loc["q2", "in_hard"] and "not more than 3" in row.loc["q2", "reason"]
     assert not row.loc["q3", "in_hard"] and "one evidence unit" in row.loc["q3", "reason"]
+
+
+def test_check_can_say_which_method_will_cover_each_gold():
+    """Seen on photos with a template and an entity only: check promised per-axis pools, and none
+    could be formed (a per-axis pool varies one field with the others fixed: metric or period needed)."""
+    units = pd.DataFrame({"unit_id": list("abcdefg"), "template_id": ["t", "t", "t", "s", "s", "", ""],
+                          "entity": ["x", "y", "z", "x", "x", "", ""], "metric": ["", "", "", "m", "m", "", ""],
+                          "period": ["", "", "", "2023", "2024", "", ""]})
+    assert N.planned_methods(units, ["a", "d", "f"]) == {"per-axis": 1, "template": 1, "cluster": 1}

@@ -94,7 +94,8 @@ def test_check_says_what_each_stage_will_do_with_questions_that_have_no_answer(t
     assert "05_validate_questions: checks 40 questions with evidence pages" in out
     assert "40 have no answer (or one that says none): distractor check not run for them (answer-string needs an answer)" in out
     assert "03_leak_ablation: runs the metadata probe only; the retrieval half is NOT EVALUATED" in out
-    assert "04_hard_negatives: appearance clusters (no template metadata)" in out
+    assert "04_hard_negatives: look-alikes for the" in out and "by its appearance cluster (no template" in out
+    assert "per-axis" not in out.split("04_hard_negatives")[1].split("\n")[0]
 
 
 def test_check_refuses_a_mining_retriever_the_run_does_not_rank(tmp_path):

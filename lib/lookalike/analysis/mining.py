@@ -91,6 +91,8 @@ def incompleteness(mined: pd.DataFrame, labels: pd.DataFrame, groups: Mapping[st
         g = per_q.index.map(lambda q: groups.get(q, ""))
         sets.update({f"{name}": part for name, part in per_q.groupby(g, sort=True)})
     for k, (name, part) in enumerate(sets.items()):
+        if not len(part):            # every question of the group abstained on: nothing measured
+            continue
         cl = stats.cluster_array(clusters, list(part.index))
         a = stats.bootstrap_ci(part["relevant_top"].to_numpy(), n_boot, rng=[seed, 90, k], clusters=cl)
         b = stats.bootstrap_ci(part["top1_relevant"].to_numpy(), n_boot, rng=[seed, 91, k], clusters=cl)
@@ -98,7 +100,9 @@ def incompleteness(mined: pd.DataFrame, labels: pd.DataFrame, groups: Mapping[st
                      f"relevant_in_top{top}_lo": a.lo, f"relevant_in_top{top}_hi": a.hi,
                      "top1_relevant": b.estimate, "top1_relevant_lo": b.lo, "top1_relevant_hi": b.hi,
                      "interval": stats.interval_words(clusters)})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["group", "n_queries", f"relevant_in_top{top}", f"relevant_in_top{top}_lo",
+                                       f"relevant_in_top{top}_hi", "top1_relevant", "top1_relevant_lo",
+                                       "top1_relevant_hi", "interval"])
 
 
 def select(mined: pd.DataFrame, rule: str, k: int = 4, judged_labels: pd.DataFrame | None = None,

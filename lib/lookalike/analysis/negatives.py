@@ -280,6 +280,24 @@ def look_alikes(units: pd.DataFrame, vectors: np.ndarray, gold_ids, k: int, n_cl
     return hard, pool_sizes
 
 
+def planned_methods(units: pd.DataFrame, gold_ids) -> dict[str, int]:
+    """How many of these golds each distractor method will cover, read from the metadata alone (lookalike
+    check says it before a run): per-axis where the gold has the fields of some axis's pool filled,
+    its template where the template has other units, its appearance cluster otherwise."""
+    u = units.reindex(columns=list({"unit_id", "template_id", *AXES, *[c for f in FIXED.values() for c in f]}),
+                      fill_value="").astype(str).set_index("unit_id")
+    size = u.loc[u["template_id"] != "", "template_id"].value_counts()
+    out = {"per-axis": 0, "template": 0, "cluster": 0}
+    for g in gold_ids:
+        if g not in u.index:
+            continue
+        row = u.loc[g]
+        axis_ok = any(all(row[c].strip() for c in (*FIXED[a], a)) for a in AXES)
+        siblings = int(size.get(row["template_id"], 0)) >= 2 if row["template_id"] else False
+        out["per-axis" if axis_ok and siblings else "template" if siblings else "cluster"] += 1
+    return {k: v for k, v in out.items() if v}
+
+
 def hard_candidates(questions: pd.DataFrame, distractors: pd.DataFrame, units: pd.DataFrame) -> dict[str, list[str]]:
     """Each question's hard candidate set, as stages 06 (pooled for labelling) and 07 (ranked for
     sufficient@k under hard negatives) use it: its evidence units, their look-alikes from stage 04

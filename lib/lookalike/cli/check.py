@@ -24,6 +24,7 @@ import pandas as pd
 
 from lookalike import params as P
 from lookalike.analysis import leakage, questions as Q
+from lookalike.analysis import negatives as N
 from lookalike.data.schema import CorpusError
 from lookalike.io import inputs as I
 from lookalike.io import pagebase
@@ -214,8 +215,14 @@ def stage_plan(prm: dict, units: pd.DataFrame, questions: pd.DataFrame | None, a
         lines.append("03_leak_ablation: runs the metadata probe only; the retrieval half is NOT EVALUATED (no "
                      "leak.blind_queries: off the demo, blind queries must be written by someone who has not read "
                      "the captions)")
-    lines.append("04_hard_negatives: " + (f"per-axis pools (template metadata on {templates} of {len(units)} units)"
-                                          if templates else "appearance clusters (no template metadata)"))
+    golds = sorted({u for ids in qs.get("evidence_unit_ids", pd.Series(dtype=str)).astype(str) for u in ids.split(";") if u})
+    planned = N.planned_methods(units, golds or list(units.get("unit_id", [])))
+    words = {"per-axis": "per-axis pools", "template": "the gold's template (no axis of a per-axis pool is filled)",
+             "cluster": "its appearance cluster (no template names its look-alikes)"}
+    lines.append(f"04_hard_negatives: look-alikes for the {sum(planned.values())} {'gold units' if golds else 'units'} "
+                 f"(template metadata on {templates} of {len(units)} units): "
+                 + "; ".join(f"{n} by {words[m]}" for m, n in planned.items()) if planned else
+                 "04_hard_negatives: no units to find look-alikes for")
     if not int(has_pages.sum()):
         lines.append("05_validate_questions: nothing to validate (no question names evidence pages); stages 06–08 "
                      "have no validated questions to pool, score or mine")

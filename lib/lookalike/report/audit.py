@@ -592,6 +592,16 @@ def check_claims(run_dir: Path, params: dict) -> list[Violation]:
             out.append(Violation("claims", "claims.json", f"claim {cid}", "a figure it quotes is nan or inf"))
     hard_sets, sig = _read(run_dir, "hard_sets"), _read(run_dir, "significance")
     verdict = claims.get("verdict")
+    stage_line = run_dir / "headlines" / "07_metric_tables.json"
+    if verdict is not None and stage_line.is_file():
+        # index.html's line for stage 07 leads with the same claim
+        try:
+            line = str(json.loads(stage_line.read_text(encoding="utf-8")).get("sentence", ""))
+        except ValueError as exc:
+            raise Unreadable("headlines/07_metric_tables.json", f"not JSON ({exc})") from None
+        if not line.startswith(str(verdict.get("text", ""))):
+            out.append(Violation("claims", "headlines/07_metric_tables.json", "claim verdict",
+                                 f"the index's line for stage 07 does not lead with the verdict: '{line[:120]}'"))
     if verdict is not None:
         k = int(verdict.get("k", CL.VERDICT_K))
         rows = {(str(r["system"]), str(r["negatives"]), int(r["k"])): r for r in suff.to_dict("records")} if len(suff) else {}
@@ -631,7 +641,7 @@ def check_claims(run_dir: Path, params: dict) -> list[Violation]:
                                 strict["query_id"].astype(str) if len(strict) else [],
                                 one["query_id"].astype(str) if len(one) else [], hard_sets,
                                 int(pd.to_numeric(top1["n"], errors="coerce").max()) if len(top1) else 0,
-                                k=int(scored.get("k", CL.VERDICT_K)))
+                                k=int(scored.get("k", CL.VERDICT_K)), noun=str(scored.get("noun", "page")))
         if (again["counts"], again["not_scored"]) != (scored.get("counts"), scored.get("not_scored")):
             out.append(Violation("claims", "claims.json", "claim scored",
                                  f"counted again from the tables it says '{CL.render(again)}', not "

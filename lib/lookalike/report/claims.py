@@ -25,6 +25,7 @@ from collections.abc import Mapping
 import pandas as pd
 
 from lookalike.eval.compare import format_p
+from lookalike.report.summary import nouned
 
 ALPHA = 0.05
 VERDICT_K = 5
@@ -179,7 +180,7 @@ NOT_SCORED = {"no_page_evidence": "no page judgements (no qrels name a page for 
 
 
 def scored_claim(questions: pd.DataFrame, validation: pd.DataFrame, strict_ids, one_unit_ids,
-                 hard_sets: pd.DataFrame, random_n: int, k: int = VERDICT_K) -> dict:
+                 hard_sets: pd.DataFrame, random_n: int, k: int = VERDICT_K, noun: str = "page") -> dict:
     """Every n the summary uses, reconciled: the questions read, the validated single-gold ones
     (evidence-complete figures), those of them in the hard columns and why the others are not, and the
     questions as generated that the random-negative column scores."""
@@ -190,7 +191,7 @@ def scored_claim(questions: pd.DataFrame, validation: pd.DataFrame, strict_ids, 
     one = set(map(str, one_unit_ids))
     hs = hard_sets[hard_sets["query_id"].astype(str).isin(one)] if len(hard_sets) else hard_sets
     inside = int((hs["in_hard"].astype(str).str.lower() == "true").sum()) if len(hs) else 0
-    return {"id": "scored", "page": "summary.html", "kind": "counts", "k": k,
+    return {"id": "scored", "page": "summary.html", "kind": "counts", "k": k, "noun": noun,
             "counts": {"questions": int(len(validation)) if len(validation) else int(len(questions)),
                        "scored": len(strict), "one_unit": len(one), "hard": inside, "random": int(random_n)},
             "not_scored": not_scored,
@@ -203,7 +204,11 @@ def scored_claim(questions: pd.DataFrame, validation: pd.DataFrame, strict_ids, 
 
 
 def scored_text(claim: Mapping) -> str:
-    c, k = claim["counts"], claim.get("k", VERDICT_K)
+    return nouned(_scored_text(claim), claim.get("noun", "page"))
+
+
+def _scored_text(claim: Mapping) -> str:
+    c, k, noun = claim["counts"], claim.get("k", VERDICT_K), claim.get("noun", "page")
     if not c["questions"]:
         return "No questions: nothing was scored."
     said = f"{c['scored']} of {c['questions']} questions are scored (the validated single-gold set)."
@@ -214,14 +219,14 @@ def scored_text(claim: Mapping) -> str:
     multi = c["scored"] - c["one_unit"]
     small = c["one_unit"] - c["hard"]
     said += (f" Evidence-complete figures and settings rest on these {c['scored']}; the hard columns on the "
-             f"{c['hard']} of them with one evidence page whose hard set is larger than {k} candidates")
-    why = ([f"{multi} need more than one page"] if multi else []) + (
+             f"{c['hard']} of them with one evidence {noun} whose hard set is larger than {k} candidates")
+    why = ([f"{multi} need more than one {noun}"] if multi else []) + (
         [f"{small} have a hard set of {k} or fewer, where the top {k} holds the gold by construction "
          "(tables/hard_sets.csv)"] if small else [])
     said += (f" ({'; '.join(why)})" if why else "") + "."
     if c["random"]:
         said += (f" The random-negative column scores the {c['random']} questions as generated with one evidence "
-                 "page, before validation.")
+                 f"{noun}, before validation.")
     return said
 
 

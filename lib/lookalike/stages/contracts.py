@@ -75,7 +75,7 @@ CONTRACTS: dict[str, Contract] = {
         "planted_effects recall_all_by_source sample_size settings significance sufficiency top1_random_original",
         ("browse/*", "qrels/evidence_validated.qrels", "runs_hard/*", "summary.html", "claims.json") + _STORE),
     "08_mined_candidates": _c(
-        "mined", "units answer_key facts questions questions_validated",
+        "mined", "units answer_key facts label_agreement questions questions_validated",
         "incompleteness mined_agreement mined_candidates mined_judgements negative_rules negative_rules_by_judge "
         "negatives_chosen score_shape",
         ("qrels/mined.qrels", "training/*") + _STORE),

@@ -192,7 +192,7 @@ def labels_section(validated: pd.DataFrame, model, pooled: pd.DataFrame, view, a
     current = store.current(shas)
     current = current.merge(pooled[["query_id", "unit_id"]], on=["query_id", "unit_id"])
     sec.say(f"model labels: {len(pre)}; adjudicator labels: {len(adj)}")
-    for who, labels in ((model, pre), (adjudicator, adj)):
+    for who, labels in ((model, pre), (adjudicator, adj)) if adjudicator is not None else ((model, pre),):
         for reason, n in labels.attrs.get("abstained", {}).items():
             sec.say(f"{who.name} abstained on {n} of {len(pooled)} pairs: {reason}; they stay unlabelled (for people "
                     "or a judge that can see them), and a figure resting on them counts them as unlabelled")

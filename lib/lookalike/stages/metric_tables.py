@@ -331,7 +331,11 @@ def planner_section(significance: pd.DataFrame) -> tuple[Section, Any]:
                 "of pairs.")
     else:
         sec.say("nothing to compare")
-    sec.table("sample_size", plan)
+    # no observed difference needs no finite n: the table says so in words, never 'inf'
+    never = plan["n_needed"].map(lambda v: v == np.inf) if len(plan) else pd.Series(dtype=bool)
+    sec.table("sample_size", plan.assign(n_needed=plan["n_needed"].where(~never),
+                                         note=np.where(never, "never: no difference was observed", ""))
+              if len(plan) else plan.assign(note=pd.Series(dtype=str)))
     return sec, plan
 
 def planted_section(x: MetricInputs, seed: int) -> tuple[Section, pd.DataFrame]:
@@ -690,7 +694,7 @@ def summary_section(x: MetricInputs, t: dict, cfg) -> tuple[Section, dict]:
     record = CL.claims_record([
         CL.scored_claim(x.questions, x.earlier["question_validation"], x.strict["query_id"], x.one_unit["query_id"],
                         t["hard_sets"], int(pd.to_numeric(t["top1_random"]["n"], errors="coerce").max())
-                        if len(t["top1_random"]) else 0),
+                        if len(t["top1_random"]) else 0, noun=noun),
         CL.verdict_claim(t["sufficiency"], t["significance"], t["hard_sets"], noun=noun)])
     claims = {c["id"]: c for c in record["claims"]}
     blocks = summary_blocks(x, t | {"claims": claims}, cfg.report.source_column, cfg.corpus.source)

@@ -21,6 +21,7 @@ from lookalike.eval import trec
 from lookalike.io.cache import Cache
 
 from lookalike.report import charts
+from lookalike.report import summary as SU
 from lookalike.data import demo
 from lookalike.stages.base import Section, StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
 
@@ -47,7 +48,8 @@ def run(ctx: StageContext) -> StageResult:
     res.add(*rules_chart_section(rules_by_judge, m.question_set, rules))
     res.add(*agreement_section(second, judgements, judge))
     res.add(*score_shape_section(judgements, question_sets, m.question_set, judge, chosen_all, golds, units,
-                                 ctx.run_dir, incompleteness, negative_rules, second))
+                                 ctx.run_dir, incompleteness, negative_rules, second,
+                                 ctx.optional_table("label_agreement")))
     return res
 
 
@@ -169,7 +171,7 @@ def incompleteness_section(golds, clusters_of, question_sets, units: pd.DataFram
     incompleteness = pd.concat(inc, ignore_index=True) if inc else pd.DataFrame()
     with pd.option_context("display.float_format", "{:.3f}".format):
         sec.say(incompleteness[["question_set", "judge", "group", "n_queries", "relevant_in_top4", "relevant_in_top4_lo",
-                              "relevant_in_top4_hi", "top1_relevant", "top1_relevant_lo", "top1_relevant_hi"]].to_string(index=False)
+                              "relevant_in_top4_hi", "top1_relevant", "top1_relevant_lo", "top1_relevant_hi"]].to_string(index=False, na_rep="·")
               if len(incompleteness) else "no questions to mine")
     return sec, set_clusters, incompleteness
 
@@ -192,7 +194,7 @@ def rules_section(judgements: pd.DataFrame, chosen_all, seed: int, set_clusters,
             + (f"{second.name}'s labels" if second is not None else "no independent judge: not measured (set mining.compare_judge)"))
     with pd.option_context("display.float_format", "{:.3f}".format):
         sec.say(rules_by_judge[["question_set", "judge", "rule", "n_queries", "n_negatives", "contamination", "contamination_lo",
-                              "contamination_hi", "sufficient_share", "backfill_share", "median_rank"]].to_string(index=False))
+                              "contamination_hi", "sufficient_share", "backfill_share", "median_rank"]].to_string(index=False, na_rep="·"))
     sec.table("negative_rules", negative_rules, sort_by=["rule"])
     sec.table("negative_rules_by_judge", rules_by_judge, sort_by=["question_set", "judge", "rule"])
     return sec, rules_by_judge, negative_rules
@@ -215,7 +217,7 @@ def agreement_section(second, judgements: pd.DataFrame, judge) -> tuple[Section,
         mined_agreement = pd.DataFrame([{"first": judge.name, "second": second.name, **AG.agreement(a["label"], b["label"]),
                                          "relevant_agreement": float((Mi.is_relevant(a["label"]) == Mi.is_relevant(b["label"])).mean())}])
         with pd.option_context("display.float_format", "{:.3f}".format):
-            sec.say(mined_agreement.to_string(index=False))
+            sec.say(mined_agreement.to_string(index=False, na_rep="·"))
             sec.say()
             sec.say(AG.confusion(a["label"], b["label"]).to_string())
     else:
@@ -226,14 +228,16 @@ def agreement_section(second, judgements: pd.DataFrame, judge) -> tuple[Section,
 
 
 def score_shape_section(judgements: pd.DataFrame, question_sets, mining_question_set, judge, chosen_all, golds,
-                        units: pd.DataFrame, run_dir: Path, incompleteness, negative_rules, second) -> tuple[Section]:
+                        units: pd.DataFrame, run_dir: Path, incompleteness, negative_rules, second,
+                        label_agreement: pd.DataFrame | None = None) -> tuple[Section]:
     """How near-binary the judge's grades of mined candidates are; the training export and
-    qrels/mined.qrels; what index.html says of stage 08. Writes incompleteness, score_shape."""
+    qrels/mined.qrels; what index.html says of stage 08 (with the judge's agreement with people where
+    stage 06 measured it). Writes incompleteness, score_shape."""
     sec = Section(STAGE, "score_shape")
     grade = {"irrelevant": 0.0, "supporting": 50.0, "sufficient": 100.0}
     shape = pd.DataFrame([{"question_set": s_, "judge": name, **Mi.score_shape(g["label"].map(grade), g["query_id"])}
                           for (s_, name), g in judgements[judgements["in_budget"].astype(bool)].groupby(["question_set", "judge"], sort=True)])
-    sec.say(shape.to_string(index=False))
+    sec.say(shape.to_string(index=False, na_rep="·"))
 
     # save
     export_qs = question_sets[mining_question_set][0]
@@ -255,20 +259,25 @@ def score_shape_section(judgements: pd.DataFrame, question_sets, mining_question
     said = lambda r: (f"{top[r]:.2f} (labels: {by[r]})" if r in top.index and top[r] == top[r]  # noqa: E731
                       else f"not measured ({judge.name} abstained on its negatives{': ' + why if why else ''})"
                       if len(abstained) else "not measured (no judge independent of the selecting one)")
-    measured = len(row) and int(row["n_queries"].iloc[0]) > 0
+    measured = bool(len(row)) and int(row["n_queries"].iloc[0]) > 0
     sentence = (f"Of the top 4 mined candidates, {row['relevant_in_top4'].iloc[0]:.2f} per question are relevant and the "
                 f"top-1 is relevant for {row['top1_relevant'].iloc[0]:.0%} of {int(row['n_queries'].iloc[0])} questions "
                 f"({mining_question_set}, judge: {judge.name}); "
                 f"contamination of top-k negatives {said('top-k')} vs judged {said('judged')}."
                 if measured else
                 f"Relevance among the mined candidates is not measured: {judge.name} abstained on "
-                f"{len(abstained)} of {len(primary)} pairs ({why or 'it could not see them'})." if len(row)
+                f"{len(abstained)} of {len(primary)} pairs ({why or 'it could not see them'})." if len(abstained)
                 else "No validated questions to mine.")
     if len(abstained) and measured:
         sentence += (f" {judge.name} abstained on {len(abstained)} of {len(primary)} pairs ({why}): their questions "
                      "are not in these figures.")
     if judge.capabilities.source == "model":
-        sentence += (f" Unverified labels: {judge.name}, agreement with people not measured"
+        people = (label_agreement[(label_agreement["model"] == judge.name)
+                                  & (label_agreement["adjudicator"] == "human")]
+                  if label_agreement is not None and len(label_agreement) else pd.DataFrame())
+        measured = (f"its agreement with people on stage 06's pool: {SU.kappa_words(people.iloc[0])} over "
+                    f"{int(float(people.iloc[0]['n']))} pairs" if len(people) else "agreement with people not measured")
+        sentence += (f" Model labels: {judge.name}, {measured}"
                      + (f" (agreement with {second.name}: see mined_agreement)." if second is not None else "."))
     sec.headline(
         sentence,
