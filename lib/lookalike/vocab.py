@@ -24,6 +24,29 @@ LABEL_MEANINGS: dict[str, str] = {
                    "in another period or revision, or part of the evidence of a question that needs several pages"),
     "irrelevant": "otherwise",
 }
+# The same labels for descriptive queries over photos (what is shown, not what is stated).
+PHOTO_LABEL_MEANINGS: dict[str, str] = {
+    "sufficient": "relevant: the photo shows what the query describes — its subject and the details it asks for",
+    "supporting": "partly: the photo shows the query's subject but misses or contradicts a detail it asks for",
+    "irrelevant": "not: the photo does not show what the query describes",
+}
+
+
+def label_meanings(noun: str = "page") -> dict[str, str]:
+    """The rubric people and judges label by: documents' for pages and slides, the photo rubric for photos
+    and the images of an image folder."""
+    return PHOTO_LABEL_MEANINGS if noun in ("photo", "image") else LABEL_MEANINGS
+
+
+def unit_noun(source: str, content_types=()) -> str:
+    """What every page, headline and rubric calls a unit: a photo when the metadata says every unit is
+    one (content_type photo), an image in an image folder (photos, scans), a page otherwise."""
+    types = {str(t) for t in content_types}
+    if types == {"photo"}:
+        return "photo"
+    return "image" if source == "images" else "page"
+
+
 # Question registers: what is shown ("revenue by segment"), its style ("a bar chart of ..."), or
 # a question a person would ask.
 REGISTERS = ("shown", "style", "question")

@@ -394,3 +394,17 @@ def test_the_answer_string_judge_abstains_where_it_cannot_see():
     texts = {"u1": "Acme revenue $12M", "u2": ""}
     labels = J.label_pairs(judge, pairs, questions, lambda ids: {"text": texts[ids[0]]})
     assert list(labels["unit_id"]) == ["u1"] and sum(labels.attrs["abstained"].values()) == 1
+
+
+def test_photos_are_labelled_by_the_photo_rubric():
+    """Seen on photos with captions: the rubric asked whether a photo 'answers' a descriptive query,
+    in words written for financial filings."""
+    from lookalike.report import pages
+    from lookalike.vocab import label_meanings, unit_noun
+
+    assert unit_noun("manifest", ["photo", "photo"]) == "photo" and unit_noun("images") == "image"
+    assert unit_noun("pdf", ["chart", "photo"]) == "page"
+    data = {"page": "p", "items": [], "images": {}}
+    photo = pages.labelling_page("t", data, "photo") + pages.label_server_page(False, False, "image")
+    assert label_meanings("photo")["sufficient"] in photo and "competent reader" not in photo
+    assert "competent reader" in pages.labelling_page("t", data)

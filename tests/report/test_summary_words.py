@@ -80,3 +80,10 @@ def test_flagged_words_say_whether_the_judges_agreement_with_people_was_measured
                                "kappa_hi": "0.6", "n": "30"}])
     assert "kappa 0.41 [0.20, 0.60] over 30 pairs" in SU.flagged_words(validation, agreement)
     assert SU.flagged_words(validation.drop(columns="flagged_by"), agreement) == ""
+
+
+def test_kappa_over_says_the_pairs_once():
+    """Seen on a filings benchmark: 'raw agreement 0.98 over 470 pairs over 470 pairs'."""
+    undefined = {"kappa": "", "kappa_lo": "", "kappa_hi": "", "agreement": 0.98, "n": 470}
+    assert SU.kappa_over(undefined).count("over 470 pairs") == 1
+    assert SU.kappa_over({"kappa": 0.5, "kappa_lo": 0.4, "kappa_hi": 0.6, "n": 80}) == "kappa 0.50 [0.40, 0.60] over 80 pairs"

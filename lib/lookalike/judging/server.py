@@ -38,6 +38,7 @@ from lookalike.judging import team
 from lookalike.judging.labeldb import LabelDB, LabelDBError, Replay, pool_pairs, resolve
 from lookalike.judging.store import LabelStore, pair_id
 from lookalike.report import pages
+from lookalike.vocab import unit_noun
 
 TOKEN_ENV = "LOOKALIKE_LABELS_TOKEN"
 # a client's request body: the page sends a few short fields; anything larger or deeper is a mistake or
@@ -101,6 +102,7 @@ class RunPairs:
     images: dict[str, Path] = field(default_factory=dict)
     metadata: dict[str, dict] = field(default_factory=dict)
     machine: pd.DataFrame | None = None
+    noun: str = "page"               # what the rubric calls a unit (vocab.unit_noun)
 
 
 def run_params(run_dir: Path) -> dict[str, Any]:
@@ -159,7 +161,10 @@ def load_run(run_dir: Path | str) -> RunPairs:
             model = model.assign(pair_id=[pair_id(q, u, text.get(q, "")) for q, u in zip(model["query_id"], model["unit_id"])])
             machine = (model[model["pair_id"].isin(set(pairs["pair_id"]))]
                        .groupby(["pair_id", "judge"], sort=True).tail(1)[["pair_id", "judge", "label"]])
-    return RunPairs(run_dir, pairs, images, metadata, machine)
+    source = str(((json.loads((run_dir / "manifest.json").read_text(encoding="utf-8")).get("params") or {})
+                   .get("corpus") or {}).get("source", "")) if (run_dir / "manifest.json").is_file() else ""
+    noun = unit_noun(source, units["content_type"] if "content_type" in units.columns else ())
+    return RunPairs(run_dir, pairs, images, metadata, machine, noun)
 
 
 def settings_from(params: Mapping[str, Any], **overrides) -> Settings:
@@ -241,7 +246,7 @@ def create_app(run: RunPairs, db: LabelDB, settings: Settings) -> Starlette:
         return endpoint
 
     async def index(request: Request):
-        return HTMLResponse(pages.label_server_page(door=settings.door, token=bool(settings.token)))
+        return HTMLResponse(pages.label_server_page(door=settings.door, token=bool(settings.token), noun=run.noun))
 
     async def signin(request: Request):
         check_token(request)

@@ -210,7 +210,8 @@ def pair_id(query_id: str, unit_id: str, question: str = "") -> str:
 
 
 def labelling_page(pairs: pd.DataFrame, questions: pd.DataFrame, units: pd.DataFrame, base_dir: Path | str,
-                   out_dir: Path | str, seed: int, title: str = "lookalike — label pages", width: int = 760) -> Path:
+                   out_dir: Path | str, seed: int, title: str = "lookalike — label pages", width: int = 760,
+                   noun: str = "page") -> Path:
     """Write out_dir/label.html (self-contained) and out_dir/key.csv (pair id -> query, unit).
 
     pairs: query_id, unit_id. The page is shuffled with the seed and shows only the question text
@@ -234,7 +235,7 @@ def labelling_page(pairs: pd.DataFrame, questions: pd.DataFrame, units: pd.DataF
         out_dir / "key.csv", index=False, lineterminator="\n")
     data = {"page": hashlib.sha256("".join(it["id"] for it in items).encode()).hexdigest()[:10], "items": items,
             "images": {k: v for k, v in images.values()}}
-    html = pages.labelling_page(title, data)
+    html = pages.labelling_page(title, data, noun)
     path = out_dir / "label.html"
     path.write_text(html, encoding="utf-8")
     return path

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 
 import jinja2
 
-from lookalike.vocab import LABEL_GRADES, LABEL_MEANINGS, LABELS
+from lookalike.vocab import LABEL_GRADES, LABEL_MEANINGS, LABELS, label_meanings
 
 # The labelling page's keys per label: a number and a letter.
 LABEL_KEYS = {"sufficient": ("1", "s"), "supporting": ("2", "p"), "irrelevant": ("3", "i")}
@@ -33,9 +33,10 @@ def script_json(data) -> str:
             .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
 
 
-def labelling_page(title: str, data: Mapping) -> str:
-    """The labelling page: data holds page (an id), items (id, q, img) and images (img -> data URI)."""
-    labels = [(*LABEL_KEYS[lab], lab, LABEL_MEANINGS[lab]) for lab in LABELS]
+def labelling_page(title: str, data: Mapping, noun: str = "page") -> str:
+    """The labelling page: data holds page (an id), items (id, q, img) and images (img -> data URI);
+    the rubric is the one for the corpus's units (vocab.label_meanings)."""
+    labels = [(*LABEL_KEYS[lab], lab, label_meanings(noun)[lab]) for lab in LABELS]
     return render("labelling.html.j2", title=title, data=script_json(data), labels=labels)
 
 
@@ -45,10 +46,10 @@ def judging_sheet(items: Iterable[tuple[str, str, str]]) -> str:
     return render("judging_sheet.html.j2", items=list(items), labels=labels)
 
 
-def label_server_page(door: bool, token: bool) -> str:
+def label_server_page(door: bool, token: bool, noun: str = "page") -> str:
     """The label server's one page: sign in, then label (or adjudicate) one pair at a time. It holds
     no corpus text: every question, label and caption arrives as JSON and is set with textContent."""
-    labels = [(*LABEL_KEYS[lab], lab, LABEL_MEANINGS[lab]) for lab in LABELS]
+    labels = [(*LABEL_KEYS[lab], lab, label_meanings(noun)[lab]) for lab in LABELS]
     return render("label_server.html.j2", labels=labels, door=door, token=token)
 
 

@@ -200,19 +200,21 @@ def _table_html(df: pd.DataFrame, table_id: str) -> str:
 # the systems table on index.html: what each column is called there (the CSV keeps its names)
 SYSTEM_HEADERS = {"system": "system", "provenance": "reads", "kind": "kind", "n": "n", "recall_10": "Recall@10",
                   "chance_recall_10": "chance, Recall@10", "vs_chance": "against chance",
-                  "ndcg_cut_10": "nDCG@10", "recall_all_10": "RecallAll@10", "encoder_id": "encoder"}
+                  "ndcg_cut_10": "nDCG@10", "recall_all_10": "RecallAll@10", "search": "search"}
 
 
 def systems_html(systems: pd.DataFrame) -> str:
     """index.html's systems table: one row per system, each measure with its 95% CI in one cell, the
-    interval's description said once under the table rather than in every row."""
+    interval's description said once under the table rather than in every row. It fits a 1,300 px
+    window: the encoder ids and candidate-search recall stay in tables/systems.csv, named under it."""
     folded = readable.with_ci(systems)
     cols = [c for c in SYSTEM_HEADERS if c in folded.columns]
-    cols += [c for c in folded.columns if c not in SYSTEM_HEADERS and c != "interval"]
     table = readable.html_table(folded[cols].rename(columns=SYSTEM_HEADERS), "index-systems")
     said = sorted(set(systems["interval"].astype(str))) if "interval" in systems.columns else []
+    rest = [c for c in folded.columns if c not in SYSTEM_HEADERS and c != "interval"]
     note = (f"<p class=muted>n: questions scored; intervals: {html.escape('; '.join(said))}. First look: every "
-            "question against the whole corpus, scored by its evidence units (no hard negatives yet).</p>")
+            "question against the whole corpus, scored by its evidence units (no hard negatives yet)."
+            + (f" Also in tables/systems.csv: {html.escape(', '.join(rest))}." if rest else "") + "</p>")
     return f"<div class=wide>{table}</div>{note}"
 
 

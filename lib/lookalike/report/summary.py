@@ -15,6 +15,7 @@ import pandas as pd
 
 from lookalike.eval import stats
 from lookalike.report.tables import as_number
+from lookalike.vocab import unit_noun  # noqa: F401 (the stages and the audit read it here)
 
 
 
@@ -89,6 +90,12 @@ def kappa_words(row: Mapping) -> str:
     return f"kappa {k:.2f}" + (f" [{lo:.2f}, {hi:.2f}]" if lo == lo and hi == hi else "")
 
 
+def kappa_over(row: Mapping) -> str:
+    """kappa_words with the number of pairs it is over, said once ('... over 470 pairs')."""
+    said, n = kappa_words(row), as_number(row.get("n"))
+    return said if "over" in said or n != n else f"{said} over {int(n)} pairs"
+
+
 def ladder_words(ladder_t: pd.DataFrame, slopes: dict) -> str:
     """The validity ladder in words: flat against random pages and following p against look-alikes, or
     why it was not measured. slopes: top-1 on p per set of negatives (analysis.negatives.ladder_slopes)."""
@@ -139,15 +146,6 @@ def planner_words(plan: pd.DataFrame, clusters) -> str:
     return text
 
 
-def unit_noun(source: str, content_types=()) -> str:
-    """What the report calls a unit: a photo when the metadata says every unit is one (content_type
-    photo), an image in an image folder (photos, scans), a page otherwise."""
-    types = {str(t) for t in content_types}
-    if types == {"photo"}:
-        return "photo"
-    return "image" if source == "images" else "page"
-
-
 _PAGE_WORD = re.compile(r"\bpage(s?)\b(?!-)")
 
 
@@ -188,7 +186,7 @@ def flagged_words(validation: pd.DataFrame, agreement: pd.DataFrame) -> str:
     for judge, part in flagged.groupby("flagged_by", sort=True):
         row = agreement[(agreement.get("model", pd.Series(dtype=str)) == judge)
                         & (agreement.get("adjudicator", pd.Series(dtype=str)) == "human")] if len(agreement) else agreement
-        measured = (f"{judge}'s agreement with people: {kappa_words(row.iloc[0])} over {int(float(row.iloc[0]['n']))} pairs"
+        measured = (f"{judge}'s agreement with people: {kappa_over(row.iloc[0])}"
                     if len(row) else f"{judge}'s agreement with people is not measured yet")
         parts.append(f"{len(part)} of {len(validation)} questions flagged by {judge} (it says a look-alike also answers "
                      f"them: {', '.join(part['query_id'].head(5))}{' …' if len(part) > 5 else ''}); {measured}")

@@ -64,7 +64,8 @@ def run(ctx: StageContext) -> StageResult:
     door, door_summary = res.add(*door_section(model, ctx.optional_table("planted"), pooled, validated, view, units,
                                                pre, team_labels, cfg.labels.door))
     res.add(*page_section(current, cfg.labels.page_items, cfg.seed, validated, units, ctx.run_dir, qrels, door,
-                          agreement, model, team_labels, annotator_agreement, pooled))
+                          agreement, model, team_labels, annotator_agreement, pooled,
+                          SU.unit_noun(cfg.corpus.source, units["content_type"])))
     return res
 
 
@@ -327,8 +328,9 @@ def door_section(model, planted: pd.DataFrame | None, pooled: pd.DataFrame, vali
 
 def page_section(current: pd.DataFrame, labels_page_items, seed: int, validated: pd.DataFrame, units: pd.DataFrame,
                  run_dir: Path, qrels: pd.DataFrame, door, agreement, model, team_labels, annotator_agreement,
-                 pooled: pd.DataFrame) -> tuple[Section]:
-    """The labelling page for the pairs people have not labelled yet, and what index.html says of stage 06.
+                 pooled: pd.DataFrame, noun: str = "page") -> tuple[Section]:
+    """The labelling page for the pairs people have not labelled yet (the rubric for the corpus's units),
+    and what index.html says of stage 06.
     Writes judge_door."""
     sec = Section(STAGE, "page")
     todo = current[~current["adjudicated"]][["query_id", "unit_id"]]
@@ -337,7 +339,8 @@ def page_section(current: pd.DataFrame, labels_page_items, seed: int, validated:
     pick = np.sort(np.random.default_rng([seed, 61]).choice(len(rest), size=min(extra, len(rest)), replace=False))
     page_pairs = pd.concat([todo.head(labels_page_items), rest.iloc[pick]], ignore_index=True)
     if len(page_pairs):
-        page = L.labelling_page(page_pairs, validated, units, run_dir, run_dir / "labelling", seed, title="lookalike — label pages")
+        page = L.labelling_page(page_pairs, validated, units, run_dir, run_dir / "labelling", seed,
+                                title="lookalike — label pages", noun=noun)
         sec.say(f"labelling/{page.name}: {len(page_pairs)} pairs ({min(len(todo), labels_page_items)} unadjudicated)")
     else:
         sec.say("nothing to label")

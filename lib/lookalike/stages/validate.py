@@ -343,7 +343,7 @@ def headline_section(shares: pd.DataFrame, agreement_table: pd.DataFrame, valida
     sec = Section(STAGE, "headline")
     anyrow = shares[shares["axis"] == "any"]
     checked = int(anyrow["n"].iloc[0]) if len(anyrow) else 0
-    kappa = (f"{SU.kappa_words(agreement_table.iloc[0])} over {int(agreement_table['n'].iloc[0])} pairs"
+    kappa = (SU.kappa_over(agreement_table.iloc[0])
              if len(agreement_table) else "not measured (no second judge)")
     flagged_n = int((validation["flagged_by"] != "").sum())
     unchecked = int((validation["status"] == "no_answer").sum())
