@@ -205,3 +205,41 @@ def test_a_saturated_hard_column_fails(run_copy):
     lines = _lines(run_copy)
     assert any("tables/hard_sets.csv: claim verdict: saturated by construction" in line for line in lines), lines
     assert any(f"runs_hard/{best}.run: claim verdict: saturated by construction" in line for line in lines), lines
+
+
+def test_tied_scores_that_settle_a_figure_are_counted_and_said():
+    """Seen on a filings benchmark: one caption score covered every page of a document, so 5 of 20
+    hard-negative wins were settled by unit-id order and nothing said so."""
+    run = pd.DataFrame({"query_id": ["q1"] * 7 + ["q2"] * 7, "unit_id": [f"u{i}" for i in range(14)],
+                        "score": [0.9, 0.8, 0.8, 0.8, 0.8, 0.8, 0.8] + [0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3]})
+    gold = {"q1": "u6", "q2": "u12"}          # q1: five tie with the gold across rank 5; q2: no tie
+    assert CL.tie_settled(run, gold, 5) == 1 and CL.tie_settled(run, {"q1": "u0"}, 5) == 0
+    claim = CL.verdict_claim(_suff([("a", 0.9, 0.8, 2), ("b", 0.5, 0.45, 2)]), _sig(("a", "b", 0.01)), _hard(2),
+                             ties={"a": 1, "b": 0})
+    assert "Tied scores settled whether the gold is in the top 5" in CL.render(claim)
+    assert "1 of the 2 questions for a" in CL.render(claim) and "for b" not in CL.render(claim)
+
+
+def test_a_tie_count_changed_in_claims_json_fails(run_copy):
+    path = run_copy / "claims.json"
+    record = json.loads(path.read_text())
+    fig = record["claims"][1]["figures"][0]
+    fig["ties"] = int(fig.get("ties", 0)) + 3
+    record["claims"][1]["text"] = CL.render(record["claims"][1])
+    path.write_text(json.dumps(record))
+    _rehash(run_copy, "claims.json")
+    lines = _lines(run_copy)
+    assert any(f"claim verdict, {fig['key']['system']} ties" in line for line in lines), lines
+
+
+def test_every_other_sentence_is_derived_again_from_its_table(run_copy):
+    record = json.loads((run_copy / "claims.json").read_text())
+    derived = {c["id"] for c in record["claims"] if c["kind"] == "derived"}
+    assert {"hard_words", "harder_words", "haystack_sentence", "planner_words"} <= derived
+    t = pd.read_csv(run_copy / "tables" / "hard_vs_random.csv", keep_default_na=False)
+    t.loc[0, "difference"] = float(t.loc[0, "difference"]) + 0.5
+    t.to_csv(run_copy / "tables" / "hard_vs_random.csv", index=False)
+    _rehash(run_copy, "tables/hard_vs_random.csv")
+    lines = _lines(run_copy)
+    assert any(line.startswith("claims: claims.json: claim harder_words: derived again from hard_vs_random")
+               for line in lines), lines

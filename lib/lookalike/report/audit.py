@@ -590,6 +590,25 @@ def check_claims(run_dir: Path, params: dict) -> list[Violation]:
                                  f"the page does not say '{claim.get('text')}'"))
         if not CL.finite(claim):
             out.append(Violation("claims", "claims.json", f"claim {cid}", "a figure it quotes is nan or inf"))
+    for cid, claim in claims.items():
+        if claim.get("kind") != "derived":
+            continue
+        rule = str(claim.get("rule", ""))
+        if rule not in CL.RULES:
+            out.append(Violation("claims", "claims.json", f"claim {cid}", f"names no rule lookalike knows ({rule!r})"))
+            continue
+        args = dict(claim.get("args") or {})
+        if "corpus_size" in args and int(args["corpus_size"]) != len(_read(run_dir, "units")):
+            out.append(Violation("claims", "claims.json", f"claim {cid}", f"says the corpus has {args['corpus_size']} "
+                                 f"units; tables/units.csv has {len(_read(run_dir, 'units'))}"))
+        if "interval" in args and len(suff) and args["interval"] not in set(suff["interval"].astype(str)):
+            out.append(Violation("claims", "claims.json", f"claim {cid}", f"names the interval '{args['interval']}', "
+                                 "which no row of tables/sufficiency.csv was computed with"))
+        again = CL.derived_claim(rule, {n: _read(run_dir, n) for n in CL.RULES[rule][1]},
+                                 str(claim.get("noun", "page")), **args)["text"]
+        if again != claim.get("text"):
+            out.append(Violation("claims", "claims.json", f"claim {cid}", f"derived again from "
+                                 f"{', '.join(CL.RULES[rule][1])} it says '{again}', not '{claim.get('text')}'"))
     hard_sets, sig = _read(run_dir, "hard_sets"), _read(run_dir, "significance")
     verdict = claims.get("verdict")
     stage_line = run_dir / "headlines" / "07_metric_tables.json"
@@ -616,8 +635,21 @@ def check_claims(run_dir: Path, params: dict) -> list[Violation]:
                 if not _close(f.get(name), r[col]):
                     out.append(Violation("claims", "claims.json", f"claim verdict, {key['system']} {name}",
                                          f"{f.get(name)} in the claim, {r[col]} in tables/sufficiency.csv"))
+        validated = _read(run_dir, "questions_validated")
+        gold = dict(zip(validated["query_id"].astype(str), validated["evidence_unit_ids"].astype(str))) if len(validated) else {}
+        ties = {}
+        for system in sorted(set(suff["system"].astype(str))) if len(suff) else []:
+            path = run_dir / "runs_hard" / f"{system}.run"
+            if path.is_file():
+                ties[system] = CL.tie_settled(_trec(run_dir, path, "run")[0], gold, k)
         again = CL.verdict_claim(suff, sig, hard_sets, k=k, alpha=float(verdict.get("alpha", CL.ALPHA)),
-                                 noun=str(verdict.get("noun", "page")))
+                                 noun=str(verdict.get("noun", "page")), ties=ties)
+        for f in verdict.get("figures", []):
+            system = f["key"]["system"]
+            if "ties" in f and system in ties and int(f["ties"]) != ties[system]:
+                out.append(Violation("claims", "claims.json", f"claim verdict, {system} ties",
+                                     f"{f['ties']} questions settled by tie order in the claim, {ties[system]} in "
+                                     f"runs_hard/{system}.run"))
         fields = ("kind", "best", "peers", "behind", "at_chance", "n")
         if any(again.get(x) != verdict.get(x) for x in fields):
             out.append(Violation("claims", "claims.json", "claim verdict",

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 import pandas as pd
 
 from lookalike.eval.compare import format_p
+from lookalike.report import summary as SU
 from lookalike.report.summary import nouned
 
 ALPHA = 0.05
@@ -62,10 +63,29 @@ def hard_chance(hard_sets: pd.DataFrame, k: int) -> float:
     return float((k / sizes.clip(lower=k)).mean()) if len(sizes) else float("nan")
 
 
-def _figure(row, system: str, k: int) -> dict:
-    return {"table": "tables/sufficiency.csv", "key": {"system": system, "negatives": "hard", "k": k},
-            "value": _num(row["sufficient"]), "lo": _num(row["sufficient_lo"]), "hi": _num(row["sufficient_hi"]),
-            "n": int(_num(row["n"]))}
+def tie_settled(run: pd.DataFrame, gold: Mapping[str, str], k: int) -> int:
+    """Questions whose gold is in or out of the top k only by the order of tied scores (unit id, the
+    canonical rule): fewer than k candidates score above the gold, and with the ones that tie it, k or more.
+    run: query_id, unit_id, score over each question's candidates; gold: query_id -> its gold unit."""
+    n = 0
+    for q, part in run.groupby("query_id", sort=False):
+        g = part.loc[part["unit_id"] == gold.get(q), "score"]
+        if not len(g):
+            continue
+        s = float(g.iloc[0])
+        above = int((part["score"] > s).sum())
+        tied = int((part["score"] == s).sum()) - 1
+        n += int(tied > 0 and above < k <= above + tied)
+    return n
+
+
+def _figure(row, system: str, k: int, ties: Mapping[str, int] | None) -> dict:
+    out = {"table": "tables/sufficiency.csv", "key": {"system": system, "negatives": "hard", "k": k},
+           "value": _num(row["sufficient"]), "lo": _num(row["sufficient_lo"]), "hi": _num(row["sufficient_hi"]),
+           "n": int(_num(row["n"]))}
+    if ties is not None and system in ties:
+        out["ties"] = int(ties[system])          # questions settled by tie order (runs_hard/<system>.run)
+    return out
 
 
 def _p_of(significance: pd.DataFrame, a: str, b: str, measure: str) -> dict:
@@ -84,8 +104,10 @@ def _p_of(significance: pd.DataFrame, a: str, b: str, measure: str) -> dict:
 
 
 def verdict_claim(sufficiency: pd.DataFrame, significance: pd.DataFrame, hard_sets: pd.DataFrame,
-                  k: int = VERDICT_K, alpha: float = ALPHA, noun: str = "page") -> dict:
-    """The verdict as a claim record (rendered by ``render``), from stage 07's tables as written."""
+                  k: int = VERDICT_K, alpha: float = ALPHA, noun: str = "page",
+                  ties: Mapping[str, int] | None = None) -> dict:
+    """The verdict as a claim record (rendered by ``render``), from stage 07's tables as written. ties:
+    per system, the questions whose figure tie order settled (tie_settled over runs_hard/)."""
     measure = f"sufficient@{k} (hard)"
     rows = (sufficiency[(sufficiency["negatives"].astype(str) == "hard")
                         & (pd.to_numeric(sufficiency["k"], errors="coerce") == k)] if len(sufficiency) else sufficiency)
@@ -103,7 +125,7 @@ def verdict_claim(sufficiency: pd.DataFrame, significance: pd.DataFrame, hard_se
     chance = hard_chance(hard_sets, k)
     ranked = rows.assign(_v=pd.to_numeric(rows["sufficient"], errors="coerce")).sort_values(
         ["_v", "system"], ascending=[False, True], kind="mergesort")
-    figs = {str(r["system"]): _figure(r, str(r["system"]), k) for _, r in ranked.iterrows()}
+    figs = {str(r["system"]): _figure(r, str(r["system"]), k, ties) for _, r in ranked.iterrows()}
     order = list(figs)
     at_chance = [s for s in order if not figs[s]["lo"] > chance] if chance == chance else []
     above = [s for s in order if s not in at_chance]
@@ -129,6 +151,8 @@ def render(claim: Mapping) -> str:
     kind, k, noun = claim.get("kind"), claim.get("k", VERDICT_K), claim.get("noun", "page")
     if claim.get("id") == "scored":
         return scored_text(claim)
+    if kind == "derived":
+        return str(claim["text"])           # its words are the rule's on the tables: the audit derives them again
     if kind == "none":
         return (f"No system can be named best under hard negatives: no validated question has a hard set larger than "
                 f"{k} candidates to be ranked among (see What was scored).")
@@ -144,7 +168,7 @@ def render(claim: Mapping) -> str:
                    if rest else "")
     if kind == "chance":
         return (f"No system is distinguishable from chance under hard negatives: the highest, {best}, {share}, and "
-                f"{chance_words}.{chance_tail}")
+                f"{chance_words}.{chance_tail}" + _ties_words(claim, n, k))
     tests = {tuple(t["pair"]): t for t in claim["tests"]}
 
     def p_of(other: str) -> str:
@@ -164,7 +188,16 @@ def render(claim: Mapping) -> str:
                  if claim["behind"] else "")
         said = (f"No single best under hard negatives: {best} {share}, and is not distinguishable from "
                 f"{_names(peers)}{ahead}; {chance_words}.")
-    return said + chance_tail
+    return said + chance_tail + _ties_words(claim, n, k)
+
+
+def _ties_words(claim: Mapping, n: int, k: int) -> str:
+    """Where tied scores settled a quoted figure: how many questions, per system."""
+    tied = [(f["key"]["system"], f["ties"]) for f in claim["figures"] if f.get("ties")]
+    if not tied:
+        return ""
+    return (f" Tied scores settled whether the gold is in the top {k} (by unit id, the canonical order) on "
+            + ", ".join(f"{t} of the {n} questions for {s}" for s, t in tied) + ".")
 
 
 # ----------------------------------------------------------------------------- what was scored
@@ -230,9 +263,59 @@ def _scored_text(claim: Mapping) -> str:
     return said
 
 
+# ----------------------------------------------------------------------------- the other sentences
+
+def _rows_of(t: pd.DataFrame, **eq) -> pd.DataFrame:
+    for c, v in eq.items():
+        t = t[t[c].astype(str) == str(v)] if len(t) and c in t.columns else t.head(0)
+    return t
+
+
+def _haystack(t: Mapping, a: Mapping) -> str:
+    curve = t["haystack_curve"].copy()
+    if not len(curve):
+        return ""
+    curve["extrapolated"] = curve["extrapolated"].astype(str).str.lower() == "true"
+    for c in ("corpus_size", "value", "lo", "hi", "n"):
+        curve[c] = pd.to_numeric(curve[c], errors="coerce")
+    return SU.haystack_sentence(curve, int(a["corpus_size"]), interval=a["interval"], rests_on=a["rests_on"])
+
+
+def _planner(t: Mapping, a: Mapping) -> str:
+    plan = t["sample_size"].copy()
+    if not len(plan):
+        return ""
+    for c in ("n", "difference", "se", "resolvable", "n_needed"):
+        plan[c] = pd.to_numeric(plan[c], errors="coerce")
+    return SU.planner_words(plan, a["interval"])
+
+
+# sentences the summary says of a table, each made by one function of report.summary: the audit calls
+# the same function on the table as written and finds the same words (name -> (function, tables))
+RULES = {
+    "hard_words": (lambda t, a: SU.hard_words(t["hard_sets"]), ("hard_sets",)),
+    "harder_words": (lambda t, a: SU.harder_words(t["hard_vs_random"]) if len(t["hard_vs_random"]) else "",
+                     ("hard_vs_random",)),
+    "ceiling_note": (lambda t, a: SU.ceiling_note(t["headline"]), ("headline",)),
+    "planner_words": (_planner, ("sample_size",)),
+    "haystack_sentence": (_haystack, ("haystack_curve",)),
+    "flagged_words": (lambda t, a: SU.flagged_words(t["question_validation"], t["label_agreement"])
+                      if len(t["question_validation"]) else "", ("question_validation", "label_agreement")),
+}
+
+
+def derived_claim(rule: str, tables: Mapping[str, pd.DataFrame], noun: str = "page", **args) -> dict:
+    """A sentence of the summary as a claim: the rule that says it, the tables it reads and its
+    arguments; its text is the rule's words on those tables, in the corpus's noun."""
+    fn, names = RULES[rule]
+    text = SU.nouned(fn({n: tables.get(n, pd.DataFrame()) for n in names}, args), noun)
+    return {"id": rule, "page": "summary.html", "kind": "derived", "rule": rule, "noun": noun,
+            "tables": [f"tables/{n}.csv" for n in names], "args": dict(args), "text": text}
+
+
 def claims_record(claims: list[dict]) -> dict:
     """claims.json's content: the records with their rendered text, in page order."""
-    return {"version": 1, "claims": [dict(c, text=render(c)) for c in claims]}
+    return {"version": 1, "claims": [dict(c, text=render(c)) for c in claims if c.get("kind") != "derived" or c["text"]]}
 
 
 def finite(claim: Mapping) -> bool:

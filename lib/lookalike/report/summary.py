@@ -120,6 +120,11 @@ def ladder_words(ladder_t: pd.DataFrame, slopes: dict) -> str:
 
 
 def planner_words(plan: pd.DataFrame, clusters) -> str:
+    """(clusters: the run's question clusters, or the interval's words as the tables record them)"""
+    return _planner_words(plan, clusters if isinstance(clusters, str) else stats.interval_words(clusters))
+
+
+def _planner_words(plan: pd.DataFrame, interval: str) -> str:
     """The planner in words, for sufficient@5 under hard negatives: the difference this n resolves (median
     over pairs with any variance) and the largest unresolved difference with the questions it would need;
     empty when nothing was compared."""
@@ -137,7 +142,7 @@ def planner_words(plan: pd.DataFrame, clusters) -> str:
     else:
         text = (f"With {int(hard_plan['n'].iloc[0])} validated questions, sufficient@5 under hard negatives resolves "
                 f"differences of about {resolvable[resolvable > 0].median():.2f} between two systems (median over "
-                f"the {int((resolvable > 0).sum())} pairs with any variance; 95%, {stats.interval_words(clusters)}, "
+                f"the {int((resolvable > 0).sum())} pairs with any variance; 95%, {interval}, "
                 "one comparison before Holm's adjustment).")
     if len(open_pairs):
         top = open_pairs.loc[open_pairs["difference"].abs().idxmax()]

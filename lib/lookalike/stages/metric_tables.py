@@ -74,7 +74,9 @@ def run(ctx: StageContext) -> StageResult:
     tables = {"headline": headline, "evidence": evidence, "settings_view": settings_view, "cells": cells,
               "trace_counts": trace_counts, "effects": effects, "haystack": haystack, "plan": plan,
               "sufficiency": sufficiency, "significance": significance, "hard_sets": hard_sets,
-              "top1_random": top1_random}
+              "top1_random": top1_random,
+              "ties": {name: CL.tie_settled(run, dict(zip(x.one_unit["query_id"], x.one_unit["evidence_unit_ids"])),
+                                            CL.VERDICT_K) for name, run in hard_runs.items()}}
     claims = res.add(*summary_section(x, tables, cfg))
     res.add(*stage_headline_section(claims["verdict"], x.current, x.earlier["label_agreement"]))
     return res
@@ -604,7 +606,12 @@ def summary_blocks(x: MetricInputs, t: dict, source_column: str, source: str) ->
     corpus plants effects, evidence-complete retrieval, settings, where evidence-complete retrieval and
     fusion fail, the haystack, the planner and what the labels rest on."""
     strict, current, units, earlier = x.strict, x.current, x.units, x.earlier
-    headline, effects, haystack, plan = t["headline"], t["effects"], t["haystack"], t["plan"]
+
+    def said(rule: str) -> str:
+        # the block's sentence as its claim says it (claims.json; lookalike audit derives it again)
+        return t["claims"][rule]["text"] if rule in t["claims"] else ""
+
+    headline, effects, haystack = t["headline"], t["effects"], t["haystack"]
     evidence, trace_counts, settings_view = t["evidence"], t["trace_counts"], t["settings_view"]
     macro = (_ci_pivot(evidence[(evidence["aggregate"] == "macro") & (evidence["k"] == 10)], ["system", "n"])
              if len(evidence) else pd.DataFrame())
@@ -618,9 +625,9 @@ def summary_blocks(x: MetricInputs, t: dict, source_column: str, source: str) ->
         {"heading": "Headline: each system against easy and hard negatives",
          "table": SU.spanned(headline) if len(headline) else headline,
          "text": "Top-1 against random pages (questions as generated) beside what the top k holds when the "
-                 f"competitors are {SU.hard_words(t['hard_sets'])} (validated questions). The columns do not "
+                 f"competitors are {said('hard_words')} (validated questions). The columns do not "
                  "share a denominator: each has its own n and 95% CI, and they are not subtracted from one another.",
-         "note": SU.ceiling_note(headline), "figure": "07_sufficiency"},
+         "note": said("ceiling_note"), "figure": "07_sufficiency"},
         {"heading": "Evidence-complete retrieval (Macro over evidence structures, k = 10)", "table": macro,
          "text": "nDCG and Recall credit any evidence page found; nDCGAll and RecallAll only when every evidence "
                  "page of a question is in the top 10. " + S.macro_weights(evidence)},
@@ -640,10 +647,14 @@ def summary_blocks(x: MetricInputs, t: dict, source_column: str, source: str) ->
     ]
     if len(earlier["hard_vs_random"]):
         blocks.insert(1, {"heading": "Are the hard negatives harder than random ones?",
-                          "text": SU.harder_words(earlier["hard_vs_random"])})
+                          "text": said("harder_words")})
     if len(earlier["validity_ladder"]):
-        blocks.insert(1, {"heading": "Why hard negatives: the validity ladder", "figure": "04_validity_ladder",
-                          "text": SU.ladder_words(earlier["validity_ladder"], N.ladder_slopes(earlier["validity_ladder"]))})
+        slopes = N.ladder_slopes(earlier["validity_ladder"])
+        fitted = all(v == v for v in (slopes.get("random", float("nan")), slopes.get("hard", float("nan"))))
+        # the chart only where the ladder was measured: an unmeasured ladder is said in words alone
+        blocks.insert(1, {"heading": "Why hard negatives: the validity ladder",
+                          "figure": "04_validity_ladder" if fitted else "",
+                          "text": SU.ladder_words(earlier["validity_ladder"], slopes)})
     if len(effects):
         shown = effects.assign(**{"95% CI": [f"[{lo:.2f}, {hi:.2f}]" if pd.notna(lo) else ""
                                              for lo, hi in zip(effects["lo"].map(readable.as_number), effects["hi"].map(readable.as_number))]})
@@ -655,11 +666,8 @@ def summary_blocks(x: MetricInputs, t: dict, source_column: str, source: str) ->
                                   f"corpus. {int(effects['ok'].sum())} of {len(effects)} effects recovered."})
     if len(haystack):
         blocks.append({"heading": "How the figures fall as the corpus grows", "figure": "07_haystack",
-                       "text": SU.haystack_sentence(
-                           haystack, len(units), interval=stats.interval_words(x.clusters),
-                           rests_on=("the demo generator's evidence pages" if source == "demo"
-                                     else "the evidence pages your judgements name") + ", not the labels")})
-    planner = SU.planner_words(plan, x.clusters)
+                       "text": said("haystack_sentence")})
+    planner = said("planner_words")
     if planner:
         blocks.append({"heading": "How many questions a comparison needs", "text": planner})
     labels_note = earlier["label_agreement"]
@@ -671,7 +679,7 @@ def summary_blocks(x: MetricInputs, t: dict, source_column: str, source: str) ->
                        + f"; agreement on {int(float(a['n'] or 0))} pairs: {SU.kappa_words(a)}. "
                        + SU.current_labels_words(current)})
     blocks.append({"heading": "What the labels rest on", "text": SU.sentence(L.provenance(current, labels_note)[0])})
-    flagged_block = SU.flagged_words(earlier["question_validation"], labels_note)
+    flagged_block = said("flagged_words")
     if flagged_block:
         blocks.append({"heading": "People-judged questions a machine judge flagged", "text": flagged_block})
     blocks = [b for b in blocks if b]
@@ -695,7 +703,8 @@ def summary_section(x: MetricInputs, t: dict, cfg) -> tuple[Section, dict]:
         CL.scored_claim(x.questions, x.earlier["question_validation"], x.strict["query_id"], x.one_unit["query_id"],
                         t["hard_sets"], int(pd.to_numeric(t["top1_random"]["n"], errors="coerce").max())
                         if len(t["top1_random"]) else 0, noun=noun),
-        CL.verdict_claim(t["sufficiency"], t["significance"], t["hard_sets"], noun=noun)])
+        CL.verdict_claim(t["sufficiency"], t["significance"], t["hard_sets"], noun=noun, ties=t["ties"])]
+        + derived_claims(x, t, cfg.corpus.source, noun))
     claims = {c["id"]: c for c in record["claims"]}
     blocks = summary_blocks(x, t | {"claims": claims}, cfg.report.source_column, cfg.corpus.source)
     lead = SU.lead(cfg.run, SU.corpus_words(cfg.corpus.source, len(x.units), len(x.questions),
@@ -709,6 +718,23 @@ def summary_section(x: MetricInputs, t: dict, cfg) -> tuple[Section, dict]:
 
     sec.after_save.append(write)
     return sec, claims
+
+
+def derived_claims(x: MetricInputs, t: dict, source: str, noun: str) -> list[dict]:
+    """The summary's other sentences as claims (report.claims.RULES): each the words of one function of
+    report.summary on the tables it reads, which the audit calls again on the tables as written."""
+    tables = {"hard_sets": t["hard_sets"], "hard_vs_random": x.earlier["hard_vs_random"], "headline": t["headline"],
+              "sample_size": t["plan"], "haystack_curve": t["haystack"],
+              "question_validation": x.earlier["question_validation"], "label_agreement": x.earlier["label_agreement"]}
+    interval = stats.interval_words(x.clusters)
+    rests_on = (("the demo generator's evidence pages" if source == "demo" else "the evidence pages your judgements "
+                 "name") + ", not the labels")
+    return [CL.derived_claim("hard_words", tables, noun), CL.derived_claim("ceiling_note", tables, noun),
+            CL.derived_claim("harder_words", tables, noun),
+            CL.derived_claim("haystack_sentence", tables, noun, corpus_size=len(x.units), interval=interval,
+                             rests_on=rests_on),
+            CL.derived_claim("planner_words", tables, noun, interval=interval),
+            CL.derived_claim("flagged_words", tables, noun)]
 
 
 def stage_headline_section(verdict: dict, current: pd.DataFrame, labels_note: pd.DataFrame) -> tuple[Section]:
