@@ -243,3 +243,16 @@ def test_every_other_sentence_is_derived_again_from_its_table(run_copy):
     lines = _lines(run_copy)
     assert any(line.startswith("claims: claims.json: claim harder_words: derived again from hard_vs_random")
                for line in lines), lines
+
+
+def test_what_the_labels_rest_on_is_derived_again(run_copy):
+    """The labels' sentences (who made them, their agreement with the adjudicator) are claims too: a
+    label table edited by hand no longer says what the page says."""
+    record = json.loads((run_copy / "claims.json").read_text())
+    assert {"labels_made", "labels_rest_on"} <= {c["id"] for c in record["claims"]}
+    t = pd.read_csv(run_copy / "tables" / "labels_current.csv", keep_default_na=False)
+    t.loc[t.index[:10], "source"] = "model"
+    t.to_csv(run_copy / "tables" / "labels_current.csv", index=False)
+    _rehash(run_copy, "tables/labels_current.csv")
+    lines = _lines(run_copy)
+    assert any(line.startswith("claims: claims.json: claim labels_rest_on: derived again") for line in lines), lines

@@ -41,6 +41,7 @@ from lookalike.io.labels import read_page_export
 from lookalike.judging.judges import LABELS
 from lookalike.report import images as report_images
 from lookalike.report import pages
+from lookalike.report.summary import labels_provenance
 
 STORE_COLUMNS = ["query_id", "unit_id", "question_sha", "label", "judge", "source", "time", "note"]
 SOURCES = ("model", "human", "reference")
@@ -287,25 +288,4 @@ def labels_from_qrels(qrels: pd.DataFrame, source_name: str, question_shas: Mapp
 
 # ----------------------------------------------------------------------------- what the labels rest on
 
-def provenance(current: pd.DataFrame, agreement: pd.DataFrame | None = None) -> tuple[str, bool]:
-    """(sentence, unverified) for the current labels a figure rests on: how many are people's, the
-    demo's answer key's and a model's only (naming the judges), and, for model-only labels, whether
-    their agreement with people was measured (``agreement``: stage 06's label_agreement table, with
-    its adjudicator column). unverified: some labels are model-only and nobody measured that model
-    against people's labels — the sentence then says so in those words."""
-    if current is None or not len(current):
-        return "no labels", False
-    parts = []
-    for source, words in (("human", "by people"), ("reference", "from the demo's answer key"), ("model", "model-only")):
-        mine = current[current["source"] == source]
-        if len(mine):
-            judges = ", ".join(sorted(set(mine["judge"])))
-            parts.append(f"{len(mine)} {words}" + (f" ({judges})" if source != "reference" else ""))
-    sentence = f"labels: {'; '.join(parts)} of {len(current)} pairs"
-    model_only = current[current["source"] == "model"]
-    measured = (agreement is not None and len(agreement) and "adjudicator" in agreement.columns
-                and (agreement["adjudicator"] == "human").any())
-    if len(model_only) and not measured:
-        judges = ", ".join(sorted(set(model_only["judge"])))
-        return f"{sentence}. Unverified labels: {judges}, agreement with people not measured", True
-    return sentence, False
+provenance = labels_provenance   # the words live in report.summary, where the audit derives them again

@@ -301,6 +301,10 @@ RULES = {
     "haystack_sentence": (_haystack, ("haystack_curve",)),
     "flagged_words": (lambda t, a: SU.flagged_words(t["question_validation"], t["label_agreement"])
                       if len(t["question_validation"]) else "", ("question_validation", "label_agreement")),
+    "labels_made": (lambda t, a: SU.labels_made_words(t["label_agreement"], t["labels_current"]),
+                    ("label_agreement", "labels_current")),
+    "labels_rest_on": (lambda t, a: SU.sentence(SU.labels_provenance(t["labels_current"], t["label_agreement"])[0]),
+                       ("labels_current", "label_agreement")),
 }
 
 

@@ -234,6 +234,42 @@ def ceiling_note(headline: pd.DataFrame) -> str:
     return "; ".join(said) + ("." if said else "")
 
 
+def labels_provenance(current: pd.DataFrame, agreement: pd.DataFrame | None = None) -> tuple[str, bool]:
+    """(sentence, unverified) for the current labels a figure rests on: how many are people's, the
+    demo's answer key's and a model's only (naming the judges), and, for model-only labels, whether
+    their agreement with people was measured (``agreement``: stage 06's label_agreement table, with
+    its adjudicator column). unverified: some labels are model-only and nobody measured that model
+    against people's labels — the sentence then says so in those words."""
+    if current is None or not len(current):
+        return "no labels", False
+    parts = []
+    for source, words in (("human", "by people"), ("reference", "from the demo's answer key"), ("model", "model-only")):
+        mine = current[current["source"] == source]
+        if len(mine):
+            judges = ", ".join(sorted(set(mine["judge"])))
+            parts.append(f"{len(mine)} {words}" + (f" ({judges})" if source != "reference" else ""))
+    sentence = f"labels: {'; '.join(parts)} of {len(current)} pairs"
+    model_only = current[current["source"] == "model"]
+    measured = (agreement is not None and len(agreement) and "adjudicator" in agreement.columns
+                and (agreement["adjudicator"] == "human").any())
+    if len(model_only) and not measured:
+        judges = ", ".join(sorted(set(model_only["judge"])))
+        return f"{sentence}. Unverified labels: {judges}, agreement with people not measured", True
+    return sentence, False
+
+
+def labels_made_words(agreement: pd.DataFrame, current: pd.DataFrame) -> str:
+    """How the labels were made: the pre-label judge, the adjudicator, their agreement, and which labels the
+    tables use ('' without an agreement table)."""
+    if agreement is None or not len(agreement):
+        return ""
+    a = agreement.iloc[0]
+    return (f"Pre-labels by {a['model']}, adjudicated by {a['adjudicator']}"
+            + (" (the demo generator's answer key)" if a["adjudicator"] == "reference" else "")
+            + f"; agreement on {int(float(a['n'] or 0))} pairs: {kappa_words(a)}. "
+            + current_labels_words(current))
+
+
 def current_labels_words(current: pd.DataFrame) -> str:
     """Which labels the tables use, counted by who made them (never 'adjudicated' for model-only ones)."""
     if current is None or not len(current) or "source" not in current.columns:

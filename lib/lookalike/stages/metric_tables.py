@@ -605,7 +605,7 @@ def summary_blocks(x: MetricInputs, t: dict, source_column: str, source: str) ->
     scored, the headline, the ladder and hard-vs-random when stage 04 measured them, calibration when the
     corpus plants effects, evidence-complete retrieval, settings, where evidence-complete retrieval and
     fusion fail, the haystack, the planner and what the labels rest on."""
-    strict, current, units, earlier = x.strict, x.current, x.units, x.earlier
+    strict, units, earlier = x.strict, x.units, x.earlier
 
     def said(rule: str) -> str:
         # the block's sentence as its claim says it (claims.json; lookalike audit derives it again)
@@ -670,15 +670,9 @@ def summary_blocks(x: MetricInputs, t: dict, source_column: str, source: str) ->
     planner = said("planner_words")
     if planner:
         blocks.append({"heading": "How many questions a comparison needs", "text": planner})
-    labels_note = earlier["label_agreement"]
-    if len(labels_note):
-        a = labels_note.iloc[0]
-        blocks.append({"heading": "How the labels were made", "text":
-                       f"Pre-labels by {a['model']}, adjudicated by {a['adjudicator']}"
-                       + (" (the demo generator's answer key)" if a["adjudicator"] == "reference" else "")
-                       + f"; agreement on {int(float(a['n'] or 0))} pairs: {SU.kappa_words(a)}. "
-                       + SU.current_labels_words(current)})
-    blocks.append({"heading": "What the labels rest on", "text": SU.sentence(L.provenance(current, labels_note)[0])})
+    if said("labels_made"):
+        blocks.append({"heading": "How the labels were made", "text": said("labels_made")})
+    blocks.append({"heading": "What the labels rest on", "text": said("labels_rest_on")})
     flagged_block = said("flagged_words")
     if flagged_block:
         blocks.append({"heading": "People-judged questions a machine judge flagged", "text": flagged_block})
@@ -725,7 +719,8 @@ def derived_claims(x: MetricInputs, t: dict, source: str, noun: str) -> list[dic
     report.summary on the tables it reads, which the audit calls again on the tables as written."""
     tables = {"hard_sets": t["hard_sets"], "hard_vs_random": x.earlier["hard_vs_random"], "headline": t["headline"],
               "sample_size": t["plan"], "haystack_curve": t["haystack"],
-              "question_validation": x.earlier["question_validation"], "label_agreement": x.earlier["label_agreement"]}
+              "question_validation": x.earlier["question_validation"], "label_agreement": x.earlier["label_agreement"],
+              "labels_current": x.current}
     interval = stats.interval_words(x.clusters)
     rests_on = (("the demo generator's evidence pages" if source == "demo" else "the evidence pages your judgements "
                  "name") + ", not the labels")
@@ -734,7 +729,8 @@ def derived_claims(x: MetricInputs, t: dict, source: str, noun: str) -> list[dic
             CL.derived_claim("haystack_sentence", tables, noun, corpus_size=len(x.units), interval=interval,
                              rests_on=rests_on),
             CL.derived_claim("planner_words", tables, noun, interval=interval),
-            CL.derived_claim("flagged_words", tables, noun)]
+            CL.derived_claim("flagged_words", tables, noun), CL.derived_claim("labels_made", tables, noun),
+            CL.derived_claim("labels_rest_on", tables, noun)]
 
 
 def stage_headline_section(verdict: dict, current: pd.DataFrame, labels_note: pd.DataFrame) -> tuple[Section]:
