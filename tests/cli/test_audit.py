@@ -210,6 +210,19 @@ def test_words_an_image_folder_is_not_called_pages(tmp_path):
     assert len(got) == 1 and "'pages' for units that are images" in got[0]
     (run / "summary.html").write_text("<p>Top-1 against random images; page-single n = 4</p>")
     assert _lines(run) == []
+    # index.html's line for a stage too
+    (run / "headlines" / "04_hard_negatives.json").write_text(json.dumps({"sentence": "3 pages with look-alikes."}))
+    assert any(line.startswith("words: headlines/04_hard_negatives.json: sentence: 'pages' for units that are images")
+               for line in _lines(run))
+
+
+def test_the_index_calls_an_image_folders_units_images(tmp_path):
+    from lookalike.report import site
+
+    run = _run_dir(tmp_path, source="images")
+    (run / "headlines" / "02_encode.json").write_text(json.dumps({"sentence": "the best system finds 3 pages"}))
+    site.build_index(run, {"title": "t", "run": "r", "corpus": {"source": "images"}}, ["02_encode"])
+    assert json.loads((run / "headlines" / "02_encode.json").read_text())["sentence"] == "the best system finds 3 images"
 
 
 def test_complete_every_question_is_accounted_for(tmp_path):

@@ -392,6 +392,13 @@ def check_words(run_dir: Path, params: dict) -> list[Violation]:
             out.append(Violation("words", "summary.html", "page text", f"'{m.group(0)}' for units that are "
                                  f"{noun}s: '{_snippet(text, m.start(), m.end())}'"
                                  + (f" (and {len(hits) - 1} more)" if len(hits) > 1 else "")))
+    if noun != "page":
+        # index.html's line for each stage too
+        for rel, figure, text in _headline_texts(run_dir):
+            m = UNIT_WORDS.search(text) if figure == "sentence" else None
+            if m:
+                out.append(Violation("words", rel, figure, f"'{m.group(0)}' for units that are {noun}s: "
+                                     f"'{_snippet(text, m.start(), m.end())}'"))
     if source == "demo":
         return out
     for rel, figure, text in _headline_texts(run_dir):

@@ -31,6 +31,8 @@ import pandas as pd
 
 from lookalike.io.cache import default_cache_dir
 from lookalike.report import tables as readable
+from lookalike.report.summary import nouned
+from lookalike.vocab import unit_noun
 
 LARGE_TABLE_ROWS = 100_000
 KEY_PACKAGES = ("lookalike", "numpy", "pandas", "pyarrow", "torch", "torchvision", "colpali-engine", "transformers",
@@ -304,6 +306,14 @@ def _corpus_sentence(params: dict[str, Any], units: pd.DataFrame) -> str:
             + ("" if docs == 1 else "s") + f", {tmpl}.")
 
 
+def _run_noun(run_dir: Path, params: dict[str, Any]) -> str:
+    """What the run's units are called (vocab.unit_noun): from the corpus source and the units' content types."""
+    units_csv = run_dir / "tables" / "units.csv"
+    types = (pd.read_csv(units_csv, dtype=str, keep_default_na=False, usecols=lambda c: c == "content_type")
+             .get("content_type", pd.Series(dtype=str)) if units_csv.is_file() else ())
+    return unit_noun(str((params.get("corpus") or {}).get("source", "")), types)
+
+
 def build_index(run_dir: Path | str, params: dict[str, Any], stages: list[str], failed: dict | None = None,
                 not_run: list[str] = ()) -> Path:
     """Write outputs/<run>/index.html from the run's headlines, tables and manifest. failed (stage, error,
@@ -332,9 +342,16 @@ def build_index(run_dir: Path | str, params: dict[str, Any], stages: list[str], 
     else:
         parts.append("<p class=muted>No retrieval stage ran in this run, so no system was evaluated.</p>")
     parts.append("<h2>Stages</h2>")
+    noun = _run_noun(run_dir, params)
     for stage in stages:
         rec_path = run_dir / "headlines" / f"{stage}.json"
         rec = json.loads(rec_path.read_text(encoding="utf-8")) if rec_path.is_file() else {}
+        if noun != "page" and rec.get("sentence"):
+            # the stages write 'page'; photos and an image folder's units are called by their noun
+            said = nouned(str(rec["sentence"]), noun)
+            if said != rec["sentence"]:
+                rec["sentence"] = said
+                rec_path.write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n", encoding="utf-8")
         links = (f'<a href="html/{esc(stage)}.report.html">report</a> · '
                  f'<a href="html/{esc(stage)}.html">notebook with code</a> · '
                  f'<a href="notebooks/{esc(stage)}.ipynb">.ipynb</a>')
