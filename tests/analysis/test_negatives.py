@@ -190,3 +190,16 @@ def test_check_can_say_which_method_will_cover_each_gold():
                           "entity": ["x", "y", "z", "x", "x", "", ""], "metric": ["", "", "", "m", "m", "", ""],
                           "period": ["", "", "", "2023", "2024", "", ""]})
     assert N.planned_methods(units, ["a", "d", "f"]) == {"per-axis": 1, "template": 1, "cluster": 1}
+
+
+def test_top1_carries_what_a_random_ranking_of_the_same_candidates_scores():
+    units = [f"u{i}" for i in range(10)]
+    scores = np.tile(np.arange(10, dtype="float32"), (2, 1))
+    gold = {"q1": "u9", "q2": "u0"}
+    sets = {"hard": {"q1": ["u1", "u2", "u3"], "q2": ["u5"]},      # 1 of 4 and 1 of 2
+            "corpus": {"q1": None, "q2": None}}                    # 1 of 10
+    t = N.top1_table({"s": scores}, units, ["q1", "q2"], gold, sets, seed=0, n_boot=50).set_index("negatives")
+    assert t.loc["hard", "chance"] == pytest.approx((1 / 4 + 1 / 2) / 2)
+    assert t.loc["corpus", "chance"] == pytest.approx(0.1)
+    # any of several acceptable golds counts: two of the three candidates are gold
+    assert N.top1_chance(units, ["q1"], {"q1": {"u1", "u2"}}, {"q1": ["u3"]}) == pytest.approx(2 / 3)

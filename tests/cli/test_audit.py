@@ -249,3 +249,34 @@ def test_reproducible_your_run_is_exported_as_its_canonical_ranking(tmp_path):
                for line in got), got
     (run / "runs" / "mine.run").write_text("q1 Q0 d:3 1 1.0 mine\nq1 Q0 d:1 2 1.0 mine\nq1 Q0 d:2 3 0.5 mine\n")
     assert _lines(run) == []
+
+
+def _notebook(path: Path, printed: str, tags=()) -> None:
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("res.print('x')", metadata={"tags": list(tags)})
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=printed),
+                    nbformat.v4.new_output("display_data", data={"text/html": "<table><tr><th>page</th></tr>"
+                                                                              "<tr><td>3</td></tr></table>"})]
+    nb.cells = [cell]
+    nbformat.write(nb, path)
+
+
+def test_words_a_stage_report_printing_pages_for_images(tmp_path):
+    run = _run_dir(tmp_path, source="images")
+    nb = run / "notebooks" / "02_encode.ipynb"
+    _notebook(nb, "ocr-bm25 read its page text: 40 pages by OCR (tesseract)\n")
+    got = _lines(run)
+    assert len(got) == 1 and got[0].startswith("words: notebooks/02_encode.ipynb: printed output: ") \
+        and "for units that are images (and 1 more)" in got[0]
+    # the same words said of images pass; a column header called page is a field name, not a word
+    _notebook(nb, "ocr-bm25 read its image text: 40 images by OCR (tesseract)\n")
+    assert _lines(run) == []
+    # the parameters cell (hidden from the report) is not a sentence of the stage
+    _notebook(nb, '{"pages": "", "qrels_level": "page"}\n', tags=["injected-parameters"])
+    assert _lines(run) == []
+    # on a page corpus pages are pages
+    pdf = _run_dir(tmp_path / "pdf", source="pdf")
+    _notebook(pdf / "notebooks" / "02_encode.ipynb", "40 pages by OCR\n")
+    assert _lines(pdf) == []

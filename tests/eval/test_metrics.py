@@ -395,3 +395,17 @@ def test_rank_of_agrees_with_the_canonical_ranking():
             assert ranking.rank_of(scores, ids, i) == order.index(ids[i]) + 1, trial
             j = int(rng.integers(n))
             assert ranking.ranks_above(scores[i], ids[i], scores[j], ids[j]) == (order.index(ids[i]) < order.index(ids[j]))
+
+
+def test_tie_settled_counts_questions_a_tie_at_depth_k_decides():
+    import pandas as pd
+
+    from lookalike.eval.ranking import tie_settled
+
+    run = pd.DataFrame({"query_id": ["q1"] * 4 + ["q2"] * 4, "unit_id": ["a", "b", "c", "d"] * 2,
+                        "score": [3, 2, 2, 1, 3, 2, 1, 0]})
+    # q1: b and c tie across depth 2, so whether b (or c) is in the top 2 is settled by unit id
+    assert tie_settled(run, {"q1": {"b"}, "q2": {"b"}}, 2) == 1
+    assert tie_settled(run, {"q1": "a", "q2": "a"}, 2) == 0          # above the tie
+    assert tie_settled(run, {"q1": {"d", "c"}}, 2) == 1               # any relevant unit in the tie
+    assert tie_settled(run, {"q1": {"b"}}, 3) == 0                    # both tied units fit in the top 3

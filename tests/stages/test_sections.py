@@ -342,3 +342,35 @@ def test_validate_setup_says_when_the_second_judge_is_the_first(recorded):
     assert "a judge is never compared with itself" in sec.text["setup"]
     sec, = MODULES["validate"].setup_section(judge, None, "")
     assert "never compared" not in sec.text["setup"] and "second judge: none" in sec.text["setup"]
+
+
+def test_a_stage_speaks_of_photos_where_the_units_are_photos():
+    """Sections build in 'page'; a stage whose units are photos says photo in every sentence, table,
+    shown frame and headline it adds — and leaves field names (a column called page) and evidence
+    structures (page-single) as they are."""
+    import pandas as pd
+
+    from lookalike.report import tables as readable
+    from lookalike.stages.base import Section, StageResult
+
+    sec = Section("02_encode", "look")
+    sec.say("40 pages by OCR; page-single questions: 3")
+    sec.html_table("look", pd.DataFrame({"page": [1], "text": ["1 page by OCR"]}))
+    sec.show["encode"] = pd.DataFrame({"page": [1], "text": ["40 pages by OCR"]})
+    sec.headline("the best system finds 3 pages", numbers={"pages with text": 40})
+    res = StageResult("02_encode", "t", Path("."), noun="photo")
+    res.add(sec)
+    assert res.text["look"] == "40 photos by OCR; page-single questions: 3\n"
+    assert ">page</th>" in res.html["look"]
+    assert "1 photo by OCR" in res.html["look"] and "1 page by OCR" not in res.html["look"]
+    shown = res.show["encode"]
+    assert isinstance(shown, readable.Readable) and list(shown.df.columns) == ["page", "text"]
+    assert shown.df["text"].tolist() == ["40 photos by OCR"]
+    assert res.sentence == "the best system finds 3 photos" and res.numbers == {"photos with text": 40}
+    res.section("look").say("one more page")
+    assert res.text["look"].endswith("one more photo\n")
+    # on pages nothing changes
+    page = StageResult("02_encode", "t", Path("."))
+    page.add(Section("02_encode", "look"))
+    page.section("look").say("40 pages")
+    assert page.text["look"] == "40 pages\n"

@@ -25,7 +25,7 @@ MIN_WORDS = 4
 FLAG_COLUMNS = ["query_id", "rule", "matched", "action"]
 SUMMARY_COLUMNS = ["rule", "questions", "share", "n", "examples"]
 RULE_MEANINGS = {
-    "layout-reference": "points at the page ('in the table', 'above', 'on this slide') instead of its content",
+    "layout-reference": "points at the layout ('in the table', 'above', 'shown here') instead of its content",
     "not-closed": "asks to describe, discuss, explain or give an opinion: no page is sufficient for it",
     "too-short": f"fewer than {MIN_WORDS} words: too short to say what it asks about",
     "dangling-pronoun": "a pronoun with no antecedent in the question ('its revenue', 'how did they do')",

@@ -216,7 +216,19 @@ def top1_within(scores: np.ndarray, unit_ids, query_ids, gold: dict, candidates:
     return pd.Series(out, dtype="float64")
 
 
-TOP1_COLUMNS = ["system", "negatives", "n", "top1", "top1_lo", "top1_hi", "interval"]
+TOP1_COLUMNS = ["system", "negatives", "n", "top1", "top1_lo", "top1_hi", "chance", "interval"]
+
+
+def top1_chance(unit_ids, query_ids, gold: dict, candidates: dict) -> float:
+    """What a system ranking at random scores at top-1 against these candidates: per question, the
+    share of its candidate set (candidates plus gold) that counts as the gold, averaged over the
+    questions (NaN with none)."""
+    shares = []
+    for q in query_ids:
+        golds = {gold[q]} if isinstance(gold[q], str) else set(gold[q])
+        pool = set(unit_ids) if candidates.get(q) is None else set(candidates[q]) | golds
+        shares.append(len(golds & pool) / len(pool) if pool else float("nan"))
+    return float(np.mean(shares)) if shares else float("nan")
 
 
 def harder(scores: np.ndarray, unit_ids, query_ids, gold: dict, easy: dict, hard: dict, seed: int = 0,
@@ -241,7 +253,8 @@ def top1_table(scores: dict, unit_ids, query_ids, gold: dict, sets: dict, seed: 
 
     scores[system]: (len(query_ids), n_units); sets[name][qid]: competing unit ids, or None for
     the whole corpus. A question whose candidate list is empty has no negatives of that kind and
-    is left out of that row's n (never counted as a win).
+    is left out of that row's n (never counted as a win). chance: top-1 of a random ranking over the
+    same candidate sets (top1_chance), the figure each row is read against.
     """
     qpos = {q: i for i, q in enumerate(query_ids)}
     rows = []
@@ -252,7 +265,8 @@ def top1_table(scores: dict, unit_ids, query_ids, gold: dict, sets: dict, seed: 
             ci = stats.bootstrap_ci(top1.to_numpy(), n_boot, rng=np.random.default_rng([seed, c]),
                                     clusters=stats.cluster_array(clusters, keep))
             rows.append({"system": name, "negatives": negs, "n": ci.n, "top1": ci.estimate, "top1_lo": ci.lo,
-                         "top1_hi": ci.hi, "interval": stats.interval_words(clusters)})
+                         "top1_hi": ci.hi, "chance": top1_chance(unit_ids, keep, gold, cands),
+                         "interval": stats.interval_words(clusters)})
     return pd.DataFrame(rows, columns=TOP1_COLUMNS)
 
 

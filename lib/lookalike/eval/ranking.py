@@ -331,3 +331,21 @@ def as_run(value, argument: str = "run", name: str | None = None) -> Run:
         return Run(value, name=name or "run")
     raise TypeError(f"{argument}: expected a Run, a path to a TREC run file, a frame (query_id, unit_id, score) "
                     f"or a dict query -> unit -> score; got {type(value).__name__}")
+
+
+def tie_settled(run: pd.DataFrame, relevant: Mapping[str, object], k: int) -> int:
+    """Questions whose figure at depth k the order of tied scores decides (unit id, the canonical rule):
+    for some relevant unit, fewer than k units score above it, and with the ones that tie it, k or more —
+    so it is in the top k or out of it only by its id. run: query_id, unit_id, score; relevant:
+    query_id -> its gold unit id, or a collection of relevant unit ids."""
+    n = 0
+    for q, part in run.groupby("query_id", sort=False):
+        want = relevant.get(q)
+        want = {want} if isinstance(want, str) else set(want or ())
+        scores = part["score"].to_numpy(dtype="float64")
+        settled = False
+        for s in part.loc[part["unit_id"].isin(want), "score"].to_numpy(dtype="float64"):
+            above, tied = int((scores > s).sum()), int((scores == s).sum()) - 1
+            settled |= tied > 0 and above < k <= above + tied
+        n += int(settled)
+    return n

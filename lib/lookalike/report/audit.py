@@ -399,6 +399,8 @@ def check_words(run_dir: Path, params: dict) -> list[Violation]:
             if m:
                 out.append(Violation("words", rel, figure, f"'{m.group(0)}' for units that are {noun}s: "
                                      f"'{_snippet(text, m.start(), m.end())}'"))
+    if noun != "page":
+        out += _stage_output_words(run_dir, noun)
     if source == "demo":
         return out
     for rel, figure, text in _headline_texts(run_dir):
@@ -413,6 +415,39 @@ def check_words(run_dir: Path, params: dict) -> list[Violation]:
             if m:
                 out.append(Violation("words", page.name, "page text", f"demo vocabulary '{m.group(0)}' on a "
                                      f"{params['corpus'].get('source')} corpus: '{_snippet(text, m.start(), m.end())}'"))
+    return out
+
+
+# cells whose output a stage report leaves out (the parameters as injected, tables shown another way)
+_HIDDEN_CELLS = {"report-hide", "parameters", "injected-parameters"}
+
+
+def _stage_output_words(run_dir: Path, noun: str) -> list[Violation]:
+    """What each stage computed and printed (its notebook's code-cell outputs: sentences, tables, the
+    headline) calls the units by their noun. The notebooks' own prose explains the method for every
+    corpus and is not read here; column headers (<th>) are field names, not words."""
+    import nbformat
+
+    out = []
+    for path in sorted((run_dir / "notebooks").glob("*.ipynb")):
+        try:
+            nb = nbformat.read(path, as_version=4)
+        except Exception:  # noqa: BLE001 (not a notebook with outputs: it printed no words to check)
+            continue
+        hits = []
+        for cell in nb.cells:
+            if cell.cell_type != "code" or _HIDDEN_CELLS & set(cell.get("metadata", {}).get("tags", [])):
+                continue
+            for o in cell.get("outputs", []):
+                data = o.get("data", {})
+                text = o.get("text") or data.get("text/html") or data.get("text/plain") or ""
+                text = "".join(text) if isinstance(text, list) else str(text)
+                text = _text_of_html(re.sub(r"(?is)<th\b[^>]*>.*?</th>", " ", text))
+                hits += [_snippet(text, m.start(), m.end()) for m in UNIT_WORDS.finditer(text)]
+        if hits:
+            out.append(Violation("words", f"notebooks/{path.name}", "printed output",
+                                 f"'{hits[0]}' for units that are {noun}s"
+                                 + (f" (and {len(hits) - 1} more)" if len(hits) > 1 else "")))
     return out
 
 

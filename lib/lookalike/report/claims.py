@@ -26,6 +26,7 @@ import pandas as pd
 
 from lookalike.eval.compare import format_p
 from lookalike.report import summary as SU
+from lookalike.eval.ranking import tie_settled  # noqa: F401 (stage 07 and the audit read it here)
 from lookalike.report.summary import nouned
 
 ALPHA = 0.05
@@ -61,22 +62,6 @@ def hard_chance(hard_sets: pd.DataFrame, k: int) -> float:
     inside = hard_sets[hard_sets["in_hard"].astype(str).str.lower() == "true"]
     sizes = pd.to_numeric(inside["candidates"], errors="coerce").dropna()
     return float((k / sizes.clip(lower=k)).mean()) if len(sizes) else float("nan")
-
-
-def tie_settled(run: pd.DataFrame, gold: Mapping[str, str], k: int) -> int:
-    """Questions whose gold is in or out of the top k only by the order of tied scores (unit id, the
-    canonical rule): fewer than k candidates score above the gold, and with the ones that tie it, k or more.
-    run: query_id, unit_id, score over each question's candidates; gold: query_id -> its gold unit."""
-    n = 0
-    for q, part in run.groupby("query_id", sort=False):
-        g = part.loc[part["unit_id"] == gold.get(q), "score"]
-        if not len(g):
-            continue
-        s = float(g.iloc[0])
-        above = int((part["score"] > s).sum())
-        tied = int((part["score"] == s).sum()) - 1
-        n += int(tied > 0 and above < k <= above + tied)
-    return n
 
 
 def _figure(row, system: str, k: int, ties: Mapping[str, int] | None) -> dict:

@@ -155,7 +155,7 @@ pre{background:#f6f7fa;padding:.6rem;font-size:.85rem;white-space:pre-wrap;overf
 .input_prompt,.output_prompt{display:none} .input_area{border-left:3px solid #c9d3ea;margin:.4rem 0}
 .output_stderr{display:none} .cell{margin:.6rem 0} img,svg{max-width:100%;height:auto}
 .stage{border:1px solid #dde;border-radius:6px;padding:1rem;margin:1rem 0} .muted{color:#667}
-.numbers td{text-align:left} .wide{overflow-x:auto;max-width:100%} table.metric td{white-space:nowrap}
+.numbers td{text-align:left} .wide{overflow-x:auto;max-width:100%} table.metric td{white-space:normal}
 table.metric caption{text-align:left;color:#667;caption-side:bottom;font-size:.85rem}
 .output_html,.jp-RenderedHTML,.jp-OutputArea-output{overflow-x:auto;max-width:100%}
 """
@@ -169,6 +169,13 @@ def _page(title: str, body: str, extra_css: str = "") -> str:
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>{html.escape(title)}</title><style>{CSS}{extra_css}</style></head>\n"
             f"<body>\n{body}\n</body></html>\n")
+
+
+# a stage report's tables: the stakeholder page's size, field names that wrap where they must (a
+# table of many intervals fits a laptop's window instead of scrolling sideways)
+REPORT_CSS = """
+table.metric{font-size:.8rem} table.metric th{white-space:normal;overflow-wrap:anywhere;vertical-align:bottom}
+"""
 
 
 def notebook_to_html(nb_path: Path, out_path: Path, with_code: bool = True) -> Path:
@@ -188,7 +195,7 @@ def notebook_to_html(nb_path: Path, out_path: Path, with_code: bool = True) -> P
         exporter.register_preprocessor(TagRemovePreprocessor(remove_cell_tags=(REPORT_HIDE,)), enabled=True)
     body, _ = exporter.from_notebook_node(nb)
     title = nb_path.stem + ("" if with_code else " (report)")
-    css = HtmlFormatter(style="default").get_style_defs(".highlight")
+    css = HtmlFormatter(style="default").get_style_defs(".highlight") + REPORT_CSS
     out_path.parent.mkdir(parents=True, exist_ok=True)
     out_path.write_text(_page(title, body, css), encoding="utf-8")
     return out_path

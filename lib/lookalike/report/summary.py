@@ -160,6 +160,27 @@ def nouned(text: str, noun: str) -> str:
     return text if noun == "page" else _PAGE_WORD.sub(lambda m: noun + m.group(1), text)
 
 
+_TAG_OR_TEXT = re.compile(r"(<[^>]*>)|([^<]+)")
+
+
+def nouned_html(markup: str, noun: str) -> str:
+    """nouned() on an HTML fragment's text: tags, attributes and column headers (<th>: a table's field
+    names, such as a unit's page number) are left as they are."""
+    if noun == "page":
+        return markup
+    out, in_header = [], 0
+    for m in _TAG_OR_TEXT.finditer(markup):
+        tag, text = m.group(1), m.group(2)
+        if tag is not None:
+            name = tag[1:].lstrip("/").split(None, 1)[0].rstrip(">").lower() if len(tag) > 2 else ""
+            if name == "th":
+                in_header += -1 if tag.startswith("</") else 1
+            out.append(tag)
+        else:
+            out.append(text if in_header > 0 else nouned(text, noun))
+    return "".join(out)
+
+
 def harder_words(table: pd.DataFrame) -> str:
     """Per system, whether the hard set is measurably harder than random negatives (stage 04's paired
     top-1 difference, random − hard, questions as generated), and which distractor method made it."""

@@ -87,7 +87,13 @@ def html_table(df: pd.DataFrame, table_id: str, digits: int = 3, caption: str = 
     if caption:
         styler = styler.set_caption(html.escape(str(caption)))
     # Styler writes an empty <style> block when no cell is styled: left out
-    return re.sub(r'^<style type="text/css">\s*</style>\s*', "", styler.to_html())
+    out = re.sub(r'^<style type="text/css">\s*</style>\s*', "", styler.to_html())
+    # an interval never breaks inside itself: a narrow window wraps a cell between the estimate and
+    # its interval (the page's CSS lets cells wrap at spaces) instead of scrolling the table sideways
+    return _INTERVAL.sub(r"[\1,&nbsp;\2]", out)
+
+
+_INTERVAL = re.compile(r"\[([-+]?\d[\d.]*), ([-+]?\d[\d.]*)\]")
 
 
 def _plain(df: pd.DataFrame) -> pd.DataFrame:

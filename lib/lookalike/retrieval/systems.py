@@ -298,13 +298,16 @@ def first_look(runs: dict[str, pd.DataFrame], qrels: pd.DataFrame, provenance: d
                measures=("recall_10", "ndcg_cut_10", "recall_all_10"), seed: int = 0,
                clusters: pd.Series | None = None) -> pd.DataFrame:
     """Per system: each measure's mean over the questions with a bootstrap 95% CI (n = questions;
-    the questions' clusters resampled when given; every system draws the same resamples)."""
+    the questions' clusters resampled when given; every system draws the same resamples), and ties_10:
+    the questions whose Recall@10 the order of tied scores decides (ranking.tie_settled)."""
     if not runs or qrels.empty:
         return pd.DataFrame(columns=["system", "provenance", "n"])
+    relevant = qrels[qrels["relevance"] > 0].groupby("query_id")["unit_id"].agg(set).to_dict()
     rows = []
     for name, run in sorted(runs.items()):
         ev = M.evaluate(qrels, run, list(measures), complete=True)
         row = {"system": name, "provenance": provenance.get(name, "pixels"), "n": len(ev.per_query),
+               "ties_10": ranking.tie_settled(run[run["query_id"].isin(ev.per_query.index)], relevant, 10),
                "interval": stats.interval_words(clusters)}
         cl = stats.cluster_array(clusters, list(ev.per_query.index))
         for j, m in enumerate(measures):

@@ -24,6 +24,8 @@ from lookalike import params as P
 from lookalike.eval import stats
 from lookalike.report import site
 from lookalike.report import tables as readable
+from lookalike.report.summary import nouned, nouned_html
+from lookalike.vocab import unit_noun
 
 
 @dataclass
@@ -100,6 +102,19 @@ class StageContext:
         return pd.read_csv(self.run_dir / "tables" / "units.csv", keep_default_na=False,
                            dtype={"page": int, "revision": int})
 
+    @functools.cached_property
+    def noun(self) -> str:
+        """What this run's pages call a unit (vocab.unit_noun): page, image or photo, from the corpus
+        source and the content types stage 01 wrote (page before stage 01 has run)."""
+        path = self.run_dir / "tables" / "units.csv"
+        types = pd.read_csv(path, keep_default_na=False, usecols=["content_type"])["content_type"] \
+            if path.is_file() else ()
+        return unit_noun(str(self.config.corpus.source), types)
+
+    def result(self, stage: str, title: str) -> StageResult:
+        """The stage's result, speaking of units by this run's noun."""
+        return StageResult(stage, title, self.run_dir, noun=self.noun)
+
 
 def context(run_dir: Path | str, params: dict[str, Any] | None = None) -> StageContext:
     """A stage's context: params as the runner injects them (the full merged set), or, when none
@@ -160,6 +175,9 @@ class StageResult:
     sentence: str = ""
     numbers: dict[str, Any] = field(default_factory=dict)
     headline_figure: str = ""
+    # what the run calls a unit (StageContext.noun): every sentence, table and headline the stage adds
+    # says photo or image where the units are not pages (sections build in 'page'; add() renames)
+    noun: str = "page"
     # pages written after the tables and figures they embed (stage 07's summary.html)
     after_save: list = field(default_factory=list)
     _section: str = field(default="", repr=False)
@@ -176,7 +194,8 @@ class StageResult:
 
     def say(self, *parts: Any, sep: str = " ", end: str = "\n") -> None:
         """print() into the current text block."""
-        self.text[self._section] = self.text.get(self._section, "") + sep.join(str(p) for p in parts) + end
+        said = sep.join(str(p) for p in parts)
+        self.text[self._section] = self.text.get(self._section, "") + nouned(said, self.noun) + end
 
     def table(self, name: str, df: pd.DataFrame, sort_by: list[str] | None = None) -> pd.DataFrame:
         if sort_by:
@@ -196,7 +215,8 @@ class StageResult:
             # one wording for every row: said once, under the table, instead of in each row
             said = f"intervals: {shown['interval'].iloc[0]}"
             caption, shown = (f"{caption}; {said}" if caption else said), shown.drop(columns=["interval"])
-        self.html[name] = readable.html_table(shown, f"{self.stage}-{name}", digits=digits, caption=caption)
+        self.html[name] = nouned_html(readable.html_table(shown, f"{self.stage}-{name}", digits=digits,
+                                                          caption=caption), self.noun)
 
     def figure(self, name: str, fig) -> None:
         """Keep a chart or image; a chart with no rows to draw is not kept (nothing is drawn at n = 0)."""
@@ -204,7 +224,8 @@ class StageResult:
             self.figures[name] = fig
 
     def headline(self, sentence: str, figure: str = "", numbers: dict[str, Any] | None = None) -> None:
-        self.sentence, self.headline_figure, self.numbers = sentence, figure, dict(numbers or {})
+        self.sentence, self.headline_figure = nouned(sentence, self.noun), figure
+        self.numbers = {nouned(str(k), self.noun): v for k, v in (numbers or {}).items()}
 
     def add(self, section: Section, *values: Any) -> Any:
         """Take in what one section built (its text blocks, tables, figures, shown frames, HTML, notes,
@@ -212,15 +233,21 @@ class StageResult:
         several -> the tuple. A stage's run() is a list of ``x = res.add(*some_section(...))``."""
         for name, block in section.text.items():
             if block or name in self.text:
-                self.text[name] = self.text.get(name, "") + block
+                self.text[name] = self.text.get(name, "") + nouned(block, self.noun)
         clash = (set(self.tables) & set(section.tables)) | (set(self.figures) & set(section.figures))
         if clash:
             raise ValueError(f"{self.stage}: section {section.name!r} builds {', '.join(sorted(clash))} again")
         self.tables.update(section.tables)
         self.timings.update(section.timings)
         self.figures.update(section.figures)
-        self.html.update(section.html)
+        self.html.update({k: nouned_html(v, self.noun) for k, v in section.html.items()})
         for name, value in section.show.items():
+            if self.noun != "page" and isinstance(value, readable.Readable):
+                # the frame's words, not its field names: a column called page stays page
+                words = [c for c in value.df.columns if pd.api.types.is_object_dtype(value.df[c])
+                         or pd.api.types.is_string_dtype(value.df[c])]
+                value.df = value.df.assign(**{c: value.df[c].map(lambda v: nouned(v, self.noun) if isinstance(v, str)
+                                                                  else v) for c in words})
             dict.__setitem__(self.show, name, value)
         self.notes.extend(section.notes)
         self.after_save.extend(section.after_save)

@@ -31,7 +31,7 @@ def run(ctx: StageContext) -> StageResult:
     derived, first_look, first_look_chart, then the systems table and the headline. Reads and writes what
     lookalike.stages.contracts.CONTRACTS["02_encode"] declares."""
     cfg = ctx.config
-    res = StageResult(STAGE, TITLE, ctx.run_dir)
+    res = ctx.result(STAGE, TITLE)
 
     units = ctx.units()
     questions = ctx.table("questions")
@@ -201,6 +201,10 @@ def first_look_section(given: pd.DataFrame | None, units: pd.DataFrame, runs: di
         sec.say(f"chance: a random ranking's Recall@10 is {look['chance_recall_10'].iloc[0]:.3f} (10 / "
                 f"{round(10 / look['chance_recall_10'].iloc[0]) if look['chance_recall_10'].iloc[0] < 1 else 'all'} "
                 "candidates); a system whose 95% CI holds it is indistinguishable from chance")
+    tied = look[look["ties_10"] > 0] if "ties_10" in look.columns else look.head(0)
+    if len(tied):
+        sec.say("tied scores decide Recall@10 (an evidence unit in or out of the top 10 only by its unit id, the canonical order) on "
+                + "; ".join(f"{int(r.ties_10)} of {int(r.n)} questions for {r.system}" for r in tied.itertuples()))
     with pd.option_context("display.float_format", "{:.3f}".format):
         sec.say(look.to_string(index=False) if len(look) else "no runs")
     sec.html_table("first_look", look)
@@ -252,6 +256,8 @@ def headline_section(look: pd.DataFrame, unit_vectors: dict, runs: dict, questio
                 + (f"; chance is {best['chance_recall_10']:.2f}" + (", and it is indistinguishable from chance"
                                                                    if best["vs_chance"] != "above chance" else "")
                    if "chance_recall_10" in best.index else "")
+                + (f"; tied scores settle it on {int(best['ties_10'])} of {int(best['n'])} questions (by unit id)"
+                   if int(best.get("ties_10", 0) or 0) else "")
                 + " (first look: no hard negatives yet)."
                 if best is not None else
                 f"{len(runs)} systems ranked {len(questions)} questions; none names an evidence page (no page "

@@ -25,7 +25,7 @@ def run(ctx: StageContext) -> StageResult:
     """Stage 04, in the order its notebook shows them: distractors, montage, top1, top1_chart, ladder,
     documents, then the headline. Reads and writes what lookalike.stages.contracts.CONTRACTS["04_hard_negatives"] declares."""
     cfg = ctx.config
-    res = StageResult(STAGE, TITLE, ctx.run_dir)
+    res = ctx.result(STAGE, TITLE)
 
     units = ctx.units()
     questions = ctx.table("questions")
@@ -235,13 +235,21 @@ def headline_section(top1_table: pd.DataFrame, doc_table: pd.DataFrame, hard: pd
     else documents), how distractors were picked, whether hard negatives are harder, the mean pool per axis."""
     sec = Section(STAGE, "headline")
     method_said = " Distractors: " + ("per-axis pools." if has_metadata else "appearance clustering (no template metadata).")
-    r = top1_table.set_index(["system", "negatives"])["top1"]
-    d = doc_table.set_index(["system", "negatives"])["top1"]
-    fig = lambda v: f"{v:.2f}" if v == v else "not measured (no question has such negatives)"  # noqa: E731
-    sentence = ("Top-1 of ocr-bm25: " + ", ".join(f"{neg} {fig(r[('ocr-bm25', neg)])}" for neg in ("random", "hard", "corpus"))
+    r = top1_table.set_index(["system", "negatives"])
+    d = doc_table.set_index(["system", "negatives"])
+
+    def fig(t: pd.DataFrame, neg: str) -> str:
+        # each rate with its interval and what a random ranking of the same candidates scores
+        row = t.loc[("ocr-bm25", neg)]
+        if not row["top1"] == row["top1"]:
+            return f"{neg} not measured (no question has such negatives)"
+        return (f"{neg} {row['top1']:.2f} [{row['top1_lo']:.2f}, {row['top1_hi']:.2f}] (chance {row['chance']:.2f},"
+                f" n = {int(row['n'])})")
+
+    sentence = ("Top-1 of ocr-bm25: " + ", ".join(fig(r, neg) for neg in ("random", "hard", "corpus"))
                 + " — each against its own negatives (questions as generated; stage 05 repeats it on validated ones)."
                 if ("ocr-bm25", "hard") in r.index else
-                "Document top-1 of ocr-bm25: " + ", ".join(f"{neg} {d[('ocr-bm25', neg)]:.2f}" for neg in ("random", "hard", "corpus"))
+                "Document top-1 of ocr-bm25: " + ", ".join(fig(d, neg) for neg in ("random", "hard", "corpus"))
                 + " — same company, other period as the hard negatives." if ("ocr-bm25", "hard") in d.index
                 else f"{len(hard)} hard distractors; no page-single questions scored.") + method_said + harder
     sec.headline(

@@ -44,7 +44,7 @@ def run(ctx: StageContext) -> StageResult:
     """Stage 06, in the order its notebook shows them: setup, systems, pool, labels, store, agreement,
     judged, disagreements, door, page. Reads and writes what lookalike.stages.contracts.CONTRACTS["06_judge_pool"]
     declares."""
-    cfg, res = ctx.config, StageResult(STAGE, TITLE, ctx.run_dir)
+    cfg, res = ctx.config, ctx.result(STAGE, TITLE)
     units, read = ctx.units(), ctx.table
     validated, distractors = read("questions_validated"), read("distractors")
     cache = Cache(cfg.encode.cache_dir or None)
@@ -228,7 +228,7 @@ def agreement_section(pre, current: pd.DataFrame, model, yours, adjudicator, adj
             sec.say(AG.confusion(both["label_model"], both["label_adjudicated"]).to_string())
     else:
         agreement = pd.DataFrame(columns=["model", "adjudicator", "n", "agreement", "kappa", "kappa_lo", "kappa_hi", "n_boundary", "kappa_boundary"])
-        sec.say("no adjudicated labels yet: export the labelling page, label, and run `lookalike labels import`")
+        sec.say("no adjudicated labels yet: open the labelling sheet (labelling/label.html), label, and run `lookalike labels import`")
 
     text_of = dict(zip(validated["query_id"], validated["text"].astype(str)))
     machine = pd.DataFrame({"pair_id": [L.pair_id(q, u, text_of[q]) for q, u in zip(pre["query_id"], pre["unit_id"])],

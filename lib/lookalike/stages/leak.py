@@ -68,7 +68,7 @@ def run(ctx: StageContext) -> StageResult:
     """Stage 03, in the order its notebook shows them: injected, matched, overlap, queries, pool, repool,
     ablation, dual, chart, resolution, breakdowns, gate, planted, then the judging sheet and the headline.
     Reads and writes what lookalike.stages.contracts.CONTRACTS["03_leak_ablation"] declares."""
-    cfg, res = ctx.config, StageResult(STAGE, TITLE, ctx.run_dir)
+    cfg, res = ctx.config, ctx.result(STAGE, TITLE)
     units = ctx.units()
     cache = Cache(cfg.encode.cache_dir or None)
     ab, sheet, judgements, table, per_query = ablation(ctx, units, cache)

@@ -43,7 +43,7 @@ def run(ctx: StageContext) -> StageResult:
     sufficiency_chart, significance, planner, planted, breakdown, evidence, settings, source_structure, kinds,
     failures, haystack, fusion, then the summary page and the headline. Reads and writes what
     lookalike.stages.contracts.CONTRACTS["07_metric_tables"] declares."""
-    cfg, res = ctx.config, StageResult(STAGE, TITLE, ctx.run_dir)
+    cfg, res = ctx.config, ctx.result(STAGE, TITLE)
     x = read_inputs(ctx)
     scorer = res.add(*setup_section(x, cfg.retrieve.rrf_k, cfg.retrieve.depth, cfg.seed))
     top1_random = res.add(*top1_random_section(x.questions, x.distractors, scorer, cfg.seed, x.clusters))

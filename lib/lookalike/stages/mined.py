@@ -33,7 +33,7 @@ def run(ctx: StageContext) -> StageResult:
     """Stage 08, in the order its notebook shows them: setup, mined, incompleteness, rules, rules_chart,
     agreement, score_shape. Reads and writes what lookalike.stages.contracts.CONTRACTS["08_mined_candidates"]
     declares."""
-    cfg, res = ctx.config, StageResult(STAGE, TITLE, ctx.run_dir)
+    cfg, res = ctx.config, ctx.result(STAGE, TITLE)
     m = cfg.mining
     units = ctx.units()
     question_sets, runs = read_question_sets(ctx, m.question_set, m.retriever)

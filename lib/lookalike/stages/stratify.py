@@ -17,6 +17,7 @@ from lookalike.data import schema as C
 from lookalike.io import corpus as corpus_io, inputs as I
 from lookalike.report import charts, images
 from lookalike.retrieval import systems
+from lookalike.vocab import unit_noun
 from lookalike.stages.base import Section, StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
 
 STAGE = "01_stratify_corpus"
@@ -34,17 +35,24 @@ def load_corpus(ctx: StageContext, render: bool = True):
                           max_pixels=ctx.get("corpus.max_pixels"), render=render)
 
 
+# the fields of the units preview: what a unit is, and what strata and hard negatives are made of
+PREVIEW_FIELDS = ("unit_id", "page", "template_id", "entity", "metric", "period", "revision", "content_type",
+                  "text_source")
+
+
 def run(ctx: StageContext) -> StageResult:
     """Stage 01, in the order its notebook shows them: load (the corpus, your questions and judgements),
     strata, sample, questions. Reads and writes what lookalike.stages.contracts.CONTRACTS["01_stratify_corpus"]
     declares."""
     cfg = ctx.config
-    res = StageResult(STAGE, TITLE, ctx.run_dir)
+    res = ctx.result(STAGE, TITLE)
     mine = your_questions(str(ctx.path("corpus.questions") or ""), str(ctx.path("corpus.qrels") or ""), cfg.corpus)
     loaded = load_corpus(ctx)
     # where each page's text will come from (encode.text_source): a PDF page's own text layer, or OCR
     loaded.units = loaded.units.assign(text_source=systems.text_sources(loaded.units, ctx.run_dir, cfg.encode.text_source,
                                                                         cfg.encode.ocr_engine))
+    # units.csv is written by this stage: the noun comes from the units just loaded
+    res.noun = unit_noun(cfg.corpus.source, loaded.units["content_type"] if "content_type" in loaded.units else ())
     units, questions, skipped, duplicates = res.add(*load_section(loaded, mine, ctx.run_dir))
     strata = res.add(*strata_section(units, ctx.run_dir))
     rng = np.random.default_rng([cfg.seed, 1])     # stage 01's own stream, derived from the run seed
@@ -108,7 +116,16 @@ def load_section(loaded, mine: YourQuestions, run_dir: Path) -> tuple[Section, p
                 "they are kept, and kept out of each other's negative sets:")
         sec.say("\n".join(f"  {ids}" for ids in groups.head(20)))
 
-    sec.show["units"] = units.head(8)
+    # the first units as a reader checks them, in the fields strata and negatives are built from (a
+    # table that fits the window); the other fields, and any no unit fills, are named
+    empty = [c for c in units.columns if len(units) and not units[c].astype(str).str.strip().ne("").any()]
+    shown = [c for c in PREVIEW_FIELDS if c in units.columns and c not in empty]
+    rest = [c for c in units.columns if c not in shown and c not in empty]
+    sec.say("the first units below show " + ", ".join(shown)
+            + (f"; their other fields ({', '.join(rest)})" if rest else "")
+            + (f"{' and' if rest else ';'} the fields no unit fills ({', '.join(empty)})" if empty else "")
+            + (" are in tables/units.csv" if rest or empty else ""))
+    sec.show["units"] = units[shown].head(8)
     sec.table("units", units, sort_by=["unit_id"])
     sec.table("questions", questions, sort_by=["query_id"])
     sec.table("facts", facts, sort_by=["unit_id", "metric", "period", "member"])

@@ -36,7 +36,7 @@ def run(ctx: StageContext) -> StageResult:
     """Stage 05, in the order its notebook shows them: setup, cleaning, validation, shares, shares_chart,
     repairs, caught, agreement, top1, top1_chart, regressions, then the headline. Reads and writes what
     lookalike.stages.contracts.CONTRACTS["05_validate_questions"] declares."""
-    cfg, res = ctx.config, StageResult(STAGE, TITLE, ctx.run_dir)
+    cfg, res = ctx.config, ctx.result(STAGE, TITLE)
     units, read = ctx.units(), ctx.table
     questions, distractors = read("questions"), read("distractors")
     view, judge, second = make_judges(ctx, units)
