@@ -133,6 +133,32 @@ def headless_chrome(*extra_args: str, prefs: dict | None = None):
     return webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=opts)
 
 
+# the boxes a page's tables sit in: the run pages' .wide, the stage reports' notebook outputs, code blocks
+BOX_SELECTOR = ".wide, pre, .output_html"
+
+
+def sideways(run_dir: Path, width: int = 1300) -> list[str]:
+    """What scrolls sideways in a window `width` px wide, on summary.html, index.html and every stage
+    report of a run: the page itself, or a table's box (its content wider than the box)."""
+    pages = [run_dir / "summary.html", run_dir / "index.html", *sorted((run_dir / "html").glob("*.report.html"))]
+    driver = headless_chrome("--allow-file-access-from-files", f"--window-size={width},900")
+    out = []
+    try:
+        for page in [p for p in pages if p.is_file()]:
+            driver.get(page.resolve().as_uri())
+            full, seen = driver.execute_script("return [document.documentElement.scrollWidth, "
+                                               "document.documentElement.clientWidth]")
+            if full > seen:
+                out.append(f"{page.name}: the page is {full} px wide in a {seen} px window")
+            boxes = driver.execute_script(
+                f"return Array.from(document.querySelectorAll('{BOX_SELECTOR}')).map(e => "
+                "[e.textContent.trim().slice(0, 60), e.scrollWidth, e.clientWidth])")
+            out += [f"{page.name}: a box scrolls sideways ({w} px in {c} px): {t!r}" for t, w, c in boxes if w > c + 1]
+    finally:
+        driver.quit()
+    return out
+
+
 @pytest.fixture(scope="session")
 def ray_cluster():
     """One local Ray cluster for the whole test session (Ray has no local mode): 2 CPUs and an object

@@ -693,14 +693,17 @@ def summary_section(x: MetricInputs, t: dict, cfg) -> tuple[Section, dict]:
     from there. Written after the tables and figures it embeds."""
     sec = Section(STAGE, "summary")
     noun = SU.unit_noun(cfg.corpus.source, x.units["content_type"])
-    record = CL.claims_record([
-        CL.scored_claim(x.questions, x.earlier["question_validation"], x.strict["query_id"], x.one_unit["query_id"],
-                        t["hard_sets"], int(pd.to_numeric(t["top1_random"]["n"], errors="coerce").max())
-                        if len(t["top1_random"]) else 0, noun=noun),
-        CL.verdict_claim(t["sufficiency"], t["significance"], t["hard_sets"], noun=noun, ties=t["ties"])]
-        + derived_claims(x, t, cfg.corpus.source, noun))
+    made = ([CL.scored_claim(x.questions, x.earlier["question_validation"], x.strict["query_id"], x.one_unit["query_id"],
+                             t["hard_sets"], int(pd.to_numeric(t["top1_random"]["n"], errors="coerce").max())
+                             if len(t["top1_random"]) else 0, noun=noun),
+             CL.verdict_claim(t["sufficiency"], t["significance"], t["hard_sets"], noun=noun, ties=t["ties"])]
+            + derived_claims(x, t, cfg.corpus.source, noun))
+    record = CL.claims_record(made)
     claims = {c["id"]: c for c in record["claims"]}
     blocks = summary_blocks(x, t | {"claims": claims}, cfg.report.source_column, cfg.corpus.source)
+    # claims.json holds what the page says: a sentence whose block is not shown (nothing was scored) is no claim
+    on_page = "\n".join(str(b.get(k, "")) for b in blocks for k in ("text", "note"))
+    record["claims"] = [c for c in record["claims"] if c["id"] in ("scored", "verdict") or c["text"] in on_page]
     lead = SU.lead(cfg.run, SU.corpus_words(cfg.corpus.source, len(x.units), len(x.questions),
                                             noun, Path(cfg.corpus.root or cfg.corpus.manifest).name),
                    datetime.now(UTC).strftime("%Y-%m-%d"), claims["verdict"]["text"])
