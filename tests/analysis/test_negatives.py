@@ -203,3 +203,25 @@ def test_top1_carries_what_a_random_ranking_of_the_same_candidates_scores():
     assert t.loc["corpus", "chance"] == pytest.approx(0.1)
     # any of several acceptable golds counts: two of the three candidates are gold
     assert N.top1_chance(units, ["q1"], {"q1": {"u1", "u2"}}, {"q1": ["u3"]}) == pytest.approx(2 / 3)
+
+
+def test_parameters_that_make_hard_sets_too_small_put_every_question_outside(corpus):
+    """negatives.cluster_k: 3 on a corpus without metadata gives each gold 3 look-alikes: 4 candidates, so
+    sufficient@5 would hold every gold by construction. No parameter makes that a claim: every question is
+    outside the hard columns, with its reason, and the verdict names no system."""
+    from lookalike.report import claims as CL
+
+    c, vecs = corpus
+    units = c.units.copy()
+    units[["template_id", "entity", "metric", "period"]] = ""
+    golds = list(units["unit_id"].iloc[:12])
+    hard, _ = N.look_alikes(units, vecs, golds, k=3, n_clusters=4, cluster_k=3, seed=1)
+    questions = pd.DataFrame({"query_id": [f"q{i}" for i in range(len(golds))], "evidence_unit_ids": golds})
+    kept, table = N.hard_sets(questions, N.for_questions(questions, hard), units, set(questions["query_id"]), 5)
+    assert kept == {} and (table["candidates"] <= 4).all() and not table["in_hard"].any()
+    assert table["reason"].str.contains("not more than 5").all()
+    suff = pd.DataFrame([dict(system=s, negatives="hard", k=5, n=0, sufficient=float("nan"), sufficient_lo=float("nan"),
+                              sufficient_hi=float("nan")) for s in ("a", "b")])
+    verdict = CL.verdict_claim(suff, pd.DataFrame(columns=["measure", "system", "baseline", "p_holm"]), table)
+    assert verdict["kind"] == "none" and not verdict.get("figures")
+    assert CL.render(verdict).startswith("No system can be named best under hard negatives")
