@@ -1,6 +1,6 @@
 """Benchmark: lookalike.metrics against pytrec_eval, ranx and ir_measures on one synthetic run.
 
-    python benchmarks/metrics.py [--queries 100000] [--depth 100] [--peers pytrec_eval,ranx,ir_measures] [--repeat 3]
+    python benchmarks/metrics.py [--queries 100000] [--depth 100] [--vocabulary 0] [--peers pytrec_eval,ranx,ir_measures] [--repeat 3]
     python benchmarks/metrics.py --from-files [--queries 100000] [--repeat 3]
 
 --from-files times the job real users have: a TREC qrels file and a TREC run file on disk, read
@@ -46,10 +46,11 @@ from lookalike.eval import metrics as M
 MEASURES = ["P_10", "recall_100", "recip_rank", "map", "ndcg_cut_10"]
 
 
-def synthetic(n_queries: int, depth: int, seed: int = 0):
-    """A run of depth units per query (distinct scores) and 10 graded judgements per query."""
+def synthetic(n_queries: int, depth: int, seed: int = 0, vocabulary: int = 0):
+    """A run of depth units per query (distinct scores) and 10 graded judgements per query, the units
+    drawn from `vocabulary` ids (default 50 x depth)."""
     rng = np.random.default_rng(seed)
-    corpus = 50 * depth
+    corpus = vocabulary or 50 * depth
     qrels, run = {}, {}
     for q in range(n_queries):
         qid = f"q{q:06d}"
@@ -201,7 +202,7 @@ FILE_PEERS = {"pytrec_eval": files_pytrec, "ranx": files_ranx, "ir_measures": fi
 def from_files(args) -> int:
     import tempfile
 
-    qrels, run = synthetic(args.queries, args.depth)
+    qrels, run = synthetic(args.queries, args.depth, vocabulary=args.vocabulary)
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
         qpath, rpath = write_files(qrels, run, Path(tmp))
@@ -251,14 +252,18 @@ def main(argv=None) -> int:
     ap.add_argument("--peers", default="pytrec_eval,ranx,ir_measures")
     ap.add_argument("--from-files", action="store_true", help="time the whole job from TREC files on disk")
     ap.add_argument("--repeat", type=int, default=3, help="runs per library (the median is kept)")
+    ap.add_argument("--vocabulary", type=int, default=0,
+                    help="distinct unit ids the run draws from (default 50 x depth; 393000 is the size of the "
+                         "largest visual-document collection)")
     args = ap.parse_args(argv)
     os.environ.setdefault("NUMBA_NUM_THREADS", str(os.cpu_count() or 1))
     if args.from_files:
         return from_files(args)
     t0 = time.perf_counter()
-    qrels, run = synthetic(args.queries, args.depth)
+    qrels, run = synthetic(args.queries, args.depth, vocabulary=args.vocabulary)
+    distinct = len({u for d in run.values() for u in d})
     print(f"input: {args.queries:,} queries x {args.depth} units ({args.queries * args.depth:,} run entries, "
-          f"{sum(map(len, qrels.values())):,} judgements); built in {time.perf_counter() - t0:.1f} s; "
+          f"{distinct:,} distinct unit ids, {sum(map(len, qrels.values())):,} judgements); built in {time.perf_counter() - t0:.1f} s; "
           f"{os.cpu_count()} CPUs")
     peers = [p for p in args.peers.split(",") if p]
     # every library once on 50 queries outside the timers: imports and first-call set-up (lookalike's

@@ -409,3 +409,40 @@ def test_tie_settled_counts_questions_a_tie_at_depth_k_decides():
     assert tie_settled(run, {"q1": "a", "q2": "a"}, 2) == 0          # above the tie
     assert tie_settled(run, {"q1": {"d", "c"}}, 2) == 1               # any relevant unit in the tie
     assert tie_settled(run, {"q1": {"b"}}, 3) == 0                    # both tied units fit in the top 3
+
+
+def test_a_run_from_dicts_sorts_its_unit_ids_only_for_a_tie():
+    """A run from dicts is coded in arrival order; the unit ids are sorted (strcmp) only when two scores
+    of a query tie — and then the order is the canonical one, the same as from a frame."""
+    import pandas as pd
+
+    from lookalike.eval import ranking
+
+    calls = []
+    real = ranking._code_nested
+
+    def spy(nested):
+        out = real(nested)
+        rank = out[-1]
+
+        def counted():
+            calls.append(1)
+            return rank()
+        return (*out[:-1], counted if rank is not None else None)
+
+    ranking._code_nested = spy
+    try:
+        plain = ranking.Run({"q1": {"b": 0.3, "a": 0.2, "c": 0.1}, "q2": {"z": 1.0, "y": 2.0}})
+        assert calls == [] and list(plain.frame()["unit_id"]) == ["b", "a", "c", "y", "z"]
+        tied = {"q1": {"a": 0.5, "c": 0.5, "b": 0.5, "d": 0.9}, "q2": {"é": 1.0, "e": 1.0, "f": 0.0}}
+        run = ranking.Run(tied)
+        assert calls == [1]
+        frame = pd.DataFrame([(q, u, s) for q, d in tied.items() for u, s in d.items()],
+                             columns=["query_id", "unit_id", "score"])
+        assert run.frame().equals(ranking.Run(frame).frame())
+        assert list(run.frame()["unit_id"]) == ["d", "c", "b", "a", "é", "e", "f"]     # unit id descending
+        # every query the same length (each row sorted on its own): the same rule
+        even = {"q1": {"a": 0.5, "c": 0.5, "b": 0.1}, "q2": {"x": 0.2, "w": 0.3, "v": 0.3}}
+        assert list(ranking.Run(even).frame()["unit_id"]) == ["c", "a", "b", "w", "v", "x"] and calls == [1, 1]
+    finally:
+        ranking._code_nested = real

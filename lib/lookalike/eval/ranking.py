@@ -69,9 +69,15 @@ class Run:
         # Units coded in sorted (strcmp) order: the tie-break of the canonical ranking and the
         # join with judgements both use these codes.
         if isinstance(run, Mapping):
-            query_ids, lengths, ucode, vocab, scores = _code_nested(run)
+            query_ids, lengths, ucode, vocab, scores, strcmp_rank = _code_nested(run)
             qcode = np.repeat(np.arange(len(query_ids), dtype=np.int64), lengths)
             units = None                    # a dict cannot hold a unit twice for a query
+            if not np.isfinite(scores).all():
+                i = int(np.argmin(np.isfinite(scores)))
+                raise trec.TrecFormatError(f"{what}: query {query_ids[qcode[i]]!r} unit {vocab[ucode[i]]!r} has a "
+                                           f"non-finite score {float(scores[i])!r}")
+            self._hold(qcode, query_ids, ucode, vocab, scores, lengths=lengths, strcmp_rank=strcmp_rank)
+            return
         else:
             frame = trec.run_frame(run, what) if not _is_clean_run_frame(run) else run
             qcode, query_ids = _factorize_sorted(frame["query_id"].to_numpy())
@@ -91,11 +97,18 @@ class Run:
                                            f"{query_ids[qcode[i]]!r}")
         self._hold(qcode, query_ids, ucode, vocab, scores, units, lengths)
 
-    def _hold(self, qcode, query_ids, ucode, vocab, scores, units=None, lengths=None) -> None:
-        """lengths: the per-query counts when the caller knows qcode is grouped (a run from dicts)."""
+    def _hold(self, qcode, query_ids, ucode, vocab, scores, units=None, lengths=None, strcmp_rank=None) -> None:
+        """lengths: the per-query counts when the caller knows qcode is grouped (a run from dicts).
+        strcmp_rank: when ucode is not in sorted order (a run from dicts is coded in arrival order), a
+        function giving each code's rank among the sorted unit ids — called only if a score tie needs
+        the unit-id tie-break, so a run without ties never sorts its vocabulary."""
         grouped = lengths is not None or bool(np.all(qcode[1:] >= qcode[:-1]))
         counts = np.bincount(qcode, minlength=len(query_ids)) if lengths is None else lengths
-        order = _canonical_order(qcode, scores, units, ucode, counts=counts, grouped=grouped)
+        if strcmp_rank is None:
+            order = _canonical_order(qcode, scores, units, ucode, counts=counts, grouped=grouped)
+        else:
+            order = _canonical_order(qcode, scores, units, counts=counts, grouped=grouped,
+                                     sorted_codes=lambda: strcmp_rank()[ucode])
         self.query_ids = query_ids
         self.offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         if order is None:
@@ -151,13 +164,18 @@ def _flatten_nested(nested: Mapping) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return np.asarray(qids, dtype=object), lengths, units, values
 
 
-def _code_nested(nested: Mapping) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """{qid: {uid: score}} -> (sorted query ids, per-query lengths, unit codes into the sorted unit
-    ids, the sorted unit ids, float64 scores), grouped by query in the dicts' own order.
+def _code_nested(nested: Mapping):
+    """{qid: {uid: score}} -> (sorted query ids, per-query lengths, unit codes, the unit ids the codes
+    index, float64 scores, strcmp_rank), grouped by query in the dicts' own order.
 
-    String unit ids go from the dicts straight into one Arrow dictionary array (coded as they are
-    copied), whose dictionary is then sorted by UTF-8 bytes: strcmp order. That is faster than an
-    object array through pandas' factorize; other ids take that slower path."""
+    String unit ids go from the dicts straight into one Arrow dictionary array, coded in C as they are
+    copied, in arrival order; strcmp_rank() sorts the distinct ids by UTF-8 bytes (strcmp order) and
+    gives each code its rank — the canonical tie-break needs it only where two scores of a query tie,
+    and sorting a large vocabulary (300,000 ids) costs as much as the rest of building the run. Other
+    ids (not all str, or a str UTF-8 cannot encode) are coded in sorted order already (strcmp_rank
+    None)."""
+    import pyarrow as pa
+
     qids = sorted(nested)
     inner = [nested[q] for q in qids]
     lengths = np.fromiter(map(len, inner), dtype=np.int64, count=len(inner))
@@ -166,12 +184,26 @@ def _code_nested(nested: Mapping) -> tuple[np.ndarray, np.ndarray, np.ndarray, n
     flat: list = []
     for d in inner:                 # list.extend over each dict: faster than one chained iterator
         flat.extend(d)
-    coded = _arrow_sorted_codes(flat)
-    if coded is None:
-        # not all str (ints, say), or a str UTF-8 cannot encode (a lone surrogate)
-        coded = _factorize_sorted(np.fromiter(flat, dtype=object, count=n))
-    ucode, vocab = coded
-    return np.asarray(qids, dtype=object), lengths, ucode, vocab, values
+    try:
+        keys = pa.array(flat, type=pa.dictionary(pa.int32(), pa.string()))
+    except (pa.ArrowException, UnicodeError, TypeError):
+        keys = None
+    if keys is None:
+        ucode, vocab = _factorize_sorted(np.fromiter(flat, dtype=object, count=n))
+        return np.asarray(qids, dtype=object), lengths, ucode, vocab, values, None
+    distinct = keys.dictionary
+
+    def strcmp_rank() -> np.ndarray:
+        import pyarrow.compute as pc
+
+        order = pc.array_sort_indices(distinct).to_numpy()
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order), dtype=np.int64)
+        return rank
+
+    ucode = keys.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    return (np.asarray(qids, dtype=object), lengths, ucode, distinct.to_numpy(zero_copy_only=False).astype(object),
+            values, strcmp_rank)
 
 
 def _is_clean_run_frame(run) -> bool:
@@ -181,13 +213,14 @@ def _is_clean_run_frame(run) -> bool:
 
 def _canonical_order(qcode: np.ndarray, scores: np.ndarray, units: np.ndarray,
                      ucode: np.ndarray | None = None, counts: np.ndarray | None = None,
-                     grouped: bool | None = None) -> np.ndarray | None:
+                     grouped: bool | None = None, sorted_codes=None) -> np.ndarray | None:
     """Permutation putting entries in (query asc, score desc, unit id desc) order — trec_eval's rule;
     None when they already stand in that order (a run file written in rank order: nothing to sort).
 
     ucode: codes of units in sorted (strcmp) order, when the caller has them; otherwise only the
     units of queries that hold a score tie are ranked by string, which is all the tie-break needs.
     counts, grouped: np.bincount(qcode) and whether qcode is non-decreasing, when already known.
+    sorted_codes: a function giving those codes, called only when a tie needs them (and never with ucode).
     """
     n = len(scores)
     if n == 0:
@@ -206,15 +239,29 @@ def _canonical_order(qcode: np.ndarray, scores: np.ndarray, units: np.ndarray,
         ranked = np.take_along_axis(s2, within, axis=1)
         tied = np.flatnonzero((ranked[:, 1:] == ranked[:, :-1]).any(axis=1))
         if len(tied):
-            if ucode is None:
+            if sorted_codes is not None:
+                u2 = sorted_codes().reshape(-1, width)[tied]
+            elif ucode is None:
                 u2 = _factorize_sorted(units.reshape(-1, width)[tied].ravel())[0].reshape(-1, width)
             else:
                 u2 = ucode.reshape(-1, width)[tied]
             within[tied] = np.lexsort((-u2, -s2[tied]), axis=1)
         return (within + (np.arange(len(counts), dtype=np.int64) * width)[:, None]).ravel()
+    if sorted_codes is not None:
+        return _order_deferring_ties(qcode, scores, sorted_codes)
     if ucode is None:
         ucode = _factorize_sorted(units)[0]
     return np.lexsort((-ucode, -scores, qcode))
+
+
+def _order_deferring_ties(qcode: np.ndarray, scores: np.ndarray, sorted_codes) -> np.ndarray | None:
+    """The canonical order of a run whose unit codes are not in sorted order: (query, score desc) first;
+    only if two scores of a query tie are the sorted codes asked for and the unit-id tie-break applied."""
+    order = np.lexsort((-scores, qcode))
+    q, s = qcode[order], scores[order]
+    if not ((q[1:] == q[:-1]) & (s[1:] == s[:-1])).any():
+        return None if np.array_equal(order, np.arange(len(order))) else order
+    return np.lexsort((-sorted_codes(), -scores, qcode))
 
 
 def _already_canonical(qcode: np.ndarray, scores: np.ndarray, ucode: np.ndarray) -> bool:
