@@ -162,3 +162,18 @@ def test_with_two_pools_people_agree_within_a_pool_and_the_model_meets_the_blind
     assert table.iloc[2]["n"] == 0                          # one metadata person: nothing to agree on
     model = table.iloc[3]
     assert model["second"].endswith("blind pool)") and model["n"] == 5 and model["agreement"] == 1.0
+
+
+def test_the_metadata_pool_never_reaches_adjudication():
+    """With the judge door on, a pair that only the metadata pool split is not queued, and a queued pair
+    shows the adjudicator the blind pool's labels alone (seen on photos: 2 of 5 adjudicated pairs got
+    there only because the metadata pool split, and the adjudicator read 'ann3: supporting')."""
+    pairs = pd.DataFrame({"pair_id": ["q1-u1", "q2-u2"], "query_id": ["q1", "q2"], "unit_id": ["u1", "u2"],
+                          "question": ["a", "b"], "flagged": ["", ""]})
+    labels = frame([("ann1", "q1-u1", "irrelevant"), ("ann2", "q1-u1", "irrelevant"),            # blind agree
+                    ("ann3", "q1-u1", "supporting", "metadata"), ("ann4", "q1-u1", "irrelevant", "metadata"),
+                    ("ann1", "q2-u2", "irrelevant"), ("ann2", "q2-u2", "sufficient"),            # blind split
+                    ("ann3", "q2-u2", "supporting", "metadata")])
+    queue = team.disagreements(labels, pairs)
+    assert list(queue["pair_id"]) == ["q2-u2"]
+    assert queue["labels"].iloc[0] == "ann1: irrelevant; ann2: sufficient" and "ann3" not in queue["labels"].iloc[0]

@@ -185,10 +185,17 @@ def agreement_words(row: Mapping) -> str:
 def disagreements(labels: pd.DataFrame, pairs: pd.DataFrame, machine: pd.DataFrame | None = None) -> pd.DataFrame:
     """Pairs an adjudicator should settle, not yet adjudicated: first those a machine judge flagged
     (it says a distractor answers a question people judged) once a person has labelled them, then those
-    people labelled differently. Columns QUEUE_COLUMNS; labels lists who said what (with notes)."""
+    people labelled differently. Columns QUEUE_COLUMNS; labels lists who said what (with notes).
+
+    Only the blind pool's labels count and are shown: with the judge door on, the metadata pool saw
+    file names and captions, and their labels feed the door's comparison alone — a pair that only they
+    split is not queued, and the adjudicator never reads what they said (their labels never reach the
+    store or the qrels, and an adjudication is both)."""
     live = labels[labels["retracted"].astype(int) == 0] if len(labels) else labels
     adjudicated = set(live.loc[live["kind"] == "adjudication", "pair_id"]) if len(live) else set()
     people = people_labels(labels)
+    if len(people) and "pool" in people.columns:
+        people = people[people["pool"] != "metadata"]
     said = {pid: part for pid, part in people.groupby("pair_id", sort=True)} if len(people) else {}
     machine_says = ({p: "; ".join(f"{j} says {lab}" for j, lab in zip(g["judge"], g["label"]))
                      for p, g in machine.groupby("pair_id")} if machine is not None and len(machine) else {})
