@@ -10,6 +10,7 @@ import pytest
 
 from lookalike.judging import door as JD
 from lookalike.judging import team
+from lookalike.judging.judges import AnswerStringJudge
 
 
 def frame(rows, pairs=None) -> pd.DataFrame:
@@ -177,3 +178,41 @@ def test_the_metadata_pool_never_reaches_adjudication():
     queue = team.disagreements(labels, pairs)
     assert list(queue["pair_id"]) == ["q2-u2"]
     assert queue["labels"].iloc[0] == "ann1: irrelevant; ann2: sufficient" and "ann3" not in queue["labels"].iloc[0]
+
+
+def test_people_door_counts_a_split_pool_as_its_share_instead_of_dropping_the_pair():
+    """Two people per pool: where one person seeing captions moves to 'supporting' the pool splits —
+    the very effect the door measures — and the pair counts half, not as a tie left out (seen on photos:
+    12 split pairs dropped, the people row 'relevant 0 blind, 0 with metadata')."""
+    questions = pd.DataFrame({"query_id": [f"q{i}" for i in range(4)], "text": ["What was the revenue?"] * 4})
+    rows = []
+    for i in range(4):
+        pid = f"q{i}-u{i}"
+        rows += [("b1", pid, "irrelevant", "blind"), ("b2", pid, "irrelevant", "blind"),
+                 ("m1", pid, "supporting", "metadata"), ("m2", pid, "irrelevant", "metadata")]
+    per_pair, summary, why = JD.people_door(frame(rows), questions, _door_units())
+    s = summary.iloc[0]
+    assert why == "" and s["n_pairs"] == 4 and s["gained"] == 4 and s["lost"] == 0
+    assert (s["relevant_blind"], s["relevant_with_metadata"]) == (0, 2)
+    assert s["share_blind"] == 0.0 and s["share_with_metadata"] == 0.5
+    assert s["difference"] == pytest.approx(0.5) and s["difference_lo"] <= 0.5 <= s["difference_hi"]
+    assert per_pair["with_metadata"].iloc[0] == "1 of 2 relevant (irrelevant, supporting)"
+
+
+def test_stage_06_measures_the_door_the_label_database_ran_with():
+    """Served with --door, then stage 06 run with labels.door off in the params: the database holds a
+    metadata pool, so the door is measured and the mismatch said (it once said 'labels.door is off, so
+    everyone labelled blind' beside 61 labels from the metadata pool)."""
+    from lookalike.stages import judge_pool
+
+    questions = pd.DataFrame({"query_id": ["q0", "q1"], "text": ["What was the revenue?"] * 2})
+    rows = [("b1", "q0-u0", "irrelevant", "blind"), ("m1", "q0-u0", "supporting", "metadata"),
+            ("b1", "q1-u1", "irrelevant", "blind"), ("m1", "q1-u1", "irrelevant", "metadata")]
+    sec, _, summary = judge_pool.door_section(AnswerStringJudge(), None, pd.DataFrame(), questions, None, _door_units(),
+                                              pd.DataFrame(), frame(rows), people_door=False)
+    assert "the database is what happened, so the door is measured" in sec.text["door"]
+    assert list(summary["judge"].str.startswith("people")) == [True] and summary["gained"].iloc[0] == 1
+    blind_only = frame([("b1", "q0-u0", "irrelevant", "blind")])
+    sec, _, summary = judge_pool.door_section(AnswerStringJudge(), None, pd.DataFrame(), questions, None,
+                                              _door_units(), pd.DataFrame(), blind_only, people_door=False)
+    assert summary.empty and "holds no metadata pool" in sec.text["door"]

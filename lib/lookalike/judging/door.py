@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+import numpy as np
 import pandas as pd
 
 from lookalike.data.schema import filename_words
 from lookalike.eval import stats
 from lookalike.judging.judges import AnswerStringJudge, Judge, content_words, label_pairs
-from lookalike.judging.team import resolved
 
 # the labels that count as relevant; an abstention (the judge could not see the pair) is not one
 RELEVANT = frozenset({"sufficient", "supporting"})
@@ -31,7 +31,8 @@ SUMMARY_COLUMNS = ["judge", "n_pairs", "relevant_blind", "relevant_with_metadata
                    "gained_with_term", "gained_with_term_lo", "gained_with_term_hi",
                    "others_with_term", "others_with_term_lo", "others_with_term_hi",
                    "share_blind", "share_blind_lo", "share_blind_hi",
-                   "share_with_metadata", "share_with_metadata_lo", "share_with_metadata_hi"]
+                   "share_with_metadata", "share_with_metadata_lo", "share_with_metadata_hi",
+                   "difference", "difference_lo", "difference_hi"]
 
 
 def metadata_text(unit: Mapping) -> str:
@@ -95,12 +96,21 @@ def door_pairs(query_ids, unit_ids, blind, with_metadata, questions: pd.DataFram
     return out[DOOR_COLUMNS]
 
 
-def door_summary(out: pd.DataFrame, units: pd.DataFrame, name: str) -> pd.DataFrame:
+def door_summary(out: pd.DataFrame, units: pd.DataFrame, name: str, blind_relevant=None,
+                 metadata_relevant=None) -> pd.DataFrame:
     """One summary row of a door's per-pair table (DOOR_COLUMNS): relevant labels blind and with
-    metadata (counts, and shares with intervals), gains and losses, and the share of gains (and of
-    the other pairs) whose metadata holds a query word. Every interval is a bootstrap 95% interval
-    resampling whole documents of the judged units (pairs of one document move together)."""
+    metadata (counts, and shares with intervals), the paired difference (with metadata − blind) with
+    its interval, gains and losses, and the share of gains (and of the other pairs) whose metadata holds
+    a query word. blind_relevant / metadata_relevant: each pair's relevance as a number in [0, 1] (a
+    pool of people splitting on a pair counts as its share); by default 1 where the label is relevant.
+    Every interval is a bootstrap 95% interval resampling whole documents of the judged units (pairs of
+    one document move together)."""
     doc = dict(zip(units["unit_id"], units["doc_id"].astype(str))) if "doc_id" in units.columns else {}
+    b_rel = (out["blind"].isin(RELEVANT) if blind_relevant is None else pd.Series(blind_relevant, index=out.index)
+             ).astype(float)
+    m_rel = (out["with_metadata"].isin(RELEVANT) if metadata_relevant is None
+             else pd.Series(metadata_relevant, index=out.index)).astype(float)
+    groups_all = np.asarray([doc.get(u, u) for u in out["unit_id"]], dtype=object)
 
     def share(part: pd.DataFrame, values: pd.Series):
         if not len(part):
@@ -110,26 +120,34 @@ def door_summary(out: pd.DataFrame, units: pd.DataFrame, name: str) -> pd.DataFr
 
     gained, others = out[out["gained"]], out[~out["gained"]]
     g, o = share(gained, gained["term_in_metadata"]), share(others, others["term_in_metadata"])
-    b = share(out, out["blind"].isin(RELEVANT))
-    m = share(out, out["with_metadata"].isin(RELEVANT))
+    b, m = share(out, b_rel), share(out, m_rel)
+    diff, lo, hi, _ = stats.paired_bootstrap(m_rel.to_numpy(), b_rel.to_numpy(), 2000, rng=0,
+                                              clusters=groups_all if len(out) else None)
+
+    def count(v: float):
+        # a pool's split pairs count as their share: a whole number where every pair was unanimous
+        return int(round(v)) if abs(v - round(v)) < 1e-9 else round(float(v), 2)
+
     return pd.DataFrame([{
-        "judge": name, "n_pairs": len(out), "relevant_blind": int((out["blind"].isin(RELEVANT)).sum()),
-        "relevant_with_metadata": int((out["with_metadata"].isin(RELEVANT)).sum()), "gained": len(gained),
-        "lost": int(((out["blind"].isin(RELEVANT)) & (~out["with_metadata"].isin(RELEVANT))).sum()),
+        "judge": name, "n_pairs": len(out), "relevant_blind": count(b_rel.sum()),
+        "relevant_with_metadata": count(m_rel.sum()), "gained": len(gained),
+        "lost": int((m_rel < b_rel).sum()),
         "gained_with_term": g.estimate, "gained_with_term_lo": g.lo, "gained_with_term_hi": g.hi,
         "others_with_term": o.estimate, "others_with_term_lo": o.lo, "others_with_term_hi": o.hi,
         "share_blind": b.estimate, "share_blind_lo": b.lo, "share_blind_hi": b.hi,
-        "share_with_metadata": m.estimate, "share_with_metadata_lo": m.lo, "share_with_metadata_hi": m.hi}],
+        "share_with_metadata": m.estimate, "share_with_metadata_lo": m.lo, "share_with_metadata_hi": m.hi,
+        "difference": diff, "difference_lo": lo, "difference_hi": hi}],
         columns=SUMMARY_COLUMNS)
 
 
 def people_door(labels: pd.DataFrame, questions: pd.DataFrame, units: pd.DataFrame
                 ) -> tuple[pd.DataFrame, pd.DataFrame, str]:
-    """The judge door measured with people (the team label database with ``labels.door`` on): on the
-    pairs labelled in both pools, the blind pool's label (its people's majority, ties left out) against
-    the metadata pool's (who saw the file name and caption beside the page). Returns (per pair, summary,
-    why): why says in words why there is no row (empty when there is one). Adjudications are not
-    used here: they settle a pair once for both pools, which is what the door compares."""
+    """The judge door measured with people (the team label database with ``labels.door`` on): on every
+    pair labelled in both pools, the share of the blind pool's labels that call it relevant against the
+    share of the metadata pool's (who saw the file name and caption beside the page) — a pool whose
+    people split counts as its share, so no pair is dropped as a tie. Returns (per pair, summary, why):
+    why says in words why there is no row (empty when there is one). Adjudications are not used here:
+    they settle a pair once for both pools, which is what the door compares."""
     empty = (pd.DataFrame(columns=DOOR_COLUMNS), pd.DataFrame(columns=SUMMARY_COLUMNS))
     people = labels[(labels["kind"] == "label") & (labels["retracted"].astype(int) == 0)] if len(labels) else labels
     pools = {pool: people[people["pool"] == pool] for pool in ("blind", "metadata")} if len(people) else {}
@@ -140,17 +158,32 @@ def people_door(labels: pd.DataFrame, questions: pd.DataFrame, units: pd.DataFra
         return (*empty, "no labels yet from the metadata pool (people who see file names and captions)")
     if missing == ["blind"]:
         return (*empty, "no labels yet from the blind pool (people who do not see file names and captions)")
-    blind, seen = resolved(pools["blind"]), resolved(pools["metadata"])
-    both = blind.merge(seen[["pair_id", "label"]], on="pair_id", suffixes=("_blind", "_metadata"))
+    share = {pool: part.assign(relevant=part["label"].isin(RELEVANT)).groupby("pair_id", sort=True)
+             .agg(query_id=("query_id", "first"), unit_id=("unit_id", "first"), relevant=("relevant", "sum"),
+                  n=("label", "size"), labels=("label", lambda v: ", ".join(sorted(v))))
+             for pool, part in pools.items()}
+    both = share["blind"].join(share["metadata"][["relevant", "n", "labels"]], how="inner", rsuffix="_metadata")
     if both.empty:
-        return (*empty, "no pair has a label from both pools yet (or every such pair is a tie within a pool)")
+        return (*empty, "no pair has a label from both pools yet")
     meta = {r["unit_id"]: metadata_text(r) for r in units.to_dict("records")}
-    out = door_pairs(both["query_id"], both["unit_id"], both["label_blind"], both["label_metadata"], questions, meta)
-    out = out.sort_values(["query_id", "unit_id"], kind="mergesort").reset_index(drop=True)
+    b_rel, m_rel = both["relevant"] / both["n"], both["relevant_metadata"] / both["n_metadata"]
+
+    def said(relevant, n, labels) -> str:
+        return f"{int(relevant)} of {int(n)} relevant ({labels})"
+
+    out = door_pairs(both["query_id"], both["unit_id"],
+                     [said(*v) for v in zip(both["relevant"], both["n"], both["labels"])],
+                     [said(*v) for v in zip(both["relevant_metadata"], both["n_metadata"], both["labels_metadata"])],
+                     questions, meta)
+    # a pair gains when a larger share of the metadata pool than of the blind pool calls it relevant
+    out["gained"] = (m_rel > b_rel).to_numpy()
+    out = out.assign(_b=b_rel.to_numpy(), _m=m_rel.to_numpy()).sort_values(["query_id", "unit_id"], kind="mergesort")
+    out = out.reset_index(drop=True)
     n_blind, n_meta = pools["blind"]["annotator"].nunique(), pools["metadata"]["annotator"].nunique()
-    name = (f"people ({n_blind} blind, {n_meta} seeing file name and caption; "
-            "each pool's majority label, ties left out)")
-    return out[DOOR_COLUMNS], door_summary(out, units, name), ""
+    name = (f"people ({n_blind} blind, {n_meta} seeing file name and caption; every pair both pools labelled, "
+            "a pool that splits counting as its share)")
+    return (out[DOOR_COLUMNS], door_summary(out[DOOR_COLUMNS], units, name, out["_b"].to_numpy(), out["_m"].to_numpy()),
+            "")
 
 
 def subject_terms_judge() -> Judge:

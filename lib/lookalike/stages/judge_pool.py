@@ -303,9 +303,17 @@ def door_section(model, planted: pd.DataFrame | None, pooled: pd.DataFrame, vali
         door = pd.concat([d.assign(judge=name) for (d, _), (_, name) in zip(doors, door_judges)],
                          ignore_index=True)[["judge"] + JD.DOOR_COLUMNS]
         door_summary = pd.concat([s for _, s in doors], ignore_index=True)
-    if len(team_labels) and not people_door:
-        sec.say("people: labels.door is off, so everyone labelled blind and there is no people row")
+    # the label database says how the round of labelling ran: a metadata pool in it means the server ran
+    # with the door on, whatever the params say now
+    served_with_door = bool(len(team_labels) and "pool" in team_labels.columns
+                            and (team_labels["pool"] == "metadata").any())
+    if len(team_labels) and not people_door and not served_with_door:
+        sec.say("people: labels.door is off and the label database holds no metadata pool, so everyone labelled "
+                "blind and there is no people row")
     elif len(team_labels):
+        if served_with_door and not people_door:
+            sec.say("people: labels.door is off in the params, but the label database holds labels from a metadata "
+                    "pool (the server ran with the door on): the database is what happened, so the door is measured")
         people_pairs, people_summary, why = JD.people_door(team_labels, validated, units)
         if why:
             sec.say(f"people: {why}")
@@ -317,7 +325,8 @@ def door_section(model, planted: pd.DataFrame | None, pooled: pd.DataFrame, vali
         sec.say(f"{d.judge}, {d.n_pairs} pairs: relevant {d.relevant_blind} "
                 f"({fmt_ci(d.share_blind, d.share_blind_lo, d.share_blind_hi)}) blind, {d.relevant_with_metadata} "
                 f"({fmt_ci(d.share_with_metadata, d.share_with_metadata_lo, d.share_with_metadata_hi)}) with each "
-                f"unit's file name and caption shown ({d.gained} gained, "
+                f"unit's file name and caption shown, difference "
+                f"{fmt_ci(d.difference, d.difference_lo, d.difference_hi)} ({d.gained} gained, "
                 f"{d.lost} lost); gains whose file name or caption holds a query word: "
                 + (fmt_ci(d.gained_with_term, d.gained_with_term_lo, d.gained_with_term_hi) if d.gained else "none")
                 + f", the other pairs: {fmt_ci(d.others_with_term, d.others_with_term_lo, d.others_with_term_hi)} "
