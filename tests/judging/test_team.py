@@ -216,3 +216,14 @@ def test_stage_06_measures_the_door_the_label_database_ran_with():
     sec, _, summary = judge_pool.door_section(AnswerStringJudge(), None, pd.DataFrame(), questions, None,
                                               _door_units(), pd.DataFrame(), blind_only, people_door=False)
     assert summary.empty and "holds no metadata pool" in sec.text["door"]
+
+
+def test_a_round_of_labelling_says_what_it_costs_before_anyone_labels():
+    pairs = pd.DataFrame({"pair_id": [f"q{i % 3}-u{i}" for i in range(12)], "query_id": [f"q{i % 3}" for i in range(12)]})
+    assert team.round_cost(pairs, 2, 2) == ("this round: 12 pairs for 3 questions × 2 label(s) per pair × 2 pools "
+                                            "= 48 labels to make; 0 made")
+    # two labels an hour apart: 2 per hour, 46 left
+    labels = frame([("a", "q0-u0", "irrelevant", "blind", "label", 0), ("a", "q1-u1", "irrelevant", "blind", "label", 0)])
+    labels.loc[1, "time"] = "2026-12-04T11:00:00.000+00:00"
+    assert team.round_cost(pairs, 2, 2, labels).endswith("2 made; at the team's 2 labels per hour so far, about 23.0 hours left")
+    assert team.round_cost(pairs, 1, 1) == "this round: 12 pairs for 3 questions × 1 label(s) per pair = 12 labels to make; 0 made"

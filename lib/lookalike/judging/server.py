@@ -348,10 +348,13 @@ def serve(run_dir: Path | str, host: str = "127.0.0.1", port: int = 8750, db: st
     params = run_params(run_dir)
     settings = settings_from(params, **overrides)
     database = open_db(run_dir, params, db)
-    app = create_app(load_run(run_dir), database, settings)
+    loaded = load_run(run_dir)
+    app = create_app(loaded, database, settings)
     print(f"lookalike labels: serving {run_dir} on http://{host}:{port}/ — database {database.target}; "
           f"{settings.per_pair} label(s) per pair" + (f"; judge door on ({settings.door_share:.0%} see file name "
                                                        "and caption)" if settings.door else ""), flush=True)
+    print("lookalike labels: " + team.round_cost(loaded.pairs, settings.per_pair, 2 if settings.door else 1,
+                                                 database.labels()), flush=True)
     if host not in ("127.0.0.1", "localhost", "::1") and not settings.token:
         print(f"lookalike labels: warning: {host} is reachable from other machines and no {TOKEN_ENV} is set — "
               "anyone who can reach it can sign in and label", flush=True)

@@ -221,6 +221,24 @@ def disagreements(labels: pd.DataFrame, pairs: pd.DataFrame, machine: pd.DataFra
 
 # ----------------------------------------------------------------------------- progress
 
+def round_cost(pairs: pd.DataFrame, per_pair: int, pools: int, labels: pd.DataFrame | None = None) -> str:
+    """What a round of labelling costs, said before anyone labels: pairs (and the questions they are for)
+    × labels per pair × pools = labels to make, how many are made, and — once the team's rate can be
+    measured — the hours left at it."""
+    n_pairs = len(pairs)
+    n_q = int(pairs["query_id"].nunique()) if n_pairs and "query_id" in pairs.columns else 0
+    total = n_pairs * per_pair * pools
+    made = len(people_labels(labels)) if labels is not None and len(labels) else 0
+    words = (f"this round: {n_pairs:,} pairs for {n_q:,} questions × {per_pair} label(s) per pair"
+             + (f" × {pools} pools" if pools > 1 else "") + f" = {total:,} labels to make; {min(made, total):,} made")
+    hours = _hours(people_labels(labels)["time"]) if made >= 2 else 0.0
+    if hours > 0 and made < total:
+        rate = made / hours
+        words += f"; at the team's {rate:,.0f} labels per hour so far, about {(total - made) / rate:,.1f} hours left"
+    return words
+
+
+
 def _hours(times: pd.Series) -> float:
     t = pd.to_datetime(times, utc=True, format="ISO8601")
     return (t.max() - t.min()).total_seconds() / 3600 if len(t) > 1 else 0.0
