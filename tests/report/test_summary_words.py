@@ -87,3 +87,28 @@ def test_kappa_over_says_the_pairs_once():
     undefined = {"kappa": "", "kappa_lo": "", "kappa_hi": "", "agreement": 0.98, "n": 470}
     assert SU.kappa_over(undefined).count("over 470 pairs") == 1
     assert SU.kappa_over({"kappa": 0.5, "kappa_lo": 0.4, "kappa_hi": 0.6, "n": 80}) == "kappa 0.50 [0.40, 0.60] over 80 pairs"
+
+
+def test_the_people_who_labelled_are_on_the_summary():
+    """Inter-annotator agreement (kappa with its interval, or why it is undefined) and the judge door's
+    people row, read from stage 06's tables as a CSV gives them back (text cells)."""
+    agreement = pd.DataFrame([
+        {"scope": "people, overall (blind pool)", "first": "people", "second": "people", "n": "19", "agreement": "0.84",
+         "kappa": "0.61", "kappa_lo": "0.35", "kappa_hi": "0.82", "statistic": "fleiss", "why": ""},
+        {"scope": "people, pair of annotators (blind pool)", "first": "a", "second": "b", "n": "19", "agreement": "0.84",
+         "kappa": "0.61", "kappa_lo": "0.35", "kappa_hi": "0.82", "statistic": "cohen", "why": ""},
+        {"scope": "model vs people", "first": "answer-string", "second": "people", "n": "12", "agreement": "1.0",
+         "kappa": "", "kappa_lo": "", "kappa_hi": "", "statistic": "cohen", "why": "one label throughout"}])
+    door = pd.DataFrame([{"judge": "answer-string", "n_pairs": 5, "share_blind": 0.0},
+                         {"judge": "people (2 blind, 2 seeing file name and caption; ...)", "n_pairs": "19",
+                          "gained": "7", "lost": "0", "share_blind": "0.1", "share_blind_lo": "0.0",
+                          "share_blind_hi": "0.2", "share_with_metadata": "0.28", "share_with_metadata_lo": "0.15",
+                          "share_with_metadata_hi": "0.4", "difference": "0.18", "difference_lo": "0.05",
+                          "difference_hi": "0.3"}])
+    text = SU.people_words(agreement, door)
+    assert text.startswith("People, overall (blind pool): kappa 0.61 [0.35, 0.82] over 19 pairs, raw agreement 0.84")
+    assert "pair of annotators" not in text
+    assert "model vs people: kappa undefined" in text and "raw agreement 1.00 over 12 pairs" in text
+    assert ("the judge door with people: relevant 0.10 [0.00, 0.20] of pairs blind, 0.28 [0.15, 0.40] with file name "
+            "and caption, difference +0.18 [+0.05, +0.30] over 19 pairs (7 gained, 0 lost)") in text
+    assert SU.people_words(agreement.head(0), door.head(1)) == ""

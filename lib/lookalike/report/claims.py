@@ -288,6 +288,8 @@ RULES = {
                       if len(t["question_validation"]) else "", ("question_validation", "label_agreement")),
     "labels_made": (lambda t, a: SU.labels_made_words(t["label_agreement"], t["labels_current"]),
                     ("label_agreement", "labels_current")),
+    "people_words": (lambda t, a: SU.people_words(t["annotator_agreement"], t["judge_door_summary"]),
+                     ("annotator_agreement", "judge_door_summary")),
     "labels_rest_on": (lambda t, a: SU.sentence(SU.labels_provenance(t["labels_current"], t["label_agreement"])[0]),
                        ("labels_current", "label_agreement")),
 }

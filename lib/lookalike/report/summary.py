@@ -291,6 +291,37 @@ def labels_made_words(agreement: pd.DataFrame, current: pd.DataFrame) -> str:
             + current_labels_words(current))
 
 
+def people_words(agreement: pd.DataFrame | None, door: pd.DataFrame | None) -> str:
+    """What the people who labelled did, for the summary: their agreement (overall, per pool where the
+    judge door split them, and the model against them) as kappa with its interval or why it is
+    undefined, and the judge door's people row — the share of pairs each pool called relevant and the
+    difference, with intervals. '' when no person labelled on the team server."""
+    said = []
+    rows = agreement.to_dict("records") if agreement is not None and len(agreement) else []
+    for r in rows:
+        scope = str(r.get("scope", ""))
+        if not (scope.startswith("people, overall") or scope.startswith("model vs people")):
+            continue
+        agree = as_number(r.get("agreement"))
+        said.append(f"{scope}: {kappa_over(r)}" + (f", raw agreement {agree:.2f}" if agree == agree
+                                                    and "raw agreement" not in kappa_over(r) else ""))
+    people = door[door["judge"].astype(str).str.startswith("people")] if door is not None and len(door) else None
+    for r in (people.to_dict("records") if people is not None else []):
+        fig = lambda c: (f"{as_number(r.get(c)):.2f} [{as_number(r.get(c + '_lo')):.2f}, "   # noqa: E731
+                         f"{as_number(r.get(c + '_hi')):.2f}]")
+        diff = as_number(r.get("difference"))
+        said.append(f"the judge door with people: relevant {fig('share_blind')} of pairs blind, "
+                    f"{fig('share_with_metadata')} with file name and caption"
+                    + (f", difference {diff:+.2f} [{as_number(r.get('difference_lo')):+.2f}, "
+                       f"{as_number(r.get('difference_hi')):+.2f}]" if diff == diff else "")
+                    + f" over {int(as_number(r.get('n_pairs')))} pairs ({int(as_number(r.get('gained')))} gained, "
+                      f"{int(as_number(r.get('lost')))} lost)")
+    if not said:
+        return ""
+    text = "; ".join(said)
+    return text[0].upper() + text[1:] + " (95% intervals)."
+
+
 def current_labels_words(current: pd.DataFrame) -> str:
     """Which labels the tables use, counted by who made them (never 'adjudicated' for model-only ones)."""
     if current is None or not len(current) or "source" not in current.columns:

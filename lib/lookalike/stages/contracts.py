@@ -68,7 +68,8 @@ CONTRACTS: dict[str, Contract] = {
         ("labelling/*", "labels/*", "qrels/labels.qrels", "runs_validated/*") + _STORE),
     "07_metric_tables": _c(
         "metric_tables",
-        "units distractors hard_vs_random judge_door_summary label_agreement labels_current leak_gate leak_per_query "
+        "units annotator_agreement distractors hard_vs_random judge_door_summary label_agreement labels_current "
+        "leak_gate leak_per_query "
         "leak_planted planted question_validation questions questions_validated systems validation_judgements "
         "validity_ladder",
         "breakdown evidence_complete failures fusion_trace fusion_trace_counts hard_sets haystack_curve headline kinds "

@@ -153,7 +153,8 @@ def read_inputs(ctx: StageContext) -> MetricInputs:
                "validation_judgements": optional("validation_judgements"), "leak_gate": optional("leak_gate"),
                "leak_planted": optional("leak_planted"), "leak_per_query": optional("leak_per_query"),
                "judge_door_summary": optional("judge_door_summary"), "validity_ladder": optional("validity_ladder"),
-               "hard_vs_random": optional("hard_vs_random"), "label_agreement": optional("label_agreement")}
+               "hard_vs_random": optional("hard_vs_random"), "label_agreement": optional("label_agreement"),
+               "annotator_agreement": optional("annotator_agreement")}
     return MetricInputs(run_dir, units, questions, validated, distractors, read("labels_current"), clusters,
                         ctx.unit_clusters(), base, unit_vectors, corpus_runs, external, derived_plan,
                         dict(ctx.encoder_settings(), run_dir=run_dir), earlier)
@@ -672,6 +673,8 @@ def summary_blocks(x: MetricInputs, t: dict, source_column: str, source: str) ->
         blocks.append({"heading": "How many questions a comparison needs", "text": planner})
     if said("labels_made"):
         blocks.append({"heading": "How the labels were made", "text": said("labels_made")})
+    if said("people_words"):
+        blocks.append({"heading": "The people who labelled", "text": said("people_words")})
     blocks.append({"heading": "What the labels rest on", "text": said("labels_rest_on")})
     flagged_block = said("flagged_words")
     if flagged_block:
@@ -680,6 +683,7 @@ def summary_blocks(x: MetricInputs, t: dict, source_column: str, source: str) ->
     if not len(strict):
         # nothing was scored: the summary says why, and what the labels are, not empty tables and their captions
         blocks = [b for b in blocks if b["heading"] in ("What was scored", "How the labels were made",
+                                                        "The people who labelled",
                                                         "What the labels rest on",
                                                         "People-judged questions a machine judge flagged")]
     noun = SU.unit_noun(source, units["content_type"])
@@ -723,7 +727,8 @@ def derived_claims(x: MetricInputs, t: dict, source: str, noun: str) -> list[dic
     tables = {"hard_sets": t["hard_sets"], "hard_vs_random": x.earlier["hard_vs_random"], "headline": t["headline"],
               "sample_size": t["plan"], "haystack_curve": t["haystack"],
               "question_validation": x.earlier["question_validation"], "label_agreement": x.earlier["label_agreement"],
-              "labels_current": x.current}
+              "labels_current": x.current, "annotator_agreement": x.earlier["annotator_agreement"],
+              "judge_door_summary": x.earlier["judge_door_summary"]}
     interval = stats.interval_words(x.clusters)
     rests_on = (("the demo generator's evidence pages" if source == "demo" else "the evidence pages your judgements "
                  "name") + ", not the labels")
@@ -733,7 +738,7 @@ def derived_claims(x: MetricInputs, t: dict, source: str, noun: str) -> list[dic
                              rests_on=rests_on),
             CL.derived_claim("planner_words", tables, noun, interval=interval),
             CL.derived_claim("flagged_words", tables, noun), CL.derived_claim("labels_made", tables, noun),
-            CL.derived_claim("labels_rest_on", tables, noun)]
+            CL.derived_claim("people_words", tables, noun), CL.derived_claim("labels_rest_on", tables, noun)]
 
 
 def stage_headline_section(verdict: dict, current: pd.DataFrame, labels_note: pd.DataFrame) -> tuple[Section]:
