@@ -257,3 +257,20 @@ def test_gate_fails_on_a_file_name_reaching_the_image_path_only_when_it_moves_th
     assert few.verdict == "PASS" and few.lo <= 0
     none = L.paired_gate(per_query.head(0), "image", 0.05)
     assert none.verdict == "NOT EVALUATED" and "NOT EVALUATED" in none.sentence()
+
+
+def test_a_pass_of_the_retrieval_test_states_its_power():
+    """On photos the classic leak moved the image index +0.05 [0.00, +0.125] over 40 units: the gate said
+    PASS on retrieval with no word that it could only have caught a leak of about 0.09 or more."""
+    from lookalike.analysis.leak_gate import GateResult
+
+    g = GateResult("team-run", 40, 0.50, 0.55, 0.05, 0.0, 0.125, 0.05, "PASS")
+    assert g.detectable == pytest.approx(max(2.8016 * 0.125 / 3.92, 0.05 + 0.8416 * 0.125 / 3.92), rel=1e-3)
+    said = g.sentence()
+    assert "would catch a leak of about 0.09 recall@10 or more with 80% power over 40 units" in said
+    assert "this system had no metadata probe" in said
+    probed = GateResult("image", 40, 0.50, 0.55, 0.05, 0.0, 0.125, 0.05, "PASS", probe_changed=0, probe_n=40)
+    assert "no metadata probe" not in probed.sentence() and "about 0.09" in probed.sentence()
+    leak = GateResult("image", 40, 0.2, 0.6, 0.4, 0.3, 0.5, 0.05, "LEAK")
+    assert "80% power" not in leak.sentence()                  # a LEAK needs no power statement
+    assert GateResult("image", 0, *[float("nan")] * 5, 0.05, "NOT EVALUATED").power_words() == ""

@@ -50,6 +50,10 @@ def gate(table: pd.DataFrame, threshold: float = 0.05) -> tuple[bool, float, flo
     return derived - blind <= threshold, blind, derived
 
 
+# normal quantiles of the power statement: a two-sided 95% interval, 80% power
+_Z95, _Z80 = 1.959963984540054, 0.8416212335729143
+
+
 @dataclass(frozen=True)
 class GateResult:
     index: str
@@ -63,6 +67,28 @@ class GateResult:
     verdict: str                      # PASS | LEAK | NOT EVALUATED
     probe_changed: int = -1           # units whose input changed when the caption fields were shuffled (-1: not probed)
     probe_n: int = 0
+
+    @property
+    def detectable(self) -> float:
+        """The leak (caption-derived − blind recall@10) the retrieval test would call LEAK with 80% power
+        at this n: the CI must clear 0 and the estimate the threshold, with the standard error read off
+        the bootstrap interval (so clustered resampling counts). NaN without pairs."""
+        if not self.n_pairs or self.lo != self.lo:
+            return float("nan")
+        se = (self.hi - self.lo) / (2 * _Z95)
+        return max((_Z95 + _Z80) * se, self.threshold + _Z80 * se)
+
+    def power_words(self) -> str:
+        """What a PASS of the retrieval test is worth: the smallest leak it would catch."""
+        d = self.detectable
+        if d != d:
+            return ""
+        if d <= 0:
+            return "the retrieval test finds no spread in the differences, so its power cannot be stated"
+        return (f"the retrieval test would catch a leak of about {d:.2f} recall@10 or more with 80% power over "
+                f"{self.n_pairs} units; a smaller one passes it"
+                + ("" if self.probe_changed >= 0 else " — and this system had no metadata probe (a run file has no "
+                   "input path to shuffle), so nothing else would catch it"))
 
     @property
     def rule(self) -> str:
@@ -81,9 +107,11 @@ class GateResult:
             return f"{self.index}: NOT EVALUATED (no blind / caption-derived pairs; {self.probe_words()})"
         if not self.n_pairs:
             return f"{self.index}: no blind / caption-derived pairs; {self.probe_words()}: {self.verdict}"
+        power = self.power_words()
         return (f"{self.index}: caption-derived − blind recall@10 {self.difference:+.3f} "
                 f"[{self.lo:+.3f}, {self.hi:+.3f}] over {self.n_pairs} paired units "
-                f"(blind {self.blind:.3f}, caption-derived {self.derived:.3f}); {self.probe_words()}: {self.verdict}")
+                f"(blind {self.blind:.3f}, caption-derived {self.derived:.3f}); {self.probe_words()}: {self.verdict}"
+                + (f" ({power})" if power and self.verdict == "PASS" else ""))
 
 
 def paired_gate(per_query: pd.DataFrame, index: str = "image", threshold: float = 0.05, n_boot: int = 2000,

@@ -35,9 +35,10 @@ def load_corpus(ctx: StageContext, render: bool = True):
                           max_pixels=ctx.get("corpus.max_pixels"), render=render)
 
 
-# the fields of the units preview: what a unit is, and what strata and hard negatives are made of
+# the fields of the units preview: what a unit is, what strata and hard negatives are made of, and its
+# caption (the text the leak ablation keeps away from the image path; it wraps)
 PREVIEW_FIELDS = ("unit_id", "page", "template_id", "entity", "metric", "period", "revision", "content_type",
-                  "text_source")
+                  "text_source", "caption")
 
 
 def run(ctx: StageContext) -> StageResult:
