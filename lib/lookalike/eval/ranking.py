@@ -66,18 +66,14 @@ class Run:
         if isinstance(run, Run):
             self.__dict__.update(run.__dict__)
             return
-        # Units coded in sorted (strcmp) order: the tie-break of the canonical ranking and the
-        # join with judgements both use these codes.
+        # Units coded as integers: the join with judgements uses the codes, and the canonical
+        # tie-break their strcmp order (a frame's are coded in that order; a dict's in arrival order,
+        # its strcmp ranks computed only if a tie needs them: strcmp_rank).
+        strcmp_rank = None
         if isinstance(run, Mapping):
             query_ids, lengths, ucode, vocab, scores, strcmp_rank = _code_nested(run)
             qcode = np.repeat(np.arange(len(query_ids), dtype=np.int64), lengths)
             units = None                    # a dict cannot hold a unit twice for a query
-            if not np.isfinite(scores).all():
-                i = int(np.argmin(np.isfinite(scores)))
-                raise trec.TrecFormatError(f"{what}: query {query_ids[qcode[i]]!r} unit {vocab[ucode[i]]!r} has a "
-                                           f"non-finite score {float(scores[i])!r}")
-            self._hold(qcode, query_ids, ucode, vocab, scores, lengths=lengths, strcmp_rank=strcmp_rank)
-            return
         else:
             frame = trec.run_frame(run, what) if not _is_clean_run_frame(run) else run
             qcode, query_ids = _factorize_sorted(frame["query_id"].to_numpy())
@@ -95,7 +91,7 @@ class Run:
                 i = int(np.argmax(dup))
                 raise trec.TrecFormatError(f"{what}: row {i} lists unit {units[i]!r} twice for query "
                                            f"{query_ids[qcode[i]]!r}")
-        self._hold(qcode, query_ids, ucode, vocab, scores, units, lengths)
+        self._hold(qcode, query_ids, ucode, vocab, scores, units, lengths, strcmp_rank)
 
     def _hold(self, qcode, query_ids, ucode, vocab, scores, units=None, lengths=None, strcmp_rank=None) -> None:
         """lengths: the per-query counts when the caller knows qcode is grouped (a run from dicts).
