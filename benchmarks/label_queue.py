@@ -29,7 +29,7 @@ def _database(folder: Path, pairs: int, people: int) -> LabelDB:
                                "unit_id": [f"u{i}" for i in range(pairs)], "question_sha": "x",
                                "question": "What was the revenue?", "flagged": ""}))
     for i in range(people):
-        db.join(f"person{i}")
+        db.add_person(f"person{i}", "blind")
     return db
 
 

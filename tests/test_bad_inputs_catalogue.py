@@ -451,9 +451,8 @@ def _label_client(tmp_path, questions: int = 2, per_question: int = 2, **setting
     from lookalike.judging.labeldb import LabelDB
 
     run_dir = make_label_run(tmp_path / "run", questions=questions, per_question=per_question)
-    token = settings.pop("token", "")
     db = LabelDB(run_dir / "labels" / "labels.sqlite")
-    app = server.create_app(server.load_run(run_dir), db, server.Settings(**settings, token=token))
+    app = server.create_app(server.load_run(run_dir), db, server.Settings(**settings))
     return TestClient(app, raise_server_exceptions=False), db, run_dir
 
 
@@ -470,7 +469,7 @@ def _server_big_body(tmp_path, capsys):
     from lookalike.judging import server
 
     c, _, _ = _label_client(tmp_path)
-    r = c.post("/api/signin", content=b'{"name": "' + b"a" * (server.MAX_BODY + 10) + b'"}')
+    r = c.post("/api/signin", content=b'{"name": "' + b"a" * (server.MAX_BODY + 10) + b'"}', headers={"Content-Type": "application/json"})
     assert r.status_code == 413 and "at most" in r.json()["error"]
 
 
@@ -478,15 +477,14 @@ def _server_big_body(tmp_path, capsys):
 def _server_unicode_token(tmp_path, capsys):
     from urllib.parse import quote
 
-    token = "sécret-日本"
-    c, _, _ = _label_client(tmp_path, token=token)
-    for wrong in ("secret", quote("sécret-日本x")):
-        r = c.post("/api/signin", json={"name": "ann"}, headers={"X-Token": wrong})
+    c, db, _ = _label_client(tmp_path)
+    _, token = db.add_person("ann", "blind")
+    for wrong in ("sécret-日本", quote("sécret-日本"), token + "é"):
+        r = c.post("/api/signin", json={"token": wrong})
+        assert r.status_code == 401 and "not known" in r.json()["error"], r.text
+        r = c.get("/api/next", headers={"Authorization": f"Bearer {wrong}".encode()})   # raw, as curl sends
         assert r.status_code == 401, r.text
-    r = c.post("/api/signin", json={"name": "ann"}, headers={"X-Token": quote(token)})      # as the page sends it
-    assert r.status_code == 200, r.text
-    r = c.post("/api/signin", json={"name": "bob"}, headers={"X-Token": token.encode("utf-8")})   # raw, as curl sends
-    assert r.status_code == 200, r.text
+    assert c.post("/api/signin", json={"token": token}).status_code == 200
 
 
 @surface("label server: a label on a pair leased to someone else")
@@ -494,8 +492,8 @@ def _server_leased_elsewhere(tmp_path, capsys):
     from lookalike.judging.labeldb import LabelDBError
 
     _, db, _ = _label_client(tmp_path, questions=1, per_question=1)      # one pair
-    db.join("a")
-    db.join("b")
+    db.add_person("a", "blind")
+    db.add_person("b", "blind")
     mine = db.next_pair("a", 1, -1, 0, False)           # a's lease has run out while a still labels
     theirs = db.next_pair("b", 1, 600, 0, False)         # ... and the pair went to b
     assert theirs.pair_id == mine.pair_id

@@ -405,6 +405,6 @@ def test_photos_are_labelled_by_the_photo_rubric():
     assert unit_noun("manifest", ["photo", "photo"]) == "photo" and unit_noun("images") == "image"
     assert unit_noun("pdf", ["chart", "photo"]) == "page"
     data = {"page": "p", "items": [], "images": {}}
-    photo = pages.labelling_page("t", data, "photo") + pages.label_server_page(False, False, "image")
+    photo = pages.labelling_page("t", data, "photo") + pages.label_server_page("image")
     assert label_meanings("photo")["sufficient"] in photo and "competent reader" not in photo
     assert "competent reader" in pages.labelling_page("t", data)

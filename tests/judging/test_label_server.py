@@ -1,8 +1,10 @@
-"""The team label server over HTTP: sign-in and the shared token, blind queues that carry nothing but
-the question and an opaque id, the metadata pool, clear errors for malformed and replayed requests,
-corpus text kept out of the page's markup, the adjudicator's queue, progress and agreement pages —
-and a server killed with SIGKILL mid-submit that loses no acknowledged label and doubles none.
-PostgreSQL is exercised against a throwaway local server (pgserver) when it can start here."""
+"""The team label server over HTTP: people the lead added, each signing in with a personal token
+(Bearer or the sign-in cookie; unknown, malformed or forged identities get 401), blind queues that
+carry nothing but the question and an opaque id, the metadata pool, clear errors for malformed and
+replayed requests, corpus text kept out of the page's markup, the adjudicator's queue, progress and
+agreement pages (pools shown to the lead only) — and a server killed with SIGKILL mid-submit that
+loses no acknowledged label and doubles none. PostgreSQL is exercised against a throwaway local
+server (pgserver) when it can start here."""
 
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ import pytest
 
 from conftest import make_label_run
 from lookalike.judging import server
-from lookalike.judging.labeldb import LabelDB
+from lookalike.judging.labeldb import LabelDB, LabelDBError
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -35,23 +37,20 @@ def run_dir(tmp_path):
 def client(run_dir, **settings):
     from starlette.testclient import TestClient
 
-    token = settings.pop("token", "")
-    s = server.Settings(**settings, token=token)
     db = LabelDB(run_dir / "labels" / "labels.sqlite")
-    return TestClient(server.create_app(server.load_run(run_dir), db, s)), db
+    return TestClient(server.create_app(server.load_run(run_dir), db, server.Settings(**settings))), db
 
 
-def sign_in(c, name, role="annotator", token=None):
-    headers = {"X-Token": token} if token else {}
-    r = c.post("/api/signin", json={"name": name, "role": role}, headers=headers)
-    assert r.status_code == 200, r.text
-    return {"X-Annotator": name, **headers}, r.json()
+def add(db, name, pool="blind", **kw) -> dict:
+    """A person the lead added: the headers a script of theirs sends (their personal token)."""
+    _, token = db.add_person(name, pool, **kw)
+    return {"Authorization": f"Bearer {token}"}
 
 
 def test_a_blind_queue_carries_only_the_question_and_an_opaque_id(run_dir):
     c, db = client(run_dir)
-    h, who = sign_in(c, "ann")
-    assert who["pool"] == "blind"
+    h = add(db, "ann")
+    assert c.get("/api/me", headers=h).json()["pool"] == "blind"
     got = c.get("/api/next", headers=h).json()
     assert set(got) == {"done", "mine", "pairs", "pair_id", "question"}
     units = {u for u in db.pairs()["unit_id"]}
@@ -62,9 +61,9 @@ def test_a_blind_queue_carries_only_the_question_and_an_opaque_id(run_dir):
 
 
 def test_the_metadata_pool_sees_file_name_and_caption(run_dir):
-    c, _ = client(run_dir, door=True, door_share=1.0, per_pair=1)
-    h, who = sign_in(c, "meta")
-    assert who["pool"] == "metadata" and who["door"] is True
+    c, db = client(run_dir, door=True, per_pair=1)
+    h = add(db, "meta", "metadata")
+    assert c.get("/api/me", headers=h).json()["door"] is True
     got = c.get("/api/next", headers=h).json()
     assert set(got["metadata"]) == {"file name", "caption"} and got["metadata"]["file name"].endswith(".png")
 
@@ -73,7 +72,7 @@ def test_the_page_holds_no_corpus_text_and_the_api_returns_it_as_data(run_dir):
     c, db = client(run_dir)
     page = c.get("/").text
     assert "<script>alert" not in page and "onerror" not in page and "http://" not in page and "https://" not in page
-    h, _ = sign_in(c, "ann")
+    h = add(db, "ann")
     questions = set()
     while not (got := c.get("/api/next", headers=h).json())["done"]:
         questions.add(got["question"])
@@ -84,14 +83,82 @@ def test_the_page_holds_no_corpus_text_and_the_api_returns_it_as_data(run_dir):
     assert len(db.labels()) == 12
 
 
-def test_the_shared_token_is_required_when_set(run_dir):
-    c, _ = client(run_dir, token="s3cret")
-    assert c.post("/api/signin", json={"name": "ann"}).status_code == 401
-    assert c.post("/api/signin", json={"name": "ann"}, headers={"X-Token": "wrong"}).status_code == 401
-    h, _ = sign_in(c, "ann", token="s3cret")
-    assert c.get("/api/next", headers={"X-Annotator": "ann"}).status_code == 401
-    assert c.get("/api/next", headers=h).status_code == 200
-    assert c.get("/progress").status_code == 401 and c.get("/progress?token=s3cret").status_code == 200
+@pytest.mark.parametrize("headers", [
+    {},
+    {"X-Annotator": "ann"},                                          # a name claimed, not proved
+    {"X-Annotator": "ann", "X-Token": "anything"},
+    {"Authorization": "Bearer not-a-token-anyone-has"},
+    {"Authorization": "Bearer " + "x" * 5000},
+    {"Authorization": "Bearer ÄÖÜ-日本語".encode()},                   # raw UTF-8 bytes in the header
+    {"Authorization": b"Bearer \xff\xfe\x01"},                      # bytes that are no text at all
+    {"Cookie": "lookalike_labels=Ä日本".encode()},
+    {"Authorization": "Basic YW5uOmFubg=="},
+    {"Cookie": "lookalike_labels=forged"},
+])
+def test_nothing_but_a_known_token_gets_anything(run_dir, headers):
+    c, db = client(run_dir)
+    add(db, "ann")
+    for path in ("/api/me", "/api/next", "/progress", "/agreement", f"/api/image/{db.pairs()['pair_id'].iloc[0]}"):
+        r = c.get(path, headers=headers)
+        assert r.status_code == 401, (path, r.status_code, r.text)
+    r = c.post("/api/label", headers=headers, json={"pair_id": db.pairs()["pair_id"].iloc[0], "label": "irrelevant",
+                                                  "request_id": "forged-0001"})
+    assert r.status_code == 401 and db.labels().empty
+
+
+def test_a_token_in_the_url_is_never_read(run_dir):
+    c, db = client(run_dir)
+    _, token = db.add_person("ann", "blind")
+    assert c.get(f"/api/next?token={token}").status_code == 401
+    assert c.get(f"/progress?token={token}").status_code == 401
+
+
+def test_the_sign_in_page_sets_an_httponly_same_site_cookie_and_sign_out_clears_it(run_dir):
+    c, db = client(run_dir)
+    _, token = db.add_person("ann", "blind")
+    assert c.post("/api/signin", json={"token": "wrong-token"}).status_code == 401
+    assert c.post("/api/signin", json={"token": ["a", "list"]}).status_code == 401
+    r = c.post("/api/signin", json={"token": token})
+    assert r.status_code == 200 and r.json()["name"] == "ann"
+    cookie = r.headers["set-cookie"].lower()
+    assert "httponly" in cookie and "samesite=strict" in cookie and "path=/" in cookie
+    assert c.get("/api/next").status_code == 200                    # the cookie alone identifies them
+    # a cross-site form cannot post JSON: a post that is not application/json is refused before anything
+    r = c.post("/api/label", content=b"pair_id=x&label=irrelevant", headers={"Content-Type":
+                                                                              "application/x-www-form-urlencoded"})
+    assert r.status_code == 415
+    assert c.post("/api/signout", json={}).status_code == 200
+    assert c.get("/api/next").status_code == 401
+
+
+def test_pools_are_the_leads_choice_never_the_order_of_sign_in(run_dir):
+    c, db = client(run_dir, door=True)
+    for i in range(5):
+        add(db, f"b{i}", "blind")
+    h = add(db, "m", "metadata")
+    assert c.get("/api/me", headers=h).json()["pool"] == "metadata"
+    assert set(db.annotators()["pool"]) == {"blind", "metadata"}
+    assert (db.annotators()["pool"] == "metadata").sum() == 1
+    with pytest.raises(LabelDBError, match="already in this label database"):
+        db.add_person("m", "metadata")
+    with pytest.raises(LabelDBError, match="pool never changes"):
+        db.add_person("m", "blind", new_token=True)
+    with pytest.raises(LabelDBError, match="an adjudicator is blind"):
+        db.add_person("x", "metadata", role="adjudicator")
+    old = h
+    new = add(db, "m", "metadata", new_token=True)
+    assert c.get("/api/me", headers=old).status_code == 401 and c.get("/api/me", headers=new).status_code == 200
+
+
+def test_pools_are_shown_to_the_lead_only(run_dir):
+    c, db = client(run_dir, door=True, per_pair=1)
+    lead, ann = add(db, "lead", lead=True), add(db, "ann")
+    add(db, "meta", "metadata")
+    assert "metadata" in c.get("/progress", headers=lead).text
+    progress = c.get("/progress", headers=ann)
+    assert progress.status_code == 200 and "metadata" not in progress.text and "pools" not in progress.text
+    assert c.get("/agreement", headers=ann).status_code == 403
+    assert c.get("/agreement", headers=lead).status_code == 200
 
 
 @pytest.mark.parametrize("body, status, words", [
@@ -105,16 +172,16 @@ def test_the_shared_token_is_required_when_set(run_dir):
 ])
 def test_malformed_requests_get_a_clear_error(run_dir, body, status, words):
     c, db = client(run_dir)
-    h, _ = sign_in(c, "ann")
+    h = add(db, "ann")
     r = c.post("/api/label", headers={**h, "Content-Type": "application/json"}, content=body)
     assert r.status_code == status and words in r.json()["error"]
     assert db.labels().empty
-    assert c.get("/api/next").status_code == 401 and "sign in first" in c.get("/api/next").json()["error"]
+    assert c.get("/api/next").status_code == 401 and "personal token" in c.get("/api/next").json()["error"]
 
 
 def test_a_replayed_label_is_answered_as_a_replay_and_not_stored_twice(run_dir):
     c, db = client(run_dir)
-    h, _ = sign_in(c, "ann")
+    h = add(db, "ann")
     got = c.get("/api/next", headers=h).json()
     body = {"pair_id": got["pair_id"], "label": "supporting", "request_id": "retry-me-0001", "note": "a <b>note</b>"}
     assert c.post("/api/label", headers=h, json=body).status_code == 200
@@ -125,7 +192,7 @@ def test_a_replayed_label_is_answered_as_a_replay_and_not_stored_twice(run_dir):
 
 def test_undo_then_the_same_pair_again(run_dir):
     c, db = client(run_dir)
-    h, _ = sign_in(c, "ann")
+    h = add(db, "ann")
     got = c.get("/api/next", headers=h).json()
     c.post("/api/label", headers=h, json={"pair_id": got["pair_id"], "label": "sufficient", "request_id": "first-0001"})
     assert c.post("/api/undo", headers=h, json={"request_id": "undo-00001"}).json()["undone"] == got["pair_id"]
@@ -135,14 +202,15 @@ def test_undo_then_the_same_pair_again(run_dir):
 
 def test_the_adjudicator_settles_disagreements_and_annotators_cannot(run_dir):
     c, db = client(run_dir, per_pair=2)
-    ha, _ = sign_in(c, "a")
-    hb, _ = sign_in(c, "b")
-    for h, label in ((ha, "irrelevant"), (hb, "sufficient")):
+    people = {"a": add(db, "a"), "b": add(db, "b")}
+    for name, label in (("a", "irrelevant"), ("b", "sufficient")):
+        h = people[name]
         while not (got := c.get("/api/next", headers=h).json())["done"]:
             c.post("/api/label", headers=h, json={"pair_id": got["pair_id"], "label": label,
-                                                  "request_id": f"{h['X-Annotator']}-{got['pair_id']}"})
+                                                  "request_id": f"{name}-{got['pair_id']}"})
+    ha = people["a"]
     assert c.get("/api/adjudicate/next", headers=ha).status_code == 403
-    hj, _ = sign_in(c, "judge", role="adjudicator")
+    hj = add(db, "judge", role="adjudicator", lead=True)
     first = c.get("/api/adjudicate/next", headers=hj).json()
     assert first["left"] == 12 and first["reason"] == "people disagree" and first["labels"] == "a: irrelevant; b: sufficient"
     r = c.post("/api/adjudicate", headers=hj, json={"pair_id": first["pair_id"], "label": "supporting", "request_id": "adj-000001"})
@@ -150,10 +218,34 @@ def test_the_adjudicator_settles_disagreements_and_annotators_cannot(run_dir):
     assert c.get("/api/adjudicate/next", headers=hj).json()["left"] == 11
     assert c.post("/api/adjudicate", headers=ha, json={"pair_id": first["pair_id"], "label": "supporting",
                                                         "request_id": "adj-000002"}).status_code == 403
-    agreement = c.get("/agreement").text
+    agreement = c.get("/agreement", headers=hj).text
     assert "kappa undefined" in agreement and "raw agreement 0.00" in agreement
-    progress = c.get("/progress").text
+    progress = c.get("/progress", headers=hj).text
     assert "24 of 24 label slots filled" in progress
+
+
+def test_a_metadata_pool_only_split_never_reaches_the_adjudicator_over_http(run_dir):
+    """Four people in two pools: where only the metadata pool splits, the adjudicator is given nothing
+    and never reads what the metadata pool said; a blind split is queued with the blind labels only."""
+    c, db = client(run_dir, door=True, per_pair=2)
+    people = {n: add(db, n, pool) for n, pool in (("b1", "blind"), ("b2", "blind"), ("m1", "metadata"),
+                                                   ("m2", "metadata"))}
+    blind_split = None
+    for name, h in people.items():
+        i = 0
+        while not (got := c.get("/api/next", headers=h).json())["done"]:
+            label = {"b1": "irrelevant", "b2": "irrelevant", "m1": "irrelevant", "m2": "supporting"}[name]
+            if name == "b2" and blind_split is None:
+                label, blind_split = "sufficient", got["pair_id"]
+            r = c.post("/api/label", headers=h, json={"pair_id": got["pair_id"], "label": label,
+                                                      "request_id": f"{name}-{i:05d}"})
+            assert r.status_code == 200, r.text
+            i += 1
+    assert len(db.labels()) == 12 * 4
+    hj = add(db, "judge", role="adjudicator")
+    first = c.get("/api/adjudicate/next", headers=hj).json()
+    assert first["left"] == 1 and first["pair_id"] == blind_split
+    assert "m1" not in first["labels"] and "m2" not in first["labels"] and "supporting" not in first["labels"]
 
 
 # ----------------------------------------------------------------------------- a real server, killed
@@ -180,10 +272,11 @@ def start(run_dir: Path, port: int, *extra: str) -> subprocess.Popen:
     raise AssertionError("the label server did not start in 60 s")
 
 
-def call(port, path, body=None, name=None, timeout=10):
+def call(port, path, body=None, token=None, timeout=10):
     data = None if body is None else json.dumps(body).encode()
     req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, method="POST" if data else "GET",
-                                 headers={"Content-Type": "application/json", **({"X-Annotator": name} if name else {})})
+                                 headers={"Content-Type": "application/json",
+                                          **({"Authorization": f"Bearer {token}"} if token else {})})
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r:
             return r.status, json.loads(r.read())
@@ -197,6 +290,8 @@ def test_kill_9_mid_submit_loses_no_acknowledged_label_and_doubles_none(tmp_path
     run_dir = make_label_run(tmp_path / "run", questions=15, per_question=4)     # 60 pairs, 120 slots
     port = free_port()
     names = ["a", "b", "c"]
+    db = LabelDB(run_dir / "labels" / "labels.sqlite")
+    tokens = {n: db.add_person(n, "blind")[1] for n in names}
     acked: dict[str, tuple[str, str]] = {}        # request id -> (person, pair) the server confirmed
     sent: dict[str, tuple[str, str]] = {}         # every request id sent, answered or not
     lock = threading.Lock()
@@ -207,7 +302,7 @@ def test_kill_9_mid_submit_loses_no_acknowledged_label_and_doubles_none(tmp_path
     def annotate(name, stop):
         while not stop.is_set():
             try:
-                status, got = call(port, "/api/next", name=name, timeout=2)
+                status, got = call(port, "/api/next", token=tokens[name], timeout=2)
                 if got.get("done"):
                     return
                 with lock:
@@ -215,7 +310,7 @@ def test_kill_9_mid_submit_loses_no_acknowledged_label_and_doubles_none(tmp_path
                     sent[request_id] = (name, got["pair_id"])
                 in_flight.set()
                 status, answer = call(port, "/api/label", {"pair_id": got["pair_id"], "label": "irrelevant",
-                                                           "request_id": request_id}, name=name, timeout=2)
+                                                           "request_id": request_id}, token=tokens[name], timeout=2)
                 if status == 200:
                     with lock:
                         acked[request_id] = (name, got["pair_id"])
@@ -225,7 +320,7 @@ def test_kill_9_mid_submit_loses_no_acknowledged_label_and_doubles_none(tmp_path
     for _round in range(3):                          # three kills, each while a label request is on its way
         proc = start(run_dir, port, "--per-pair", "2")
         for n in names:
-            assert call(port, "/api/signin", {"name": n})[0] == 200
+            assert call(port, "/api/me", token=tokens[n])[0] == 200
         stop = threading.Event()
         threads = [threading.Thread(target=annotate, args=(n, stop)) for n in names]
         for t in threads:
@@ -245,7 +340,8 @@ def test_kill_9_mid_submit_loses_no_acknowledged_label_and_doubles_none(tmp_path
     proc = start(run_dir, port, "--per-pair", "2")
     try:
         # every client retries what it sent with the same id: acknowledged ones are replays
-        outcomes = {rid: call(port, "/api/label", {"pair_id": pair, "label": "irrelevant", "request_id": rid}, name=who)
+        outcomes = {rid: call(port, "/api/label", {"pair_id": pair, "label": "irrelevant", "request_id": rid},
+                              token=tokens[who])
                     for rid, (who, pair) in sorted(sent.items())}
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -289,11 +385,11 @@ def test_the_same_guarantees_on_postgresql(tmp_path, run_dir):
     pg = _pgserver(tmp_path)
     try:
         db = LabelDB(pg.get_uri())
-        assert db.postgres and db.version() == 1
+        assert db.postgres and db.version() == 2
         db.add_pairs(server.load_run(run_dir).pairs)
         names = ["a", "b", "c"]
         for n in names:
-            db.join(n)
+            db.add_person(n, "blind")
         errors = []
 
         def work(n):

@@ -25,14 +25,15 @@ from test_label_server import free_port, start
 pytestmark = [needs_chromium, pytest.mark.browser]
 
 
-def open_page(port: int, name: str, role: str = "annotator"):
+def open_page(port: int, token: str):
+    """A person's browser signing in with the personal token the lead gave them."""
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import Select, WebDriverWait
+    from selenium.webdriver.support.ui import WebDriverWait
 
     driver = headless_chrome()
     driver.get(f"http://127.0.0.1:{port}/")
-    driver.find_element(By.ID, "name").send_keys(name)
-    Select(driver.find_element(By.ID, "role")).select_by_value(role)
+    WebDriverWait(driver, 30).until(lambda d: d.find_element(By.ID, "token").is_displayed())
+    driver.find_element(By.ID, "token").send_keys(token)
     driver.find_element(By.ID, "start").click()
     WebDriverWait(driver, 30).until(lambda d: d.find_element(By.ID, "pair").text not in ("", "—")
                                     or d.find_element(By.ID, "done").is_displayed())
@@ -61,8 +62,9 @@ def test_corpus_text_stays_text_in_the_browser(tmp_path):
 
     run_dir = make_label_run(tmp_path / "run", questions=2, per_question=2)
     port = free_port()
-    proc = start(run_dir, port, "--door", "--door-share", "1")
-    driver = open_page(port, "Zoë <tester>".replace("<", "").replace(">", ""))
+    _, token = LabelDB(run_dir / "labels" / "labels.sqlite").add_person("Zoë tester", "metadata")
+    proc = start(run_dir, port, "--door")
+    driver = open_page(port, token)
     try:
         seen_script = seen_caption = False
         pair = shown_pair(driver)
@@ -79,6 +81,11 @@ def test_corpus_text_stays_text_in_the_browser(tmp_path):
         with pytest.raises(NoAlertPresentException):
             driver.switch_to.alert.text  # noqa: B018 (reading it raises when no alert is open)
         assert "Zoë tester" in driver.find_element(By.ID, "who").text
+        # the token lives in an HttpOnly cookie: the page's script cannot read it, and no URL holds it
+        assert token not in driver.execute_script("return document.cookie + location.href + document.body.innerHTML")
+        driver.refresh()                          # signed in still: the page goes on where it was
+        from selenium.webdriver.support.ui import WebDriverWait
+        WebDriverWait(driver, 30).until(lambda d: d.find_element(By.ID, "work").is_displayed())
     finally:
         driver.quit()
         proc.send_signal(signal.SIGTERM)
@@ -96,7 +103,9 @@ def test_two_people_label_the_ci_run_at_once_through_a_kill_9(ci_run, tmp_path):
     port = free_port()
     server = {"proc": start(run_dir, port, "--per-pair", "2")}
     names = ["ana", "ben"]
-    drivers = {n: open_page(port, n) for n in names}
+    db = LabelDB(run_dir / "labels" / "labels.sqlite")
+    tokens = {n: db.add_person(n, "blind")[1] for n in names}
+    drivers = {n: open_page(port, tokens[n]) for n in names}
     acknowledged: dict[str, list[str]] = {n: [] for n in names}
     errors: list[BaseException] = []
     per_person = 10
@@ -132,7 +141,6 @@ def test_two_people_label_the_ci_run_at_once_through_a_kill_9(ci_run, tmp_path):
         server["proc"].send_signal(signal.SIGTERM)
         server["proc"].wait(timeout=30)
 
-    db = LabelDB(run_dir / "labels" / "labels.sqlite")
     labels = db.labels()
     for name in names:
         mine = labels[labels["annotator"] == name]
@@ -164,24 +172,21 @@ def test_stage_06_shows_the_door_with_scripted_people_in_both_pools(ci_run, tmp_
 
     out_root = tmp_path / "outputs"
     run_dir = _copy_run(ci_run, out_root)
-    params = out_root / "ci_door.yaml"
-    params.write_text((REPO / "params" / "ci.yaml").read_text() + "labels:\n  door: true\n", encoding="utf-8")
+    params = out_root / "ci.yaml"                 # the params as they are: labels.door is off in them
+    params.write_text((REPO / "params" / "ci.yaml").read_text(), encoding="utf-8")
     loaded = server.load_run(run_dir)
-    settings = server.settings_from(server.run_params(run_dir), door=True, door_share=0.5)
     db = LabelDB(run_dir / "labels" / "labels.sqlite")
+    settings, _ = server.settings_from(server.run_params(run_dir), db, door=True)     # labels serve --door
     c = TestClient(server.create_app(loaded, db, settings))
     units = pd.read_csv(run_dir / "tables" / "units.csv", keep_default_na=False).set_index("unit_id")
     unit_of = dict(zip(loaded.pairs["pair_id"], loaded.pairs["unit_id"]))
     # scripted people: everyone calls a page irrelevant, except that those who see the file name and
     # caption call it supporting when the metadata holds a word of the question (a lenient judge's habit)
-    people = {}
-    for name in ("p1", "p2", "p3", "p4"):
-        who = c.post("/api/signin", json={"name": name}).json()
-        people[name] = who["pool"]
-    assert sorted(people.values()) == ["blind", "blind", "metadata", "metadata"]
+    people = {"p1": "blind", "p2": "metadata", "p3": "blind", "p4": "metadata"}
+    auth = {n: {"Authorization": f"Bearer {db.add_person(n, pool)[1]}"} for n, pool in people.items()}
     for round_ in range(30):
         for name, pool in people.items():
-            got = c.get("/api/next", headers={"X-Annotator": name}).json()
+            got = c.get("/api/next", headers=auth[name]).json()
             words = content_words(got["question"])
             label = "irrelevant"
             if pool == "metadata":
@@ -189,7 +194,7 @@ def test_stage_06_shows_the_door_with_scripted_people_in_both_pools(ci_run, tmp_
                 unit = units.loc[unit_of[got["pair_id"]]]
                 assert got["metadata"] == {"file name": str(unit["filename"]), "caption": str(unit["caption"])}
                 label = "supporting" if words & content_words(shown) else "irrelevant"
-            r = c.post("/api/label", headers={"X-Annotator": name},
+            r = c.post("/api/label", headers=auth[name],
                        json={"pair_id": got["pair_id"], "label": label, "request_id": f"{name}-door-{round_:04d}"})
             assert r.status_code == 200, r.text
     runner.execute(params, out_root=out_root, stages=["06_judge_pool"], log=lambda *_: None)
@@ -207,6 +212,7 @@ def test_stage_06_shows_the_door_with_scripted_people_in_both_pools(ci_run, tmp_
     text = "".join("".join(o.get("text", "")) for cell in notebook["cells"] for o in cell.get("outputs", []))
     assert "people (2 blind, 2 seeing file name and caption" in text
     assert "team label database labels/labels.sqlite: 120 live labels from 4 people" in text
+    assert "labels.door is off in the params; the label database says on" in text
     headline = json.loads((run_dir / "headlines" / "06_judge_pool.json").read_text())
     assert "The team labelled 120 times (4 people); people, overall (blind pool): " in headline["sentence"]
     assert headline["numbers"]["team labels"] == 120

@@ -49,7 +49,7 @@ def label_all(db: LabelDB, name: str, per_pair: int, label="irrelevant", separat
 def test_schema_is_created_by_versioned_migrations_once(tmp_path):
     path = tmp_path / "l.sqlite"
     first = LabelDB(path)
-    assert first.version() == LDB.SCHEMA_VERSION == 1
+    assert first.version() == LDB.SCHEMA_VERSION == 2
     LabelDB(path)                          # opening again applies nothing twice
     con = sqlite3.connect(path)
     assert con.execute("SELECT COUNT(*) FROM schema_migrations").fetchone()[0] == len(LDB.MIGRATIONS)
@@ -67,21 +67,53 @@ def test_pairs_carry_the_offline_pages_opaque_ids_and_are_kept_on_reload(db, run
     assert not any(u in pid for pid, u in zip(db.pairs()["pair_id"], db.pairs()["unit_id"]))
 
 
-def test_pools_fill_by_arrival_and_adjudicators_stay_blind(db):
-    pools = [db.join(n, "annotator", 0.5)["pool"] for n in ("a", "b", "c", "d")]
-    assert sorted(pools) == ["blind", "blind", "metadata", "metadata"]
-    assert db.join("a", "annotator", 0.5)["pool"] == pools[0]          # fixed at first sign-in
-    assert db.join("judge", "adjudicator", 0.5)["pool"] == "blind"
-    assert db.join("e", "annotator", 0.0)["pool"] == "blind"           # the door off: everyone blind
+def test_people_are_added_by_the_lead_with_a_pool_and_a_token_kept_only_as_its_digest(db):
+    a, token = db.add_person("a", "blind")
+    m, _ = db.add_person("m", "metadata", lead=True)
+    assert (a["pool"], a["lead"], m["pool"], m["lead"]) == ("blind", False, "metadata", True)
+    assert db.person_by_token(token)["name"] == "a"
+    assert db.settings()["door"] is True                 # a metadata pool turns the door on, recorded
+    held = db.query("SELECT token_sha FROM annotators WHERE name = 'a'")["token_sha"].iloc[0]
+    assert token not in held and len(held) == 64
+    assert "token_sha" not in db.annotators().columns and db.annotators()["has_token"].all()
+    for bad in ("", None, "x" * 500, token[:-1], token + " ", b"\xff\xfe", "ÄÖÜ"):
+        with pytest.raises(LabelDBError) as err:
+            db.person_by_token(bad)
+        assert err.value.status == 401
     with pytest.raises(LabelDBError, match="1 to 60 characters"):
-        db.join("<b>x</b>")
+        db.add_person("<b>x</b>", "blind")
     with pytest.raises(LabelDBError, match="role"):
-        db.join("f", "boss")
+        db.add_person("f", "blind", "boss")
+    with pytest.raises(LabelDBError, match="pool 'both'"):
+        db.add_person("f", "both")
+
+
+def test_a_version_1_database_upgrades_and_says_who_needs_a_token(tmp_path, run):
+    import sqlite3
+
+    from lookalike.judging.labeldb import MIGRATIONS
+    path = tmp_path / "old.sqlite"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied TEXT NOT NULL)")
+    for statement in MIGRATIONS[0][2]:
+        con.execute(statement.replace("{id}", "INTEGER PRIMARY KEY AUTOINCREMENT"))
+    con.execute("INSERT INTO schema_migrations VALUES (1, 'v1', '2026-01-01')")
+    con.execute("INSERT INTO annotators VALUES ('old', 'metadata', 'annotator', '2026-01-01')")
+    con.commit()
+    con.close()
+    db = LabelDB(path)
+    assert db.version() == 2
+    people = db.annotators()
+    assert people.set_index("name").loc["old", "pool"] == "metadata" and not people["has_token"].any()
+    from lookalike.judging.server import people_lines
+    assert any("no personal token" in line and "old" in line for line in people_lines(people, True, "RUN"))
+    _, token = db.add_person("old", "metadata", new_token=True)
+    assert db.person_by_token(token)["name"] == "old"
 
 
 def test_every_pair_gets_per_pair_people_and_nobody_labels_one_twice(db):
     for n in ("a", "b", "c"):
-        db.join(n)
+        db.add_person(n, "blind")
     done = {n: label_all(db, n, per_pair=2) for n in ("a", "b", "c")}
     for n, pairs in done.items():
         assert len(pairs) == len(set(pairs)), f"{n} was shown a pair twice"
@@ -90,8 +122,8 @@ def test_every_pair_gets_per_pair_people_and_nobody_labels_one_twice(db):
 
 
 def test_leases_keep_a_slot_for_whoever_holds_it_until_it_expires(db):
-    db.join("a")
-    db.join("b")
+    db.add_person("a", "blind")
+    db.add_person("b", "blind")
     held = db.next_pair("a", 1, 60, 0, False)
     assert db.next_pair("a", 1, 60, 0, False).pair_id == held.pair_id     # asking again renews the same lease
     offered_to_b = set()
@@ -103,8 +135,8 @@ def test_leases_keep_a_slot_for_whoever_holds_it_until_it_expires(db):
 
 
 def test_a_late_submit_after_the_lease_expired_and_the_slot_filled_is_refused(db):
-    db.join("a")
-    db.join("b")
+    db.add_person("a", "blind")
+    db.add_person("b", "blind")
     first = db.next_pair("a", 1, -1, 0, False)             # a lease that has already run out
     while (got := db.next_pair("b", 1, 60, 0, False)) is not None:
         db.submit("b", got.pair_id, "supporting", "", rid(), 1, False)
@@ -126,7 +158,7 @@ def _together(work, args: list[tuple]) -> None:
 def test_concurrent_claims_never_overfill_a_slot(db):
     names = [f"p{i}" for i in range(4)]
     for n in names:
-        db.join(n)
+        db.add_person(n, "blind")
     errors = []
 
     def work(n):
@@ -149,7 +181,7 @@ def test_leases_that_expire_while_people_label_never_overfill_a_slot(db, per_pai
 
     names = [f"p{i}" for i in range(4)]
     for n in names:
-        db.join(n)
+        db.add_person(n, "blind")
     errors = []
 
     def work(n, seed):
@@ -172,7 +204,7 @@ def test_leases_that_expire_while_people_label_never_overfill_a_slot(db, per_pai
 
 
 def test_a_replayed_request_changes_nothing_and_says_what_it_did(db):
-    db.join("a")
+    db.add_person("a", "blind")
     got = db.next_pair("a", 1, 60, 0, False)
     db.submit("a", got.pair_id, "sufficient", "", "same-request-1", 1, False)
     with pytest.raises(Replay, match="already applied") as err:
@@ -185,11 +217,11 @@ def test_a_replayed_request_changes_nothing_and_says_what_it_did(db):
     (dict(label="relevant"), "is not one of sufficient, supporting, irrelevant"),
     (dict(request_id="short"), "request_id must be 8 to 80"),
     (dict(pair_id="nope"), "is not in this run's pool"),
-    (dict(name="stranger"), "nobody named 'stranger' has signed in"),
-    (dict(kind="adjudication"), "did not sign in as an adjudicator"),
+    (dict(name="stranger"), "nobody named 'stranger' is in this label database"),
+    (dict(kind="adjudication"), "is not an adjudicator"),
 ])
 def test_malformed_changes_are_refused_with_what_was_expected(db, change, message):
-    db.join("a")
+    db.add_person("a", "blind")
     got = db.next_pair("a", 1, 60, 0, False)
     args = dict(name="a", pair_id=got.pair_id, label="irrelevant", note="", request_id=rid(), per_pair=1,
                 separate_pools=False)
@@ -201,7 +233,7 @@ def test_malformed_changes_are_refused_with_what_was_expected(db, change, messag
 
 
 def test_undo_retracts_the_label_keeps_it_and_shows_the_pair_again(db):
-    db.join("a")
+    db.add_person("a", "blind")
     got = db.next_pair("a", 1, 60, 0, False)
     db.submit("a", got.pair_id, "sufficient", "first try", rid(), 1, False)
     assert db.undo("a", rid(), 60) == got.pair_id
@@ -213,12 +245,12 @@ def test_undo_retracts_the_label_keeps_it_and_shows_the_pair_again(db):
     assert db.labels()["label"].tolist() == ["supporting"]
     with pytest.raises(LabelDBError, match="nobody named"):
         db.undo("b", rid(), 60)
-    db.join("b")
+    db.add_person("b", "blind")
     assert db.undo("b", rid(), 60) is None                 # nothing to undo
 
 
 def test_machine_labels_live_apart_and_never_become_peoples(db):
-    db.join("a")
+    db.add_person("a", "blind")
     got = db.next_pair("a", 1, 60, 0, False)
     db.submit("a", got.pair_id, "irrelevant", "", rid(), 1, False)
     pairs = db.pairs()
@@ -241,10 +273,10 @@ def _store_with_model(tmp_path, db) -> tuple[LabelStore, dict]:
 def test_export_puts_people_over_the_model_and_an_adjudicator_over_annotators(tmp_path, db):
     store, shas = _store_with_model(tmp_path, db)
     for n in ("a", "b"):
-        db.join(n)
+        db.add_person(n, "blind")
     label_all(db, "a", 2, label="irrelevant")
     label_all(db, "b", 2, label="supporting")
-    db.join("boss", "adjudicator")
+    db.add_person("boss", "blind", "adjudicator")
     first = db.pairs()["pair_id"].iloc[0]
     db.submit("boss", first, "sufficient", "settled", rid(), 2, False, kind="adjudication")
     sent = team.export_to_store(db, store)
@@ -260,7 +292,7 @@ def test_export_puts_people_over_the_model_and_an_adjudicator_over_annotators(tm
 
 def test_export_follows_a_change_of_mind_back_and_forth(tmp_path, db):
     store, shas = _store_with_model(tmp_path, db)
-    db.join("a")
+    db.add_person("a", "blind")
     got = db.next_pair("a", 1, 60, 0, False)
     row = db.pairs().set_index("pair_id").loc[got.pair_id]
     key = (row["query_id"], row["unit_id"])
@@ -274,7 +306,7 @@ def test_export_follows_a_change_of_mind_back_and_forth(tmp_path, db):
 
 def test_the_metadata_pools_labels_stay_out_of_the_store(tmp_path, db):
     store, _ = _store_with_model(tmp_path, db)
-    a, b = db.join("a", "annotator", 0.5), db.join("b", "annotator", 0.5)
+    a, b = db.add_person("a", "blind")[0], db.add_person("b", "metadata")[0]
     assert {a["pool"], b["pool"]} == {"blind", "metadata"}
     label_all(db, "a", 1, separate=True)
     label_all(db, "b", 1, separate=True)
@@ -313,14 +345,14 @@ def label_some(db: LabelDB, name: str, n: int, per_pair: int, separate: bool, la
 
 def test_pairs_others_began_come_first_so_pairs_finish_as_the_team_goes(db):
     for n in ("a", "b"):
-        db.join(n)
+        db.add_person(n, "blind")
     first = label_some(db, "a", 3, per_pair=2, separate=False)
     assert sorted(label_some(db, "b", 3, per_pair=2, separate=False)) == sorted(first)
     assert team.agreement_table(db.labels()).iloc[0]["n"] == 3
 
 
 def test_with_the_door_on_each_pool_is_offered_what_the_other_pool_labelled(db):
-    a, b = db.join("a", "annotator", 0.5), db.join("b", "annotator", 0.5)
+    a, b = db.add_person("a", "blind")[0], db.add_person("b", "metadata")[0]
     assert {a["pool"], b["pool"]} == {"blind", "metadata"}
     done = label_some(db, "a", 4, per_pair=1, separate=True)
     assert sorted(label_some(db, "b", 4, per_pair=1, separate=True, label="supporting")) == sorted(done)
@@ -337,6 +369,6 @@ def test_a_file_that_is_not_a_label_database_is_refused_by_name(tmp_path):
 
 
 def test_inspect_reads_without_changing(db):
-    db.join("a")
+    db.add_person("a", "blind")
     label_all(db, "a", 1)
-    assert db.inspect() == {"version": 1, "pairs": 12, "labels": 12, "people": 1}
+    assert db.inspect() == {"version": 2, "pairs": 12, "labels": 12, "people": 1}

@@ -210,7 +210,7 @@ def test_stage_06_measures_the_door_the_label_database_ran_with():
             ("b1", "q1-u1", "irrelevant", "blind"), ("m1", "q1-u1", "irrelevant", "metadata")]
     sec, _, summary = judge_pool.door_section(AnswerStringJudge(), None, pd.DataFrame(), questions, None, _door_units(),
                                               pd.DataFrame(), frame(rows), people_door=False)
-    assert "the database is what happened, so the door is measured" in sec.text["door"]
+    assert "the labels are what happened, so the door is measured" in sec.text["door"]
     assert list(summary["judge"].str.startswith("people")) == [True] and summary["gained"].iloc[0] == 1
     blind_only = frame([("b1", "q0-u0", "irrelevant", "blind")])
     sec, _, summary = judge_pool.door_section(AnswerStringJudge(), None, pd.DataFrame(), questions, None,

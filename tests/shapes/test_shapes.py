@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from lookalike import stages as stage_modules
 from lookalike.cli import run
 from lookalike.report import audit as A
 
@@ -30,7 +29,9 @@ def _record(name: str, lines: list[str]) -> None:
 
 
 def _audit_lines(run_dir: Path) -> list[str]:
-    return [v.line() for v in A.audit(run_dir, list(stage_modules.STAGES))]
+    from lookalike.cli import audit as audit_cli       # report.audit's invariants and people against the database
+
+    return [v.line() for v in audit_cli.full(run_dir)]
 
 
 def _table(run_dir: Path, name: str):
@@ -183,24 +184,25 @@ def _label_server_lines(run_dir: Path) -> list[str]:
     try:
         loaded = server.load_run(run_dir)
         db = LabelDB(run_dir / "labels" / "team-check.sqlite")
-        c = TestClient(server.create_app(loaded, db, server.Settings(door=True, door_share=0.5)))
+        c = TestClient(server.create_app(loaded, db, server.Settings(door=True)))
         pool = _table(run_dir, "pool")
         if len(loaded.pairs) != len(pool):
             lines.append(f"label server: {len(loaded.pairs)} pairs served of {len(pool)} pooled")
         done = {}
-        for name in ("meta", "blind"):
-            who = c.post("/api/signin", json={"name": name}).json()
+        for name in ("metadata", "blind"):
+            auth = {"Authorization": f"Bearer {db.add_person(name, name)[1]}"}
+            who = c.get("/api/me", headers=auth).json()
             done[who["pool"]] = 0
             for i in range(3):
-                got = c.get("/api/next", headers={"X-Annotator": name}).json()
+                got = c.get("/api/next", headers=auth).json()
                 if got["done"]:
                     break
                 keys = set(got) - {"done", "mine", "pairs", "pair_id", "question"}
                 if keys != ({"metadata"} if who["pool"] == "metadata" else set()):
                     lines.append(f"label server: the {who['pool']} pool was sent {sorted(keys)}")
-                if c.get(f"/api/image/{got['pair_id']}", headers={"X-Annotator": name}).status_code != 200:
+                if c.get(f"/api/image/{got['pair_id']}", headers=auth).status_code != 200:
                     lines.append(f"label server: pair {got['pair_id']}'s image was not served")
-                r = c.post("/api/label", headers={"X-Annotator": name},
+                r = c.post("/api/label", headers=auth,
                            json={"pair_id": got["pair_id"], "label": "irrelevant", "request_id": f"{name}-shape-{i:03d}"})
                 if r.status_code != 200:
                     lines.append(f"label server: a label was refused: {r.text}")
@@ -212,8 +214,9 @@ def _label_server_lines(run_dir: Path) -> list[str]:
         sent = team.export_to_store(db, LabelStore(run_dir / "labels" / "store.jsonl"))
         if (sent["written"], sent["metadata_pool"]) != (done.get("blind", 0), done.get("metadata", 0)):
             lines.append(f"label server: export wrote {sent} after {done}")
+        lead = {"Authorization": f"Bearer {db.add_person('lead', 'blind', lead=True)[1]}"}
         for page in ("/progress", "/agreement"):
-            if c.get(page).status_code != 200:
+            if c.get(page, headers=lead).status_code != 200:
                 lines.append(f"label server: {page} did not render")
     except Exception as exc:       # noqa: BLE001 (a crash on a shape is a violation, said in words)
         lines.append(f"label server: {type(exc).__name__}: {exc}")
@@ -222,32 +225,30 @@ def _label_server_lines(run_dir: Path) -> list[str]:
 
 def test_a_team_labels_with_the_door_on_between_two_runs(tmp_path):
     """Photos with captions: four scripted people, two blind and two who see file names and captions,
-    label the whole pool on the label server; the second run exports their labels, keeps the metadata
-    pool's out of the qrels, shows the judge door's people row, and holds every invariant."""
+    label the whole pool on a server started with --door while the params leave labels.door off; the
+    second run (the same params) takes the door from the label database, exports their labels, keeps
+    the metadata pool's out of the qrels, shows the judge door's people row, and holds every invariant."""
     import pandas as pd
-    import yaml
     from starlette.testclient import TestClient
 
     from lookalike.judging import server
     from lookalike.judging.judges import content_words
     from lookalike.judging.labeldb import LabelDB
 
-    params = SHAPES["photos-captions"](tmp_path / "corpus", seed=11)
-    settings = yaml.safe_load(params.read_text())
-    settings.setdefault("labels", {})["door"] = True
-    params.write_text(yaml.safe_dump(settings, sort_keys=False), encoding="utf-8")
+    params = SHAPES["photos-captions"](tmp_path / "corpus", seed=11)       # labels.door stays off in the params
     run_dir = run.execute(params, out_root=tmp_path / "out", log=lambda *_: None)
     gold = {tuple(line.split()[::2][:2]) for line in (tmp_path / "corpus" / "q.qrels").read_text().splitlines()}
     loaded = server.load_run(run_dir)
-    c = TestClient(server.create_app(loaded, LabelDB(run_dir / "labels" / "labels.sqlite"),
-                                     server.settings_from(server.run_params(run_dir))))
+    db = LabelDB(run_dir / "labels" / "labels.sqlite")
+    settings, _ = server.settings_from(server.run_params(run_dir), db, door=True)      # labels serve --door
+    c = TestClient(server.create_app(loaded, db, settings))
     pair = loaded.pairs.set_index("pair_id")
-    pools = {n: c.post("/api/signin", json={"name": n}).json()["pool"] for n in ("p1", "p2", "p3", "p4")}
-    assert sorted(pools.values()) == ["blind", "blind", "metadata", "metadata"]
+    pools = {"p1": "blind", "p2": "metadata", "p3": "blind", "p4": "metadata"}
+    auth = {n: {"Authorization": f"Bearer {db.add_person(n, pool)[1]}"} for n, pool in pools.items()}
     blind_labels = {}
     for name, pool in pools.items():
         i = 0
-        while not (got := c.get("/api/next", headers={"X-Annotator": name}).json())["done"]:
+        while not (got := c.get("/api/next", headers=auth[name]).json())["done"]:
             q, u = pair.loc[got["pair_id"], ["query_id", "unit_id"]]
             label = "sufficient" if (q, u) in gold else "irrelevant"
             # scripted: who sees the caption calls a page supporting when it shares a word with the question
@@ -256,7 +257,7 @@ def test_a_team_labels_with_the_door_on_between_two_runs(tmp_path):
                 label = "supporting"
             if pool == "blind":
                 blind_labels[(q, u)] = label
-            r = c.post("/api/label", headers={"X-Annotator": name},
+            r = c.post("/api/label", headers=auth[name],
                        json={"pair_id": got["pair_id"], "label": label, "request_id": f"{name}-{i:05d}"})
             assert r.status_code == 200, r.text
             i += 1

@@ -13,12 +13,28 @@ from lookalike import stages as stage_modules
 from lookalike.report import audit as A
 
 
+def full(run_dir) -> list[A.Violation]:
+    """Every invariant of report.audit, and people's figures against the label database (judging sits
+    above the report layer, so its check joins here)."""
+    from pathlib import Path
+
+    from lookalike.judging import team
+
+    found = A.audit(run_dir, list(stage_modules.STAGES))
+    try:
+        params = A._manifest_params(Path(run_dir)).get("params", {})
+    except A.Unreadable:
+        return found                # said already, as 'readable'
+    return found + [A.Violation("people", file, figure, problem)
+                    for file, figure, problem in team.check_run(run_dir, params)]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="lookalike audit", description=__doc__.split("\n\n")[0])
     parser.add_argument("run_dir", help="a run folder, e.g. outputs/demo")
     args = parser.parse_args(argv)
     try:
-        found = A.audit(args.run_dir, list(stage_modules.STAGES))
+        found = full(args.run_dir)
     except FileNotFoundError as exc:
         print(f"lookalike audit: {exc}", file=sys.stderr)
         return 2

@@ -162,7 +162,8 @@ def people_door(labels: pd.DataFrame, questions: pd.DataFrame, units: pd.DataFra
              .agg(query_id=("query_id", "first"), unit_id=("unit_id", "first"), relevant=("relevant", "sum"),
                   n=("label", "size"), labels=("label", lambda v: ", ".join(sorted(v))))
              for pool, part in pools.items()}
-    both = share["blind"].join(share["metadata"][["relevant", "n", "labels"]], how="inner", rsuffix="_metadata")
+    both = share["blind"].merge(share["metadata"][["relevant", "n", "labels"]], left_index=True, right_index=True,
+                                how="inner", suffixes=("", "_metadata"))
     if both.empty:
         return (*empty, "no pair has a label from both pools yet")
     meta = {r["unit_id"]: metadata_text(r) for r in units.to_dict("records")}

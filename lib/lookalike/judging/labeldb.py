@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import secrets
 import sqlite3
 import time as _time
 from contextlib import contextmanager
@@ -43,6 +44,10 @@ KINDS = ("label", "adjudication")
 ROLES = ("annotator", "adjudicator")
 DEFAULT_FILE = Path("labels") / "labels.sqlite"
 REQUEST_ID = re.compile(r"[A-Za-z0-9_.:-]{8,80}")
+# the round's settings and how each is read back from its text in the settings table
+SETTINGS = {"per_pair": int, "door": lambda text: text == "true"}
+TOKEN_BYTES = 24                    # secrets.token_urlsafe: 32 characters, 192 random bits
+MAX_TOKEN = 200                     # longer is not a token this server made: refused before hashing
 NAME = re.compile(r"[^\x00-\x1f<>]{1,60}")
 
 # Each migration: (version, what it does, statements). "{id}" is the dialect's auto-increment key.
@@ -72,6 +77,13 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         """CREATE TABLE machine_labels (
              pair_id TEXT NOT NULL REFERENCES pairs(pair_id), judge TEXT NOT NULL, label TEXT NOT NULL,
              PRIMARY KEY (pair_id, judge))""",
+    ]),
+    (2, "personal tokens, leads, and the round's settings", [
+        "ALTER TABLE annotators ADD COLUMN token_sha TEXT",
+        "ALTER TABLE annotators ADD COLUMN lead INTEGER NOT NULL DEFAULT 0",
+        "CREATE UNIQUE INDEX annotators_token ON annotators (token_sha)",
+        """CREATE TABLE settings (
+             key TEXT PRIMARY KEY, value TEXT NOT NULL, source TEXT NOT NULL, time TEXT NOT NULL)""",
     ]),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
@@ -330,33 +342,99 @@ class LabelDB:
                 n += 1
             return n
 
-    def join(self, name: str, role: str = "annotator", door_share: float = 0.0) -> dict:
-        """Sign a person in (created on first sign-in). Their pool is fixed then: with the judge door on
-        (door_share > 0) a new person sees file names and captions while the metadata pool holds fewer
-        than door_share of everyone, so pools fill in the order people arrive."""
+    def add_person(self, name: str, pool: str, role: str = "annotator", lead: bool = False,
+                   new_token: bool = False) -> tuple[dict, str]:
+        """Add a person the lead names, in the pool the lead chooses, and make their personal token;
+        returns (the person, the token). The token is shown once: the database keeps only its SHA-256.
+        A person's pool never changes (their labels would mix what the two pools saw); ``new_token``
+        gives someone already here a fresh token, and the old one stops working. An adjudicator is
+        blind: their decisions enter the qrels, so nobody who saw file names and captions makes them."""
         name = str(name).strip()
         if not NAME.fullmatch(name):
             raise LabelDBError("a name is 1 to 60 characters, without < > or control characters")
+        if pool not in POOLS:
+            raise LabelDBError(f"pool {pool!r} is not one of {', '.join(POOLS)}")
         if role not in ROLES:
             raise LabelDBError(f"role {role!r} is not one of {', '.join(ROLES)}")
+        if role == "adjudicator" and pool == "metadata":
+            raise LabelDBError("an adjudicator's decisions enter the qrels, so an adjudicator is blind: the metadata "
+                               "pool saw file names and captions (add the adjudicator with --pool blind)")
+        token = secrets.token_urlsafe(TOKEN_BYTES)
         with self.transaction(serial=True) as tx:
-            row = tx.one("SELECT name, pool, role, joined FROM annotators WHERE name = ?", (name,))
+            row = tx.one("SELECT name, pool, role, joined, lead FROM annotators WHERE name = ?", (name,))
+            if row is not None and not new_token:
+                raise LabelDBError(f"{name} is already in this label database ({row[1]} pool, {row[2]}); --new-token "
+                                   "gives them a new token (the old one stops working)", 409)
+            if row is not None and row[1] != pool:
+                raise LabelDBError(f"{name} is in the {row[1]} pool; a person's pool never changes (their labels "
+                                   f"would mix what the two pools saw) — add them under another name", 409)
             if row is None:
-                n, meta = tx.one("SELECT COUNT(*), COALESCE(SUM(CASE WHEN pool = 'metadata' THEN 1 ELSE 0 END), 0) "
-                                 "FROM annotators WHERE role = 'annotator'")
-                pool = "metadata" if role == "annotator" and door_share > 0 and meta < door_share * (n + 1) else "blind"
-                row = (name, pool, role, now_iso())
-                tx.run("INSERT INTO annotators (name, pool, role, joined) VALUES (?, ?, ?, ?)", row)
-            elif row[2] != role and role == "adjudicator":
-                tx.run("UPDATE annotators SET role = 'adjudicator' WHERE name = ?", (name,))
-                row = (row[0], row[1], "adjudicator", row[3])
-        return dict(zip(("name", "pool", "role", "joined"), row))
+                tx.run("INSERT INTO annotators (name, pool, role, joined, token_sha, lead) VALUES (?, ?, ?, ?, ?, ?)",
+                       (name, pool, role, now_iso(), token_digest(token), int(lead)))
+            else:
+                if row[2] != role and role == "annotator" and tx.one(
+                        "SELECT 1 FROM labels WHERE annotator = ? AND kind = 'adjudication' AND retracted = 0",
+                        (name,)) is not None:
+                    raise LabelDBError(f"{name} has adjudicated; they stay an adjudicator (pass --adjudicator)", 409)
+                tx.run("UPDATE annotators SET token_sha = ?, role = ?, lead = ? WHERE name = ?",
+                       (token_digest(token), role, int(lead or bool(row[4])), name))
+            if pool == "metadata" and not self._setting(tx, "door"):
+                self._set(tx, "door", True, f"a metadata-pool person was added ({name})")
+        return self.annotator(name), token
+
+    def person_by_token(self, token: str | bytes | None) -> dict:
+        """The person a personal token belongs to; 401 for anything else (no token, an unknown one, bytes
+        in any encoding, any length)."""
+        if isinstance(token, str):
+            token = token.encode("utf-8", "surrogateescape")
+        if not token or len(token) > MAX_TOKEN:
+            raise LabelDBError("sign in with your personal token (the lead makes it with `lookalike labels add`)", 401)
+        df = self.query("SELECT name, pool, role, joined, lead FROM annotators WHERE token_sha = ?",
+                        (hashlib.sha256(token).hexdigest(),))
+        if df.empty:
+            raise LabelDBError("this token is not known to the label server (ask the lead for yours: "
+                               "`lookalike labels add`)", 401)
+        return _person(df.iloc[0])
 
     def annotator(self, name: str) -> dict:
-        df = self.query("SELECT name, pool, role, joined FROM annotators WHERE name = ?", (name,))
+        df = self.query("SELECT name, pool, role, joined, lead FROM annotators WHERE name = ?", (name,))
         if df.empty:
-            raise LabelDBError(f"nobody named {name!r} has signed in", 401)
-        return df.iloc[0].to_dict()
+            raise LabelDBError(f"nobody named {name!r} is in this label database", 401)
+        return _person(df.iloc[0])
+
+    # ------------------------------------------------------------------ the round's settings
+
+    def settings(self) -> dict:
+        """The round's settings as recorded (per_pair, door): what the server ran with, which stage 06,
+        the export and the summary read. Empty before anything was recorded."""
+        with self.transaction() as tx:
+            return {k: SETTINGS[k](v) for k, v in tx.all("SELECT key, value FROM settings") if k in SETTINGS}
+
+    def record_settings(self, values: Mapping[str, object], source: str, only_new: bool = False) -> list[str]:
+        """Record the round's settings (only_new: only those not recorded yet, as params seed a new
+        database); returns what changed, in words, for whoever changed it to read."""
+        changed = []
+        with self.transaction(serial=True) as tx:
+            for key, value in values.items():
+                if key not in SETTINGS or value is None:
+                    continue
+                have = self._setting(tx, key)
+                if have is None or (not only_new and have != value):
+                    self._set(tx, key, value, source)
+                    if have is not None:
+                        changed.append(f"{key} {_text(have)} → {_text(value)} ({source})")
+        return changed
+
+    @staticmethod
+    def _setting(tx: _Tx, key: str):
+        row = tx.one("SELECT value FROM settings WHERE key = ?", (key,))
+        return None if row is None else SETTINGS[key](row[0])
+
+    @staticmethod
+    def _set(tx: _Tx, key: str, value, source: str) -> None:
+        tx.run("INSERT INTO settings (key, value, source, time) VALUES (?, ?, ?, ?) ON CONFLICT (key) DO UPDATE "
+               "SET value = excluded.value, source = excluded.source, time = excluded.time",
+               (key, _text(value), source, now_iso()))
 
     # ------------------------------------------------------------------ the queue
 
@@ -430,7 +508,7 @@ class LabelDB:
             raise LabelDBError(f"kind {kind!r} is not one of {', '.join(KINDS)}")
         person = self.annotator(name)
         if kind == "adjudication" and person["role"] != "adjudicator":
-            raise LabelDBError(f"{name} did not sign in as an adjudicator", 403)
+            raise LabelDBError(f"{name} is not an adjudicator (the lead adds one with --adjudicator)", 403)
         note = str(note or "")[:2000]
         stamp = now_iso()
         with self.transaction(serial=True) as tx:
@@ -507,7 +585,11 @@ class LabelDB:
         return self.query("SELECT pair_id, judge, label FROM machine_labels ORDER BY pair_id, judge")
 
     def annotators(self) -> pd.DataFrame:
-        return self.query("SELECT name, pool, role, joined FROM annotators ORDER BY name")
+        """Everyone in the database (never their token's digest): name, pool, role, joined, lead, and
+        whether they have a personal token (people from before tokens signed in by name and need one)."""
+        df = self.query("SELECT name, pool, role, joined, lead, CASE WHEN token_sha IS NULL THEN 0 ELSE 1 END AS "
+                        "has_token FROM annotators ORDER BY name")
+        return df.astype({"lead": bool, "has_token": bool})
 
 
 class _Tx:
@@ -533,6 +615,19 @@ def _replay(tx: _Tx, request_id: str) -> None:
     seen = tx.one("SELECT result, time FROM requests WHERE request_id = ?", (request_id,))
     if seen is not None:
         raise Replay(request_id, seen[0], seen[1])
+
+
+def token_digest(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def _person(row) -> dict:
+    return {"name": str(row["name"]), "pool": str(row["pool"]), "role": str(row["role"]), "joined": str(row["joined"]),
+            "lead": bool(int(row["lead"]))}
+
+
+def _text(value) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
 def check_request_id(request_id: str) -> None:

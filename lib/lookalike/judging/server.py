@@ -1,12 +1,20 @@
 """``lookalike labels serve``: the team label server — a Starlette app over the label database.
 
-People sign in with a name (and the shared token when ``LOOKALIKE_LABELS_TOKEN`` is set) and get
+The lead adds each person with ``lookalike labels add RUN NAME --pool blind|metadata`` and gives
+them the personal token it prints once. A person signs in with it (the page sets an HttpOnly,
+same-site cookie; a script sends ``Authorization: Bearer <token>``; never in a URL); an unknown
+token is refused, and nothing a client claims about itself (a name header) counts. Each person gets
 their own shuffled, blind queue of the run's pooled pairs: the question and the page image only —
 never the system, rank, file name, caption or unit id (the image is fetched by an opaque pair id).
-With ``labels.door`` on, the metadata pool's people see the file name and caption beside the page,
-which is how the judge door is measured with people. Adjudicators get the disagreement queue
-(machine-flagged pairs first) with everyone's labels. Every change is one database transaction
-carrying a client request id, so a retry never doubles a label and a closed browser loses nothing.
+The metadata pool's people also see the file name and caption beside the page, which is how the
+judge door is measured with people. Adjudicators (blind) get the blind pool's disagreement queue
+(machine-flagged pairs first). Every change is one database transaction carrying a client request
+id, so a retry never doubles a label and a closed browser loses nothing. Who is in which pool is
+shown to the lead only.
+
+The round's settings (labels per pair, the door) live in the database: the run's params seed a new
+one, ``labels serve --per-pair / --door`` change it (recorded), and stage 06 and ``labels export``
+read them from there.
 
 Pages are jinja2 templates (``report/templates``, autoescaped; corpus text reaches the DOM through
 ``textContent`` only), with no script or style from anywhere else.
@@ -14,17 +22,14 @@ Pages are jinja2 templates (``report/templates``, autoescaped; corpus text reach
 
 from __future__ import annotations
 
-import hmac
 import json
 import math
 import mimetypes
-import os
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from collections.abc import Mapping
-from urllib.parse import unquote
 
 import pandas as pd
 from starlette.applications import Starlette
@@ -40,23 +45,11 @@ from lookalike.judging.store import LabelStore, pair_id
 from lookalike.report import pages
 from lookalike.vocab import unit_noun
 
-TOKEN_ENV = "LOOKALIKE_LABELS_TOKEN"
+COOKIE = "lookalike_labels"
 # a client's request body: the page sends a few short fields; anything larger or deeper is a mistake or
 # an attack, answered with the reason, never parsed into a 500
 MAX_BODY = 64 * 1024
 MAX_DEPTH = 8
-
-
-def token_matches(given: str, token: str) -> bool:
-    """The shared token, compared in constant time as UTF-8 bytes (any script); the page sends it
-    percent-encoded, a script may send it as it is: either form is accepted."""
-    want = token.encode("utf-8")
-    forms = {given, unquote(given)}
-    try:                    # raw UTF-8 bytes in a header arrive decoded as Latin-1
-        forms.add(given.encode("latin-1").decode("utf-8"))
-    except (UnicodeEncodeError, UnicodeDecodeError):
-        pass
-    return any(hmac.compare_digest(f.encode("utf-8", "surrogateescape"), want) for f in forms)
 
 
 def _depth(value: Any, limit: int) -> int:
@@ -74,14 +67,13 @@ def _depth(value: Any, limit: int) -> int:
 
 @dataclass
 class Settings:
-    """The label server's settings: the run's labels.* parameters (command-line flags may override)."""
+    """The label server's settings: the round's (per_pair, door: the database's, seeded by the run's
+    params; command-line flags change them) and the server's own (lease_s, seed: the params')."""
 
     per_pair: int = 1
     door: bool = False
-    door_share: float = 0.5
     lease_s: float = 900.0
     seed: int = 0
-    token: str = ""
 
     @property
     def separate_pools(self) -> bool:
@@ -167,26 +159,50 @@ def load_run(run_dir: Path | str) -> RunPairs:
     return RunPairs(run_dir, pairs, images, metadata, machine, noun)
 
 
-def settings_from(params: Mapping[str, Any], **overrides) -> Settings:
+def settings_from(params: Mapping[str, Any], db: LabelDB | None = None, **overrides) -> tuple[Settings, list[str]]:
+    """The round's settings: the database's when it holds them (the run's params only seed a new one),
+    command-line overrides recorded in it. Returns the settings and, in words, what was changed and
+    where the params now disagree with the database."""
     labels = params["labels"]
-    s = Settings(per_pair=int(labels["per_pair"]), door=bool(labels["door"]), door_share=float(labels["door_share"]),
-                 lease_s=60.0 * float(labels["lease_minutes"]), seed=int(params["seed"]),
-                 token=os.environ.get(TOKEN_ENV, ""))
-    for key, value in overrides.items():
-        if value is not None:
-            setattr(s, key, value)
-    return s
+    given = {"per_pair": int(labels["per_pair"]), "door": bool(labels["door"])}
+    notes: list[str] = []
+    if db is not None:
+        db.record_settings(given, "the run's params (seeded a new database)", only_new=True)
+        notes += [f"changed: {c}" for c in db.record_settings(overrides, "lookalike labels serve")]
+        held = db.settings()
+        notes += [f"the run's params say labels.{k} {_word(v)}; the label database says {_word(held[k])}, which is "
+                  "what this round runs with" for k, v in given.items() if k in held and held[k] != v
+                  and overrides.get(k) is None]
+        given = held
+    else:
+        given.update({k: v for k, v in overrides.items() if v is not None})
+    return Settings(per_pair=int(given["per_pair"]), door=bool(given["door"]),
+                    lease_s=60.0 * float(labels["lease_minutes"]), seed=int(params["seed"])), notes
+
+
+def _word(value) -> str:
+    return ("on" if value else "off") if isinstance(value, bool) else str(value)
 
 
 def open_db(run_dir: Path, params: Mapping[str, Any], db: str | None = None) -> LabelDB:
     return LabelDB(resolve(db if db is not None else params["labels"]["db"], run_dir))
 
 
+def bearer(request: Request) -> str:
+    """The personal token a request carries: ``Authorization: Bearer …``, else the sign-in cookie.
+    Never a query parameter: a URL ends up in logs, history and screenshots."""
+    auth = request.headers.get("authorization", "")
+    if auth[:7].lower() == "bearer ":
+        return auth[7:].strip()
+    return request.cookies.get(COOKIE, "")
+
+
 # ----------------------------------------------------------------------------- the app
 
 def create_app(run: RunPairs, db: LabelDB, settings: Settings) -> Starlette:
     """The label server for one run. Loads the run's pairs and the model's pre-labels into the database
-    (pairs already held are kept as they are)."""
+    (pairs already held are kept as they are) and records the round's settings in it."""
+    db.record_settings({"per_pair": settings.per_pair, "door": settings.door}, "the label server")
     db.add_pairs(run.pairs)
     if run.machine is not None and len(run.machine):
         db.set_machine_labels(run.machine)
@@ -195,19 +211,13 @@ def create_app(run: RunPairs, db: LabelDB, settings: Settings) -> Starlette:
     def fail(message: str, status: int = 400) -> JSONResponse:
         return JSONResponse({"error": message}, status_code=status)
 
-    def check_token(request: Request) -> None:
-        given = request.headers.get("x-token", "") or request.query_params.get("token", "")
-        if settings.token and not token_matches(given, settings.token):
-            raise LabelDBError(f"a valid token is needed (the server's {TOKEN_ENV})", 401)
-
     def person(request: Request) -> dict:
-        check_token(request)
-        name = unquote(request.headers.get("x-annotator", ""))   # the page sends it URL-encoded (headers are Latin-1)
-        if not name:
-            raise LabelDBError("sign in first: no annotator name was sent (header X-Annotator)", 401)
-        return db.annotator(name)
+        return db.person_by_token(bearer(request))
 
     async def body(request: Request, *fields: str) -> dict:
+        kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if kind != "application/json":       # a cross-site form cannot send JSON: a forged post stops here
+            raise LabelDBError(f"the request body must be sent as application/json, not {kind or 'nothing'}", 415)
         declared = request.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > MAX_BODY:
             raise LabelDBError(f"the request body is {int(declared):,} bytes; the server takes at most {MAX_BODY:,}", 413)
@@ -246,14 +256,27 @@ def create_app(run: RunPairs, db: LabelDB, settings: Settings) -> Starlette:
         return endpoint
 
     async def index(request: Request):
-        return HTMLResponse(pages.label_server_page(door=settings.door, token=bool(settings.token), noun=run.noun))
+        return HTMLResponse(pages.label_server_page(noun=run.noun))
+
+    def whoami(who: dict) -> dict:
+        return {**who, "per_pair": settings.per_pair, "door": settings.door}
 
     async def signin(request: Request):
-        check_token(request)
-        data = await body(request, "name")
-        role = str(data.get("role", "annotator"))
-        who = db.join(str(data["name"]), role, settings.door_share if settings.door else 0.0)
-        return JSONResponse({**who, "per_pair": settings.per_pair, "door": settings.door})
+        data = await body(request, "token")
+        token = data["token"]
+        who = db.person_by_token(token if isinstance(token, str) else "")
+        out = JSONResponse(whoami(who))
+        out.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/",
+                       secure=request.url.scheme == "https")
+        return out
+
+    async def signout(request: Request):
+        out = JSONResponse({"signed_out": True})
+        out.delete_cookie(COOKIE, path="/")
+        return out
+
+    async def me(request: Request):
+        return JSONResponse(whoami(person(request)))
 
     def counts(name: str) -> dict:
         labels = db.labels()
@@ -307,7 +330,7 @@ def create_app(run: RunPairs, db: LabelDB, settings: Settings) -> Starlette:
     async def adjudicate_next(request: Request):
         who = person(request)
         if who["role"] != "adjudicator":
-            raise LabelDBError(f"{who['name']} did not sign in as an adjudicator", 403)
+            raise LabelDBError(f"{who['name']} is not an adjudicator (the lead adds one with --adjudicator)", 403)
         queue = team.disagreements(db.labels(), db.pairs(), db.machine_labels())
         if queue.empty:
             return JSONResponse({"done": True, "left": 0})
@@ -316,18 +339,22 @@ def create_app(run: RunPairs, db: LabelDB, settings: Settings) -> Starlette:
                              "question": first["question"], "labels": first["labels"], "reason": first["reason"]})
 
     async def progress_page(request: Request):
-        check_token(request)
+        who = person(request)
         prog = team.progress(db.labels(), db.pairs(), db.annotators(), settings.per_pair, settings.pools)
-        return HTMLResponse(pages.label_progress_page(prog, settings.per_pair, settings.pools))
+        return HTMLResponse(pages.label_progress_page(prog, settings.per_pair, settings.pools, lead=who["lead"]))
 
     async def agreement_page(request: Request):
-        check_token(request)
+        who = person(request)
+        if not who["lead"]:           # its rows are per pool: who is in which pool is the lead's to know
+            raise LabelDBError("agreement is shown to the lead (lookalike labels add … --lead)", 403)
         table = team.agreement_table(db.labels(), db.machine_labels(), seed=settings.seed)
         return HTMLResponse(pages.label_agreement_page(table, [team.agreement_words(r) for r in table.to_dict("records")]))
 
     routes = [
         Route("/", guarded(index)),
         Route("/api/signin", guarded(signin), methods=["POST"]),
+        Route("/api/signout", guarded(signout), methods=["POST"]),
+        Route("/api/me", guarded(me)),
         Route("/api/next", guarded(next_pair)),
         Route("/api/image/{pair_id}", guarded(image)),
         Route("/api/label", guarded(label), methods=["POST"]),
@@ -346,16 +373,42 @@ def serve(run_dir: Path | str, host: str = "127.0.0.1", port: int = 8750, db: st
 
     run_dir = Path(run_dir)
     params = run_params(run_dir)
-    settings = settings_from(params, **overrides)
     database = open_db(run_dir, params, db)
+    settings, notes = settings_from(params, database, **overrides)
     loaded = load_run(run_dir)
     app = create_app(loaded, database, settings)
     print(f"lookalike labels: serving {run_dir} on http://{host}:{port}/ — database {database.target}; "
-          f"{settings.per_pair} label(s) per pair" + (f"; judge door on ({settings.door_share:.0%} see file name "
-                                                       "and caption)" if settings.door else ""), flush=True)
-    print("lookalike labels: " + team.round_cost(loaded.pairs, settings.per_pair, 2 if settings.door else 1,
+          f"{settings.per_pair} label(s) per pair" + ("; judge door on (the metadata pool sees file name and caption)"
+                                                       if settings.door else ""), flush=True)
+    for note in notes:
+        print(f"lookalike labels: {note}", flush=True)
+    print("lookalike labels: " + team.round_cost(loaded.pairs, settings.per_pair, settings.pools,
                                                  database.labels()), flush=True)
-    if host not in ("127.0.0.1", "localhost", "::1") and not settings.token:
-        print(f"lookalike labels: warning: {host} is reachable from other machines and no {TOKEN_ENV} is set — "
-              "anyone who can reach it can sign in and label", flush=True)
+    people = database.annotators()
+    for line in people_lines(people, settings.door, str(run_dir)):
+        print(f"lookalike labels: {line}", flush=True)
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        print(f"lookalike labels: {host} is reachable from other machines over plain HTTP: personal tokens travel "
+              "unencrypted — put the server behind TLS (a reverse proxy) outside a trusted network", flush=True)
     uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+def people_lines(people: pd.DataFrame, door: bool, run: str) -> list[str]:
+    """What the lead reads at start: who can sign in, and what is missing before the round can run."""
+    lines = []
+    can = people[people["has_token"]] if len(people) else people
+    if can.empty:
+        lines.append(f"nobody can sign in yet: add each person with `lookalike labels add {run} NAME --pool blind`"
+                     + (" (or --pool metadata: they see file names and captions)" if door else ""))
+    else:
+        pools = can.groupby("pool").size().to_dict()
+        lines.append("people: " + ", ".join(f"{n} in the {p} pool" for p, n in sorted(pools.items()))
+                     + f"; {int((can['role'] == 'adjudicator').sum())} adjudicator(s)")
+        if door and not pools.get("metadata"):
+            lines.append("the judge door is on but nobody is in the metadata pool: add people with --pool metadata")
+    stale = people[~people["has_token"]]["name"].tolist() if len(people) else []
+    if stale:
+        lines.append(f"{len(stale)} person(s) signed in by name with an earlier lookalike and have no personal token: "
+                     + ", ".join(stale[:5]) + ("…" if len(stale) > 5 else "")
+                     + f" — `lookalike labels add {run} NAME --pool <their pool> --new-token` gives each one")
+    return lines

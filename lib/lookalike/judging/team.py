@@ -239,6 +239,76 @@ def round_cost(pairs: pd.DataFrame, per_pair: int, pools: int, labels: pd.DataFr
 
 
 
+PACES = (60.0, 120.0, 240.0)          # labels per hour the plan shows when no pace is measured or given
+
+
+def measured_pace(labels: pd.DataFrame | None) -> tuple[float, int]:
+    """One person's labels per hour as measured on the label server: 3,600 over the median seconds a
+    pair was on screen before its label (``seconds``), and how many labels that rests on; nan when no
+    label carries a time."""
+    people = people_labels(labels) if labels is not None and len(labels) else pd.DataFrame()
+    secs = pd.to_numeric(people["seconds"], errors="coerce").dropna() if len(people) else pd.Series(dtype=float)
+    secs = secs[secs > 0]
+    return (3600.0 / float(secs.median()), len(secs)) if len(secs) else (math.nan, 0)
+
+
+def plan(pairs: pd.DataFrame, people: int, per_pair: int, door: bool, door_share: float,
+         labels: pd.DataFrame | None = None, machine: pd.DataFrame | None = None,
+         pace: float | None = None) -> dict:
+    """A round of labelling, planned before its first label: pairs × labels per pair × pools = labels;
+    people per pool (the metadata pool takes door_share of them, at least one); each person's share;
+    hours at the pace given, else the pace measured here, else at several paces (said as such); and
+    the 95% interval half-width the labels buy for the relevant share of the pairs (Wilson, at the
+    model judge's pre-label share as the guess, 0.5 without one) and, with the door, the worst case
+    for the difference blind − with metadata (±1.96/√n: a paired difference of shares has variance at
+    most 1/n). Both treat pairs as independent; the report's intervals resample whole questions and
+    are wider where a question's pairs move together. Returns lines (words) and feasible."""
+    from lookalike.eval.stats import proportion_ci
+
+    n_pairs = len(pairs)
+    n_q = int(pairs["query_id"].nunique()) if n_pairs else 0
+    pools = {"blind": people}
+    if door:
+        meta = min(people, max(1, round(people * door_share)))
+        pools = {"blind": people - meta, "metadata": meta}
+    lines = [f"{n_pairs:,} pairs for {n_q:,} questions × {per_pair} label(s) per pair"
+             + (" × 2 pools (the judge door)" if door else "") + f" = {n_pairs * per_pair * len(pools):,} labels; "
+             + ", ".join(f"{n} {p}" for p, n in pools.items()) + f" of {people} people"]
+    short = [p for p, n in pools.items() if n < per_pair]
+    if short:
+        lines.append("not feasible: each pair needs " + f"{per_pair} different people in each pool, and the "
+                     + " and ".join(f"{p} pool has {pools[p]}" for p in short)
+                     + (f" (labels.door_share {door_share:g} of {people})" if door else ""))
+        return {"lines": lines, "feasible": False}
+    each = {p: n_pairs * per_pair / n for p, n in pools.items()}
+    lines.append("each person labels about " + ", ".join(f"{v:,.0f} ({p} pool)" for p, v in each.items()))
+    measured, n_timed = measured_pace(labels)
+    if pace is not None:
+        paces, said = [pace], f"at {pace:,.0f} labels per hour per person (given)"
+    elif measured == measured:
+        paces, said = [measured], (f"at {measured:,.0f} labels per hour per person (measured: the median time on "
+                                   f"screen of {n_timed:,} labels in this label database)")
+    else:
+        paces, said = list(PACES), "pace not measured yet (no label in the database has a time on screen)"
+    total = n_pairs * per_pair * len(pools)
+    lines.append(said + ": " + "; ".join(
+        f"{total / r:,.1f} person-hours, about {max(each.values()) / r:,.1f} hours with everyone at once"
+        + ("" if len(paces) == 1 else f" at {r:,.0f} labels per hour") for r in paces))
+    if n_pairs:
+        share, basis = 0.5, "0.5, the widest (no model pre-labels)"
+        if machine is not None and len(machine):
+            first = machine[machine["judge"] == sorted(set(machine["judge"]))[0]]
+            share = float(first["label"].isin(["sufficient", "supporting"]).mean())
+            basis = f"{share:.2f}, the share {first['judge'].iloc[0]} pre-labelled relevant"
+        ci = proportion_ci(round(share * n_pairs), n_pairs)
+        lines.append(f"the relevant share of the {n_pairs:,} pairs is measured to ±{(ci.hi - ci.lo) / 2:.3f} (Wilson 95% "
+                     f"at {basis})" + (f"; the door's difference, blind − with metadata, to ±{1.96 / math.sqrt(n_pairs):.3f} "
+                                       "at worst" if door else "")
+                     + " — pairs taken as independent; the report resamples whole questions, which is wider where "
+                       "a question's pairs move together")
+    return {"lines": lines, "feasible": True}
+
+
 def _hours(times: pd.Series) -> float:
     t = pd.to_datetime(times, utc=True, format="ISO8601")
     return (t.max() - t.min()).total_seconds() / 3600 if len(t) > 1 else 0.0
@@ -311,3 +381,80 @@ def export_to_store(db: LabelDB, store: LabelStore) -> dict:
         latest[(r.query_id, r.unit_id, judge)] = (r.label, r.note)
     return {"written": written, "already_held": held, "retracted": int((all_labels["retracted"].astype(int) == 1).sum()),
             "metadata_pool": int(seen_metadata.sum())}
+
+
+# ----------------------------------------------------------------------------- the run's people figures, checked
+
+def check_run(run_dir, params: Mapping) -> list[tuple[str, str, str]]:
+    """People's figures in a run folder against the label database they came from (``lookalike
+    audit``): each agreement row among people (n, raw agreement, kappa) and the judge door's people row
+    (pairs, blind and with-metadata shares, difference, gained, lost), computed again from the
+    database's live labels. Returns (file, figure, problem) for each difference; [] when they agree or
+    the run has no label database. A difference means labels changed after stage 06 ran, or a table
+    was edited: either way the report no longer says what the database holds."""
+    from pathlib import Path
+
+    from lookalike.judging import door as JD
+    from lookalike.judging.labeldb import LabelDBError, existing
+
+    run_dir = Path(run_dir)
+    try:
+        db = existing(str(((params.get("labels") or {}).get("db")) or ""), run_dir)
+        if db is None:
+            return []
+        labels = db.labels()
+    except LabelDBError as exc:
+        return [("labels/labels.sqlite", "the label database", f"could not be read ({exc})")]
+    tables = run_dir / "tables"
+    stale = " — labels changed after stage 06 ran (run it again), or the table was edited"
+    found = []
+    agreement_file = tables / "annotator_agreement.csv"
+    if agreement_file.is_file():
+        held = pd.read_csv(agreement_file, keep_default_na=False)
+        held = held[held["scope"].astype(str).str.startswith("people")]
+        again = agreement_table(labels, seed=int(params.get("seed", 0)))
+        again = again[again["scope"].str.startswith("people")]
+        key = ["scope", "first", "second"]
+        mine = {tuple(str(v) for v in r[:3]): r for r in again[key + ["n", "agreement", "kappa"]].itertuples(index=False)}
+        theirs = {tuple(str(v) for v in r[:3]): r for r in held[key + ["n", "agreement", "kappa"]].itertuples(index=False)}
+        for k in sorted(set(mine) | set(theirs)):
+            if k not in theirs or k not in mine:
+                found.append(("tables/annotator_agreement.csv", f"{k[0]}: {k[1]} vs {k[2]}",
+                              ("missing from the table; the database gives it" if k not in theirs
+                               else "in the table; the database gives no such row") + stale))
+                continue
+            a, b = mine[k], theirs[k]
+            for field in ("n", "agreement", "kappa"):
+                x, y = _number(getattr(a, field)), _number(getattr(b, field))
+                if not (x == y or (x != x and y != y) or abs(x - y) <= 1e-6):
+                    found.append(("tables/annotator_agreement.csv", f"{k[0]}: {k[1]} vs {k[2]}: {field}",
+                                  f"the table says {y:g}; the label database gives {x:g}" + stale))
+    door_file = tables / "judge_door_summary.csv"
+    questions, units = tables / "questions_validated.csv", tables / "units.csv"
+    if door_file.is_file() and questions.is_file() and units.is_file() and len(labels):
+        held = pd.read_csv(door_file, keep_default_na=False)
+        held = held[held["judge"].astype(str).str.startswith("people")]
+        _, again, why = JD.people_door(labels, pd.read_csv(questions, keep_default_na=False),
+                                       pd.read_csv(units, keep_default_na=False))
+        if why and len(held):
+            found.append(("tables/judge_door_summary.csv", "the people row",
+                          f"present, but the label database gives none ({why})" + stale))
+        elif not why and len(held) == 0 and (labels["pool"] == "metadata").any():
+            found.append(("tables/judge_door_summary.csv", "the people row",
+                          f"missing; the label database gives {again['judge'].iloc[0]}" + stale))
+        elif not why and len(held):
+            a, b = again.iloc[0], held.iloc[0]
+            for field in ("judge", "n_pairs", "share_blind", "share_with_metadata", "difference", "gained", "lost"):
+                x, y = a[field], b[field]
+                same = str(x) == str(y) if field == "judge" else abs(_number(x) - _number(y)) <= 1e-6
+                if not same:
+                    found.append(("tables/judge_door_summary.csv", f"the people row: {field}",
+                                  f"the table says {y}; the label database gives {x}" + stale))
+    return found
+
+
+def _number(value) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan

@@ -46,11 +46,12 @@ def judging_sheet(items: Iterable[tuple[str, str, str]]) -> str:
     return render("judging_sheet.html.j2", items=list(items), labels=labels)
 
 
-def label_server_page(door: bool, token: bool, noun: str = "page") -> str:
-    """The label server's one page: sign in, then label (or adjudicate) one pair at a time. It holds
-    no corpus text: every question, label and caption arrives as JSON and is set with textContent."""
+def label_server_page(noun: str = "page") -> str:
+    """The label server's one page: sign in with a personal token, then label (or adjudicate) one pair
+    at a time. It holds no corpus text and nothing about who is in which pool: every question, label
+    and caption arrives as JSON and is set with textContent."""
     labels = [(*LABEL_KEYS[lab], lab, label_meanings(noun)[lab]) for lab in LABELS]
-    return render("label_server.html.j2", labels=labels, door=door, token=token)
+    return render("label_server.html.j2", labels=labels)
 
 
 def _cell(value) -> str:
@@ -63,15 +64,17 @@ def _rows(df) -> tuple[list[str], list[list[str]]]:
     return list(df.columns), [[_cell(v) for v in row] for row in df.itertuples(index=False)]
 
 
-def label_progress_page(progress: Mapping, per_pair: int, pools: int) -> str:
-    """Progress: pairs done per annotator and per question, labels per hour, time left at that rate."""
+def label_progress_page(progress: Mapping, per_pair: int, pools: int, lead: bool = False) -> str:
+    """Progress: pairs done per annotator and per question, labels per hour, time left at that rate.
+    Who is in which pool (and that there are pools) is shown to the lead only."""
     rate, left = progress["labels_per_hour"], progress["hours_left"]
-    summary = (f"{progress['filled']} of {progress['slots']} label slots filled ({per_pair} per pair"
-               + (f" in each of {pools} pools" if pools > 1 else "") + "); "
+    summary = (f"{progress['filled']} of {progress['slots']} label slots filled ({per_pair * (1 if lead else pools)} "
+               "per pair" + (f" in each of {pools} pools" if pools > 1 and lead else "") + "); "
                + (f"the team labels {rate:.0f} pairs an hour; at that rate {left:.1f} hours are left"
                   if left is not None else "the rate is not measured yet (it needs two labels)"))
+    people = progress["per_annotator"] if lead else progress["per_annotator"].drop(columns=["pool"])
     return render("label_tables.html.j2", title="lookalike — labelling progress", summary=summary,
-                  tables=[("per annotator", *_rows(progress["per_annotator"])),
+                  tables=[("per annotator", *_rows(people)),
                           ("per question", *_rows(progress["per_question"]))], lines=[])
 
 

@@ -54,15 +54,16 @@ def run(ctx: StageContext) -> StageResult:
                                              ctx.optional_table("systems"), cache, ctx.run_dir))
     pooled, by_system = res.add(*pool_section(validated, distractors, units, runs, cfg.labels.pool_depth))
     yours = your_labels(ctx.optional_table("qrels"), validated, cfg.corpus)
-    store, pre, added, team_labels, current = res.add(*labels_section(
-        validated, model, pooled, view, adjudicator, yours, cfg.labels.db, ctx.run_dir))
+    store, pre, added, team_labels, current, served = res.add(*labels_section(
+        validated, model, pooled, view, adjudicator, yours, cfg.labels, ctx.run_dir))
     res.add(*store_section(store, added))
     both, agreement, annotator_agreement = res.add(*agreement_section(
         pre, current, model, yours, adjudicator, adjudicator_name, validated, team_labels, cfg.seed))
     qrels, judged = res.add(*judged_section(current, runs))
     res.add(*disagreements_section(both, cfg.seed, validated, units, ctx.run_dir))
     door, door_summary = res.add(*door_section(model, ctx.optional_table("planted"), pooled, validated, view, units,
-                                               pre, team_labels, cfg.labels.door))
+                                               pre, team_labels, served.get("door", cfg.labels.door),
+                                               "door" in served))
     res.add(*page_section(current, cfg.labels.page_items, cfg.seed, validated, units, ctx.run_dir, qrels, door,
                           agreement, model, team_labels, annotator_agreement, pooled,
                           SU.unit_noun(cfg.corpus.source, units["content_type"])))
@@ -163,10 +164,12 @@ def pool_section(validated: pd.DataFrame, distractors: pd.DataFrame, units: pd.D
     return sec, pooled, by_system
 
 
-def labels_section(validated: pd.DataFrame, model, pooled: pd.DataFrame, view, adjudicator, yours: list, db: str,
-                   run_dir: Path) -> tuple[Section, L.LabelStore, pd.DataFrame, int, pd.DataFrame, pd.DataFrame]:
+def labels_section(validated: pd.DataFrame, model, pooled: pd.DataFrame, view, adjudicator, yours: list, labels_cfg,
+                   run_dir: Path) -> tuple[Section, L.LabelStore, pd.DataFrame, int, pd.DataFrame, pd.DataFrame, dict]:
     """Labels for the pool: people's labels first (your judgements, the team's database, the store), then
-    the model judge's pre-labels and the adjudicator's, never overriding a person. Writes labels_current."""
+    the model judge's pre-labels and the adjudicator's, never overriding a person. The round's settings
+    (labels per pair, the door) are the label database's when it holds them — how the round ran — and
+    a params value that differs is said. Writes labels_current."""
     sec = Section(STAGE, "labels")
     shas = {q: L.question_sha(t) for q, t in zip(validated["query_id"], validated["text"])}
     store = L.LabelStore(run_dir / "labels" / "store.jsonl")
@@ -178,8 +181,15 @@ def labels_section(validated: pd.DataFrame, model, pooled: pd.DataFrame, view, a
     if yours:
         sec.say(f"your judgements: {len(yours)} pairs entered the store as people's labels")
     # the team's label database (lookalike labels serve): its people's labels join the store first
-    team_db = LDB.existing(db, run_dir)
+    team_db = LDB.existing(labels_cfg.db, run_dir)
     team_labels = team_db.labels() if team_db is not None else pd.DataFrame()
+    served = team_db.settings() if team_db is not None else {}
+    for key, held in sorted(served.items()):
+        given = getattr(labels_cfg, key)
+        if given != held:
+            word = (lambda v: ("on" if v else "off") if isinstance(v, bool) else str(v))  # noqa: E731
+            sec.say(f"labels.{key} is {word(given)} in the params; the label database says {word(held)}, which is how "
+                    "the round of labelling ran: the database's is used")
     if team_db is not None:
         sent = team.export_to_store(team_db, store)
         sec.say(f"team label database {LDB.describe(team_db.target, run_dir)}: {len(team_labels)} live labels from "
@@ -201,7 +211,7 @@ def labels_section(validated: pd.DataFrame, model, pooled: pd.DataFrame, view, a
           f"conflicting adjudications: {int(current['conflict'].sum())}")
     sec.say(current.groupby(["source", "label"]).size().rename("pairs").reset_index().to_string(index=False))
     sec.table("labels_current", current, sort_by=["query_id", "unit_id"])
-    return sec, store, pre, added, team_labels, current
+    return sec, store, pre, added, team_labels, current, served
 
 
 def store_section(store, added) -> tuple[Section]:
@@ -282,9 +292,10 @@ def disagreements_section(both, seed: int, validated: pd.DataFrame, units: pd.Da
 
 def door_section(model, planted: pd.DataFrame | None, pooled: pd.DataFrame, validated: pd.DataFrame, view,
                  units: pd.DataFrame, pre: pd.DataFrame, team_labels: pd.DataFrame,
-                 people_door: bool) -> tuple[Section, pd.DataFrame, pd.DataFrame]:
+                 people_door: bool, from_db: bool = False) -> tuple[Section, pd.DataFrame, pd.DataFrame]:
     """The judge door: whether people labelled blind or after seeing the model's label, and what that did
-    to their agreement with it. Writes judge_door_summary."""
+    to their agreement with it; people_door is the label database's door when it records one (from_db),
+    else labels.door. Writes judge_door_summary."""
     sec = Section(STAGE, "door")
     door = pd.DataFrame(columns=JD.DOOR_COLUMNS)
     door_summary = pd.DataFrame(columns=JD.SUMMARY_COLUMNS)
@@ -307,13 +318,14 @@ def door_section(model, planted: pd.DataFrame | None, pooled: pd.DataFrame, vali
     # with the door on, whatever the params say now
     served_with_door = bool(len(team_labels) and "pool" in team_labels.columns
                             and (team_labels["pool"] == "metadata").any())
+    where = "in the label database" if from_db else "in the params"
     if len(team_labels) and not people_door and not served_with_door:
-        sec.say("people: labels.door is off and the label database holds no metadata pool, so everyone labelled "
-                "blind and there is no people row")
+        sec.say(f"people: the judge door is off {where} and the label database holds no metadata pool, so everyone "
+                "labelled blind and there is no people row")
     elif len(team_labels):
         if served_with_door and not people_door:
-            sec.say("people: labels.door is off in the params, but the label database holds labels from a metadata "
-                    "pool (the server ran with the door on): the database is what happened, so the door is measured")
+            sec.say(f"people: the judge door is off {where}, but the label database holds labels from a metadata "
+                    "pool (the server ran with the door on): the labels are what happened, so the door is measured")
         people_pairs, people_summary, why = JD.people_door(team_labels, validated, units)
         if why:
             sec.say(f"people: {why}")
