@@ -254,7 +254,8 @@ def test_gate_fails_on_a_file_name_reaching_the_image_path_only_when_it_moves_th
     leak = L.paired_gate(per_query, "image", 0.05, n_boot=500, seed=1)
     assert leak.verdict == "LEAK" and leak.lo > 0 and leak.n_pairs == 60
     few = L.paired_gate(per_query[per_query["unit_id"].isin(units[:2])], "image", 0.05, n_boot=500, seed=1)
-    assert few.verdict == "PASS" and few.lo <= 0
+    # two units and no probe: not a leak, and not a pass either — the test could not see a total leak
+    assert few.verdict == "NOT EVALUATED" and few.lo <= 0 and few.underpowered
     none = L.paired_gate(per_query.head(0), "image", 0.05)
     assert none.verdict == "NOT EVALUATED" and "NOT EVALUATED" in none.sentence()
 
@@ -274,3 +275,22 @@ def test_a_pass_of_the_retrieval_test_states_its_power():
     leak = GateResult("image", 40, 0.2, 0.6, 0.4, 0.3, 0.5, 0.05, "LEAK")
     assert "80% power" not in leak.sentence()                  # a LEAK needs no power statement
     assert GateResult("image", 0, *[float("nan")] * 5, 0.05, "NOT EVALUATED").power_words() == ""
+
+
+def test_a_retrieval_test_that_cannot_see_a_total_leak_says_underpowered():
+    """Blind recall 0.95 leaves 0.05 of room; a test that needs about 0.09 to catch a leak cannot see
+    even a total one: with a probe the sentence says the probe is the evidence; without one (a run
+    file) the verdict is NOT EVALUATED, never a bare PASS."""
+    from lookalike.analysis.leak_gate import GateResult
+
+    probed = GateResult("image", 40, 0.95, 0.97, 0.02, -0.02, 0.105, 0.05, "PASS", probe_changed=0, probe_n=40)
+    assert probed.underpowered and "underpowered on this corpus" in probed.sentence()
+    assert "the probe is the evidence" in probed.sentence()
+    roomy = GateResult("image", 40, 0.50, 0.52, 0.02, -0.02, 0.105, 0.05, "PASS", probe_changed=0, probe_n=40)
+    assert not roomy.underpowered and "underpowered" not in roomy.sentence()
+    per_query = pd.DataFrame({"index": "team-run", "unit_id": [f"u{i}" for i in range(10)] * 2,
+                              "query_set": ["blind"] * 10 + ["caption-derived"] * 10,
+                              "recall_10": [1.0] * 9 + [0.0] + [1.0] * 10})
+    g = L.paired_gate(per_query, "team-run", 0.05, n_boot=500, seed=1)
+    assert g.verdict == "NOT EVALUATED" and "nothing here would catch a leak" in g.sentence()
+    assert L.overall([g]) == "NOT EVALUATED"

@@ -78,6 +78,14 @@ class GateResult:
         se = (self.hi - self.lo) / (2 * _Z95)
         return max((_Z95 + _Z80) * se, self.threshold + _Z80 * se)
 
+    @property
+    def underpowered(self) -> bool:
+        """The stated rule: the retrieval test is underpowered on this corpus when the smallest leak it
+        would catch with 80% power is larger than the room above blind recall@10 (1 − blind) — not even
+        a leak that found every caption-derived query's unit would be caught reliably."""
+        d = self.detectable
+        return d == d and d > 0 and d > 1.0 - self.blind
+
     def power_words(self) -> str:
         """What a PASS of the retrieval test is worth: the smallest leak it would catch."""
         d = self.detectable
@@ -85,6 +93,13 @@ class GateResult:
             return ""
         if d <= 0:
             return "the retrieval test finds no spread in the differences, so its power cannot be stated"
+        if self.underpowered:
+            return (f"underpowered on this corpus: the retrieval test would catch only a leak of about {d:.2f} "
+                    f"recall@10 or more with 80% power over {self.n_pairs} units, more than the {1 - self.blind:.2f} "
+                    "room above blind recall@10 — "
+                    + ("the probe is the evidence" if self.probe_changed >= 0 else
+                       "and this system had no metadata probe (bring a run on the shuffled corpus: "
+                       "lookalike leak-check --shuffled-corpus), so nothing here would catch a leak"))
         return (f"the retrieval test would catch a leak of about {d:.2f} recall@10 or more with 80% power over "
                 f"{self.n_pairs} units; a smaller one passes it"
                 + ("" if self.probe_changed >= 0 else " — and this system had no metadata probe (a run file has no "
@@ -103,6 +118,10 @@ class GateResult:
                 "caption fields")
 
     def sentence(self) -> str:
+        if self.verdict == "NOT EVALUATED" and self.n_pairs:
+            return (f"{self.index}: caption-derived − blind recall@10 {self.difference:+.3f} "
+                    f"[{self.lo:+.3f}, {self.hi:+.3f}] over {self.n_pairs} paired units: NOT EVALUATED "
+                    f"({self.power_words()})")
         if self.verdict == "NOT EVALUATED":
             return f"{self.index}: NOT EVALUATED (no blind / caption-derived pairs; {self.probe_words()})"
         if not self.n_pairs:
@@ -111,7 +130,8 @@ class GateResult:
         return (f"{self.index}: caption-derived − blind recall@10 {self.difference:+.3f} "
                 f"[{self.lo:+.3f}, {self.hi:+.3f}] over {self.n_pairs} paired units "
                 f"(blind {self.blind:.3f}, caption-derived {self.derived:.3f}); {self.probe_words()}: {self.verdict}"
-                + (f" ({power})" if power and self.verdict == "PASS" else ""))
+                + (f" — {power}" if power and self.verdict == "PASS" and self.underpowered
+                   else f" ({power})" if power and self.verdict == "PASS" else ""))
 
 
 def paired_gate(per_query: pd.DataFrame, index: str = "image", threshold: float = 0.05, n_boot: int = 2000,
@@ -139,5 +159,10 @@ def paired_gate(per_query: pd.DataFrame, index: str = "image", threshold: float 
     cl = None if unit_clusters is None else np.asarray([unit_clusters.get(u, u) for u in wide.index], dtype=object)
     diff, lo, hi, _ = stats.paired_bootstrap(derived, blind, n_boot, rng=np.random.default_rng([seed, 61]), clusters=cl)
     verdict = "LEAK" if (lo > 0 and diff > threshold) or changed > 0 else "PASS"
-    return GateResult(index, len(wide), float(blind.mean()), float(derived.mean()), diff, lo, hi, threshold, verdict,
-                      changed, probed)
+    result = GateResult(index, len(wide), float(blind.mean()), float(derived.mean()), diff, lo, hi, threshold, verdict,
+                        changed, probed)
+    if verdict == "PASS" and changed < 0 and result.underpowered:
+        # no probe and a retrieval test that could not see even a total leak: nothing was measured
+        result = GateResult(index, len(wide), result.blind, result.derived, diff, lo, hi, threshold, "NOT EVALUATED",
+                            changed, probed)
+    return result
