@@ -294,3 +294,83 @@ def test_a_retrieval_test_that_cannot_see_a_total_leak_says_underpowered():
     g = L.paired_gate(per_query, "team-run", 0.05, n_boot=500, seed=1)
     assert g.verdict == "NOT EVALUATED" and "nothing here would catch a leak" in g.sentence()
     assert L.overall([g]) == "NOT EVALUATED"
+
+
+def _run(rankings: dict) -> pd.DataFrame:
+    return pd.DataFrame([(q, u, float(len(us) - i)) for q, us in rankings.items() for i, u in enumerate(us)],
+                        columns=["query_id", "unit_id", "score"])
+
+
+def test_a_run_file_is_probed_by_its_run_on_the_shuffled_corpus():
+    same = _run({"q1": ["u1", "u2", "u3"], "q2": ["u3", "u1"]})
+    g, notes = L.run_probe("team", same, same.copy())
+    assert g.verdict == "PASS" and (g.probe_changed, g.probe_n) == (0, 2) and notes == []
+    assert "metadata probe: 0 of 2 questions' top-10 rankings changed" in g.sentence()
+    moved = _run({"q1": ["u2", "u1", "u3"], "q2": ["u3", "u1"]})
+    g, _ = L.run_probe("team", same, moved)
+    assert g.verdict == "LEAK" and g.probe_changed == 1
+    g, notes = L.run_probe("team", same, _run({"q1": ["u1", "u2", "u3"]}))
+    assert g.verdict == "PASS" and g.probe_n == 1 and "lacks 1 of the 2 questions" in notes[0]
+    g, _ = L.run_probe("team", same, _run({"q9": ["u1"]}))
+    assert g.verdict == "NOT EVALUATED"
+
+
+def test_shuffled_corpus_then_the_gate_says_leak_for_a_run_that_reads_captions(tmp_path):
+    """leak-check --shuffled-corpus writes the photo corpus with captions moved among units; a scripted
+    retriever that ranks by caption words gives another run on it, and stage 03's probe says LEAK; one
+    that reads only the image file gives the same run, and it says PASS. A folder with files is refused."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "shapes"))
+    from shape_corpora import SHAPES
+
+    from lookalike import params as P
+    from lookalike import stages
+    from lookalike.cli import leak_check
+    from lookalike.judging.judges import content_words
+    from lookalike.stages import leak as stage_leak
+
+    params = SHAPES["photos-captions"](tmp_path / "corpus", seed=11)
+    out = tmp_path / "shuffled"
+    assert leak_check.main([str(params), "--shuffled-corpus", str(out)]) == 0
+    shuffled = pd.read_csv(out / "manifest.csv", keep_default_na=False)
+    assert (out / "README.md").is_file() and all(Path(p).is_file() for p in shuffled["image_path"])
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "mine.txt").write_text("keep me")
+    assert leak_check.main([str(params), "--shuffled-corpus", str(tmp_path / "full")]) == 2
+    assert (tmp_path / "full" / "mine.txt").read_text() == "keep me"
+
+    prm = P.load_params(params)
+    ctx = stages.context(tmp_path / "run", prm)
+    from lookalike.stages import stratify
+    units = stratify.load_corpus(ctx).units
+    original = units[["unit_id", "caption"]]
+    questions = {f"q{i}": w for i, w in enumerate(sorted({w for c in units["caption"] for w in content_words(c)})[:12])}
+
+    def by_caption(frame):
+        caption = dict(zip(frame["unit_id"], frame["caption"]))
+        return _run({q: sorted(frame["unit_id"], key=lambda u, w=w: (w not in content_words(caption[u]), u))[:10]
+                     for q, w in questions.items()})
+
+    def by_pixels(frame):
+        import hashlib
+        return _run({q: sorted(frame["unit_id"], key=lambda u, w=w: hashlib.sha256(
+            (w + Path(frame.set_index("unit_id").loc[u, "image_path"]).read_bytes().hex()[:64]).encode()).hexdigest())[:10]
+            for q, w in questions.items()})
+
+    from lookalike.data.schema import resolve_image
+    original_paths = units.assign(image_path=[str(resolve_image(str(p), ctx.run_dir).resolve()) for p in units["image_path"]])
+    (ctx.run_dir / "runs").mkdir(parents=True, exist_ok=True)
+    from lookalike.eval import ranking
+    for name, ranker, frame_a, frame_b in (("captions", by_caption, original, shuffled),
+                                           ("pixels", by_pixels, original_paths, shuffled)):
+        ranking.write_run(ranker(frame_a), ctx.run_dir / "runs" / f"{name}.run", tag=name)
+        ranking.write_run(ranker(frame_b), tmp_path / f"{name}.shuffled.run", tag=name)
+    prm["retrieve"]["external_runs"] = [f"captions={tmp_path / 'x.run'}", f"pixels={tmp_path / 'y.run'}"]
+    prm["leak"]["shuffled_runs"] = [f"captions={tmp_path / 'captions.shuffled.run'}",
+                                    f"pixels={tmp_path / 'pixels.shuffled.run'}"]
+    cfg = stages.context(tmp_path / "run", prm).config
+    results, notes = stage_leak.shuffled_run_probes(cfg, units, ctx.run_dir)
+    verdicts = {g.index: g.verdict for g in results}
+    assert verdicts == {"captions": "LEAK", "pixels": "PASS"}, [g.sentence() for g in results]
+    prm["leak"]["shuffled_runs"] = ["nobody=x.run"]
+    with pytest.raises(ValueError, match="'nobody' is not one of your runs"):
+        stage_leak.shuffled_run_probes(stages.context(tmp_path / "run", prm).config, units, ctx.run_dir)

@@ -67,6 +67,7 @@ class GateResult:
     verdict: str                      # PASS | LEAK | NOT EVALUATED
     probe_changed: int = -1           # units whose input changed when the caption fields were shuffled (-1: not probed)
     probe_n: int = 0
+    probe_of: str = "units' input"    # what the probe compared: a built-in path's input, or a run file's rankings
 
     @property
     def detectable(self) -> float:
@@ -114,7 +115,7 @@ class GateResult:
     def probe_words(self) -> str:
         if self.probe_changed < 0:
             return "metadata probe not run"
-        return (f"metadata probe: {self.probe_changed} of {self.probe_n} units' input changed with shuffled "
+        return (f"metadata probe: {self.probe_changed} of {self.probe_n} {self.probe_of} changed with shuffled "
                 "caption fields")
 
     def sentence(self) -> str:
@@ -132,6 +133,34 @@ class GateResult:
                 f"(blind {self.blind:.3f}, caption-derived {self.derived:.3f}); {self.probe_words()}: {self.verdict}"
                 + (f" — {power}" if power and self.verdict == "PASS" and self.underpowered
                    else f" ({power})" if power and self.verdict == "PASS" else ""))
+
+
+def run_probe(name: str, original: pd.DataFrame, shuffled: pd.DataFrame, depth: int = 10,
+              tolerance: float = 1e-6) -> tuple[GateResult, list[str]]:
+    """The metadata probe for a retriever that enters as a run file: its run on the corpus as it is
+    against its run on the shuffled corpus (``lookalike leak-check --shuffled-corpus``: every unit's
+    pixels its own, its file name, alt text and caption another unit's). A retriever that reads only
+    pixels ranks both the same; a query whose top ``depth`` (units, in order, and scores within
+    tolerance) differs means the caption fields reach it: LEAK. Compared on the queries both runs
+    hold; returns the result and, in words, what could not be compared."""
+    notes = []
+
+    def top(run: pd.DataFrame) -> dict[str, list[tuple[str, float]]]:
+        ordered = run.sort_values(["query_id", "score", "unit_id"], ascending=[True, False, True], kind="mergesort")
+        return {q: list(zip(g["unit_id"], g["score"].astype(float)))[:depth]
+                for q, g in ordered.groupby("query_id", sort=True)}
+
+    a, b = top(original), top(shuffled)
+    common = sorted(set(a) & set(b))
+    if set(a) - set(b):
+        notes.append(f"{name}: the shuffled-corpus run lacks {len(set(a) - set(b))} of the {len(a)} questions of "
+                     "your run; they are not compared")
+    changed = sum(1 for q in common if len(a[q]) != len(b[q]) or any(
+        ua != ub or abs(sa - sb) > tolerance for (ua, sa), (ub, sb) in zip(a[q], b[q])))
+    nan = float("nan")
+    verdict = "LEAK" if changed else ("PASS" if common else "NOT EVALUATED")
+    return GateResult(name, 0, nan, nan, nan, nan, nan, nan, verdict, changed if common else -1, len(common),
+                      f"questions' top-{depth} rankings"), notes
 
 
 def paired_gate(per_query: pd.DataFrame, index: str = "image", threshold: float = 0.05, n_boot: int = 2000,

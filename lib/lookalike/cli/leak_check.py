@@ -9,7 +9,11 @@ folder, and applies the same gate to every pixel system (lookalike.analysis.leak
 the metadata probe — the system's own input path run again with the caption fields shuffled among
 units; any change is a leak — and the per-unit paired difference, caption-derived − blind
 recall@10, with a paired bootstrap CI. The probe needs the system's input path, so it covers the
-built-in encoders; a retriever that enters as a run file is judged by the retrieval difference.
+built-in encoders. For a retriever of yours that enters as a run file, ``--shuffled-corpus OUT``
+writes the corpus with every unit's file name, alt text and caption moved to another unit (its
+pixels its own): run your retriever on it with the same questions and bring that run as
+``leak.shuffled_runs: ["name=path"]``; stage 03 compares it with your run, and any ranking that
+changes is a LEAK.
 """
 
 from __future__ import annotations
@@ -55,6 +59,50 @@ def run_gate(prm: dict, inject: str = "", seed: int | None = None, threshold: fl
             len(corpus.units))
 
 
+def write_shuffled_corpus(prm: dict, out: Path) -> int:
+    """The corpus as stage 01 reads it, each unit's caption fields moved to another unit
+    (``shuffled_metadata``: seeded by the run seed, no unit keeps its own), written as out/manifest.csv
+    (unit_id, doc_id, page, image_path — absolute —, filename, alt_text, caption) with a README.
+    A folder that exists and is not empty is refused: nothing of yours is written over."""
+    import pandas as pd
+
+    from lookalike.data.schema import CAPTION_COLUMNS, resolve_image
+
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        print(f"lookalike leak-check: {out} exists and is not an empty folder; give a new folder (nothing was written)")
+        return BAD_PARAMS
+    cache = Cache(prm["encode"]["cache_dir"] or None)
+    keep = cache.root / "leak-check" / re.sub(r"[^A-Za-z0-9._-]+", "_", str(prm["run"]))
+    ctx = context(keep, prm)
+    units = stratify.load_corpus(ctx).units
+    fields = [c for c in CAPTION_COLUMNS if c in units.columns]
+    if len(units) < 2 or not fields:
+        print(f"lookalike leak-check: the corpus has {len(units)} unit(s) and caption fields "
+              f"{', '.join(fields) or 'none'}: there is nothing to shuffle, so no probe can be made")
+        return NOT_EVALUATED
+    shuffled = L.shuffled_metadata(units, int(prm["seed"]))
+    frame = pd.DataFrame({"unit_id": shuffled["unit_id"],
+                          **{c: shuffled[c] for c in ("doc_id", "page") if c in shuffled.columns},
+                          "image_path": [str(resolve_image(str(p), keep).resolve()) for p in units["image_path"]],
+                          **{c: shuffled[c] for c in fields}})
+    out.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(out / "manifest.csv", index=False)
+    moved = int(sum((units[c].astype(str).to_numpy() != shuffled[c].astype(str).to_numpy()).any()
+                    for c in fields))
+    (out / "README.md").write_text(
+        "# The corpus with its caption fields shuffled\n\n"
+        f"Written by `lookalike leak-check --shuffled-corpus` for run `{prm['run']}` (seed {prm['seed']}): "
+        f"{len(frame)} units, each with its own image and another unit's {', '.join(fields)}.\n\n"
+        "Run your retriever on `manifest.csv` exactly as on the real corpus, with the same questions, and write "
+        "its run in TREC format with these unit ids. Then add to your params:\n\n"
+        "```yaml\nleak:\n  shuffled_runs: [\"<your run's name in retrieve.external_runs>=path/to/that.run\"]\n```\n\n"
+        "Stage 03 compares the two runs: a retriever that reads only pixels ranks both the same; any question "
+        "whose top 10 changes means the file names, alt text or captions reach it (LEAK).\n", encoding="utf-8")
+    print(f"leak-check: {out / 'manifest.csv'}: {len(frame)} units, their {', '.join(fields)} shuffled among them "
+          f"({moved} field(s) differ from the corpus); run your retriever on it and set leak.shuffled_runs")
+    return PASS
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="lookalike leak-check", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -65,12 +113,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--inject-caption-leak", action="store_true",
                     help="the same as --inject-leak caption-index (its meaning before the partial injections)")
     ap.add_argument("--threshold", type=float, default=None, help="override leak.threshold")
+    ap.add_argument("--shuffled-corpus", metavar="OUT", default=None,
+                    help="write the corpus with the caption fields shuffled among units to the new folder OUT (a "
+                         "manifest.csv of every unit's image and its shuffled file name, alt text and caption), for "
+                         "your own retriever's run; then set leak.shuffled_runs")
     args = ap.parse_args(argv)
     try:
         prm = P.load_params(args.params)
     except P.ParamsError as exc:
         print(f"lookalike leak-check: {exc}")
         return BAD_PARAMS
+    if args.shuffled_corpus:
+        return write_shuffled_corpus(prm, Path(args.shuffled_corpus))
     inject = args.inject_leak or ("caption-index" if args.inject_caption_leak or prm["leak"]["inject_caption_leak"]
                                   else "")
     results, table, n_units = run_gate(prm, inject, threshold=args.threshold)

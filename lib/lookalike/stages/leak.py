@@ -84,8 +84,9 @@ def run(ctx: StageContext) -> StageResult:
     res.add(*chart_section(table))
     res.add(*resolution_section(table, ab))
     res.add(*breakdowns_section(per_query))
+    probes = shuffled_run_probes(cfg, units, ctx.run_dir)
     gates, verdict, decision = res.add(*gate_section(per_query, ab, cfg.leak.threshold, cfg.seed,
-                                                     ctx.unit_clusters(), cfg.stats.cluster))
+                                                     ctx.unit_clusters(), cfg.stats.cluster, probes))
     leaky = planted_leak(ctx, units, cache, ab, cfg.leak.threshold)
     res.add(*planted_section(gates, leaky))
     res.add(*sheet_section(ab, per_query, sheet, units, cfg.seed, ctx.run_dir))
@@ -243,12 +244,42 @@ def breakdowns_section(per_query) -> tuple[Section]:
     return (sec,)
 
 
+def shuffled_run_probes(cfg, units: pd.DataFrame, run_dir: Path) -> tuple[list, list[str]]:
+    """The metadata probe of each run of yours that has a run on the shuffled corpus (leak.shuffled_runs:
+    name=path, name one of retrieve.external_runs): stage 02's copy of your run against the shuffled
+    one, read the same way. Returns (results, notes in words)."""
+    from lookalike import params as P
+    from lookalike.eval import trec
+    from lookalike.io import inputs as I
+
+    results, notes = [], []
+    ours = {str(s).partition("=")[0].strip() for s in cfg.retrieve.external_runs}
+    for spec in cfg.leak.shuffled_runs:
+        name, _, path = (x.strip() for x in str(spec).partition("="))
+        if name not in ours:
+            raise ValueError(f"leak.shuffled_runs: {name!r} is not one of your runs (retrieve.external_runs: "
+                             f"{', '.join(sorted(ours)) or 'none'})")
+        original, _ = trec.read_run(run_dir / "runs" / f"{name}.run")       # stage 02's canonical copy
+        shuffled, skipped = I.read_external_run(P.repo_path(path), units["unit_id"], original["query_id"].unique(),
+                                                cfg.corpus.page_base)
+        if len(skipped):
+            notes.append(f"{name}: {len(skipped)} row(s) of the shuffled-corpus run skipped (unknown questions or units)")
+        result, said = L.run_probe(name, original, shuffled)
+        results.append(result)
+        notes += said
+    return results, notes
+
+
 def gate_section(per_query: pd.DataFrame, ab, threshold: float, seed: int, unit_clusters,
-                 cluster: str) -> tuple[Section, list, Any, str]:
+                 cluster: str, probes: tuple[list, list[str]] = ((), ())) -> tuple[Section, list, Any, str]:
     """The leak gate: PASS, LEAK or NOT EVALUATED per pixel system from the paired blind / caption-derived
-    differences against leak.threshold (units resampled by their cluster). Writes leak_gate."""
+    differences against leak.threshold (units resampled by their cluster), and for each run of yours
+    with a run on the shuffled corpus, its rankings compared (probes). Writes leak_gate."""
     sec = Section(STAGE, "gate")
     gates = L.gate_results(per_query, ab.pixel_pq, ab.probe, threshold, seed=seed, unit_clusters=unit_clusters)
+    gates += list(probes[0])
+    for note in probes[1]:
+        sec.say(note)
     verdict = gates[0]
     decision = L.overall(gates)
     if ab.not_evaluated:
