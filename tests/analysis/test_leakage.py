@@ -109,6 +109,8 @@ def test_gate_passes_on_the_ci_configuration():
     res = _leak_check()
     assert res.returncode == 0, res.stdout + res.stderr
     assert "PASS" in res.stdout and "image: caption-derived − blind recall@10" in res.stdout and "decision rule, per pixel system: LEAK when" in res.stdout and "ocr-bm25: caption-derived" in res.stdout
+    # the image index's PASS states the power measured in the same run, on a planted caption-index leak
+    assert "a caption-index leak planted in this run (the image index reading the caption fields) moved" in res.stdout
 
 
 def test_gate_fails_when_a_caption_leak_is_injected():
@@ -374,3 +376,25 @@ def test_shuffled_corpus_then_the_gate_says_leak_for_a_run_that_reads_captions(t
     prm["leak"]["shuffled_runs"] = ["nobody=x.run"]
     with pytest.raises(ValueError, match="'nobody' is not one of your runs"):
         stage_leak.shuffled_run_probes(stages.context(tmp_path / "run", prm).config, units, ctx.run_dir)
+
+
+def test_the_power_measured_on_a_planted_leak_decides_underpowered():
+    """Photos: the classic leak planted in the image index moved the difference only +0.05 [0.00, +0.125]
+    and the retrieval test did not call it; the PASS must say the retrieval test is underpowered and
+    the probe is the evidence — even where the analytic rule alone would not have said so."""
+    from lookalike.analysis.leak_gate import GateResult
+
+    base = dict(index="image", n_pairs=40, blind=0.50, derived=0.52, difference=0.02, lo=-0.02, hi=0.105,
+                threshold=0.05, verdict="PASS", probe_changed=0, probe_n=40)
+    missed = GateResult(**base, planted=(0.05, 0.0, 0.125, False))
+    assert missed.underpowered and not GateResult(**base).underpowered
+    said = missed.sentence()
+    assert "underpowered on this corpus" in said and "did not catch it" in said and "the probe is the evidence" in said
+    assert "+0.050 [+0.000, +0.125]" in said
+    caught = GateResult(**base, planted=(0.40, 0.30, 0.50, True))
+    assert not caught.underpowered and "caught it" in caught.sentence() and "underpowered" not in caught.sentence()
+    per_query = pd.DataFrame({"index": "image", "unit_id": [f"u{i}" for i in range(30)] * 2,
+                              "query_set": ["blind"] * 30 + ["caption-derived"] * 30,
+                              "recall_10": [0.0] * 30 + [1.0] * 30})
+    assert L.planted_power(per_query, 0.05, n_boot=200)[3] is True
+    assert L.planted_power(per_query.head(0)) is None

@@ -68,6 +68,9 @@ class GateResult:
     probe_changed: int = -1           # units whose input changed when the caption fields were shuffled (-1: not probed)
     probe_n: int = 0
     probe_of: str = "units' input"    # what the probe compared: a built-in path's input, or a run file's rankings
+    # the retrieval test's power measured in the same run: (difference, lo, hi, caught) of a caption-index
+    # leak planted in the image index, judged by the retrieval difference alone (``planted_power``)
+    planted: tuple[float, float, float, bool] | None = None
 
     @property
     def detectable(self) -> float:
@@ -81,11 +84,23 @@ class GateResult:
 
     @property
     def underpowered(self) -> bool:
-        """The stated rule: the retrieval test is underpowered on this corpus when the smallest leak it
-        would catch with 80% power is larger than the room above blind recall@10 (1 − blind) — not even
-        a leak that found every caption-derived query's unit would be caught reliably."""
+        """The stated rule: the retrieval test is underpowered on this corpus when a caption-index leak
+        planted in the same run (the image index reading the caption fields) is not caught by the
+        retrieval difference alone; where none was planted, when the smallest leak it would catch with
+        80% power is larger than the room above blind recall@10 (1 − blind) — not even a leak that
+        found every caption-derived query's unit would be caught reliably."""
+        if self.planted is not None:
+            return not self.planted[3]
         d = self.detectable
         return d == d and d > 0 and d > 1.0 - self.blind
+
+    def planted_words(self) -> str:
+        if self.planted is None:
+            return ""
+        diff, lo, hi, caught = self.planted
+        return (f"a caption-index leak planted in this run (the image index reading the caption fields) moved "
+                f"caption-derived − blind recall@10 by {diff:+.3f} [{lo:+.3f}, {hi:+.3f}], and the retrieval test "
+                + ("caught it" if caught else "did not catch it"))
 
     def power_words(self) -> str:
         """What a PASS of the retrieval test is worth: the smallest leak it would catch."""
@@ -95,14 +110,16 @@ class GateResult:
         if d <= 0:
             return "the retrieval test finds no spread in the differences, so its power cannot be stated"
         if self.underpowered:
+            why = (self.planted_words() if self.planted is not None else
+                   f"more than the {1 - self.blind:.2f} room above blind recall@10")
             return (f"underpowered on this corpus: the retrieval test would catch only a leak of about {d:.2f} "
-                    f"recall@10 or more with 80% power over {self.n_pairs} units, more than the {1 - self.blind:.2f} "
-                    "room above blind recall@10 — "
+                    f"recall@10 or more with 80% power over {self.n_pairs} units; {why} — "
                     + ("the probe is the evidence" if self.probe_changed >= 0 else
                        "and this system had no metadata probe (bring a run on the shuffled corpus: "
                        "lookalike leak-check --shuffled-corpus), so nothing here would catch a leak"))
         return (f"the retrieval test would catch a leak of about {d:.2f} recall@10 or more with 80% power over "
                 f"{self.n_pairs} units; a smaller one passes it"
+                + (f"; {self.planted_words()}" if self.planted is not None else "")
                 + ("" if self.probe_changed >= 0 else " — and this system had no metadata probe (a run file has no "
                    "input path to shuffle), so nothing else would catch it"))
 
@@ -133,6 +150,17 @@ class GateResult:
                 f"(blind {self.blind:.3f}, caption-derived {self.derived:.3f}); {self.probe_words()}: {self.verdict}"
                 + (f" — {power}" if power and self.verdict == "PASS" and self.underpowered
                    else f" ({power})" if power and self.verdict == "PASS" else ""))
+
+
+def planted_power(planted_pq: pd.DataFrame, threshold: float = 0.05, n_boot: int = 2000, seed: int = 0,
+                  unit_clusters: Mapping[str, str] | None = None) -> tuple[float, float, float, bool] | None:
+    """The retrieval test's power on this corpus, measured: the image index's paired difference on the
+    ablation run again with a caption-index leak planted (``inject="caption-index"``), and whether the
+    retrieval test alone (no probe) calls it LEAK. None when no unit has both queries."""
+    g = paired_gate(planted_pq, "image", threshold, n_boot, seed, unit_clusters)
+    if not g.n_pairs:
+        return None
+    return g.difference, g.lo, g.hi, bool(g.lo > 0 and g.difference > threshold)
 
 
 def run_probe(name: str, original: pd.DataFrame, shuffled: pd.DataFrame, depth: int = 10,

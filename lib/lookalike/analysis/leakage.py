@@ -36,5 +36,5 @@ from lookalike.analysis.leak_ablation import (  # noqa: F401
     injected_text, inject_leak, run_ablation, dual_ablation, shuffled_metadata, metadata_probe,
     PIXEL_SYSTEMS, pixel_system_runs, bm25_texts, pixel_per_query, judge_view)
 from lookalike.analysis.leak_gate import (  # noqa: F401
-    gate_results, gate_all, overall, gate, GateResult, paired_gate, run_probe)
+    gate_results, gate_all, overall, gate, GateResult, paired_gate, run_probe, planted_power)
 from lookalike.report.judging_sheet import judging_sheet_html  # noqa: F401

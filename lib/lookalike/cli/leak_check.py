@@ -19,6 +19,7 @@ changes is a LEAK.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 from pathlib import Path
 
@@ -33,14 +34,17 @@ PASS, LEAK, BAD_PARAMS, NOT_EVALUATED = 0, 1, 2, 3
 
 
 def run_gate(prm: dict, inject: str = "", seed: int | None = None, threshold: float | None = None,
-             cache: Cache | None = None, n_boot: int = 1000, run_dir: Path | None = None, corpus=None):
+             cache: Cache | None = None, n_boot: int = 1000, run_dir: Path | None = None, corpus=None,
+             measure_power: bool = False):
     """(gate results — the image index first, then the other pixel systems —, ablation table, units
     read) for checked params: stage 03's ablation on a seeded
     sample of leak.gate_units units, then ``paired_gate`` on the image index. seed: the gate's own
     seed (unit sample, query sets, bootstrap); default the run seed. run_dir and corpus: a run folder
     that already holds the corpus (as stratify.load_corpus read it into that folder), to gate
     several times without reading it again; default a folder in the cache named after the run,
-    where PDF renders are kept between calls (a changed file or dpi renders afresh)."""
+    where PDF renders are kept between calls (a changed file or dpi renders afresh). measure_power:
+    when the image index passes, run the ablation again with a caption-index leak planted and state
+    whether its retrieval test catches it (stage 03's planted_power)."""
     threshold = prm["leak"]["threshold"] if threshold is None else threshold
     cache = cache or Cache(prm["encode"]["cache_dir"] or None)
     # the corpus is read into a folder kept in the cache (one per run name), so rendered PDF pages —
@@ -55,8 +59,14 @@ def run_gate(prm: dict, inject: str = "", seed: int | None = None, threshold: fl
     unit_clusters = stats.unit_clusters(corpus.units, prm["stats"]["cluster"])
     seed = ctx.seed if seed is None else seed
     table.attrs["not_evaluated"] = ab.not_evaluated     # why the retrieval half has no queries, if it has none
-    return (L.gate_results(per_query, ab.pixel_pq, ab.probe, threshold, n_boot, seed, unit_clusters), table,
-            len(corpus.units))
+    results = L.gate_results(per_query, ab.pixel_pq, ab.probe, threshold, n_boot, seed, unit_clusters)
+    if measure_power and results[0].index == "image" and results[0].verdict == "PASS":
+        power = leak.planted_power(ctx, corpus.units, cache, ab, threshold, max_units=prm["leak"]["gate_units"],
+                                   n_boot=n_boot, seed=seed, visible=corpus.visible, facts=corpus.facts,
+                                   unit_clusters=unit_clusters)
+        if power is not None:
+            results[0] = dataclasses.replace(results[0], planted=power)
+    return results, table, len(corpus.units)
 
 
 def write_shuffled_corpus(prm: dict, out: Path) -> int:
@@ -127,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         return write_shuffled_corpus(prm, Path(args.shuffled_corpus))
     inject = args.inject_leak or ("caption-index" if args.inject_caption_leak or prm["leak"]["inject_caption_leak"]
                                   else "")
-    results, table, n_units = run_gate(prm, inject, threshold=args.threshold)
+    results, table, n_units = run_gate(prm, inject, threshold=args.threshold, measure_power=True)
     decision = L.overall(results)
     print(f"leak-check: {min(n_units, prm['leak']['gate_units'])} units, {results[0].n_pairs} paired units"
           f"{f' ({inject} leak injected)' if inject else ''}")
@@ -155,5 +165,7 @@ def main(argv: list[str] | None = None) -> int:
               + ".")
         return LEAK
     print("PASS: no pixel system's input changes when the caption fields are shuffled, and none favours "
-          "caption-derived queries materially and significantly.")
+          "caption-derived queries materially and significantly"
+          + ("; the retrieval test is underpowered on this corpus, so the metadata probe is the evidence"
+             if results[0].underpowered else "") + ".")
     return PASS

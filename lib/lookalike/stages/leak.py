@@ -85,13 +85,30 @@ def run(ctx: StageContext) -> StageResult:
     res.add(*resolution_section(table, ab))
     res.add(*breakdowns_section(per_query))
     probes = shuffled_run_probes(cfg, units, ctx.run_dir)
+    power = planted_power(ctx, units, cache, ab, cfg.leak.threshold)
     gates, verdict, decision = res.add(*gate_section(per_query, ab, cfg.leak.threshold, cfg.seed,
-                                                     ctx.unit_clusters(), cfg.stats.cluster, probes))
+                                                     ctx.unit_clusters(), cfg.stats.cluster, probes, power))
     leaky = planted_leak(ctx, units, cache, ab, cfg.leak.threshold)
     res.add(*planted_section(gates, leaky))
     res.add(*sheet_section(ab, per_query, sheet, units, cfg.seed, ctx.run_dir))
     res.add(*headline_section(ab, gates, verdict, decision, table))
     return res
+
+
+def planted_power(ctx: StageContext, units: pd.DataFrame, cache: Cache, ab, threshold: float,
+                  max_units: int | None = None, n_boot: int = 2000, seed: int | None = None, visible=None,
+                  facts=None, unit_clusters=None) -> tuple | None:
+    """The retrieval test's power on this corpus's own queries: the ablation again with a caption-index
+    leak planted (the image index encodes the caption fields), and the image index's paired difference
+    with whether the retrieval test alone catches it (L.planted_power). None when the run itself injects
+    a leak or the retrieval half has no query pairs."""
+    if ab.injected or ab.not_evaluated or not len(ab.queries):
+        return None
+    seed = ctx.seed if seed is None else seed
+    _, _, _, _, planted_pq = ablation(ctx, units, cache, max_units=max_units, inject="caption-index", n_boot=n_boot,
+                                      seed=seed, visible=visible, facts=facts, duals={})
+    return L.planted_power(planted_pq, threshold, n_boot, seed,
+                           ctx.unit_clusters() if unit_clusters is None else unit_clusters)
 
 
 def planted_leak(ctx: StageContext, units: pd.DataFrame, cache: Cache, ab, threshold: float) -> list | None:
@@ -271,12 +288,17 @@ def shuffled_run_probes(cfg, units: pd.DataFrame, run_dir: Path) -> tuple[list, 
 
 
 def gate_section(per_query: pd.DataFrame, ab, threshold: float, seed: int, unit_clusters,
-                 cluster: str, probes: tuple[list, list[str]] = ((), ())) -> tuple[Section, list, Any, str]:
+                 cluster: str, probes: tuple[list, list[str]] = ((), ()), power: tuple | None = None
+                 ) -> tuple[Section, list, Any, str]:
     """The leak gate: PASS, LEAK or NOT EVALUATED per pixel system from the paired blind / caption-derived
-    differences against leak.threshold (units resampled by their cluster), and for each run of yours
+    differences against leak.threshold (units resampled by their cluster), the image index's with the
+    retrieval test's power measured on a planted caption-index leak (power), and for each run of yours
     with a run on the shuffled corpus, its rankings compared (probes). Writes leak_gate."""
+    import dataclasses
+
     sec = Section(STAGE, "gate")
     gates = L.gate_results(per_query, ab.pixel_pq, ab.probe, threshold, seed=seed, unit_clusters=unit_clusters)
+    gates = [dataclasses.replace(g, planted=power) if g.index == "image" and power is not None else g for g in gates]
     gates += list(probes[0])
     for note in probes[1]:
         sec.say(note)
@@ -297,7 +319,13 @@ def gate_section(per_query: pd.DataFrame, ab, threshold: float, seed: int, unit_
                                           "caption_derived": g.derived, "difference": g.difference,
                                           "difference_lo": g.lo, "difference_hi": g.hi, "threshold": g.threshold,
                                           "interval": interval, "probe_changed": g.probe_changed,
-                                          "probe_units": g.probe_n, "verdict": g.verdict} for g in gates]))
+                                          "probe_units": g.probe_n, "detectable": g.detectable,
+                                          "underpowered": g.underpowered if g.n_pairs else "",
+                                          "planted_difference": g.planted[0] if g.planted else float("nan"),
+                                          "planted_lo": g.planted[1] if g.planted else float("nan"),
+                                          "planted_hi": g.planted[2] if g.planted else float("nan"),
+                                          "planted_caught": g.planted[3] if g.planted else "",
+                                          "verdict": g.verdict} for g in gates]))
     return sec, gates, verdict, decision
 
 
@@ -351,7 +379,7 @@ def headline_section(ab, gates: list, verdict, decision: str, table: pd.DataFram
          f"{verdict.sentence()} Retrieval half not evaluated: {ab.not_evaluated}." if ab.not_evaluated else
          f"Image index recall@10: blind {blind:.2f}, caption-derived {derived:.2f}, paired difference "
          f"{verdict.difference:+.2f} [{verdict.lo:+.2f}, {verdict.hi:+.2f}] over {verdict.n_pairs} units "
-         f"({'no leak in any pixel system' if ok else 'LEAK: ' + ', '.join(g.index for g in gates if g.verdict == 'LEAK')}); caption index {table.iloc[2]['recall_10']:.2f} → {table.iloc[3]['recall_10']:.2f}"
+         f"({'LEAK: ' + ', '.join(g.index for g in gates if g.verdict == 'LEAK') if not ok else 'no leak in any pixel system; the retrieval test is underpowered on this corpus, so the metadata probe is the evidence' if verdict.underpowered else 'no leak in any pixel system'}); caption index {table.iloc[2]['recall_10']:.2f} → {table.iloc[3]['recall_10']:.2f}"
          f"{f' — {ab.injected} leak injected' if ab.injected else ''}."),
         figure="03_leak_ablation",
         numbers={f"{r.index} / {r.query_set}": (f"{r.recall_10:.3f} [{r.recall_10_lo:.3f}, {r.recall_10_hi:.3f}]"
