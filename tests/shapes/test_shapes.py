@@ -277,6 +277,11 @@ def test_a_team_labels_with_the_door_on_between_two_runs(tmp_path):
                                zip(theirs["query_id"], theirs["unit_id"], theirs["label"]))
     assert set(theirs["judge"]) <= {f"annotator:{n}" for n, p in pools.items() if p == "blind"}
     assert len(pd.read_csv(run_dir / "tables" / "annotator_agreement.csv"))
+    summary_text = _summary(run_dir)
+    assert "People, overall (blind pool): " in summary_text and "people, overall (metadata pool): " in summary_text
+    assert "the judge door with people: relevant " in summary_text
+    notebook = (run_dir / "notebooks" / "06_judge_pool.ipynb").read_text(encoding="utf-8")
+    assert "labels.door is off in the params; the label database says on" in notebook
     lines = _audit_lines(run_dir)
     _record("team-door-between-runs", lines)
     assert not lines, "\n".join(lines)

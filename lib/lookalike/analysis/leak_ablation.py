@@ -279,9 +279,17 @@ def run_ablation(units: pd.DataFrame, base_dir: Path, seed: int, cache: Cache | 
     and its image index joins the gate's pixel systems (clean runs and the caption-index injection;
     the partial injections append text for the built-in text model only)."""
     cache = cache or Cache()
+    # one canonical order, whoever read the corpus: queries, the sample and ties in the rankings then do
+    # not depend on the order units arrived in, so stage 03 and leak-check print one difference and
+    # one interval for the same units
+    units = units.sort_values("unit_id", kind="mergesort").reset_index(drop=True)
+    if facts is not None and len(facts):
+        facts = facts.sort_values(list(facts.columns), kind="mergesort", key=lambda c: c.astype(str)).reset_index(drop=True)
+    if visible is not None and len(visible):
+        visible = visible.sort_values(list(visible.columns), kind="mergesort",
+                                      key=lambda c: c.astype(str)).reset_index(drop=True)
     if max_units is not None and len(units) > max_units:
         rng = np.random.default_rng([seed, 60])
-        units = units.sort_values("unit_id", kind="mergesort")
         units = units.iloc[np.sort(rng.choice(len(units), size=max_units, replace=False))].reset_index(drop=True)
     image_enc = E.make_encoder("ocr-minilm", ocr_engine=ocr_engine, workers=workers, device=device, progress=False,
                                text_source=text_source)

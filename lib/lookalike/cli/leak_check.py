@@ -34,7 +34,7 @@ PASS, LEAK, BAD_PARAMS, NOT_EVALUATED = 0, 1, 2, 3
 
 
 def run_gate(prm: dict, inject: str = "", seed: int | None = None, threshold: float | None = None,
-             cache: Cache | None = None, n_boot: int = 1000, run_dir: Path | None = None, corpus=None,
+             cache: Cache | None = None, n_boot: int = 2000, run_dir: Path | None = None, corpus=None,
              measure_power: bool = False):
     """(gate results — the image index first, then the other pixel systems —, ablation table, units
     read) for checked params: stage 03's ablation on a seeded

@@ -10,6 +10,7 @@ the same) the row says why and gives the raw agreement instead.
 from __future__ import annotations
 
 import math
+import sqlite3
 from collections.abc import Mapping
 
 import numpy as np
@@ -395,15 +396,16 @@ def check_run(run_dir, params: Mapping) -> list[tuple[str, str, str]]:
     from pathlib import Path
 
     from lookalike.judging import door as JD
-    from lookalike.judging.labeldb import LabelDBError, existing
+    from lookalike.judging.labeldb import LabelDB, LabelDBError, resolve
 
     run_dir = Path(run_dir)
     try:
-        db = existing(str(((params.get("labels") or {}).get("db")) or ""), run_dir)
-        if db is None:
+        target = resolve(str(((params.get("labels") or {}).get("db")) or ""), run_dir)
+        if not (target.startswith(("postgresql://", "postgres://")) or Path(target).is_file()):
             return []
+        db = LabelDB(target, migrate=False)       # an audit reads; it never upgrades or writes a database
         labels = db.labels()
-    except LabelDBError as exc:
+    except (LabelDBError, sqlite3.Error) as exc:
         return [("labels/labels.sqlite", "the label database", f"could not be read ({exc})")]
     tables = run_dir / "tables"
     stale = " — labels changed after stage 06 ran (run it again), or the table was edited"
