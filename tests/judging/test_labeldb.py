@@ -372,3 +372,16 @@ def test_inspect_reads_without_changing(db):
     db.add_person("a", "blind")
     label_all(db, "a", 1)
     assert db.inspect() == {"version": 2, "pairs": 12, "labels": 12, "people": 1}
+
+
+def test_placeholders_follow_the_drivers_paramstyle_and_leave_literals_alone():
+    from lookalike.judging.labeldb import to_paramstyle
+
+    sql = "SELECT '?', \"a?b\", x FROM t WHERE y = ? AND z LIKE 'p%' -- why?\nAND w = ?"
+    assert to_paramstyle(sql, "qmark") == sql
+    assert to_paramstyle(sql, "pyformat") == ("SELECT '?', \"a?b\", x FROM t WHERE y = %s AND z LIKE 'p%%' -- why?\n"
+                                              "AND w = %s")
+    assert to_paramstyle("SELECT 'it''s ?' , ?", "format") == "SELECT 'it''s ?' , %s"
+    assert to_paramstyle("SELECT 5 % 2, ?", "pyformat") == "SELECT 5 %% 2, %s"
+    with pytest.raises(LabelDBError, match="paramstyle 'named'"):
+        to_paramstyle(sql, "named")

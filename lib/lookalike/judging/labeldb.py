@@ -255,7 +255,15 @@ class LabelDB:
         return con
 
     def _sql(self, sql: str) -> str:
-        return sql.replace("?", "%s") if self.postgres else sql
+        return to_paramstyle(sql, self.paramstyle)
+
+    @property
+    def paramstyle(self) -> str:
+        """The driver's own DB-API parameter style (sqlite3: qmark; psycopg: pyformat)."""
+        if self.postgres:
+            import psycopg
+            return psycopg.paramstyle
+        return sqlite3.paramstyle
 
     @contextmanager
     def transaction(self, serial: bool = False) -> Iterator[_Tx]:
@@ -615,6 +623,32 @@ def _replay(tx: _Tx, request_id: str) -> None:
     seen = tx.one("SELECT result, time FROM requests WHERE request_id = ?", (request_id,))
     if seen is not None:
         raise Replay(request_id, seen[0], seen[1])
+
+
+_SQL_PIECES = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*|\?|%|[^'\"?%-]+|-")
+
+
+def to_paramstyle(sql: str, style: str) -> str:
+    """SQL written once with ``?`` placeholders, in the driver's DB-API paramstyle: qmark as it is;
+    format / pyformat (psycopg) with each ``?`` as ``%s`` and each literal ``%`` doubled, which such
+    drivers otherwise read as a placeholder. Quoted literals, quoted identifiers and comments are
+    kept as written (a ``?`` inside them is not a placeholder)."""
+    if style == "qmark":
+        return sql
+    if style not in ("format", "pyformat"):
+        raise LabelDBError(f"the database driver's paramstyle {style!r} is not one lookalike speaks "
+                           "(qmark, format, pyformat)", 500)
+    out = []
+    for piece in _SQL_PIECES.findall(sql):
+        if piece == "?":
+            out.append("%s")
+        elif piece[0] in "'\"-" and len(piece) > 1 or piece == "%":
+            out.append(piece.replace("%", "%%"))
+        else:
+            out.append(piece)
+    if "".join(_SQL_PIECES.findall(sql)) != sql:
+        raise LabelDBError(f"an SQL statement could not be read for its placeholders: {sql[:80]!r}", 500)
+    return "".join(out)
 
 
 def token_digest(token: str) -> str:
