@@ -33,7 +33,10 @@ from collections.abc import Mapping
 
 import pandas as pd
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.authentication import AuthCredentials, AuthenticationBackend, BaseUser
+from starlette.middleware import Middleware
+from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.requests import HTTPConnection, Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
@@ -188,7 +191,7 @@ def open_db(run_dir: Path, params: Mapping[str, Any], db: str | None = None) -> 
     return LabelDB(resolve(db if db is not None else params["labels"]["db"], run_dir))
 
 
-def bearer(request: Request) -> str:
+def bearer(request: HTTPConnection) -> str:
     """The personal token a request carries: ``Authorization: Bearer …``, else the sign-in cookie.
     Never a query parameter: a URL ends up in logs, history and screenshots."""
     auth = request.headers.get("authorization", "")
@@ -199,172 +202,239 @@ def bearer(request: Request) -> str:
 
 # ----------------------------------------------------------------------------- the app
 
+@dataclass
+class _Round:
+    """What every route reads: the run's pairs, the database and the settings (app.state.round)."""
+
+    run: RunPairs
+    db: LabelDB
+    settings: Settings
+    known: set[str]
+
+
+def _round(request: Request) -> _Round:
+    return request.app.state.round
+
+
+class _Person(BaseUser):
+    def __init__(self, who: dict):
+        self.who = who
+
+    @property
+    def is_authenticated(self) -> bool:
+        return True
+
+    @property
+    def display_name(self) -> str:
+        return self.who["name"]
+
+
+class TokenBackend(AuthenticationBackend):
+    """Who a request is: the person whose personal token it carries (``bearer``), looked up in the
+    database; a request without one, or with one nobody has, is anonymous and the routes that need a
+    person answer 401 with the reason (the sign-in page itself needs nobody)."""
+
+    async def authenticate(self, conn):
+        token = bearer(conn)
+        if not token:
+            return None
+        try:
+            who = conn.app.state.round.db.person_by_token(token)
+        except LabelDBError as exc:
+            conn.scope["lookalike.refused"] = str(exc)
+            return None
+        return AuthCredentials(["person"]), _Person(who)
+
+
+def person(request: Request) -> dict:
+    """The signed-in person (name, pool, role, lead), or LabelDBError 401 saying why there is none."""
+    if not request.user.is_authenticated:
+        raise LabelDBError(request.scope.get("lookalike.refused")
+                           or "sign in with your personal token (the lead makes it with `lookalike labels add`)", 401)
+    return request.user.who
+
+
+async def body(request: Request, *fields: str) -> dict:
+    """A request's JSON object with the fields it must hold; a body that is not JSON, too large, too
+    deep or lacking a field is refused with the reason."""
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind != "application/json":       # a cross-site form cannot send JSON: a forged post stops here
+        raise LabelDBError(f"the request body must be sent as application/json, not {kind or 'nothing'}", 415)
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY:
+        raise LabelDBError(f"the request body is {int(declared):,} bytes; the server takes at most {MAX_BODY:,}", 413)
+    raw = b""
+    async for chunk in request.stream():
+        raw += chunk
+        if len(raw) > MAX_BODY:
+            raise LabelDBError(f"the request body is over {MAX_BODY:,} bytes, the most the server takes", 413)
+    try:
+        data = json.loads(raw or b"null")
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise LabelDBError(f"the request body is not JSON ({exc})") from exc
+    except RecursionError:
+        raise LabelDBError(f"the request body nests lists or objects too deeply (more than {MAX_DEPTH} levels)"
+                           ) from None
+    if _depth(data, MAX_DEPTH) > MAX_DEPTH:
+        raise LabelDBError(f"the request body nests lists or objects more than {MAX_DEPTH} levels deep")
+    if not isinstance(data, dict):
+        raise LabelDBError(f"the request body must be a JSON object with {', '.join(fields)}")
+    missing = [f for f in fields if f not in data]
+    if missing:
+        raise LabelDBError(f"the request body lacks {', '.join(missing)} (expected {', '.join(fields)})")
+    return data
+
+
+def _whoami(r: _Round, who: dict) -> dict:
+    return {**who, "per_pair": r.settings.per_pair, "door": r.settings.door}
+
+
+def _counts(r: _Round, name: str) -> dict:
+    people = team.people_labels(r.db.labels())
+    return {"mine": int((people["annotator"] == name).sum()) if len(people) else 0, "pairs": len(r.known)}
+
+
+async def index(request: Request):
+    return HTMLResponse(pages.label_server_page(noun=_round(request).run.noun))
+
+
+async def signin(request: Request):
+    data = await body(request, "token")
+    token = data["token"]
+    r = _round(request)
+    who = r.db.person_by_token(token if isinstance(token, str) else "")
+    out = JSONResponse(_whoami(r, who))
+    out.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/", secure=request.url.scheme == "https")
+    return out
+
+
+async def signout(request: Request):
+    out = JSONResponse({"signed_out": True})
+    out.delete_cookie(COOKIE, path="/")
+    return out
+
+
+async def me(request: Request):
+    return JSONResponse(_whoami(_round(request), person(request)))
+
+
+async def next_pair(request: Request):
+    who, r = person(request), _round(request)
+    s = r.settings
+    got = r.db.next_pair(who["name"], s.per_pair, s.lease_s, s.seed, s.separate_pools)
+    out: dict[str, Any] = {"done": got is None, **_counts(r, who["name"])}
+    if got is not None:
+        out.update(pair_id=got.pair_id, question=got.question)
+        if who["pool"] == "metadata":
+            meta = r.run.metadata.get(got.pair_id, {})
+            out["metadata"] = {"file name": meta.get("file", ""), "caption": meta.get("caption", "")}
+    return JSONResponse(out)
+
+
+async def image(request: Request):
+    person(request)
+    r, pid = _round(request), request.path_params["pair_id"]
+    if pid not in r.known:
+        raise LabelDBError(f"pair {pid!r} is not in this run's pool", 404)
+    path = r.run.images[pid]
+    if not path.is_file():
+        raise LabelDBError(f"the image of pair {pid} is missing on the server", 404)
+    media = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+    return Response(path.read_bytes(), media_type=media, headers={"Cache-Control": "private, max-age=3600"})
+
+
+async def label(request: Request):
+    who, r = person(request), _round(request)
+    data = await body(request, "pair_id", "label", "request_id")
+    seconds = data.get("seconds")
+    try:
+        seconds = None if seconds is None else float(seconds)
+    except (TypeError, ValueError) as exc:
+        raise LabelDBError(f"seconds must be a number, got {seconds!r}") from exc
+    if seconds is not None and not math.isfinite(seconds):
+        seconds = None
+    kind = "adjudication" if request.url.path.endswith("/adjudicate") else "label"
+    label_id = r.db.submit(who["name"], str(data["pair_id"]), str(data["label"]), str(data.get("note", "")),
+                           data["request_id"], r.settings.per_pair, r.settings.separate_pools, seconds, kind=kind)
+    return JSONResponse({"id": label_id, **_counts(r, who["name"])})
+
+
+async def undo(request: Request):
+    who, r = person(request), _round(request)
+    data = await body(request, "request_id")
+    pid = r.db.undo(who["name"], data["request_id"], r.settings.lease_s, kind=str(data.get("kind", "label")))
+    return JSONResponse({"undone": pid, **_counts(r, who["name"])})
+
+
+async def adjudicate_next(request: Request):
+    who, r = person(request), _round(request)
+    if who["role"] != "adjudicator":
+        raise LabelDBError(f"{who['name']} is not an adjudicator (the lead adds one with --adjudicator)", 403)
+    queue = team.disagreements(r.db.labels(), r.db.pairs(), r.db.machine_labels())
+    if queue.empty:
+        return JSONResponse({"done": True, "left": 0})
+    first = queue.iloc[0]
+    return JSONResponse({"done": False, "left": len(queue), "pair_id": first["pair_id"],
+                         "question": first["question"], "labels": first["labels"], "reason": first["reason"]})
+
+
+async def progress_page(request: Request):
+    who, r = person(request), _round(request)
+    prog = team.progress(r.db.labels(), r.db.pairs(), r.db.annotators(), r.settings.per_pair, r.settings.pools)
+    return HTMLResponse(pages.label_progress_page(prog, r.settings.per_pair, r.settings.pools, lead=who["lead"]))
+
+
+async def agreement_page(request: Request):
+    who, r = person(request), _round(request)
+    if not who["lead"]:           # its rows are per pool: who is in which pool is the lead's to know
+        raise LabelDBError("agreement is shown to the lead (lookalike labels add … --lead)", 403)
+    table = team.agreement_table(r.db.labels(), r.db.machine_labels(), seed=r.settings.seed)
+    return HTMLResponse(pages.label_agreement_page(table, [team.agreement_words(x) for x in table.to_dict("records")]))
+
+
+async def _replayed(request: Request, exc: Replay):
+    # a retry of a change already made: the client counts it as done
+    return JSONResponse({"error": str(exc), "replay": True, "result": exc.result}, status_code=exc.status)
+
+
+async def _refused(request: Request, exc: LabelDBError):
+    return JSONResponse({"error": str(exc)}, status_code=exc.status)
+
+
+async def _database_failed(request: Request, exc: sqlite3.Error):
+    # the database itself failed (disk full, locked too long): say so
+    return JSONResponse({"error": f"the label database did not take the change ({exc}); nothing was recorded — try "
+                                  "again, and tell whoever runs the server if it persists"}, status_code=503)
+
+
+ROUTES = [
+    Route("/", index),
+    Route("/api/signin", signin, methods=["POST"]),
+    Route("/api/signout", signout, methods=["POST"]),
+    Route("/api/me", me),
+    Route("/api/next", next_pair),
+    Route("/api/image/{pair_id}", image),
+    Route("/api/label", label, methods=["POST"]),
+    Route("/api/undo", undo, methods=["POST"]),
+    Route("/api/adjudicate/next", adjudicate_next),
+    Route("/api/adjudicate", label, methods=["POST"]),
+    Route("/progress", progress_page),
+    Route("/agreement", agreement_page),
+]
+
+
 def create_app(run: RunPairs, db: LabelDB, settings: Settings) -> Starlette:
-    """The label server for one run. Loads the run's pairs and the model's pre-labels into the database
-    (pairs already held are kept as they are) and records the round's settings in it."""
+    """The label server for one run: the module's routes, the token backend as middleware, and the
+    refusals mapped to their HTTP answers. Loads the run's pairs and the model's pre-labels into the
+    database (pairs already held are kept as they are) and records the round's settings in it."""
     db.record_settings({"per_pair": settings.per_pair, "door": settings.door}, "the label server")
     db.add_pairs(run.pairs)
     if run.machine is not None and len(run.machine):
         db.set_machine_labels(run.machine)
-    known = set(run.pairs["pair_id"])
-
-    def fail(message: str, status: int = 400) -> JSONResponse:
-        return JSONResponse({"error": message}, status_code=status)
-
-    def person(request: Request) -> dict:
-        return db.person_by_token(bearer(request))
-
-    async def body(request: Request, *fields: str) -> dict:
-        kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
-        if kind != "application/json":       # a cross-site form cannot send JSON: a forged post stops here
-            raise LabelDBError(f"the request body must be sent as application/json, not {kind or 'nothing'}", 415)
-        declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > MAX_BODY:
-            raise LabelDBError(f"the request body is {int(declared):,} bytes; the server takes at most {MAX_BODY:,}", 413)
-        raw = b""
-        async for chunk in request.stream():
-            raw += chunk
-            if len(raw) > MAX_BODY:
-                raise LabelDBError(f"the request body is over {MAX_BODY:,} bytes, the most the server takes", 413)
-        try:
-            data = json.loads(raw or b"null")
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise LabelDBError(f"the request body is not JSON ({exc})") from exc
-        except RecursionError:
-            raise LabelDBError(f"the request body nests lists or objects too deeply (more than {MAX_DEPTH} levels)"
-                               ) from None
-        if _depth(data, MAX_DEPTH) > MAX_DEPTH:
-            raise LabelDBError(f"the request body nests lists or objects more than {MAX_DEPTH} levels deep")
-        if not isinstance(data, dict):
-            raise LabelDBError(f"the request body must be a JSON object with {', '.join(fields)}")
-        missing = [f for f in fields if f not in data]
-        if missing:
-            raise LabelDBError(f"the request body lacks {', '.join(missing)} (expected {', '.join(fields)})")
-        return data
-
-    def guarded(handler):
-        async def endpoint(request: Request):
-            try:
-                return await handler(request)
-            except Replay as exc:       # a retry of a change already made: the client counts it as done
-                return JSONResponse({"error": str(exc), "replay": True, "result": exc.result}, status_code=exc.status)
-            except LabelDBError as exc:
-                return fail(str(exc), exc.status)
-            except sqlite3.Error as exc:        # the database itself failed (disk full, locked too long): say so
-                return fail(f"the label database did not take the change ({exc}); nothing was recorded — try "
-                            "again, and tell whoever runs the server if it persists", 503)
-        return endpoint
-
-    async def index(request: Request):
-        return HTMLResponse(pages.label_server_page(noun=run.noun))
-
-    def whoami(who: dict) -> dict:
-        return {**who, "per_pair": settings.per_pair, "door": settings.door}
-
-    async def signin(request: Request):
-        data = await body(request, "token")
-        token = data["token"]
-        who = db.person_by_token(token if isinstance(token, str) else "")
-        out = JSONResponse(whoami(who))
-        out.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/",
-                       secure=request.url.scheme == "https")
-        return out
-
-    async def signout(request: Request):
-        out = JSONResponse({"signed_out": True})
-        out.delete_cookie(COOKIE, path="/")
-        return out
-
-    async def me(request: Request):
-        return JSONResponse(whoami(person(request)))
-
-    def counts(name: str) -> dict:
-        labels = db.labels()
-        people = team.people_labels(labels)
-        mine = int((people["annotator"] == name).sum()) if len(people) else 0
-        return {"mine": mine, "pairs": len(known)}
-
-    async def next_pair(request: Request):
-        who = person(request)
-        got = db.next_pair(who["name"], settings.per_pair, settings.lease_s, settings.seed, settings.separate_pools)
-        out: dict[str, Any] = {"done": got is None, **counts(who["name"])}
-        if got is not None:
-            out.update(pair_id=got.pair_id, question=got.question)
-            if who["pool"] == "metadata":
-                meta = run.metadata.get(got.pair_id, {})
-                out["metadata"] = {"file name": meta.get("file", ""), "caption": meta.get("caption", "")}
-        return JSONResponse(out)
-
-    async def image(request: Request):
-        person(request)
-        pid = request.path_params["pair_id"]
-        if pid not in known:
-            raise LabelDBError(f"pair {pid!r} is not in this run's pool", 404)
-        path = run.images[pid]
-        if not path.is_file():
-            raise LabelDBError(f"the image of pair {pid} is missing on the server", 404)
-        media = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
-        return Response(path.read_bytes(), media_type=media, headers={"Cache-Control": "private, max-age=3600"})
-
-    async def label(request: Request):
-        who = person(request)
-        data = await body(request, "pair_id", "label", "request_id")
-        seconds = data.get("seconds")
-        try:
-            seconds = None if seconds is None else float(seconds)
-        except (TypeError, ValueError) as exc:
-            raise LabelDBError(f"seconds must be a number, got {seconds!r}") from exc
-        if seconds is not None and not math.isfinite(seconds):
-            seconds = None
-        kind = "adjudication" if request.url.path.endswith("/adjudicate") else "label"
-        label_id = db.submit(who["name"], str(data["pair_id"]), str(data["label"]), str(data.get("note", "")),
-                             data["request_id"], settings.per_pair, settings.separate_pools, seconds, kind=kind)
-        return JSONResponse({"id": label_id, **counts(who["name"])})
-
-    async def undo(request: Request):
-        who = person(request)
-        data = await body(request, "request_id")
-        pid = db.undo(who["name"], data["request_id"], settings.lease_s, kind=str(data.get("kind", "label")))
-        return JSONResponse({"undone": pid, **counts(who["name"])})
-
-    async def adjudicate_next(request: Request):
-        who = person(request)
-        if who["role"] != "adjudicator":
-            raise LabelDBError(f"{who['name']} is not an adjudicator (the lead adds one with --adjudicator)", 403)
-        queue = team.disagreements(db.labels(), db.pairs(), db.machine_labels())
-        if queue.empty:
-            return JSONResponse({"done": True, "left": 0})
-        first = queue.iloc[0]
-        return JSONResponse({"done": False, "left": len(queue), "pair_id": first["pair_id"],
-                             "question": first["question"], "labels": first["labels"], "reason": first["reason"]})
-
-    async def progress_page(request: Request):
-        who = person(request)
-        prog = team.progress(db.labels(), db.pairs(), db.annotators(), settings.per_pair, settings.pools)
-        return HTMLResponse(pages.label_progress_page(prog, settings.per_pair, settings.pools, lead=who["lead"]))
-
-    async def agreement_page(request: Request):
-        who = person(request)
-        if not who["lead"]:           # its rows are per pool: who is in which pool is the lead's to know
-            raise LabelDBError("agreement is shown to the lead (lookalike labels add … --lead)", 403)
-        table = team.agreement_table(db.labels(), db.machine_labels(), seed=settings.seed)
-        return HTMLResponse(pages.label_agreement_page(table, [team.agreement_words(r) for r in table.to_dict("records")]))
-
-    routes = [
-        Route("/", guarded(index)),
-        Route("/api/signin", guarded(signin), methods=["POST"]),
-        Route("/api/signout", guarded(signout), methods=["POST"]),
-        Route("/api/me", guarded(me)),
-        Route("/api/next", guarded(next_pair)),
-        Route("/api/image/{pair_id}", guarded(image)),
-        Route("/api/label", guarded(label), methods=["POST"]),
-        Route("/api/undo", guarded(undo), methods=["POST"]),
-        Route("/api/adjudicate/next", guarded(adjudicate_next)),
-        Route("/api/adjudicate", guarded(label), methods=["POST"]),
-        Route("/progress", guarded(progress_page)),
-        Route("/agreement", guarded(agreement_page)),
-    ]
-    return Starlette(routes=routes)
+    app = Starlette(routes=ROUTES, middleware=[Middleware(AuthenticationMiddleware, backend=TokenBackend())],
+                    exception_handlers={Replay: _replayed, LabelDBError: _refused, sqlite3.Error: _database_failed})
+    app.state.round = _Round(run, db, settings, set(run.pairs["pair_id"]))
+    return app
 
 
 def serve(run_dir: Path | str, host: str = "127.0.0.1", port: int = 8750, db: str | None = None, **overrides) -> None:
