@@ -405,3 +405,12 @@ def test_the_power_measured_on_a_planted_leak_decides_underpowered():
                               "recall_10": [0.0] * 30 + [1.0] * 30})
     assert L.planted_power(per_query, 0.05, n_boot=200)[3] is True
     assert L.planted_power(per_query.head(0)) is None
+
+
+def test_no_spread_in_the_differences_is_underpowered_not_a_stated_power():
+    """Photos under OCR + BM25: no unit's text, every unit scores alike on both sets, the interval is
+    [0, 0]; that once read 'would catch a leak of about 0.05 or more'."""
+    from lookalike.analysis.leak_gate import GateResult
+
+    flat = GateResult("ocr-bm25", 40, 0.25, 0.25, 0.0, 0.0, 0.0, 0.05, "PASS", probe_changed=0, probe_n=40)
+    assert flat.underpowered and "finds no spread" in flat.sentence() and "0.05 recall@10 or more" not in flat.sentence()

@@ -112,6 +112,25 @@ def photos_captions_qrels_only(folder: Path, seed: int) -> Path:
     return _photo_params(folder, "photos-captions", qs, qr, "encode:\n  encoders: [ocr-bm25, caption-minilm, appearance]\nmining:\n  retriever: ocr-bm25\n")
 
 
+def photos_blind_queries(folder: Path, seed: int) -> Path:
+    """Photos with captions and the team's own blind queries (leak.blind_queries), each written from what
+    a photo shows — its shapes, right to left, in colours named differently from the caption's — never
+    from its caption: the leak gate's retrieval half runs on photos, with its power measured on a
+    caption-index leak planted in the same run."""
+    rng = np.random.default_rng(seed)
+    rows = _photos(folder, rng, 40)
+    pd.DataFrame(rows)[["unit_id", "caption", "alt_text"]].to_csv(folder / "meta.csv", index=False)
+    qs, qr = _photo_questions(rows, rng, 14)
+    hue = {"red": "crimson", "blue": "navy", "green": "olive", "yellow": "golden", "purple": "violet"}
+    blind = [{"query_id": f"b{i:02d}", "unit_id": r["unit_id"], "register": "shown",
+              "text": " beside ".join(f"a {hue.get(c, c)} {s}" for c, s in reversed(r["drawn"]))}
+             for i, r in enumerate(rows)]
+    pd.DataFrame(blind).to_csv(folder / "blind.csv", index=False)
+    return _photo_params(folder, "photos-blind-queries", qs, qr,
+                         "encode:\n  encoders: [ocr-bm25, caption-minilm, appearance]\nmining:\n  retriever: ocr-bm25\n"
+                         f"leak:\n  blind_queries: {folder / 'blind.csv'}\n")
+
+
 def photos_template_entity(folder: Path, seed: int) -> Path:
     """Photos whose metadata names a template and an entity only (no period, no metric)."""
     rng = np.random.default_rng(seed)
@@ -287,6 +306,7 @@ SHAPES = {
     "pdf-name-pattern": pdf_name_pattern,
     "photos-captions": photos_captions_qrels_only,
     "photos-template-entity": photos_template_entity,
+    "photos-blind-queries": photos_blind_queries,
     "photos-partial-metadata": photos_partial_metadata,
     "answers-only": answers_only,
     "multi-page": multi_page_evidence,

@@ -55,6 +55,14 @@ EXPECT = {
         ("NOT EVALUATED" in (d / "html" / "03_leak_ablation.report.html").read_text()
          or "not evaluated" in (d / "headlines" / "03_leak_ablation.json").read_text().lower(),
          "the leak gate's retrieval half is not evaluated without blind queries")],
+    "photos-blind-queries": lambda d: [
+        (int(_table(d, "leak_gate").set_index("system").loc["image", "n_pairs"]) > 0,
+         "the leak gate's retrieval half runs on the team's own blind queries"),
+        (_table(d, "leak_gate").set_index("system").loc["image", "planted_caught"] in ("True", "False"),
+         "the retrieval test's power is measured on a caption-index leak planted in the same run"),
+        ("underpowered on this corpus" in (d / "html" / "03_leak_ablation.report.html").read_text()
+         or "planted in this run" in (d / "html" / "03_leak_ablation.report.html").read_text(),
+         "stage 03 says what the planted leak showed")],
     "photos-partial-metadata": lambda d: [
         (set(_table(d, "hard_sets")["method"]) >= {"template", "cluster"},
          "golds with a template rank among it, golds without one among their appearance cluster"),

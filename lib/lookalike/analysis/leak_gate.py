@@ -91,6 +91,8 @@ class GateResult:
         found every caption-derived query's unit would be caught reliably."""
         if self.planted is not None:
             return not self.planted[3]
+        if self.n_pairs and not self.hi - self.lo > 0:
+            return True             # no spread: every unit scored alike on both sets, so nothing could be seen
         d = self.detectable
         return d == d and d > 0 and d > 1.0 - self.blind
 
@@ -107,8 +109,11 @@ class GateResult:
         d = self.detectable
         if d != d:
             return ""
-        if d <= 0:
-            return "the retrieval test finds no spread in the differences, so its power cannot be stated"
+        if self.underpowered and not self.hi - self.lo > 0:
+            return ("underpowered on this corpus: the retrieval test finds no spread in the differences (every unit "
+                    "scored alike on both query sets), so it could not see a leak — "
+                    + ("the probe is the evidence" if self.probe_changed >= 0 else
+                       "and this system had no metadata probe, so nothing here would catch a leak"))
         if self.underpowered:
             why = (self.planted_words() if self.planted is not None else
                    f"more than the {1 - self.blind:.2f} room above blind recall@10")

@@ -109,8 +109,10 @@ def filing_questions(facts, rng, n=12, answers=True, qrels=True):
     return qs, qr
 
 
-def photo(rng: np.random.Generator) -> tuple[Image.Image, str, str]:
-    """A photo-like picture with no text: two coloured shapes on a noisy ground; (image, caption, alt)."""
+def photo(rng: np.random.Generator, drawn: list | None = None) -> tuple[Image.Image, str, str]:
+    """A photo-like picture with no text: two coloured shapes on a noisy ground; (image, caption, alt).
+    drawn, when given, receives what was drawn ((colour, shape) left to right): what a person looking
+    at the picture sees, kept apart from the caption written about it."""
     base = rng.integers(60, 200, size=3)
     arr = np.clip(base + rng.normal(0, 18, size=(240, 320, 3)), 0, 255).astype("uint8")
     img = Image.fromarray(arr, "RGB")
@@ -128,6 +130,8 @@ def photo(rng: np.random.Generator) -> tuple[Image.Image, str, str]:
         else:
             d.polygon([(x, y + 100), (x + 50, y), (x + 100, y + 100)], fill=COLOURS[colour])
         parts.append((colour, shape))
+    if drawn is not None:
+        drawn.extend(parts)
     caption = f"A {parts[0][0]} {parts[0][1]} to the left of a {parts[1][0]} {parts[1][1]}"
     alt = f"{parts[0][1]} and {parts[1][1]}"
     return img, caption, alt
@@ -138,10 +142,12 @@ def photos(folder: Path, rng: np.random.Generator, n: int) -> list[dict]:
     (folder / "photos").mkdir(parents=True, exist_ok=True)
     rows = []
     for i in range(n):
-        img, caption, alt = photo(rng)
+        drawn: list = []
+        img, caption, alt = photo(rng, drawn)
         name = f"photo{i:03d}.jpg"
         img.save(folder / "photos" / name, quality=90)
-        rows.append({"doc_id": f"photo{i:03d}", "unit_id": f"photo{i:03d}:1", "caption": caption, "alt_text": alt})
+        rows.append({"doc_id": f"photo{i:03d}", "unit_id": f"photo{i:03d}:1", "caption": caption, "alt_text": alt,
+                     "drawn": drawn})
     return rows
 
 
