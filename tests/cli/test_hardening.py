@@ -140,7 +140,7 @@ def test_a_byte_order_mark_is_read_alike_by_both_paths(tmp_path):
     (tmp_path / "r.run").write_text(run_plain)
     assert trec.read_columns(tmp_path / "plain.qrels", "qrels") is not None
     assert trec.read_columns(tmp_path / "spaced.qrels", "qrels") is None
-    assert list(trec.read_qrels(tmp_path / "spaced.qrels")["query_id"])[0] == "q1"
+    assert list(trec.read_qrels_file(tmp_path / "spaced.qrels")["query_id"])[0] == "q1"
     run = ranking.Run.read(tmp_path / "r.run")
     values = [M.evaluate(ranking.Qrels.read(tmp_path / name), run, ["map"]).per_query["map"].to_dict()
               for name in ("plain.qrels", "spaced.qrels")]
@@ -158,7 +158,7 @@ def test_both_qrels_readers_agree_whatever_the_spacing(tmp_path_factory, rows, b
     path = tmp_path_factory.mktemp("prop") / "x.qrels"
     text = ("\r\n" if crlf else "\n").join(gap.join([q, "0", u, str(r)]) for q, u, r in rows) + "\n"
     path.write_bytes((("\ufeff" if bom else "") + text).encode("utf-8"))
-    lines = trec.read_qrels(path)
+    lines = trec.read_qrels_file(path)
     cols = trec.read_columns(path, "qrels")
     if cols is not None:
         fast = sorted(zip((cols.query_ids[c] for c in cols.qcode), (cols.unit_ids[c] for c in cols.ucode), cols.values))
@@ -169,7 +169,7 @@ def test_both_qrels_readers_agree_whatever_the_spacing(tmp_path_factory, rows, b
 def test_a_relevance_beyond_64_bits_is_refused_with_its_line(tmp_path):
     (tmp_path / "x.qrels").write_text("q1 0 a:1 1\nq1 0 a:2 99999999999999999999\n")
     with pytest.raises(trec.TrecFormatError, match=r"x\.qrels:2: relevance .* outside the 64-bit"):
-        trec.read_qrels(tmp_path / "x.qrels")
+        trec.read_qrels_file(tmp_path / "x.qrels")
     (tmp_path / "y.qrels").write_text("q1 0 a:1 99999999999999999999\n")
     got, skipped = inputs.read_judgements(tmp_path / "y.qrels", ["a:1"], ["q1"])
     assert got.empty and "64-bit" in skipped["problem"].iloc[0]

@@ -194,8 +194,8 @@ def test_a_run_from_dicts_is_coded_as_the_same_run_from_a_frame():
 def test_trec_files_round_trip(tmp_path):
     trec.write_qrels(QRELS, tmp_path / "q.txt")
     ranking.write_run(RUN, tmp_path / "r.txt", tag="sys")
-    assert trec.qrels_dict(trec.read_qrels(tmp_path / "q.txt")) == QRELS
-    frame, tag = trec.read_run(tmp_path / "r.txt")
+    assert trec.qrels_dict(trec.read_qrels_file(tmp_path / "q.txt")) == QRELS
+    frame, tag = trec.read_run_file(tmp_path / "r.txt")
     assert tag == "sys" and trec.run_dict(frame) == RUN
     lines = (tmp_path / "r.txt").read_text().splitlines()
     assert lines[0] == "q1 Q0 a 1 0.9 sys"
@@ -212,7 +212,7 @@ def test_trec_files_round_trip(tmp_path):
 def test_bad_run_files(tmp_path, content, message):
     (tmp_path / "r.txt").write_text(content)
     with pytest.raises(trec.TrecFormatError, match=message):
-        trec.read_run(tmp_path / "r.txt")
+        trec.read_run_file(tmp_path / "r.txt")
 
 
 @pytest.mark.parametrize("content, message", [
@@ -224,7 +224,7 @@ def test_bad_run_files(tmp_path, content, message):
 def test_bad_qrels_files(tmp_path, content, message):
     (tmp_path / "q.txt").write_text(content)
     with pytest.raises(trec.TrecFormatError, match=message):
-        trec.read_qrels(tmp_path / "q.txt")
+        trec.read_qrels_file(tmp_path / "q.txt")
 
 
 def test_bad_frames():
@@ -240,7 +240,7 @@ def test_bad_frames():
 
 def test_comments_and_hash_inside_ids(tmp_path):
     (tmp_path / "q.txt").write_text("# header comment\nq1 0 doc#1 1\n  # indented comment\nq1 0 doc2 0\n")
-    frame = trec.read_qrels(tmp_path / "q.txt")
+    frame = trec.read_qrels_file(tmp_path / "q.txt")
     assert list(frame["unit_id"]) == ["doc#1", "doc2"]
 
 

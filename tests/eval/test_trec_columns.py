@@ -17,12 +17,12 @@ ID = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, m
 
 
 def _slow_run(path):
-    frame, tag = trec.read_run(path)
+    frame, tag = trec.read_run_file(path)
     return ranking.Run(frame, name=tag or str(path), what=str(path))
 
 
 def _slow_qrels(path):
-    return ranking.Qrels(trec.read_qrels(path), what=str(path))
+    return ranking.Qrels(trec.read_qrels_file(path), what=str(path))
 
 
 @settings(max_examples=60, deadline=None)

@@ -67,7 +67,7 @@ encode:
     assert "unknown unit 'nowhere:0'" in " ".join(t("skipped")["problem"])
     systems = t("systems").set_index("system")
     assert systems.loc["mine", "provenance"] == "external"
-    ext, _ = trec.read_run(out / "runs" / "mine.run")
+    ext, _ = trec.read_run_file(out / "runs" / "mine.run")
     assert set(ext["unit_id"]) <= set(t("units")["unit_id"]) and "acme:2" in set(ext["unit_id"])
     # the external run is pooled, labelled and tabulated like the built-in systems
     assert "mine" in set(t("pool_by_system")["system"]) and "mine" in set(t("judged")["system"])

@@ -122,7 +122,7 @@ class Run:
         through the line-by-line reader, which names the line of any error."""
         cols = trec.read_columns(path, "run")
         if cols is None:
-            frame, tag = trec.read_run(path)
+            frame, tag = trec.read_run_file(path)
             return cls(frame, name=name or tag or str(path), what=str(path))
         run = cls.__new__(cls)
         run.name = name or cols.tag or str(path)
@@ -303,7 +303,7 @@ class Qrels:
         through the line-by-line reader, which names the line of any error."""
         cols = trec.read_columns(path, "qrels")
         if cols is None:
-            return cls(trec.read_qrels(path), what=str(path))
+            return cls(trec.read_qrels_file(path), what=str(path))
         qrels = cls.__new__(cls)
         order = np.argsort(cols.qcode, kind="stable")
         qrels.query_ids = cols.query_ids

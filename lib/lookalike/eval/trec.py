@@ -59,7 +59,7 @@ def _lines(path: Path) -> Iterable[tuple[int, list[str]]]:
         raise TrecFormatError(f"{path}: empty file (no qrels or run lines)")
 
 
-def read_qrels(path: Path | str) -> pd.DataFrame:
+def read_qrels_file(path: Path | str) -> pd.DataFrame:
     """TREC qrels file -> long frame (query_id, unit_id, relevance), file order kept.
 
     Errors name the file and line: a line without 4 fields, a non-integer relevance, or a unit
@@ -90,7 +90,7 @@ def read_qrels(path: Path | str) -> pd.DataFrame:
                          "relevance": pd.array(rels, dtype="int64")})
 
 
-def read_run(path: Path | str) -> tuple[pd.DataFrame, str]:
+def read_run_file(path: Path | str) -> tuple[pd.DataFrame, str]:
     """TREC run file -> (long frame (query_id, unit_id, score), tag).
 
     Errors name the file and line: a line without 6 fields, a score that is not a finite number,

@@ -244,7 +244,7 @@ def read_external_run(path: Path | str, unit_ids: Iterable[str], query_ids: Iter
     """A TREC run file from any retriever: (run: query_id, unit_id, score; skipped). Unknown
     queries or units are skipped and reported; 0-based pages are shifted to 1-based."""
     path = Path(path)
-    frame, _ = trec.read_run(path)
+    frame, _ = trec.read_run_file(path)
     unit_ids = list(unit_ids)
     known_u, known_q = set(unit_ids), set(query_ids)
     if page_base in (0, 1):

@@ -195,7 +195,7 @@ def _read(run_dir: Path, name: str) -> pd.DataFrame:
 def _trec(run_dir: Path, path: Path, kind: str):
     """A run or qrels file the run exported, read; a malformed one is Unreadable (its file and line)."""
     try:
-        return trec.read_qrels(path) if kind == "qrels" else trec.read_run(path)
+        return trec.read_qrels_file(path) if kind == "qrels" else trec.read_run_file(path)
     except (trec.TrecFormatError, ValueError, OSError) as exc:
         text = str(exc)
         prefix = f"{path}:"

@@ -130,7 +130,7 @@ def systems_section(validated: pd.DataFrame, units: pd.DataFrame, cfg, settings:
     external = (sorted(sys_table.loc[sys_table["provenance"] == "external", "system"])
                 if "provenance" in sys_table.columns else [])
     for name in external:           # your runs: they ranked the questions as generated
-        ext = trec.read_run(run_dir / "runs" / f"{name}.run")[0]
+        ext = trec.read_run_file(run_dir / "runs" / f"{name}.run")[0]
         runs[name] = ext[ext["query_id"].isin(set(validated["query_id"]))].reset_index(drop=True)
     derived = D.build(runs, validated, unit_vectors, units, run_dir, cache, cfg.rerank, cfg.split, cfg.encode,
                       settings, retrieve_depth)

@@ -276,7 +276,7 @@ def shuffled_run_probes(cfg, units: pd.DataFrame, run_dir: Path) -> tuple[list, 
         if name not in ours:
             raise ValueError(f"leak.shuffled_runs: {name!r} is not one of your runs (retrieve.external_runs: "
                              f"{', '.join(sorted(ours)) or 'none'})")
-        original, _ = trec.read_run(run_dir / "runs" / f"{name}.run")       # stage 02's canonical copy
+        original, _ = trec.read_run_file(run_dir / "runs" / f"{name}.run")       # stage 02's canonical copy
         shuffled, skipped = I.read_external_run(P.repo_path(path), units["unit_id"], original["query_id"].unique(),
                                                 cfg.corpus.page_base)
         if len(skipped):

@@ -136,14 +136,14 @@ def read_inputs(ctx: StageContext) -> MetricInputs:
     # the fusions and document context stage 06 pooled, from the one catalogue (retrieval.catalog)
     derived_plan = catalog.plan(base, {n: systems.declared_provenance(n, unit_vectors[n]) for n in base}, "07")
     sys_table = ctx.optional_table("systems")
-    external = ({n: trec.read_run(run_dir / "runs" / f"{n}.run")[0]
+    external = ({n: trec.read_run_file(run_dir / "runs" / f"{n}.run")[0]
                  for n in sorted(sys_table.loc[sys_table["provenance"] == "external", "system"])}
                 if sys_table is not None and "provenance" in sys_table.columns else {})
     # +rerank / +split systems: like your runs, only their top-depth ranking is known, so the candidate
     # views restrict it (stage 02's, questions as generated) rather than re-score
-    external.update({p.stem: trec.read_run(p)[0] for p in sorted((run_dir / "runs").glob("*.run"))
+    external.update({p.stem: trec.read_run_file(p)[0] for p in sorted((run_dir / "runs").glob("*.run"))
                      if p.stem.endswith(("+rerank", "+split"))})
-    corpus_runs = {p.stem: trec.read_run(p)[0] for p in sorted((run_dir / "runs_validated").glob("*.run"))}
+    corpus_runs = {p.stem: trec.read_run_file(p)[0] for p in sorted((run_dir / "runs_validated").glob("*.run"))}
 
     def optional(name: str) -> pd.DataFrame:
         return read(name) if ctx.has_table(name) else pd.DataFrame()

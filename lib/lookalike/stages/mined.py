@@ -70,7 +70,7 @@ def read_question_sets(ctx: StageContext, question_set: str, retriever: str) -> 
         if len(qs) and not path.is_file():
             raise FileNotFoundError(f"{path} is missing: mining.retriever must be a system stages 02 and 06 ranked "
                                     f"({', '.join(p.stem for p in sorted(folder.glob('*.run')))})")
-        runs[name] = trec.read_run(path)[0] if len(qs) else pd.DataFrame(columns=["query_id", "unit_id", "score"])
+        runs[name] = trec.read_run_file(path)[0] if len(qs) else pd.DataFrame(columns=["query_id", "unit_id", "score"])
     return sets, runs
 
 
