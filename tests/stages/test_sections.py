@@ -34,6 +34,15 @@ SECTIONS = [(module, name) for module, mod in MODULES.items() for name, fn in in
 WRITES_STATE = {("judge_pool", "labels_section")}
 
 
+# sections that write files when called, not when their stage is saved: none (labels_section appends to
+# the label store, and is called in a fresh folder: WRITES_STATE)
+WRITES_FILES: set = set()
+
+
+def _files(root) -> dict:
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file()}
+
+
 def _copy(value):
     try:
         return copy.deepcopy(value)
@@ -96,7 +105,13 @@ def test_section_called_alone_gives_what_it_gave_in_its_stage(recorded, module, 
     assert isinstance(sec, Section) and sec.stage == MODULES[module].STAGE
     undeclared = K.undeclared_tables(sec.stage, sec.tables)
     assert not undeclared, f"{module}.{name} builds tables its contract does not declare: {undeclared}"
+    ctx = recorded[0]
+    before = _files(ctx.run_dir)
     again = getattr(MODULES[module], name)(*_copy(args), **_copy(kwargs))
+    changed = sorted(p for p in set(before) | set(_files(ctx.run_dir)) if before.get(p) != _files(ctx.run_dir).get(p))
+    assert not changed or (module, name) in WRITES_FILES, (
+        f"{module}.{name} wrote {changed[:5]} when called: a section writes through its result (after_save), "
+        "when the stage is saved")
     assert again[0].text == sec.text
     assert _frames_equal(again[0].tables, sec.tables)
     assert (again[0].sentence, again[0].numbers) == (sec.sentence, sec.numbers)

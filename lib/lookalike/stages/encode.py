@@ -132,7 +132,8 @@ def runs_section(questions: pd.DataFrame, units: pd.DataFrame, unit_vectors: dic
         sec.say(f"{name}: candidate search ({r['candidates']} pages per question by centroid MaxSim, then exact) — "
                 f"candidate recall against exact MaxSim on {r['n']} sampled questions: top 10 {r['recall_10']:.3f}, "
                 f"top 100 {r['recall_100']:.3f}")
-    systems.write_runs(runs, run_dir)
+    written = dict(runs)        # the runs as this section leaves them, written when the stage is saved
+    sec.after_save.append(lambda: systems.write_runs(written, run_dir))
     if not runs:
         sec.say("no questions with this corpus: nothing to rank (supply questions to get runs)")
     provenance = {name: v.provenance for name, v in unit_vectors.items()}
@@ -147,7 +148,8 @@ def runs_section(questions: pd.DataFrame, units: pd.DataFrame, unit_vectors: dic
             raise ValueError(f"retrieve.external_runs: {name!r} is already a built-in system; choose another name")
         ext, ext_skipped = I.read_external_run(P.repo_path(path), units["unit_id"], questions["query_id"], page_base)
         runs[name], provenance[name] = ext, "external"
-        ranking.write_run(ext, run_dir / "runs" / f"{name}.run", tag=name)
+        sec.after_save.append(lambda ext=ext, name=name: ranking.write_run(ext, run_dir / "runs" / f"{name}.run",
+                                                                             tag=name))
         sec.say(f"external run {name}: {ext['query_id'].nunique()} questions, {len(ext)} rows kept, {len(ext_skipped)} skipped")
         if len(ext_skipped):
             sec.say(ext_skipped.head(10).to_string(index=False))
@@ -164,7 +166,8 @@ def derived_section(runs: dict, provenance: dict, questions: pd.DataFrame, unit_
     for name, run in derived.runs.items():
         runs[name] = run
         provenance[name] = provenance.get(name.rsplit("+", 1)[0], "pixels")
-        ranking.write_run(run, run_dir / "runs" / f"{name}.run", tag=name)
+        sec.after_save.append(lambda run=run, name=name: ranking.write_run(run, run_dir / "runs" / f"{name}.run",
+                                                                             tag=name))
     sec.say("\n".join(derived.notes) if derived.notes else
             "no reranking or query splitting configured (rerank.systems, split.systems)")
     sec.table("rerank_scores", derived.rerank_scores, sort_by=["system", "query_id", "new_rank"])
@@ -194,8 +197,8 @@ def first_look_section(given: pd.DataFrame | None, units: pd.DataFrame, runs: di
         if len(qrels):
             # the judgements the first look is scored against, beside runs/: `lookalike eval -c -m recall.10
             # qrels/evidence.qrels runs/NAME.run` (or trec_eval) gives this table's recall_10 for NAME
-            (run_dir / "qrels").mkdir(exist_ok=True)
-            trec.write_qrels(qrels.sort_values(["query_id", "unit_id"]), run_dir / "qrels" / "evidence.qrels")
+            evidence = qrels.sort_values(["query_id", "unit_id"])
+            sec.after_save.append(lambda: _write_qrels(evidence, run_dir, "evidence.qrels"))
             sec.say("the evidence judgements scored here: qrels/evidence.qrels (TREC qrels, beside runs/)")
     if len(look) and "chance_recall_10" in look.columns:
         sec.say(f"chance: a random ranking's Recall@10 is {look['chance_recall_10'].iloc[0]:.3f} (10 / "
@@ -272,4 +275,6 @@ def headline_section(look: pd.DataFrame, unit_vectors: dict, runs: dict, questio
     return (sec,)
 
 
-
+def _write_qrels(qrels: pd.DataFrame, run_dir: Path, name: str) -> None:
+    (run_dir / "qrels").mkdir(exist_ok=True)
+    trec.write_qrels(qrels, run_dir / "qrels" / name)

@@ -135,10 +135,15 @@ def systems_section(validated: pd.DataFrame, units: pd.DataFrame, cfg, settings:
     derived = D.build(runs, validated, unit_vectors, units, run_dir, cache, cfg.rerank, cfg.split, cfg.encode,
                       settings, retrieve_depth)
     runs.update(derived.runs)
-    out = run_dir / "runs_validated"
-    out.mkdir(exist_ok=True)
-    for name, run in runs.items():
-        ranking.write_run(run, out / f"{name}.run", tag=name)
+    written = dict(runs)        # as this section leaves them, written when the stage is saved
+
+    def write_runs() -> None:
+        out = run_dir / "runs_validated"
+        out.mkdir(exist_ok=True)
+        for name, run in written.items():
+            ranking.write_run(run, out / f"{name}.run", tag=name)
+
+    sec.after_save.append(write_runs)
     sec.say("systems:", ", ".join(runs) if runs else "none (no validated questions)")
     sec.say("\n".join(derived.notes) if derived.notes else
             "no reranking or query splitting configured (rerank.systems, split.systems)")
@@ -360,16 +365,15 @@ def page_section(current: pd.DataFrame, labels_page_items, seed: int, validated:
     pick = np.sort(np.random.default_rng([seed, 61]).choice(len(rest), size=min(extra, len(rest)), replace=False))
     page_pairs = pd.concat([todo.head(labels_page_items), rest.iloc[pick]], ignore_index=True)
     if len(page_pairs):
-        page = L.labelling_page(page_pairs, validated, units, run_dir, run_dir / "labelling", seed,
-                                title="lookalike — label pages", noun=noun)
-        sec.say(f"labelling/{page.name}: {len(page_pairs)} pairs ({min(len(todo), labels_page_items)} unadjudicated)")
+        sec.after_save.append(lambda: L.labelling_page(page_pairs, validated, units, run_dir, run_dir / "labelling",
+                                                       seed, title="lookalike — label pages", noun=noun))
+        sec.say(f"labelling/label.html: {len(page_pairs)} pairs ({min(len(todo), labels_page_items)} unadjudicated)")
     else:
         sec.say("nothing to label")
 
     # save
-    (run_dir / "qrels").mkdir(exist_ok=True)
     if len(qrels):
-        trec.write_qrels(qrels, run_dir / "qrels" / "labels.qrels")
+        sec.after_save.append(lambda: _write_qrels(qrels, run_dir, "labels.qrels"))
     sec.table("judge_door", door, sort_by=["judge", "query_id", "unit_id"] if len(door) else None)
     kappa = (f"{SU.kappa_words(agreement.iloc[0])} "
              f"({model.name} vs {agreement['adjudicator'].iloc[0]}, {int(agreement['n'].iloc[0])} pairs)"
@@ -390,4 +394,6 @@ def page_section(current: pd.DataFrame, labels_page_items, seed: int, validated:
     return (sec,)
 
 
-
+def _write_qrels(qrels: pd.DataFrame, run_dir: Path, name: str) -> None:
+    (run_dir / "qrels").mkdir(exist_ok=True)
+    trec.write_qrels(qrels, run_dir / "qrels" / name)

@@ -242,12 +242,16 @@ def score_shape_section(judgements: pd.DataFrame, question_sets, mining_question
     # save
     export_qs = question_sets[mining_question_set][0]
     primary = judgements[(judgements["judge"] == judge.name) & (judgements["question_set"] == mining_question_set)]
-    Mi.export_training(chosen_all[chosen_all["question_set"] == mining_question_set], export_qs,
-                               golds[mining_question_set], primary, units, run_dir / "training")
-    (run_dir / "qrels").mkdir(exist_ok=True)
+    chosen = chosen_all[chosen_all["question_set"] == mining_question_set]
+    sec.after_save.append(lambda: Mi.export_training(chosen, export_qs, golds[mining_question_set], primary, units,
+                                                     run_dir / "training"))
     pool_qrels = L.qrels_from(primary[primary["label"] != ABSTAIN].drop_duplicates(["query_id", "unit_id"]))
     if len(pool_qrels):
-        trec.write_qrels(pool_qrels, run_dir / "qrels" / "mined.qrels")
+        def write_qrels() -> None:
+            (run_dir / "qrels").mkdir(exist_ok=True)
+            trec.write_qrels(pool_qrels, run_dir / "qrels" / "mined.qrels")
+
+        sec.after_save.append(write_qrels)
     sec.table("incompleteness", incompleteness, sort_by=["question_set", "judge", "group"] if len(incompleteness) else None)
     sec.table("score_shape", shape, sort_by=["question_set", "judge"] if len(shape) else None)
     row = incompleteness[(incompleteness["judge"] == judge.name) & (incompleteness["group"] == "all")
