@@ -241,7 +241,7 @@ class TokenBackend(AuthenticationBackend):
         try:
             who = conn.app.state.round.db.person_by_token(token)
         except LabelDBError as exc:
-            conn.scope["lookalike.refused"] = str(exc)
+            conn.scope["lookalike_refused"] = str(exc)
             return None
         return AuthCredentials(["person"]), _Person(who)
 
@@ -249,7 +249,7 @@ class TokenBackend(AuthenticationBackend):
 def person(request: Request) -> dict:
     """The signed-in person (name, pool, role, lead), or LabelDBError 401 saying why there is none."""
     if not request.user.is_authenticated:
-        raise LabelDBError(request.scope.get("lookalike.refused")
+        raise LabelDBError(request.scope.get("lookalike_refused")
                            or "sign in with your personal token (the lead makes it with `lookalike labels add`)", 401)
     return request.user.who
 
