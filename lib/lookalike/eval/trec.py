@@ -128,6 +128,7 @@ def write_qrels(qrels, path: Path | str) -> Path:
     df = qrels_frame(qrels).sort_values(["query_id", "unit_id"], kind="mergesort")
     path = Path(path)
     check_writable_ids(set(df["query_id"]) | set(df["unit_id"]), str(path))
+    path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8", newline="\n") as fh:
         for q, u, r in zip(df["query_id"], df["unit_id"], df["relevance"]):
             fh.write(f"{q} 0 {u} {int(r)}\n")

@@ -197,8 +197,7 @@ def first_look_section(given: pd.DataFrame | None, units: pd.DataFrame, runs: di
         if len(qrels):
             # the judgements the first look is scored against, beside runs/: `lookalike eval -c -m recall.10
             # qrels/evidence.qrels runs/NAME.run` (or trec_eval) gives this table's recall_10 for NAME
-            evidence = qrels.sort_values(["query_id", "unit_id"])
-            sec.after_save.append(lambda: _write_qrels(evidence, run_dir, "evidence.qrels"))
+            sec.after_save.append(lambda: trec.write_qrels(qrels, run_dir / "qrels" / "evidence.qrels"))
             sec.say("the evidence judgements scored here: qrels/evidence.qrels (TREC qrels, beside runs/)")
     if len(look) and "chance_recall_10" in look.columns:
         sec.say(f"chance: a random ranking's Recall@10 is {look['chance_recall_10'].iloc[0]:.3f} (10 / "
@@ -273,8 +272,3 @@ def headline_section(look: pd.DataFrame, unit_vectors: dict, runs: dict, questio
                  for r in look.itertuples()} if len(look) else {},
     )
     return (sec,)
-
-
-def _write_qrels(qrels: pd.DataFrame, run_dir: Path, name: str) -> None:
-    (run_dir / "qrels").mkdir(exist_ok=True)
-    trec.write_qrels(qrels, run_dir / "qrels" / name)

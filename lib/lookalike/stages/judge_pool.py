@@ -373,7 +373,7 @@ def page_section(current: pd.DataFrame, labels_page_items, seed: int, validated:
 
     # save
     if len(qrels):
-        sec.after_save.append(lambda: _write_qrels(qrels, run_dir, "labels.qrels"))
+        sec.after_save.append(lambda: trec.write_qrels(qrels, run_dir / "qrels" / "labels.qrels"))
     sec.table("judge_door", door, sort_by=["judge", "query_id", "unit_id"] if len(door) else None)
     kappa = (f"{SU.kappa_words(agreement.iloc[0])} "
              f"({model.name} vs {agreement['adjudicator'].iloc[0]}, {int(agreement['n'].iloc[0])} pairs)"
@@ -392,8 +392,3 @@ def page_section(current: pd.DataFrame, labels_page_items, seed: int, validated:
                  **({"team labels": len(team_labels)} if len(team_labels) else {})},
     )
     return (sec,)
-
-
-def _write_qrels(qrels: pd.DataFrame, run_dir: Path, name: str) -> None:
-    (run_dir / "qrels").mkdir(exist_ok=True)
-    trec.write_qrels(qrels, run_dir / "qrels" / name)

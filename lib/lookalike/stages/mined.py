@@ -247,11 +247,7 @@ def score_shape_section(judgements: pd.DataFrame, question_sets, mining_question
                                                      run_dir / "training"))
     pool_qrels = L.qrels_from(primary[primary["label"] != ABSTAIN].drop_duplicates(["query_id", "unit_id"]))
     if len(pool_qrels):
-        def write_qrels() -> None:
-            (run_dir / "qrels").mkdir(exist_ok=True)
-            trec.write_qrels(pool_qrels, run_dir / "qrels" / "mined.qrels")
-
-        sec.after_save.append(write_qrels)
+        sec.after_save.append(lambda: trec.write_qrels(pool_qrels, run_dir / "qrels" / "mined.qrels"))
     sec.table("incompleteness", incompleteness, sort_by=["question_set", "judge", "group"] if len(incompleteness) else None)
     sec.table("score_shape", shape, sort_by=["question_set", "judge"] if len(shape) else None)
     row = incompleteness[(incompleteness["judge"] == judge.name) & (incompleteness["group"] == "all")
