@@ -2,6 +2,12 @@
 
     python benchmarks/metrics.py [--queries 100000] [--depth 100] [--vocabulary 0] [--peers pytrec_eval,ranx,ir_measures] [--repeat 3]
     python benchmarks/metrics.py --from-files [--queries 100000] [--repeat 3]
+    python benchmarks/metrics.py --dicts [--queries 5000] [--repeat 5]
+
+--dicts times lookalike against pytrec_eval from Python dicts at two sizes of the unit vocabulary in
+one process: 5,000 distinct unit ids and 393,000 (the largest visual-document collection's page
+count), each QUERIES x DEPTH with the same seed; the last line is
+``vs_pytrec_eval_5k=R vs_pytrec_eval_393k=R``, pytrec_eval's median total over lookalike's.
 
 --from-files times the job real users have: a TREC qrels file and a TREC run file on disk, read
 and evaluated (P_10, recall_100, recip_rank, map, ndcg_cut_10 for every query). lookalike reads
@@ -245,12 +251,44 @@ def from_files(args) -> int:
     return 0
 
 
+def dicts(args) -> int:
+    """lookalike and pytrec_eval from dicts at 5,000 and 393,000 distinct unit ids (see the docstring)."""
+    ratios = {}
+    for label, vocabulary in (("5k", 5_000), ("393k", 393_000)):
+        qrels, run = synthetic(args.queries, args.depth, vocabulary=vocabulary)
+        distinct = len({u for d in run.values() for u in d})
+        small_q, small_r = ({k: d[k] for k in list(d)[:50]} for d in (qrels, run))
+        for fn in (run_lookalike, run_pytrec):
+            fn(small_q, small_r)
+        jobs = {"lookalike": run_lookalike, "pytrec_eval": run_pytrec}
+        rounds: dict[str, list[tuple]] = {name: [] for name in jobs}
+        for name in rotating_rounds(list(jobs), args.repeat):
+            gc.collect()
+            rounds[name].append(jobs[name](qrels, run))
+        ref = rounds["lookalike"][0][0]
+        for name, got in rounds.items():
+            for means, *_rest in got:
+                for m in MEASURES:
+                    assert abs(means[m] - ref[m]) < 1e-9, f"{name} {m}: {means[m]!r} vs lookalike {ref[m]!r}"
+        total = {name: statistics.median(g[1] + g[2] for g in got) for name, got in rounds.items()}
+        print(f"{args.queries:,} queries x {args.depth}, {distinct:,} distinct unit ids (drawn from {vocabulary:,}), "
+              f"means agree to 1e-9; medians of {args.repeat} rounds: "
+              + ", ".join(f"{name} {statistics.median(g[1] for g in got):.3f} + {statistics.median(g[2] for g in got):.3f}"
+                          f" = {total[name]:.3f} s (peak {max(g[3] for g in got):.0f} MiB)" for name, got in rounds.items()))
+        ratios[label] = total["pytrec_eval"] / total["lookalike"]
+        del qrels, run
+    print(" ".join(f"vs_pytrec_eval_{label}={r:.2f}" for label, r in ratios.items()))
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--queries", type=int, default=100_000)
     ap.add_argument("--depth", type=int, default=100)
     ap.add_argument("--peers", default="pytrec_eval,ranx,ir_measures")
     ap.add_argument("--from-files", action="store_true", help="time the whole job from TREC files on disk")
+    ap.add_argument("--dicts", action="store_true",
+                    help="lookalike against pytrec_eval from dicts at 5,000 and 393,000 distinct unit ids")
     ap.add_argument("--repeat", type=int, default=3, help="runs per library (the median is kept)")
     ap.add_argument("--vocabulary", type=int, default=0,
                     help="distinct unit ids the run draws from (default 50 x depth; 393000 is the size of the "
@@ -259,6 +297,12 @@ def main(argv=None) -> int:
     os.environ.setdefault("NUMBA_NUM_THREADS", str(os.cpu_count() or 1))
     if args.from_files:
         return from_files(args)
+    if args.dicts:
+        if "--queries" not in " ".join(argv if argv is not None else sys.argv):
+            args.queries = 5_000
+        if "--repeat" not in " ".join(argv if argv is not None else sys.argv):
+            args.repeat = 5
+        return dicts(args)
     t0 = time.perf_counter()
     qrels, run = synthetic(args.queries, args.depth, vocabulary=args.vocabulary)
     distinct = len({u for d in run.values() for u in d})

@@ -33,6 +33,18 @@ def test_metrics_benchmark_from_files_agrees_and_ends_with_the_ratios(capsys):
     assert out[-1].startswith("vs_pytrec_eval=") and " vs_ir_measures=" in out[-1]
 
 
+def test_metrics_benchmark_from_dicts_at_two_vocabularies_ends_with_both_ratios(capsys):
+    bench = _load("metrics")
+    assert bench.main(["--dicts", "--queries", "200", "--depth", "20", "--repeat", "1"]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 3 and all("means agree to 1e-9" in line for line in out[:2])
+    assert "5,000 distinct" in out[0] or "(drawn from 5,000)" in out[0]
+    assert "(drawn from 393,000)" in out[1]
+    first, second = out[-1].split()
+    assert first.startswith("vs_pytrec_eval_5k=") and second.startswith("vs_pytrec_eval_393k=")
+    assert float(first.split("=")[1]) > 0 and float(second.split("=")[1]) > 0
+
+
 @pytest.mark.parametrize("corpus", ["structured", "uniform"])
 def test_maxsim_benchmark_checks_the_pruned_topk_against_exact_and_ends_with_the_line(capsys, corpus):
     bench = _load("maxsim")

@@ -412,37 +412,66 @@ def test_tie_settled_counts_questions_a_tie_at_depth_k_decides():
 
 
 def test_a_run_from_dicts_sorts_its_unit_ids_only_for_a_tie():
-    """A run from dicts is coded in arrival order; the unit ids are sorted (strcmp) only when two scores
-    of a query tie — and then the order is the canonical one, the same as from a frame."""
+    """A run from dicts keeps its unit ids uncoded; they are sorted (strcmp) only when two scores of a
+    query tie, and only the tied rows' ids when every query has the same length — and the order is
+    the canonical one, the same as from a frame."""
     import pandas as pd
 
     from lookalike.eval import ranking
 
     calls = []
-    real = ranking._code_nested
+    real = ranking._factorize_sorted
 
-    def spy(nested):
-        out = real(nested)
-        rank = out[-1]
+    def spy(values):
+        calls.append(list(values))
+        return real(values)
 
-        def counted():
-            calls.append(1)
-            return rank()
-        return (*out[:-1], counted if rank is not None else None)
-
-    ranking._code_nested = spy
+    ranking._factorize_sorted = spy
     try:
         plain = ranking.Run({"q1": {"b": 0.3, "a": 0.2, "c": 0.1}, "q2": {"z": 1.0, "y": 2.0}})
         assert calls == [] and list(plain.frame()["unit_id"]) == ["b", "a", "c", "y", "z"]
         tied = {"q1": {"a": 0.5, "c": 0.5, "b": 0.5, "d": 0.9}, "q2": {"é": 1.0, "e": 1.0, "f": 0.0}}
         run = ranking.Run(tied)
-        assert calls == [1]
+        assert len(calls) == 1
+        calls.clear()
         frame = pd.DataFrame([(q, u, s) for q, d in tied.items() for u, s in d.items()],
                              columns=["query_id", "unit_id", "score"])
-        assert run.frame().equals(ranking.Run(frame).frame())
+        expected = ranking.Run(frame).frame()
+        calls.clear()
+        assert run.frame().equals(expected)
         assert list(run.frame()["unit_id"]) == ["d", "c", "b", "a", "é", "e", "f"]     # unit id descending
-        # every query the same length (each row sorted on its own): the same rule
-        even = {"q1": {"a": 0.5, "c": 0.5, "b": 0.1}, "q2": {"x": 0.2, "w": 0.3, "v": 0.3}}
-        assert list(ranking.Run(even).frame()["unit_id"]) == ["c", "a", "b", "w", "v", "x"] and calls == [1, 1]
+        # every query the same length (each row sorted on its own): only the tied row's ids are coded
+        even = {"q1": {"a": 0.5, "c": 0.5, "b": 0.1}, "q2": {"x": 0.2, "w": 0.3, "v": 0.3}, "q3": {"m": 1.0, "n": 0.0, "o": 0.5}}
+        calls.clear()
+        assert list(ranking.Run(even).frame()["unit_id"]) == ["c", "a", "b", "w", "v", "x", "m", "o", "n"]
+        assert sorted(sum(calls, [])) == ["a", "b", "c", "v", "w", "x"]
     finally:
-        ranking._code_nested = real
+        ranking._factorize_sorted = real
+
+
+def test_a_run_from_dicts_joins_judgements_by_id_even_when_hashes_collide(monkeypatch):
+    """The join of a run from dicts confirms every hash match on the unit id itself: ids that share a
+    hash are never taken for one another, and two judgements that share a key fall back to the coded
+    join; the values equal those of the same run given as a frame."""
+    from lookalike.eval import metrics as M, ranking
+
+    monkeypatch.setattr(ranking, "unit_hash", len)          # every one-letter id collides with every other
+    run = {"q1": {"a": 0.9, "b": 0.8, "c": 0.7}, "q2": {"d": 0.5, "a": 0.4, "xy": 0.3}}
+    qrels = {"q1": {"c": 1, "zz": 1}, "q2": {"b": 2, "xy": 1}}
+    frame = pd.DataFrame([(q, u, s) for q, r in run.items() for u, s in r.items()],
+                         columns=["query_id", "unit_id", "score"])
+    names = ["map", "recip_rank", "ndcg", "P_5", "num_rel_ret"]
+    R, Q = ranking.Run(run), ranking.Qrels(qrels)
+    assert R.unit_hashes is not None
+    got = M.evaluate(qrels, run, names).per_query
+    want = M.evaluate(qrels, frame, names).per_query
+    pd.testing.assert_frame_equal(got, want)
+    assert got.loc["q1", "recip_rank"] == 1 / 3 and got.loc["q2", "recip_rank"] == 1 / 3
+    # the ranks come from the hashed join itself (one-letter "a", "b", "d" all collide with "b" of q2)
+    jq = np.repeat(np.arange(2), np.diff(Q.offsets))
+    assert list(M._judged_ranks_hashed(R, jq, Q.unit_ids)) == [3, 0, 0, 3]
+    # two judgements of one query sharing a key ("c" and "d" collide): the coded join decides
+    assert M._judged_ranks_hashed(R, np.zeros(2, dtype=np.int64), np.array(["c", "d"], dtype=object)) is None
+    clash = {"q1": {"c": 1, "d": 1}}
+    pd.testing.assert_frame_equal(M.evaluate(clash, run, names).per_query,
+                                  M.evaluate(clash, frame.iloc[:3], names).per_query)

@@ -38,7 +38,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from lookalike.eval import measures
+from lookalike.eval import measures, ranking
 from lookalike.eval.ranking import Qrels, Run, as_qrels, as_run, rank  # noqa: F401 (re-exported)
 from lookalike.vocab import LABEL_GRADES
 
@@ -192,10 +192,14 @@ def evaluate(qrels, run, names: Sequence[str] | None = None, *, level: int = 1, 
     if len(idx) and len(R):
         # Match judgements to run entries on (query, unit) keys in the run's code space: the
         # judgements (usually far fewer than run entries) are hashed, the run's keys probe them.
-        ucode = R.vocab_index.get_indexer(pd.Index(Q.unit_ids[idx], dtype=object))
         rq = q_in_run[qi]
-        ok = (ucode >= 0) & (rq >= 0)
-        rank_of[np.flatnonzero(ok)] = _judged_ranks(R, rq[ok], ucode[ok])
+        hashed = _judged_ranks_hashed(R, rq, Q.unit_ids[idx]) if R.unit_hashes is not None else None
+        if hashed is not None:
+            rank_of = hashed
+        else:
+            ucode = R.vocab_index.get_indexer(pd.Index(Q.unit_ids[idx], dtype=object))
+            ok = (ucode >= 0) & (rq >= 0)
+            rank_of[np.flatnonzero(ok)] = _judged_ranks(R, rq[ok], ucode[ok])
     retrieved = (rank_of > 0) & (rank_of <= num_ret[qi])
     rank_of = np.where(retrieved, rank_of, 0)
 
@@ -306,6 +310,34 @@ def _judged_ranks(R: Run, jq: np.ndarray, ju: np.ndarray) -> np.ndarray:
         at = block[q - a, ju[sel]]                    # 1 + the entry's place in the block, 0: not retrieved
         out[sel] = np.where(at > 0, at - (R.offsets[q] - lo), 0)
         block[R._qcode[lo:hi] - a, R.unit_codes[lo:hi]] = 0
+    return out
+
+
+_MIX = np.uint64(0x9E3779B97F4A7C15)     # 2^64 / golden ratio: spreads a query index over all 64 bits
+
+
+def _judged_ranks_hashed(R: Run, jq: np.ndarray, units: np.ndarray) -> np.ndarray | None:
+    """The 1-based rank in R of each judgement (run query index jq, -1 for a query the run lacks;
+    unit id), 0 when not retrieved — for a run from dicts, whose unit ids were never coded.
+
+    Each (query, unit) is keyed by the query index mixed into the unit id's Python hash; the
+    judgements' keys are hashed once and the run's probe them, and every hit is confirmed by
+    comparing the unit ids themselves, so two ids that share a hash can never be matched. None
+    (the caller codes the run instead) when two judgements share a key — the same unit judged twice
+    for a query, or a collision, neither of which this join may guess at."""
+    out = np.zeros(len(jq), dtype=np.int64)
+    jh = np.fromiter(map(ranking.unit_hash, units), dtype=np.int64, count=len(units)).view(np.uint64)
+    with np.errstate(over="ignore"):
+        keys = pd.Index(jh ^ (jq.astype(np.uint64) * _MIX))
+        if not keys.is_unique:
+            return None
+        hit = keys.get_indexer(R.unit_hashes.view(np.uint64) ^ (R._qcode.astype(np.uint64) * _MIX))
+    at = np.flatnonzero(hit >= 0)                 # places in the dicts' order
+    j = hit[at]
+    same = R.arrival_ids_equal(at, units[j]) & (jq[j] >= 0)
+    at, j = at[same], j[same]
+    pos = R.canonical_place(at)
+    out[j] = pos - R.offsets[R._qcode[pos]] + 1
     return out
 
 

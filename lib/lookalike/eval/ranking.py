@@ -14,6 +14,7 @@ from pathlib import Path
 from collections.abc import Mapping
 
 from itertools import chain
+from operator import eq, itemgetter
 
 import numpy as np
 import pandas as pd
@@ -53,6 +54,9 @@ def _arrow_sorted_codes(values) -> tuple[np.ndarray, np.ndarray] | None:
     return trec.sorted_codes(pa.chunked_array([keys]))
 
 
+unit_hash = hash      # the key of a run-from-dicts join (Python's own: a str caches it); tests swap it for a colliding one
+
+
 class Run:
     """A run held in canonical order, ready to be evaluated many times.
 
@@ -66,55 +70,123 @@ class Run:
         if isinstance(run, Run):
             self.__dict__.update(run.__dict__)
             return
-        # Units coded as integers: the join with judgements uses the codes, and the canonical
-        # tie-break their strcmp order (a frame's are coded in that order; a dict's in arrival order,
-        # its strcmp ranks computed only if a tie needs them: strcmp_rank).
-        strcmp_rank = None
         if isinstance(run, Mapping):
-            query_ids, lengths, ucode, vocab, scores, strcmp_rank = _code_nested(run)
-            qcode = np.repeat(np.arange(len(query_ids), dtype=np.int64), lengths)
-            units = None                    # a dict cannot hold a unit twice for a query
-        else:
-            frame = trec.run_frame(run, what) if not _is_clean_run_frame(run) else run
-            qcode, query_ids = _factorize_sorted(frame["query_id"].to_numpy())
-            units = frame["unit_id"].to_numpy(dtype=object)
-            scores = frame["score"].to_numpy(dtype=np.float64)
-            ucode, vocab = _factorize_sorted(units)
-            lengths = None
+            self._hold_nested(run, what)
+            return
+        # Units coded as integers in sorted (strcmp) order: the join with judgements uses the codes,
+        # and the canonical tie-break their order.
+        frame = trec.run_frame(run, what) if not _is_clean_run_frame(run) else run
+        qcode, query_ids = _factorize_sorted(frame["query_id"].to_numpy())
+        units = frame["unit_id"].to_numpy(dtype=object)
+        scores = frame["score"].to_numpy(dtype=np.float64)
+        ucode, vocab = _factorize_sorted(units)
         if not np.isfinite(scores).all():
             i = int(np.argmin(np.isfinite(scores)))
             raise trec.TrecFormatError(f"{what}: query {query_ids[qcode[i]]!r} unit {vocab[ucode[i]]!r} has a "
                                        f"non-finite score {float(scores[i])!r}")
-        if units is not None and trec.has_duplicates(qcode, ucode, len(vocab)):
+        if trec.has_duplicates(qcode, ucode, len(vocab)):
             dup = pd.Index(qcode * np.int64(max(len(vocab), 1)) + ucode).duplicated()
             if dup.any():
                 i = int(np.argmax(dup))
                 raise trec.TrecFormatError(f"{what}: row {i} lists unit {units[i]!r} twice for query "
                                            f"{query_ids[qcode[i]]!r}")
-        self._hold(qcode, query_ids, ucode, vocab, scores, units, lengths, strcmp_rank)
+        self._hold(qcode, query_ids, ucode, vocab, scores, units)
 
-    def _hold(self, qcode, query_ids, ucode, vocab, scores, units=None, lengths=None, strcmp_rank=None) -> None:
-        """lengths: the per-query counts when the caller knows qcode is grouped (a run from dicts).
-        strcmp_rank: when ucode is not in sorted order (a run from dicts is coded in arrival order), a
-        function giving each code's rank among the sorted unit ids — called only if a score tie needs
-        the unit-id tie-break, so a run without ties never sorts its vocabulary."""
-        grouped = lengths is not None or bool(np.all(qcode[1:] >= qcode[:-1]))
-        counts = np.bincount(qcode, minlength=len(query_ids)) if lengths is None else lengths
-        if strcmp_rank is None:
-            order = _canonical_order(qcode, scores, units, ucode, counts=counts, grouped=grouped)
-        else:
-            order = _canonical_order(qcode, scores, units, counts=counts, grouped=grouped,
-                                     sorted_codes=lambda: strcmp_rank()[ucode])
+    def _hold(self, qcode, query_ids, ucode, vocab, scores, units=None) -> None:
+        """Hold a run whose units are coded in sorted (strcmp) order (ucode into vocab)."""
+        grouped = bool(np.all(qcode[1:] >= qcode[:-1]))
+        counts = np.bincount(qcode, minlength=len(query_ids))
+        order = _canonical_order(qcode, scores, units, ucode, counts=counts, grouped=grouped)
         self.query_ids = query_ids
         self.offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         if order is None:
-            self.unit_codes, self.scores, self._qcode = ucode, scores, qcode        # already in rank order
+            self._unit_codes, self.scores, self._qcode = ucode, scores, qcode      # already in rank order
         else:
             # a grouped qcode is already sorted, and the order sorts by query first: it stays as is
-            self.unit_codes, self.scores = ucode[order], scores[order]
+            self._unit_codes, self.scores = ucode[order], scores[order]
             self._qcode = qcode if grouped else qcode[order]
-        self.vocab = vocab
+        self._vocab = vocab
+        self._units = self._unit_hash = None
         self._vocab_index: pd.Index | None = None
+
+    def _hold_nested(self, nested: Mapping, what: str) -> None:
+        """Hold a run given as dicts {qid: {uid: score}} without coding its unit ids at all.
+
+        The ids stay the dicts' own objects, in the dicts' order, beside their Python hashes (a str
+        caches its hash, and a dict key's was computed when the dict was built): evaluate joins the
+        judgements to the run on (query, hash) and confirms each match by comparing the ids, so no
+        vocabulary of the run's distinct ids is built — at 300,000 distinct ids, building one cost
+        more than the rest of the evaluation. Unit ids are sorted only where two scores of a query
+        tie (the canonical tie-break), and codes are made only if something asks for them
+        (unit_codes, vocab)."""
+        qids = sorted(nested)
+        inner = [nested[q] for q in qids]
+        lengths = np.fromiter(map(len, inner), dtype=np.int64, count=len(inner))
+        n = int(lengths.sum())
+        flat: list = []
+        for d in inner:                 # list.extend over each dict: faster than one chained iterator
+            flat.extend(d)
+        scores = np.fromiter(chain.from_iterable(d.values() for d in inner), dtype=np.float64, count=n)
+        query_ids = np.asarray(qids, dtype=object)
+        qcode = np.repeat(np.arange(len(qids), dtype=np.int64), lengths)
+        if not np.isfinite(scores).all():
+            i = int(np.argmin(np.isfinite(scores)))
+            raise trec.TrecFormatError(f"{what}: query {query_ids[qcode[i]]!r} unit {flat[i]!r} has a "
+                                       f"non-finite score {float(scores[i])!r}")
+        self._flat = flat
+        self._unit_hash = np.fromiter(map(unit_hash, flat), dtype=np.int64, count=n)
+        # _arrival[i]: the place in the dicts' order of the i-th entry in canonical order (None: the same)
+        self._arrival = _canonical_order(qcode, scores, self.arrival_ids, counts=lengths, grouped=True)
+        self.query_ids = query_ids
+        self.offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        self._qcode = qcode             # grouped, and the order sorts by query first: it stays as is
+        self.scores = scores if self._arrival is None else scores[self._arrival]
+        self._units = self._unit_codes = self._vocab = self._inverse = None
+        self._vocab_index = None
+
+    def canonical_place(self, arrival: np.ndarray) -> np.ndarray:
+        """For a run from dicts: the place in canonical order of the entries at these places of the
+        dicts' own order (the order unit_hashes and arrival_ids are in)."""
+        if self._arrival is None:
+            return arrival
+        if self._inverse is None:
+            self._inverse = np.empty(len(self._arrival), dtype=np.int64)
+            self._inverse[self._arrival] = np.arange(len(self._arrival), dtype=np.int64)
+        return self._inverse[arrival]
+
+    def arrival_ids_equal(self, arrival: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        """For a run from dicts: whether the unit id at each of these places of the dicts' order equals ids[i]."""
+        flat = self._flat
+        return np.fromiter(map(eq, map(flat.__getitem__, arrival.tolist()), ids.tolist()), dtype=bool, count=len(arrival))
+
+    def arrival_ids(self, arrival: np.ndarray) -> np.ndarray:
+        """For a run from dicts: the unit ids at these places of the dicts' own order."""
+        out = np.empty(len(arrival), dtype=object)
+        if len(arrival) == 1:
+            out[0] = self._flat[int(arrival[0])]
+        elif len(arrival):
+            out[:] = itemgetter(*arrival.tolist())(self._flat)
+        return out
+
+    @property
+    def unit_codes(self) -> np.ndarray:
+        """Each entry's unit as a code into vocab (the sorted distinct unit ids)."""
+        if self._unit_codes is None:
+            self._unit_codes, self._vocab = _factorize_sorted(self.unit_ids)
+        return self._unit_codes
+
+    @property
+    def vocab(self) -> np.ndarray:
+        """The distinct unit ids, sorted (strcmp order)."""
+        if self._vocab is None:
+            self._unit_codes, self._vocab = _factorize_sorted(self.unit_ids)
+        return self._vocab
+
+    @property
+    def unit_hashes(self) -> np.ndarray | None:
+        """Each entry's unit id's Python hash (int64) when the run came from dicts and its ids were
+        never coded; None otherwise. Equal ids hash alike; a match on a hash is confirmed on the id."""
+        return self._unit_hash
 
     @classmethod
     def read(cls, path, name: str | None = None) -> Run:
@@ -131,7 +203,12 @@ class Run:
 
     @property
     def unit_ids(self) -> np.ndarray:
-        return self.vocab[self.unit_codes]
+        if self._unit_hash is None:
+            return self._vocab[self._unit_codes]
+        if self._units is None:
+            arrival = np.arange(len(self._flat)) if self._arrival is None else self._arrival
+            self._units = self.arrival_ids(arrival)
+        return self._units
 
     @property
     def vocab_index(self) -> pd.Index:
@@ -160,48 +237,6 @@ def _flatten_nested(nested: Mapping) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return np.asarray(qids, dtype=object), lengths, units, values
 
 
-def _code_nested(nested: Mapping):
-    """{qid: {uid: score}} -> (sorted query ids, per-query lengths, unit codes, the unit ids the codes
-    index, float64 scores, strcmp_rank), grouped by query in the dicts' own order.
-
-    String unit ids go from the dicts straight into one Arrow dictionary array, coded in C as they are
-    copied, in arrival order; strcmp_rank() sorts the distinct ids by UTF-8 bytes (strcmp order) and
-    gives each code its rank — the canonical tie-break needs it only where two scores of a query tie,
-    and sorting a large vocabulary (300,000 ids) costs as much as the rest of building the run. Other
-    ids (not all str, or a str UTF-8 cannot encode) are coded in sorted order already (strcmp_rank
-    None)."""
-    import pyarrow as pa
-
-    qids = sorted(nested)
-    inner = [nested[q] for q in qids]
-    lengths = np.fromiter(map(len, inner), dtype=np.int64, count=len(inner))
-    n = int(lengths.sum())
-    values = np.fromiter(chain.from_iterable(d.values() for d in inner), dtype=np.float64, count=n)
-    flat: list = []
-    for d in inner:                 # list.extend over each dict: faster than one chained iterator
-        flat.extend(d)
-    try:
-        keys = pa.array(flat, type=pa.dictionary(pa.int32(), pa.string()))
-    except (pa.ArrowException, UnicodeError, TypeError):
-        keys = None
-    if keys is None:
-        ucode, vocab = _factorize_sorted(np.fromiter(flat, dtype=object, count=n))
-        return np.asarray(qids, dtype=object), lengths, ucode, vocab, values, None
-    distinct = keys.dictionary
-
-    def strcmp_rank() -> np.ndarray:
-        import pyarrow.compute as pc
-
-        order = pc.array_sort_indices(distinct).to_numpy()
-        rank = np.empty(len(order), dtype=np.int64)
-        rank[order] = np.arange(len(order), dtype=np.int64)
-        return rank
-
-    ucode = keys.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    return (np.asarray(qids, dtype=object), lengths, ucode, distinct.to_numpy(zero_copy_only=False).astype(object),
-            values, strcmp_rank)
-
-
 def _is_clean_run_frame(run) -> bool:
     return (isinstance(run, pd.DataFrame) and list(run.columns[:3]) == ["query_id", "unit_id", "score"]
             and run["score"].dtype == np.float64 and run["query_id"].dtype == object and run["unit_id"].dtype == object)
@@ -209,18 +244,19 @@ def _is_clean_run_frame(run) -> bool:
 
 def _canonical_order(qcode: np.ndarray, scores: np.ndarray, units: np.ndarray,
                      ucode: np.ndarray | None = None, counts: np.ndarray | None = None,
-                     grouped: bool | None = None, sorted_codes=None) -> np.ndarray | None:
+                     grouped: bool | None = None) -> np.ndarray | None:
     """Permutation putting entries in (query asc, score desc, unit id desc) order — trec_eval's rule;
     None when they already stand in that order (a run file written in rank order: nothing to sort).
 
     ucode: codes of units in sorted (strcmp) order, when the caller has them; otherwise only the
     units of queries that hold a score tie are ranked by string, which is all the tie-break needs.
+    units: the unit ids, or a function giving the ids at an array of places (read only for ties).
     counts, grouped: np.bincount(qcode) and whether qcode is non-decreasing, when already known.
-    sorted_codes: a function giving those codes, called only when a tie needs them (and never with ucode).
     """
     n = len(scores)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
+    ids_at = units if callable(units) else (lambda at: units[at])
     if ucode is not None and _already_canonical(qcode, scores, ucode):
         return None
     counts = np.bincount(qcode) if counts is None else counts
@@ -235,24 +271,22 @@ def _canonical_order(qcode: np.ndarray, scores: np.ndarray, units: np.ndarray,
         ranked = np.take_along_axis(s2, within, axis=1)
         tied = np.flatnonzero((ranked[:, 1:] == ranked[:, :-1]).any(axis=1))
         if len(tied):
-            if sorted_codes is not None:
-                u2 = sorted_codes().reshape(-1, width)[tied]
-            elif ucode is None:
-                u2 = _factorize_sorted(units.reshape(-1, width)[tied].ravel())[0].reshape(-1, width)
+            if ucode is None:
+                at = (tied[:, None] * width + np.arange(width)).ravel()
+                u2 = _factorize_sorted(ids_at(at))[0].reshape(-1, width)
             else:
                 u2 = ucode.reshape(-1, width)[tied]
             within[tied] = np.lexsort((-u2, -s2[tied]), axis=1)
         return (within + (np.arange(len(counts), dtype=np.int64) * width)[:, None]).ravel()
-    if sorted_codes is not None:
-        return _order_deferring_ties(qcode, scores, sorted_codes)
     if ucode is None:
-        ucode = _factorize_sorted(units)[0]
+        return _order_deferring_ties(qcode, scores, lambda: _factorize_sorted(ids_at(np.arange(n)))[0])
     return np.lexsort((-ucode, -scores, qcode))
 
 
 def _order_deferring_ties(qcode: np.ndarray, scores: np.ndarray, sorted_codes) -> np.ndarray | None:
-    """The canonical order of a run whose unit codes are not in sorted order: (query, score desc) first;
-    only if two scores of a query tie are the sorted codes asked for and the unit-id tie-break applied."""
+    """The canonical order of a run whose units are not coded: (query, score desc) first; only if two
+    scores of a query tie are the units coded in sorted order (sorted_codes()) and the unit-id
+    tie-break applied."""
     order = np.lexsort((-scores, qcode))
     q, s = qcode[order], scores[order]
     if not ((q[1:] == q[:-1]) & (s[1:] == s[:-1])).any():
