@@ -168,9 +168,8 @@ def test_input_forms_are_interchangeable(seed):
     assert trec.qrels_dict(qf) == qrels and trec.run_dict(rf) == run
 
 
-def test_a_run_from_dicts_is_coded_as_the_same_run_from_a_frame():
-    """Dict runs are coded in Arrow (string ids) or, for other ids, through pandas; both give the
-    frame path's canonical ranking: ties by code point order, non-ASCII ids, integer ids, a query
+def test_a_run_from_dicts_is_ranked_as_the_same_run_from_a_frame():
+    """Dict runs keep their ids uncoded (string or not) and give the frame path's canonical ranking: ties by code point order, non-ASCII ids, integer ids, a query
     with no units; and ids UTF-8 cannot hold (a lone surrogate) still rank."""
     for run in ({"q2": {"b": 0.5, "a": 0.5, "é": 0.5, "Z": 0.1}, "q1": {"z": 1.0, "ä": 1.0}, "q0": {}},
                 {"q1": {3: 0.5, 10: 0.5, 2: 0.9}},
