@@ -51,16 +51,18 @@ report: setup
 # tests leave the working tree as they found it.
 NBVAL_DIR := build/nbval/ci/notebooks
 
+# Two workers; --dist loadgroup keeps each module (and each notebook's cells) on one worker and the
+# tests that share the CI run or the Ray cluster together (tests/conftest.py says why).
 test: setup
 	rm -rf build/nbval && mkdir -p $(NBVAL_DIR) && cp outputs/ci/notebooks/*.ipynb $(NBVAL_DIR)/
-	$(PY) -m pytest --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg --ignore=tests/shapes tests $(NBVAL_DIR)
+	$(PY) -m pytest -n 2 --dist loadgroup --durations=15 --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg --ignore=tests/shapes tests $(NBVAL_DIR)
 	rm -rf build/nbval
 	$(MAKE) test-shapes
 
 # the corpus-shape lane: every stage on every generated corpus shape, then lookalike audit's invariants
 # (and, on the demo generator's other seeds, every planted effect); two shapes at a time
 test-shapes: setup
-	$(PY) -m pytest -n 2 tests/shapes
+	$(PY) -m pytest -n 2 --durations=10 tests/shapes
 
 # unit tests only: no notebook execution, no browser, no GPU; two workers (under 4 minutes on 2 cores)
 test-fast: setup

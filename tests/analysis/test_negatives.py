@@ -183,6 +183,27 @@ def test_a_hard_set_no_larger_than_k_is_outside_the_hard_columns():
     assert not row.loc["q3", "in_hard"] and "one evidence unit" in row.loc["q3", "reason"]
 
 
+def test_a_large_template_gives_each_gold_a_fixed_sample_of_template_k_look_alikes():
+    """Template look-alikes are capped at negatives.template_k: the same ones whatever order the corpus
+    lists its units in, the same for every question of a gold, every per-axis distractor still kept;
+    a template within the cap gives all of its units, and the stage's note names the capped templates."""
+    ids = [f"u{i:03d}" for i in range(60)]
+    units = pd.DataFrame({"unit_id": ids, "template_id": ["t"] * 51 + ["s"] * 9})
+    questions = pd.DataFrame({"query_id": ["q1", "q2", "q3"], "evidence_unit_ids": ["u000", "u000", "u055"]})
+    near = pd.DataFrame({"query_id": ["q1"], "gold_unit_id": ["u000"], "unit_id": ["u049"], "axis": ["period"],
+                         "similarity": [0.9]})
+    got = N.hard_candidates(questions, near, units, template_k=8)
+    assert got["q1"][:2] == ["u000", "u049"] and len(got["q1"]) in (9, 10)       # the distractor, and 8 of the template
+    assert set(got["q2"]) - {"u049"} <= set(got["q1"]) and len(got["q2"]) == 9
+    shuffled = units.sample(frac=1, random_state=3).reset_index(drop=True)
+    assert {q: sorted(c) for q, c in N.hard_candidates(questions, near, shuffled, template_k=8).items()} == \
+        {q: sorted(c) for q, c in got.items()}
+    assert sorted(got["q3"]) == ids[51:]                                               # 8 others: all of them
+    assert N.template_sample("g", ["a", "b"], 2) == ["a", "b"]
+    note = N.capped_templates_note(units, 8)
+    assert note.startswith("1 template hold") and "the largest has 51 units" in note and N.capped_templates_note(units, 50) == ""
+
+
 def test_check_can_say_which_method_will_cover_each_gold():
     """Seen on photos with a template and an entity only: check promised per-axis pools, and none
     could be formed (a per-axis pool varies one field with the others fixed: metric or period needed)."""

@@ -258,6 +258,32 @@ def test_run_from_scores_keeps_top_k_in_canonical_order():
     assert list(zip(r["query_id"], r["unit_id"])) == [("q1", "b"), ("q1", "c"), ("q2", "c"), ("q2", "b")]
 
 
+@pytest.mark.parametrize("block_cells", [1 << 22, 7])
+def test_a_full_score_matrix_cut_to_its_top_k_in_blocks_ranks_as_the_whole_matrix_does(monkeypatch, block_cells):
+    """run_from_scores and BM25 search cut each block of rows to the columns that can stand in the top k
+    before ranking: the same run as ranking every (query, unit) pair, ties at the cut (many equal
+    scores, as BM25's zeros) broken by unit id, whatever the block size."""
+    from lookalike.eval.ranking import rank
+
+    monkeypatch.setattr(retrieve, "BLOCK_CELLS", block_cells)
+    rng = np.random.default_rng(5)
+    for trial in range(120):
+        q, n, k = int(rng.integers(1, 6)), int(rng.integers(1, 50)), int(rng.integers(1, 15))
+        s = rng.integers(0, 3, size=(q, n)).astype(float) if trial % 2 else rng.random((q, n))
+        ids = [f"u{int(rng.integers(0, 10**6))}-{j}" for j in range(n)]
+        qids = [f"q{i}" for i in range(q)]
+        whole = rank(pd.DataFrame({"query_id": np.repeat(qids, n), "unit_id": ids * q, "score": s.ravel()}))
+        want = whole[whole["rank"] <= k][["query_id", "unit_id", "score"]].reset_index(drop=True)
+        pd.testing.assert_frame_equal(retrieve.run_from_scores(s, qids, ids, k), want)
+    texts = ["revenue rose", "revenue fell", "margin", "", "revenue and margin"] * 3
+    index = retrieve.BM25Index().add(Vectors("ocr-bm25", "pixels", [f"u{i:02d}" for i in range(15)], texts, "text"))
+    queries = Vectors("q", "query-text", ["q1", "q2", "q3"], ["revenue", "margin", "dividend"], "text")
+    run = index.search(queries, k=4)
+    whole = rank(pd.DataFrame({"query_id": np.repeat(["q1", "q2", "q3"], 15), "unit_id": index.unit_ids * 3,
+                               "score": index.scores(queries).ravel().astype(np.float64)}))
+    pd.testing.assert_frame_equal(run, whole[whole["rank"] <= 4][["query_id", "unit_id", "score"]].reset_index(drop=True))
+
+
 def test_the_pipeline_refuses_caption_vectors_handed_to_a_pixel_system():
     """build_runs takes what an index accepts from the system's declared provenance: caption
     vectors under the name of a pixel system are refused (it used to derive it from the vectors)."""

@@ -18,6 +18,8 @@ the whole corpus (axis ``random``) are the contrast.
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 import pandas as pd
 
@@ -312,26 +314,57 @@ def planned_methods(units: pd.DataFrame, gold_ids) -> dict[str, int]:
     return {k: v for k, v in out.items() if v}
 
 
-def hard_candidates(questions: pd.DataFrame, distractors: pd.DataFrame, units: pd.DataFrame) -> dict[str, list[str]]:
+TEMPLATE_K = 200     # negatives.template_k's default (base.yaml): a template's look-alikes per gold
+
+
+def hard_candidates(questions: pd.DataFrame, distractors: pd.DataFrame, units: pd.DataFrame,
+                    template_k: int = TEMPLATE_K) -> dict[str, list[str]]:
     """Each question's hard candidate set, as stages 06 (pooled for labelling) and 07 (ranked for
     sufficient@k under hard negatives) use it: its evidence units, their look-alikes from stage 04
-    (axis != random: per-axis pools or appearance clusters) and every other unit of each evidence
-    unit's template — all of the gold's look-alikes, so every look-alike a system may return is
-    labelled. Units without a template_id add no template look-alikes."""
-    return {q: c for q, (c, _) in _hard_sets(questions, distractors, units).items()}
+    (axis != random: per-axis pools or appearance clusters) and the other units of each evidence
+    unit's template — every one of them while the template has at most template_k others, else
+    template_k of them (template_sample). Units without a template_id add no template look-alikes."""
+    return {q: c for q, (c, _) in _hard_sets(questions, distractors, units, template_k).items()}
+
+
+def capped_templates_note(units: pd.DataFrame, template_k: int) -> str:
+    """The sentence a stage says when some template has more look-alikes than template_k ('' when none)."""
+    if "template_id" not in units.columns:
+        return ""
+    sizes = units.groupby(units["template_id"].astype(str)).size()
+    capped = sizes[(sizes.index != "") & (sizes - 1 > template_k)]
+    if not len(capped):
+        return ""
+    return (f"{len(capped)} template{'s' if len(capped) != 1 else ''} hold more than {template_k} other units (the "
+            f"largest has {int(capped.max())} units): a gold's look-alikes from its template are {template_k} of them, the same "
+            "on every run (negatives.template_k)")
+
+
+def template_sample(gold: str, others: list[str], template_k: int) -> list[str]:
+    """A gold's template look-alikes: all of others while there are at most template_k, else the
+    template_k that come first in an order fixed by a hash of (gold, unit id) — the same ones on every
+    run and for every question of that gold, whatever order the corpus listed them in. Without a cap a
+    question's candidates grow with its template, and a corpus whose templates grow with it asks for
+    labels quadratic in its size (20,000 units of five templates: 4,000 pairs a question)."""
+    if len(others) <= template_k:
+        return others
+    key = lambda u: hashlib.sha256(f"{gold}\x1f{u}".encode("utf-8")).digest()  # noqa: E731
+    keep = set(sorted(others, key=key)[:template_k])
+    return [u for u in others if u in keep]
 
 
 # the distractor methods, best first: what a question's hard set is made of (hard_sets' method column)
 METHODS = {"per-axis": "per-axis pools: units of the gold's template that differ from it in one field",
-           "template": "the gold's template: every other unit of it (no per-axis pool: the metadata names no "
-                       "metric or period to vary)",
+           "template": "the gold's template: every other unit of it, or a fixed sample of negatives.template_k "
+                       "of them in a larger template (no per-axis pool: the metadata names no metric or period to vary)",
            "cluster": "the gold's appearance cluster: its nearest units by appearance (no template names its "
                       "look-alikes)",
            "none": "no look-alike: no template and no appearance neighbour"}
 HARD_SET_COLUMNS = ["query_id", "method", "candidates", "in_hard", "reason"]
 
 
-def _hard_sets(questions: pd.DataFrame, distractors: pd.DataFrame, units: pd.DataFrame) -> dict:
+def _hard_sets(questions: pd.DataFrame, distractors: pd.DataFrame, units: pd.DataFrame,
+               template_k: int = TEMPLATE_K) -> dict:
     """query_id -> (candidates, gold first; the method that made them)."""
     template = units.set_index("unit_id")["template_id"].astype(str)
     by_template = {t: list(g) for t, g in units.groupby(units["template_id"].astype(str), sort=True)["unit_id"] if t}
@@ -342,7 +375,8 @@ def _hard_sets(questions: pd.DataFrame, distractors: pd.DataFrame, units: pd.Dat
     for q, ev in zip(questions["query_id"], questions["evidence_unit_ids"]):
         golds = [u for u in str(ev).split(";") if u]
         extra = list(hard.get(q, []))
-        siblings = [u for g in golds for u in by_template.get(template.get(g, ""), []) if u != g]
+        siblings = [u for g in golds
+                    for u in template_sample(g, [x for x in by_template.get(template.get(g, ""), []) if x != g], template_k)]
         extra += siblings
         seen = set(golds)
         cands = golds + [u for u in extra if not (u in seen or seen.add(u))]
@@ -354,14 +388,14 @@ def _hard_sets(questions: pd.DataFrame, distractors: pd.DataFrame, units: pd.Dat
 
 
 def hard_sets(questions: pd.DataFrame, distractors: pd.DataFrame, units: pd.DataFrame, scored: set,
-              k_max: int) -> tuple[dict[str, list[str]], pd.DataFrame]:
+              k_max: int, template_k: int = TEMPLATE_K) -> tuple[dict[str, list[str]], pd.DataFrame]:
     """(candidates of the questions in the hard columns, one row per question: query_id, method,
     candidates, in_hard, reason). A question is in the hard columns when it is scored there (scored:
     the validated single-gold questions with one evidence unit) and its candidate set (the gold and
     its look-alikes) is larger than k_max, the largest k the hard columns report: with k_max
     candidates or fewer the top k_max holds the gold whatever the system does, so sufficient@k_max
     would be 1 by construction."""
-    sets = _hard_sets(questions, distractors, units)
+    sets = _hard_sets(questions, distractors, units, template_k)
     rows, kept = [], {}
     for q in questions["query_id"]:
         cands, method = sets[q]

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+import pandas as pd
 
 from lookalike.retrieval import catalog
 from lookalike.retrieval.clustering import spherical_kmeans
@@ -34,14 +35,16 @@ def document_context_parts(queries: Sequence[np.ndarray], pages: Sequence[np.nda
     pages = [p if p.ndim == 2 else p[None, :] for p in pages]
     queries = [q if q.ndim == 2 else q[None, :] for q in queries]
     page_scores = maxsim(queries, pages, memory_budget_mb)
-    doc_ids = np.asarray(doc_ids, dtype=object)
-    docs = sorted(set(doc_ids))
+    # each document's pages found in one pass (sorted document ids, pages in corpus order within each),
+    # not one scan of the corpus per document, which grows with documents x pages
+    codes, docs = pd.factorize(pd.Series(np.asarray(doc_ids, dtype=object)), sort=True)
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(len(docs) + 1))
     rng = np.random.default_rng(seed)
-    contexts = [spherical_kmeans(np.concatenate([pages[i] for i in np.flatnonzero(doc_ids == d)]), n_context, rng)
-                for d in docs]
+    contexts = [spherical_kmeans(np.concatenate([pages[i] for i in order[bounds[j]:bounds[j + 1]]]), n_context, rng)
+                for j in range(len(docs))]
     doc_scores = maxsim(queries, contexts, memory_budget_mb)
-    doc_index = {d: j for j, d in enumerate(docs)}
-    return page_scores, doc_scores[:, [doc_index[d] for d in doc_ids]]
+    return page_scores, doc_scores[:, codes]
 
 
 def system_scores(name: str, members: Sequence[str], query_vectors: Mapping, unit_vectors: Mapping,

@@ -32,6 +32,56 @@ def _check(vectors: Vectors, accepts: Sequence[str], allow_foreign: bool, index:
                               f"vectors from encoder {vectors.encoder_id!r}")
 
 
+BLOCK_CELLS = 1 << 22        # cells of one block of a (queries x units) score matrix cut to its top k at a time
+
+
+def _strcmp_rank(unit_ids) -> np.ndarray:
+    """Each unit id's place among the ids sorted in code point (strcmp) order: the canonical tie-break's key."""
+    ids = np.asarray(unit_ids, dtype=object)
+    rank = np.empty(len(ids), dtype=np.int64)
+    rank[np.argsort(ids, kind="stable")] = np.arange(len(ids), dtype=np.int64)
+    return rank
+
+
+def _top_columns(scores: np.ndarray, k: int, unit_rank: np.ndarray) -> np.ndarray:
+    """Per row of a full score matrix, the columns that can stand in its canonical top k (-1 pads): the
+    k largest scores, and of the scores equal to the row's k-th largest, the ones with the largest unit
+    ids — so ranking these alone gives the top k that ranking the whole row gives, ties at the cut
+    broken by unit id as the canonical rule says (a BM25 row where most units score 0 ties at the cut
+    across thousands of units)."""
+    rows = np.arange(len(scores))[:, None]
+    part = np.argpartition(-scores, k - 1, axis=1)[:, :k]
+    kth = scores[rows, part].min(axis=1)
+    tied = scores == kth[:, None]
+    need = k - (scores > kth[:, None]).sum(axis=1)
+    m = int(need.max())
+    key = np.where(tied, unit_rank[None, :], -1)
+    best_tied = np.argpartition(-key, m - 1, axis=1)[:, :m] if m < scores.shape[1] else np.tile(
+        np.arange(scores.shape[1]), (len(scores), 1))
+    best_tied = np.where(tied[rows, best_tied], best_tied, -1)
+    cand = np.sort(np.hstack([part, best_tied]), axis=1)
+    cand[:, 1:][cand[:, 1:] == cand[:, :-1]] = -1          # a column in both halves, once
+    return cand
+
+
+def _run_frame_full(query_ids, unit_ids, scores: np.ndarray, k: int) -> pd.DataFrame:
+    """_run_frame of a full (queries x units) score matrix: each block of rows cut to the columns that
+    can stand in its top k first, so no frame of every (query, unit) pair is ever built (at 100,000
+    units and 5,000 questions it would hold 500 million rows)."""
+    n = scores.shape[1] if scores.ndim == 2 else 0
+    if n <= k or not len(query_ids):
+        return _run_frame(query_ids, unit_ids, scores, np.tile(np.arange(n), (len(scores), 1)), k)
+    unit_rank = _strcmp_rank(unit_ids)
+    block = max(1, BLOCK_CELLS // n)
+    parts = []
+    for a in range(0, len(query_ids), block):
+        s = np.asarray(scores[a:a + block])
+        cand = _top_columns(s, k, unit_rank)
+        got = np.where(cand >= 0, s[np.arange(len(s))[:, None], np.maximum(cand, 0)], 0.0)
+        parts.append(_run_frame(list(query_ids[a:a + block]), unit_ids, got, cand, k))
+    return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+
+
 def _run_frame(query_ids, unit_ids, scores, idx, k) -> pd.DataFrame:
     nq = len(query_ids)
     if nq == 0 or idx.size == 0:
@@ -226,25 +276,32 @@ class BM25Index:
         return self
 
     def scores(self, queries: Vectors) -> np.ndarray:
+        return self._scores(list(queries.data))
+
+    def _scores(self, texts: list) -> np.ndarray:
         import bm25s
 
-        out = np.zeros((len(queries), len(self.unit_ids)), dtype=np.float32)
+        out = np.zeros((len(texts), len(self.unit_ids)), dtype=np.float32)
         if self._retriever is None:
             return out
-        for i, text in enumerate(queries.data):
+        for i, text in enumerate(texts):
             toks = bm25s.tokenize([text], stopwords="en", show_progress=False, return_ids=False)[0]
             if toks:
                 out[i] = self._retriever.get_scores(toks)
         return out
 
     def search(self, queries: Vectors, k: int = 100) -> pd.DataFrame:
-        s = self.scores(queries)
-        idx = np.tile(np.arange(len(self.unit_ids)), (len(s), 1))
-        return _run_frame(queries.ids, self.unit_ids, s, idx, k)
+        # a block of questions at a time: the (questions x units) matrix is never held whole
+        block = max(1, BLOCK_CELLS // max(1, len(self.unit_ids)))
+        ids, texts = list(queries.ids), list(queries.data)
+        parts = [_run_frame_full(ids[a:a + block], self.unit_ids, self._scores(texts[a:a + block]), k)
+                 for a in range(0, len(ids), block)] or [_run_frame_full([], self.unit_ids, np.zeros((0, 0)), k)]
+        return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
 
 
 def run_from_scores(scores: np.ndarray, query_ids: Sequence[str], unit_ids: Sequence[str], k: int = 100) -> pd.DataFrame:
     """A full score matrix (n_queries, n_units) as a run: each query's top k in canonical order."""
     scores = np.asarray(scores, dtype=np.float64)
-    idx = np.tile(np.arange(scores.shape[1]), (scores.shape[0], 1)) if scores.size else np.zeros((len(query_ids), 0), int)
-    return _run_frame(query_ids, unit_ids, scores, idx, k)
+    if not scores.size:
+        return _run_frame(query_ids, unit_ids, scores, np.zeros((len(query_ids), 0), int), k)
+    return _run_frame_full(list(query_ids), unit_ids, scores, k)

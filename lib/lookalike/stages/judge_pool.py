@@ -52,7 +52,8 @@ def run(ctx: StageContext) -> StageResult:
     res.add(*setup_section(validated, model, adjudicator_name))
     runs, derived = res.add(*systems_section(validated, units, cfg, dict(ctx.encoder_settings(), run_dir=ctx.run_dir),
                                              ctx.optional_table("systems"), cache, ctx.run_dir))
-    pooled, by_system = res.add(*pool_section(validated, distractors, units, runs, cfg.labels.pool_depth))
+    pooled, by_system = res.add(*pool_section(validated, distractors, units, runs, cfg.labels.pool_depth,
+                                              cfg.negatives.template_k))
     yours = your_labels(ctx.optional_table("qrels"), validated, cfg.corpus)
     store, pre, added, team_labels, current, served = res.add(*labels_section(
         validated, model, pooled, view, adjudicator, yours, cfg.labels, ctx.run_dir))
@@ -154,15 +155,17 @@ def systems_section(validated: pd.DataFrame, units: pd.DataFrame, cfg, settings:
 
 
 def pool_section(validated: pd.DataFrame, distractors: pd.DataFrame, units: pd.DataFrame, runs,
-                 labels_pool_depth) -> tuple[Section, Any, Any]:
+                 labels_pool_depth, template_k: int = N.TEMPLATE_K) -> tuple[Section, Any, Any]:
     """The judge pool: each system's top pool_depth per validated question, with the gold and its
     distractors. Writes pool, pool_by_system."""
     sec = Section(STAGE, "pool")
-    cands = N.hard_candidates(validated, distractors, units)   # gold, per-axis distractors, the template's look-alikes
+    cands = N.hard_candidates(validated, distractors, units, template_k)   # gold, per-axis distractors, the template's look-alikes
     pooled = JP.pool(runs, validated["query_id"], labels_pool_depth, cands)
     by_system = JP.pool_by_system(pooled, runs)
     sec.say(f"pairs in the pool: {len(pooled)} ({len(validated)} questions; "
           f"{int(pooled['hard_candidate'].sum())} hard candidates, {int((pooled['systems'] != '').sum())} from system top-{labels_pool_depth})")
+    if N.capped_templates_note(units, template_k):
+        sec.say(N.capped_templates_note(units, template_k))
     sec.say(by_system.to_string(index=False))
     sec.table("pool", pooled, sort_by=["query_id", "unit_id"])
     sec.table("pool_by_system", by_system, sort_by=["system"])

@@ -49,7 +49,7 @@ def run(ctx: StageContext) -> StageResult:
     top1_random = res.add(*top1_random_section(x.questions, x.distractors, scorer, cfg.seed, x.clusters))
     hard_runs, suff_hard, frames_hard, sufficiency, hard_sets = res.add(*sufficiency_section(
         x.questions, x.one_unit, x.distractors, x.units, scorer, x.corpus_runs, x.qrels_labels, cfg.seed, x.clusters,
-        x.run_dir))
+        x.run_dir, cfg.negatives.template_k))
     headline = res.add(*headline_section(top1_random, suff_hard, hard_runs, frames_hard, cfg.seed, x.clusters,
                                          hard_sets))
     res.add(*sufficiency_chart_section(suff_hard))
@@ -199,7 +199,8 @@ def top1_random_section(questions: pd.DataFrame, distractors: pd.DataFrame, scor
 
 def sufficiency_section(questions: pd.DataFrame, one_unit: pd.DataFrame, distractors: pd.DataFrame,
                         units: pd.DataFrame, scorer, corpus_runs: dict, qrels_labels: pd.DataFrame, seed: int,
-                        clusters, run_dir: Path) -> tuple[Section, dict, pd.DataFrame, dict, pd.DataFrame, pd.DataFrame]:
+                        clusters, run_dir: Path, template_k: int = N.TEMPLATE_K
+                        ) -> tuple[Section, dict, pd.DataFrame, dict, pd.DataFrame, pd.DataFrame]:
     """Sufficient / supporting-only / neither at k under hard negatives (the gold and its look-alikes;
     only questions whose candidate set is larger than the largest k, so no figure is 1 by construction)
     and over the corpus, validated one-unit questions. Returns the hard runs, the hard rows, per-query
@@ -207,7 +208,7 @@ def sufficiency_section(questions: pd.DataFrame, one_unit: pd.DataFrame, distrac
     sec = Section(STAGE, "sufficiency")
     # the gold against every look-alike (its per-axis distractors and the rest of its template, or its
     # appearance cluster), all labelled in stage 06
-    hard_c, hard_sets = N.hard_sets(questions, distractors, units, set(one_unit["query_id"]), max(S.HARD_KS))
+    hard_c, hard_sets = N.hard_sets(questions, distractors, units, set(one_unit["query_id"]), max(S.HARD_KS), template_k)
     in_hard = one_unit[one_unit["query_id"].isin(set(hard_c))].reset_index(drop=True)
     sizes = [len(v) - 1 for v in hard_c.values()]
     scored = hard_sets[hard_sets["query_id"].isin(set(one_unit["query_id"]))]
@@ -215,6 +216,8 @@ def sufficiency_section(questions: pd.DataFrame, one_unit: pd.DataFrame, distrac
             f"the gold and {np.median(sizes) if sizes else 0:.0f} look-alikes (median; {min(sizes, default=0)}–"
             f"{max(sizes, default=0)}); by method: "
             + (", ".join(f"{m} {n}" for m, n in scored["method"].value_counts().sort_index().items()) or "none"))
+    if N.capped_templates_note(units, template_k):
+        sec.say(N.capped_templates_note(units, template_k))
     outside = scored[~scored["in_hard"]]
     if len(outside):
         sec.say(f"outside the hard columns ({len(outside)}): " + "; ".join(
