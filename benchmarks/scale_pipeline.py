@@ -61,7 +61,6 @@ def make_corpus(folder: Path, n: int, seed: int = 0) -> Path:
     rng = np.random.default_rng(seed)
     imgs = folder / "pages"
     imgs.mkdir(parents=True)
-    n_entities = max(1, math.ceil(n / ENTITIES_PER_BLOCK))
     rows, facts = ["unit_id,image_path,template_id,entity,metric,period,content_type"], []
     palette = rng.integers(0, 256, size=(len(METRICS), 3))
     for i in range(n):

@@ -95,3 +95,31 @@ def test_text_layer_benchmark_runs_at_toy_scale(capsys):
     out = capsys.readouterr().out.strip().splitlines()
     assert "text layer: 2 of 2 pages usable" in "\n".join(out)
     assert out[-1].startswith("layer_pages_per_s=")
+
+
+def test_scale_pipeline_corpus_is_read_whole_and_the_report_fits_each_stage(tmp_path, capsys, monkeypatch):
+    """The scale benchmark's corpus: every unit read with its page text (no OCR), N / 20 questions with
+    a qrels line each; the fitted exponent of a stage whose time grows as n^2 is 2, and the last line
+    names the steepest stage and the largest peak."""
+    import pandas as pd
+
+    from lookalike import params as P, stages
+    from lookalike.stages import stratify
+
+    bench = _load("scale_pipeline")
+    params = bench.make_corpus(tmp_path / "c", 60)
+    units = stratify.run(stages.context(tmp_path / "run", P.load_params(params))).tables["units"]
+    assert len(units) == 60 and units["unit_id"].is_unique and set(units["text_source"]) == {"text-layer"}
+    assert len(pd.read_csv(tmp_path / "c" / "qrels.txt", sep=" ", header=None)) == 3
+    assert len((tmp_path / "c" / "questions.jsonl").read_text().splitlines()) == 3
+    assert bench.exponent([10, 100], [1.0, 100.0]) == pytest.approx(2.0)
+
+    def fake(params, run_dir, log=print):
+        n = int(Path(params).parent.name[1:])
+        return [{"stage": "01_a", "seconds": n / 100, "peak_gib": 0.1}, {"stage": "02_b", "seconds": (n / 100) ** 2,
+                                                                          "peak_gib": n / 1000}]
+
+    monkeypatch.setattr(bench, "run_stages", fake)
+    assert bench.main(["--sizes", "100,200", "--work", str(tmp_path / "w")]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last == "max_exponent=2.00 stage=02_b peak_rss_gib=0.20"

@@ -348,7 +348,7 @@ def template_sample(gold: str, others: list[str], template_k: int) -> list[str]:
     labels quadratic in its size (20,000 units of five templates: 4,000 pairs a question)."""
     if len(others) <= template_k:
         return others
-    key = lambda u: hashlib.sha256(f"{gold}\x1f{u}".encode("utf-8")).digest()  # noqa: E731
+    key = lambda u: hashlib.sha256(f"{gold}\x1f{u}".encode()).digest()  # noqa: E731
     keep = set(sorted(others, key=key)[:template_k])
     return [u for u in others if u in keep]
 
