@@ -51,11 +51,9 @@ report: setup
 # tests leave the working tree as they found it.
 NBVAL_DIR := build/nbval/ci/notebooks
 
-# Two workers; --dist loadgroup keeps each module (and each notebook's cells) on one worker and the
-# tests that share the CI run or the Ray cluster together (tests/conftest.py says why).
 test: setup
 	rm -rf build/nbval && mkdir -p $(NBVAL_DIR) && cp outputs/ci/notebooks/*.ipynb $(NBVAL_DIR)/
-	$(PY) -m pytest -n 2 --dist loadgroup --durations=15 --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg --ignore=tests/shapes tests $(NBVAL_DIR)
+	$(PY) -m pytest --durations=15 --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg --ignore=tests/shapes tests $(NBVAL_DIR)
 	rm -rf build/nbval
 	$(MAKE) test-shapes
 

@@ -102,22 +102,11 @@ def truncated_jpeg(path: Path) -> Path:
 __all__ = ["REPO", "write_params", "make_png", "shutil", "with_corrupt_page", "broken_png", "truncated_jpeg"]
 
 
-# Under pytest-xdist with --dist loadgroup (make test): the tests that share an expensive session
-# fixture run on one worker, so it is built once (the CI run end to end; the local Ray cluster, which
-# two workers could not both start with 2 CPUs); every other test keeps its module's worker, so a
-# module's fixtures are built once and a notebook's cells (nbval) run in order in one kernel.
-SHARED_FIXTURE_GROUPS = {"ci_run": "ci-run", "ray_cluster": "ray"}
-
-
 def pytest_collection_modifyitems(config, items):
+    # every test that needs the whole CI run end to end is slow (make test-fast leaves it out)
     for item in items:
-        names = getattr(item, "fixturenames", ())
-        # every test that needs the whole CI run end to end is slow (make test-fast leaves it out)
-        if "ci_run" in names:
+        if "ci_run" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
-        if item.get_closest_marker("xdist_group") is None:
-            group = next((g for f, g in SHARED_FIXTURE_GROUPS.items() if f in names), None)
-            item.add_marker(pytest.mark.xdist_group(group or str(item.path)))
 
 
 def chromium_binary() -> str | None:

@@ -121,6 +121,52 @@ def test_corpus_text_is_escaped_in_html(tmp_path):
 
 
 @pytest.mark.slow
+def test_stages_in_one_shared_kernel_write_the_notebooks_and_tables_a_kernel_per_stage_writes(tmp_path, monkeypatch):
+    """shared_kernel (the shape lane's generated corpora): one kernel started for the whole run and shut
+    down at its end; every stage notebook, table and headline byte-identical to a kernel per stage."""
+    corpus = tmp_path / "corpus"
+    rows = []
+    for i in range(6):
+        make_png(corpus / f"p{i}.png", color=(40 * i, 90, 200 - 30 * i))
+        rows.append({"unit_id": f"deck{i // 3}:{i % 3 + 1}", "image_path": f"p{i}.png", "template_id": f"t{i % 2}",
+                     "content_type": "chart"})
+    pd.DataFrame(rows).to_csv(corpus / "manifest.csv", index=False)
+    params = write_params(tmp_path / "mine.yaml", f"run: mine\ncorpus:\n  source: manifest\n"
+                                                  f"  manifest: {corpus / 'manifest.csv'}\n"
+                                                  "encode:\n  encoders: [ocr-bm25, appearance]\n")
+    started = []
+    real = run.kernel_manager_class
+
+    def counting(blocking=False):
+        base = real(blocking)
+
+        class Counted(base):
+            async def _async_pre_start_kernel(self, **kw):
+                started.append(blocking)
+                return await super()._async_pre_start_kernel(**kw)
+        return Counted
+
+    monkeypatch.setattr(run, "kernel_manager_class", counting)
+    stages = list(run.STAGES)[:2]
+    one = run.execute(params, out_root=tmp_path / "shared", stages=stages, log=lambda *_: None, shared_kernel=True)
+    assert started == [True]
+    each = run.execute(params, out_root=tmp_path / "each", stages=stages, log=lambda *_: None)
+    assert started == [True, False, False]
+    for sub in ("tables", "headlines"):
+        a, b = sorted((one / sub).iterdir()), sorted((each / sub).iterdir())
+        assert [p.name for p in a] == [p.name for p in b] and a
+        for x, y in zip(a, b):
+            assert x.read_bytes() == y.read_bytes(), x.name
+
+    def cells(path):       # a shared kernel numbers its executions on from the last notebook's: all else is the same
+        nb = nbformat.read(path, as_version=4)
+        return [(c.cell_type, c.source, [{k: v for k, v in o.items() if k != "execution_count"} for o in c.get("outputs", [])])
+                for c in nb.cells]
+    for stage in stages:
+        assert cells(one / "notebooks" / f"{stage}.ipynb") == cells(each / "notebooks" / f"{stage}.ipynb"), stage
+
+
+@pytest.mark.slow
 def test_failing_stage_stops_the_run_and_keeps_the_partial_notebook(tmp_path, capsys):
     from lookalike.cli import main
 

@@ -82,8 +82,14 @@ def _normalise(nb_path: Path) -> None:
 
 
 def execute(params_file: Path | str, out_root: Path | str = P.PROJECT_ROOT / "outputs", stages: list[str] | None = None,
-            log=print) -> Path:
-    """Run the stages for one parameter file; returns the run folder. Raises StageFailed or ParamsError."""
+            log=print, shared_kernel: bool = False) -> Path:
+    """Run the stages for one parameter file; returns the run folder. Raises StageFailed or ParamsError.
+
+    shared_kernel: every stage notebook in one kernel, started once, instead of a fresh kernel per
+    stage (about 4 s of start-up and imports each). A stage then starts with the earlier stages'
+    names still defined, so a notebook that used a name it never set would not fail here: the test
+    lane uses it for generated corpora; ``lookalike run``, the stored CI notebooks and the shapes whose
+    point is the notebook path keep one kernel per stage."""
     merged = P.load_params(params_file)
     # Kernels inherit this environment: no progress bars with rates and timings in the stored
     # notebooks, and no warning that prints the install path (tqdm's "IProgress not found" names the
@@ -119,7 +125,7 @@ def execute(params_file: Path | str, out_root: Path | str = P.PROJECT_ROOT / "ou
     with progress.relay():
         # every long pass a stage makes draws its bar here, on this terminal (never in the notebook)
         try:
-            _run_stages(stages, plan, merged, nb_dir, run_dir, log, timings)
+            _run_stages(stages, plan, merged, nb_dir, run_dir, log, timings, shared_kernel)
         except StageFailed as exc:
             failed = exc
     units_csv = run_dir / "tables" / "units.csv"
@@ -162,15 +168,17 @@ def _tie_to(parent: int):
     return tie
 
 
-def kernel_manager_class():
+def kernel_manager_class(blocking: bool = False):
     """jupyter_client's kernel manager whose kernels die with the runner (see _tie_to); the stock
-    one elsewhere than Linux, where prctl does not exist."""
-    from jupyter_client.manager import AsyncKernelManager
+    one elsewhere than Linux, where prctl does not exist. blocking: the synchronous manager (a
+    kernel the runner itself shuts down, outside any event loop: shared_kernel)."""
+    from jupyter_client.manager import AsyncKernelManager, KernelManager
 
+    base = KernelManager if blocking else AsyncKernelManager
     if not sys.platform.startswith("linux"):
-        return AsyncKernelManager
+        return base
 
-    class TiedKernelManager(AsyncKernelManager):
+    class TiedKernelManager(base):
         async def _async_launch_kernel(self, kernel_cmd, **kw):
             kw.setdefault("preexec_fn", _tie_to(os.getpid()))
             return await super()._async_launch_kernel(kernel_cmd, **kw)
@@ -179,17 +187,29 @@ def kernel_manager_class():
 
 
 def _run_stages(stages: list[str], plan: dict, merged: dict, nb_dir: Path, run_dir: Path, log,
-                timings: dict[str, float] | None = None) -> dict[str, float]:
+                timings: dict[str, float] | None = None, shared_kernel: bool = False) -> dict[str, float]:
     """Execute each stage notebook with papermill, normalise it and export its HTML; fills timings
-    (stage -> seconds) as stages finish, so a failure still leaves the times of those that ran."""
-    import papermill as pm
-
+    (stage -> seconds) as stages finish, so a failure still leaves the times of those that ran.
+    shared_kernel: one kernel for every stage (see execute), shut down when the stages end."""
     if P.CHECKOUT is None:
         # an installed lookalike: the kernels (started in the run's notebooks folder) resolve
         # relative paths from the folder the runner started in
         os.environ[P.PROJECT_ENV] = str(P.PROJECT_ROOT)
     manager = kernel_manager_class()
     timings = {} if timings is None else timings
+    # a kernel manager handed to papermill is used and left running (nbclient shuts down only the
+    # kernels it started itself): the first stage starts the kernel, the last one's end shuts it down
+    km = kernel_manager_class(blocking=True)(kernel_name="python3") if shared_kernel else None
+    try:
+        _each_stage(stages, plan, merged, nb_dir, run_dir, log, timings, manager, km)
+    finally:
+        if km is not None and km.has_kernel:
+            km.shutdown_kernel(now=True)
+    return timings
+
+
+def _each_stage(stages, plan, merged, nb_dir: Path, run_dir: Path, log, timings: dict, manager, km) -> None:
+    import papermill as pm
 
     for stage in stages:
         out_nb = nb_dir / f"{stage}.ipynb"
@@ -202,7 +222,8 @@ def _run_stages(stages: list[str], plan: dict, merged: dict, nb_dir: Path, run_d
             pm.execute_notebook(str(NOTEBOOK_DIR / f"{stage}.ipynb"), str(out_nb), parameters=plan[stage],
                                 cwd=str(nb_dir), kernel_name="python3", progress_bar=False, log_output=False,
                                 request_save_on_cell_execute=False, autosave_cell_every=0,
-                                kernel_manager_class=manager, extra_arguments=KERNEL_ARGUMENTS)
+                                kernel_manager_class=manager, extra_arguments=KERNEL_ARGUMENTS,
+                                **({"km": km} if km is not None else {}))
         except pm.PapermillExecutionError as exc:
             raise StageFailed(stage, out_nb, f"{exc.ename}: {exc.evalue}") from None
         timings[stage] = time.perf_counter() - t0
@@ -211,7 +232,6 @@ def _run_stages(stages: list[str], plan: dict, merged: dict, nb_dir: Path, run_d
         report.notebook_to_html(out_nb, run_dir / "html" / f"{stage}.html", with_code=True)
         report.notebook_to_html(out_nb, run_dir / "html" / f"{stage}.report.html", with_code=False)
         _check_contract(stage, before, _files(run_dir), out_nb, log)
-    return timings
 
 
 STRICT_CONTRACTS = "LOOKALIKE_STRICT_CONTRACTS"
