@@ -247,7 +247,7 @@ def test_a_team_labels_with_the_door_on_between_two_runs(tmp_path):
     from lookalike.judging.labeldb import LabelDB
 
     params = SHAPES["photos-captions"](tmp_path / "corpus", seed=11)       # labels.door stays off in the params
-    run_dir = run.execute(params, out_root=tmp_path / "out", log=lambda *_: None)
+    run_dir = run.execute(params, out_root=tmp_path / "out", log=lambda *_: None, shared_kernel=True)
     gold = {tuple(line.split()[::2][:2]) for line in (tmp_path / "corpus" / "q.qrels").read_text().splitlines()}
     loaded = server.load_run(run_dir)
     db = LabelDB(run_dir / "labels" / "labels.sqlite")
@@ -273,7 +273,7 @@ def test_a_team_labels_with_the_door_on_between_two_runs(tmp_path):
             assert r.status_code == 200, r.text
             i += 1
     assert len(blind_labels) == len(loaded.pairs)
-    run_dir = run.execute(params, out_root=tmp_path / "out", log=lambda *_: None)
+    run_dir = run.execute(params, out_root=tmp_path / "out", log=lambda *_: None, shared_kernel=True)
     summary = _table(run_dir, "judge_door_summary")
     people = summary[summary["judge"].str.startswith("people (1 blind, 1 seeing")]    # p1 and p2 labelled each pool's whole share
     assert len(people) == 1, summary["judge"].tolist()
