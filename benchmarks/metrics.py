@@ -251,6 +251,21 @@ def from_files(args) -> int:
     return 0
 
 
+def agreeing_rounds(jobs: dict, qrels, run, repeat: int) -> dict[str, list[tuple]]:
+    """Each library's (means, prepare s, evaluate s, peak MiB) for repeat rotating rounds, after
+    checking that every round's means agree with lookalike's first to 1e-9."""
+    rounds: dict[str, list[tuple]] = {name: [] for name in jobs}
+    for name in rotating_rounds(list(jobs), repeat):
+        gc.collect()
+        rounds[name].append(jobs[name](qrels, run))
+    ref = rounds["lookalike"][0][0]
+    for name, got in rounds.items():
+        for means, *_rest in got:
+            for m in MEASURES:
+                assert abs(means[m] - ref[m]) < 1e-9, f"{name} {m}: {means[m]!r} vs lookalike {ref[m]!r}"
+    return rounds
+
+
 def dicts(args) -> int:
     """lookalike and pytrec_eval from dicts at 5,000 and 393,000 distinct unit ids (see the docstring)."""
     ratios = {}
@@ -260,16 +275,7 @@ def dicts(args) -> int:
         small_q, small_r = ({k: d[k] for k in list(d)[:50]} for d in (qrels, run))
         for fn in (run_lookalike, run_pytrec):
             fn(small_q, small_r)
-        jobs = {"lookalike": run_lookalike, "pytrec_eval": run_pytrec}
-        rounds: dict[str, list[tuple]] = {name: [] for name in jobs}
-        for name in rotating_rounds(list(jobs), args.repeat):
-            gc.collect()
-            rounds[name].append(jobs[name](qrels, run))
-        ref = rounds["lookalike"][0][0]
-        for name, got in rounds.items():
-            for means, *_rest in got:
-                for m in MEASURES:
-                    assert abs(means[m] - ref[m]) < 1e-9, f"{name} {m}: {means[m]!r} vs lookalike {ref[m]!r}"
+        rounds = agreeing_rounds({"lookalike": run_lookalike, "pytrec_eval": run_pytrec}, qrels, run, args.repeat)
         total = {name: statistics.median(g[1] + g[2] for g in got) for name, got in rounds.items()}
         print(f"{args.queries:,} queries x {args.depth}, {distinct:,} distinct unit ids (drawn from {vocabulary:,}), "
               f"means agree to 1e-9; medians of {args.repeat} rounds: "
@@ -317,15 +323,8 @@ def main(argv=None) -> int:
         fn(small_q, small_r)
     jobs = {"lookalike": run_lookalike, **{name: PEERS[name] for name in peers}}
     names = list(jobs)
-    rounds: dict[str, list[tuple]] = {name: [] for name in names}
-    for name in rotating_rounds(names, args.repeat):
-        gc.collect()
-        rounds[name].append(jobs[name](qrels, run))
+    rounds = agreeing_rounds(jobs, qrels, run, args.repeat)
     ref = rounds["lookalike"][0][0]
-    for name, got in rounds.items():
-        for means, *_rest in got:
-            for m in MEASURES:
-                assert abs(means[m] - ref[m]) < 1e-9, f"{name} {m}: {means[m]!r} vs lookalike {ref[m]!r}"
     print("all libraries agree on every mean to 1e-9: " + ", ".join(f"{m}={ref[m]:.4f}" for m in MEASURES))
     med = {name: (statistics.median(g[1] for g in got), statistics.median(g[2] for g in got),
                   statistics.median(g[1] + g[2] for g in got), max(g[3] for g in got)) for name, got in rounds.items()}
