@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from lookalike.eval.metrics import rank
+from lookalike.eval.ranking import _factorize_sorted
 from lookalike.retrieval.encoders.base import Vectors
 from lookalike.retrieval.late_interaction import maxsim
 
@@ -33,14 +34,6 @@ def _check(vectors: Vectors, accepts: Sequence[str], allow_foreign: bool, index:
 
 
 BLOCK_CELLS = 1 << 22        # cells of one block of a (queries x units) score matrix cut to its top k at a time
-
-
-def _strcmp_rank(unit_ids) -> np.ndarray:
-    """Each unit id's place among the ids sorted in code point (strcmp) order: the canonical tie-break's key."""
-    ids = np.asarray(unit_ids, dtype=object)
-    rank = np.empty(len(ids), dtype=np.int64)
-    rank[np.argsort(ids, kind="stable")] = np.arange(len(ids), dtype=np.int64)
-    return rank
 
 
 def _top_columns(scores: np.ndarray, k: int, unit_rank: np.ndarray) -> np.ndarray:
@@ -71,7 +64,8 @@ def _run_frame_full(query_ids, unit_ids, scores: np.ndarray, k: int) -> pd.DataF
     n = scores.shape[1] if scores.ndim == 2 else 0
     if n <= k or not len(query_ids):
         return _run_frame(query_ids, unit_ids, scores, np.tile(np.arange(n), (len(scores), 1)), k)
-    unit_rank = _strcmp_rank(unit_ids)
+    # an index's unit ids are distinct: their codes in sorted (strcmp) order are their ranks
+    unit_rank = _factorize_sorted(np.asarray(unit_ids, dtype=object))[0]
     block = max(1, BLOCK_CELLS // n)
     parts = []
     for a in range(0, len(query_ids), block):
