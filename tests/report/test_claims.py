@@ -46,7 +46,7 @@ def test_best_is_said_only_where_the_paired_test_separates():
     text = CL.render(ahead)
     assert text.startswith("Best under hard negatives: colpali") and "0.90 [0.80, 1.00]" in text
     assert "the next, bm25 at 0.60 [0.50, 0.70], Holm-adjusted p < 0.001" in text and "of the 40 questions" in text
-    assert "random ranking of the same candidates would for 0.25" in text
+    assert "random ranking of the same candidates would do so for a share of 0.25" in text
     level = CL.verdict_claim(suff, _sig(("colpali", "bm25", 0.2), ("colpali", "clip", 0.01)), _hard(40))
     assert level["kind"] == "not-distinguishable" and level["peers"] == ["bm25"] and level["behind"] == ["clip"]
     said = CL.render(level)

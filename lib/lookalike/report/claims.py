@@ -144,7 +144,7 @@ def render(claim: Mapping) -> str:
     figs = {f["key"]["system"]: f for f in claim["figures"]}
     n = claim["n"]
     chance = claim["chance"]["value"]
-    chance_words = f"a random ranking of the same candidates would for {chance:.2f}"
+    chance_words = f"a random ranking of the same candidates would do so for a share of {chance:.2f}"
     best = claim["best"]
     share = (f"puts a sufficient {noun} in its top {k} for a share of {_ci(figs[best])} (95% CI) of the {n} "
              f"questions in the hard columns")
