@@ -106,3 +106,71 @@ def test_evidence_complete_states_an_interval_for_every_figure():
     # the Macro interval rests on 10 doc-far questions weighing as much as 30 page-single ones: wider than Micro's
     width = lambda key: t.loc[key, "value_hi"] - t.loc[key, "value_lo"]  # noqa: E731
     assert width(("macro", "all", "Recall")) > width(("micro", "all", "Recall"))
+
+
+def _tied_scores(rng, nq, nu):
+    # few distinct values: ties everywhere, at every cut
+    return rng.integers(0, 4, size=(nq, nu)).astype(np.float32)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_shared_candidates_cut_at_depth_rank_as_the_full_restricted_run_cut(seed):
+    rng = np.random.default_rng(seed)
+    units = [f"u{i:03d}" for i in rng.permutation(120)]
+    qids = [f"q{i}" for i in range(9)]
+    scores = _tied_scores(rng, len(qids), len(units))
+    shared = list(rng.choice(units, 40, replace=False))
+    # q8 is not asked about; q7's extras repeat and overlap the shared list, and it has none of its own
+    extra = {q: list(rng.choice(units, 6)) + shared[:2] for q in qids[:7]} | {"q7": []}
+    cands = S.SharedCandidates(shared, extra)
+    assert cands["q7"] == cands.shared and set(cands) == set(qids[:8])
+    assert all(len(set(cands[q])) == len(cands[q]) for q in cands) and cands.sizes() == [len(cands[q]) for q in cands]
+    plain = {q: cands[q] for q in cands}
+    for depth in (1, 5, 10, 200):
+        want = S.cut(S.restricted_run(scores, qids, units, plain), depth)
+        got = S.restricted_run(scores, qids, units, cands, depth)
+        pd.testing.assert_frame_equal(S.cut(got, depth), want)
+        assert set(got["query_id"]) == set(qids[:8])
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_an_external_ranking_restricted_at_depth_is_the_full_restriction_cut(seed):
+    rng = np.random.default_rng(seed)
+    units = [f"u{i:02d}" for i in range(60)]
+    ext = run([(q, u, float(rng.integers(0, 3))) for q in ("q1", "q2") for u in rng.choice(units, 12, replace=False)])
+    cands = S.SharedCandidates(list(rng.choice(units, 25, replace=False)),
+                               {"q1": list(rng.choice(units, 5)), "q2": [], "q3": ["u01"]})
+    plain = {q: cands[q] for q in cands}
+    for depth in (1, 4, 10, 40):
+        want = S.cut(S.restrict_ranking(ext, plain), depth)
+        for given in (cands, plain):
+            pd.testing.assert_frame_equal(S.cut(S.restrict_ranking(ext, given, depth), depth), want)
+
+
+def test_scoring_question_blocks_at_depth_gives_each_system_the_full_rankings_top(monkeypatch):
+    from lookalike.retrieval import indexes, systems
+    from lookalike.retrieval.encoders.base import Vectors
+
+    rng = np.random.default_rng(5)
+    unit_ids = [f"p{i:02d}" for i in range(50)]
+    units = pd.DataFrame({"unit_id": unit_ids, "doc_id": [f"d{i // 5}" for i in range(50)]})
+    words = ["tax", "rate", "fee", "sum", "net"]
+    texts = [" ".join(rng.choice(words, 4)) for _ in unit_ids]
+    questions = pd.DataFrame({"query_id": [f"q{i}" for i in range(7)],
+                              "text": [" ".join(rng.choice(words, 2)) for _ in range(7)]})
+    base = {"dense": Vectors("dense", "pixels", unit_ids, np.round(rng.normal(size=(50, 4)), 1).astype(np.float32)),
+            "bm25": Vectors("bm25", "pixels", unit_ids, texts, kind="text")}
+    qv = {"dense": Vectors("dense", "pixels", list(questions["query_id"]),
+                           np.round(rng.normal(size=(7, 4)), 1).astype(np.float32)),
+          "bm25": Vectors("bm25", "pixels", list(questions["query_id"]), list(questions["text"]), kind="text")}
+    monkeypatch.setattr(systems, "encode_queries", lambda q, names, **kw: qv)
+    scorer = S.CandidateSystems(units, base, fusions={"dense+bm25": ["dense", "bm25"]}, depth=10)
+    sets = {"half": S.SharedCandidates(unit_ids[::2], {q: ["p01", "p03"] for q in questions["query_id"]})}
+    full = scorer.runs_for(questions, sets)
+    monkeypatch.setattr(indexes, "BLOCK_CELLS", 120)           # 2 questions a block: 4 blocks
+    cut = scorer.runs_for(questions, sets, depth=10)
+    for name in ("dense", "bm25"):
+        pd.testing.assert_frame_equal(S.cut(cut["half"][name], 10), S.cut(full["half"][name], 10))
+    pd.testing.assert_frame_equal(cut["half"]["dense+bm25"], full["half"]["dense+bm25"])
+    with pytest.raises(ValueError, match="below the run depth"):
+        scorer.runs_for(questions, sets, depth=5)

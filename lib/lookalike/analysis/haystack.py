@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from lookalike.analysis.scoring import SharedCandidates
 from lookalike.eval import stats
 
 FRACTIONS = (0.1, 0.25, 0.5, 1.0)
@@ -43,14 +44,10 @@ def nested_subsamples(unit_ids: Sequence[str], sizes: Sequence[int], seed: int) 
 
 
 def candidate_sets(kept: Mapping[str, Sequence[str]], subsamples: Mapping[int, Sequence[str]]
-                   ) -> dict[int, dict[str, list[str]]]:
-    """size -> query_id -> its candidates: the subsample plus the units always kept for it (its
-    gold and hard distractors), without repeats."""
-    out = {}
-    for size, sub in subsamples.items():
-        sub_set = set(sub)
-        out[size] = {q: list(sub) + [u for u in dict.fromkeys(keep) if u not in sub_set] for q, keep in kept.items()}
-    return out
+                   ) -> dict[int, SharedCandidates]:
+    """size -> query_id -> its candidates: the subsample (shared by every question) plus the units
+    always kept for it (its gold and hard distractors), without repeats."""
+    return {size: SharedCandidates(sub, kept) for size, sub in subsamples.items()}
 
 
 def curve(per_query: Mapping[tuple[str, str], pd.DataFrame], target_size: int | None = None,

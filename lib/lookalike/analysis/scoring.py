@@ -7,6 +7,7 @@ Within one set, paired differences (slot 1 -> slot 5, system vs system) are fine
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 from collections.abc import Mapping, Sequence
 
@@ -17,6 +18,7 @@ from lookalike.eval import metrics as M
 from lookalike.eval import ranking
 from lookalike.eval import stats
 from lookalike.retrieval import doc_context, fusion
+from lookalike.retrieval import indexes as retrieve
 from lookalike.retrieval import systems
 from lookalike.vocab import HARD_KS  # noqa: F401 (the k of the hard columns; stage 07 reads it here)
 
@@ -27,9 +29,37 @@ EVIDENCE_COLUMNS = ["system", "aggregate", "evidence_structure", "measure", "k",
 EVIDENCE_MEASURES = {"nDCG": "ndcg_cut", "Recall": "recall", "nDCGAll": "ndcg_all", "RecallAll": "recall_all"}
 
 
+class SharedCandidates(Mapping):
+    """Each question's candidates as one list every question shares plus the question's own extras
+    (none of them in the shared list, none twice): a haystack subsample with each question's gold
+    and hard distractors. Reads as query_id -> its candidates; a scorer ranks the shared part once
+    per block of questions instead of listing every (question, unit) pair."""
+
+    def __init__(self, shared: Sequence[str], extra: Mapping[str, Sequence[str]]):
+        self.shared = list(dict.fromkeys(shared))
+        held = set(self.shared)
+        self.extra = {q: [u for u in dict.fromkeys(more) if u not in held] for q, more in extra.items()}
+
+    def __getitem__(self, query_id: str) -> list[str]:
+        return self.shared + self.extra[query_id]
+
+    def __iter__(self):
+        return iter(self.extra)
+
+    def __len__(self) -> int:
+        return len(self.extra)
+
+    def sizes(self) -> list[int]:
+        """Each question's number of candidates, in question order."""
+        return [len(self.shared) + len(more) for more in self.extra.values()]
+
+
 def restricted_run(scores: np.ndarray, query_ids: Sequence[str], unit_ids: Sequence[str],
-                   candidates: Mapping[str, Sequence[str]]) -> pd.DataFrame:
-    """A run holding, per question, only its candidate units with the system's scores."""
+                   candidates: Mapping[str, Sequence[str]], depth: int | None = None) -> pd.DataFrame:
+    """A run holding, per question, only its candidate units with the system's scores — with depth,
+    only each question's canonical top depth of them. scores: (query_ids, unit_ids)."""
+    if isinstance(candidates, SharedCandidates) and depth is not None:
+        return _shared_top(np.asarray(scores), list(query_ids), unit_ids, candidates, depth)
     col = {u: i for i, u in enumerate(unit_ids)}
     rows_q, rows_u, rows_s = [], [], []
     for qi, q in enumerate(query_ids):
@@ -37,7 +67,45 @@ def restricted_run(scores: np.ndarray, query_ids: Sequence[str], unit_ids: Seque
             rows_q.append(q)
             rows_u.append(u)
             rows_s.append(float(scores[qi, col[u]]))
-    return pd.DataFrame({"query_id": rows_q, "unit_id": rows_u, "score": rows_s})
+    run = pd.DataFrame({"query_id": rows_q, "unit_id": rows_u, "score": rows_s})
+    return run if depth is None else cut(run, depth)
+
+
+def _shared_top(scores: np.ndarray, query_ids: list[str], unit_ids: Sequence[str], candidates: SharedCandidates,
+                depth: int) -> pd.DataFrame:
+    """restricted_run's top depth over shared candidates: each question's top depth of the shared list
+    (ties at the cut by unit id, indexes.top_columns) joined with its extras, then cut — the extras are
+    disjoint from the shared list, so this is the top depth of all its candidates."""
+    ids = np.asarray(unit_ids, dtype=object)
+    where = pd.Index(ids)
+    shared = where.get_indexer(candidates.shared)
+    if (shared < 0).any():
+        raise KeyError(candidates.shared[int(np.flatnonzero(shared < 0)[0])])
+    rows = np.asarray([i for i, q in enumerate(query_ids) if q in candidates.extra], dtype=np.int64)
+    if not len(rows):
+        return pd.DataFrame({"query_id": pd.Series([], dtype=object), "unit_id": pd.Series([], dtype=object),
+                             "score": pd.Series([], dtype=np.float64)})
+    qids = np.asarray(query_ids, dtype=object)
+    part = scores[rows][:, shared]
+    if part.shape[1] > depth:
+        top = retrieve.top_columns(part, depth, ranking._factorize_sorted(ids[shared])[0])
+    else:
+        top = np.tile(np.arange(part.shape[1]), (len(rows), 1))
+    keep = top >= 0
+    r_idx = np.repeat(np.arange(len(rows)), top.shape[1])[keep.ravel()]
+    c_idx = top.ravel()[keep.ravel()]
+    more_r, more_c = [], []
+    for r in rows:
+        extra = where.get_indexer(candidates.extra[query_ids[r]])
+        if (extra < 0).any():
+            raise KeyError(candidates.extra[query_ids[r]][int(np.flatnonzero(extra < 0)[0])])
+        more_r.extend([r] * len(extra))
+        more_c.extend(extra.tolist())
+    more_r, more_c = np.asarray(more_r, dtype=np.int64), np.asarray(more_c, dtype=np.int64)
+    run = pd.DataFrame({"query_id": np.concatenate([qids[rows[r_idx]], qids[more_r]]),
+                        "unit_id": np.concatenate([ids[shared[c_idx]], ids[more_c]]),
+                        "score": np.concatenate([part[r_idx, c_idx], scores[more_r, more_c]]).astype(np.float64)})
+    return cut(run, depth)
 
 
 def cut(run: pd.DataFrame, depth: int) -> pd.DataFrame:
@@ -194,20 +262,41 @@ def fusion_trace(components: Mapping[str, pd.DataFrame], fused: Mapping[str, pd.
             pd.DataFrame(counts, columns=["method", "component", "questions_lost"]))
 
 
-def restrict_ranking(run: pd.DataFrame, candidates: Mapping[str, Sequence[str]]) -> pd.DataFrame:
+def restrict_ranking(run: pd.DataFrame, candidates: Mapping[str, Sequence[str]], depth: int | None = None
+                     ) -> pd.DataFrame:
     """A run that only has a top-depth ranking (an external run) restricted to each question's
     candidates: candidates it ranked keep their scores; the ones it did not rank come after all of
-    them (score below its lowest), in canonical order among themselves."""
+    them (score below its lowest), in canonical order among themselves (the larger unit id first).
+    With depth, only each question's canonical top depth."""
     rows_q, rows_u, rows_s = [], [], []
     by_q = {q: dict(zip(g["unit_id"], g["score"])) for q, g in run.groupby("query_id", sort=False)}
+    shared = isinstance(candidates, SharedCandidates)
+    if shared:
+        shared_set, shared_desc = set(candidates.shared), sorted(candidates.shared, reverse=True)
     for q in sorted(candidates):
         have = by_q.get(q, {})
         floor = (min(have.values()) if have else 0.0) - 1.0
-        for u in sorted(set(candidates[q])):
+        if depth is None:
+            units = sorted(set(candidates[q]))
+        elif shared:
+            extra = set(candidates.extra[q])
+            ranked = [u for u in have if u in shared_set or u in extra]
+            need = max(0, depth - len(ranked))
+            # the unranked ones that can stand in the top depth: the largest ids of the shared list
+            # and of the question's extras
+            unranked = [u for u in shared_desc[:need + len(ranked)] if u not in have]
+            unranked = sorted(unranked + [u for u in extra if u not in have], reverse=True)[:need]
+            units = ranked + unranked
+        else:
+            held = set(candidates[q])
+            ranked = [u for u in have if u in held]
+            units = ranked + heapq.nlargest(max(0, depth - len(ranked)), (u for u in held if u not in have))
+        for u in units:
             rows_q.append(q)
             rows_u.append(u)
             rows_s.append(float(have.get(u, floor)))
-    return pd.DataFrame({"query_id": rows_q, "unit_id": rows_u, "score": rows_s})
+    out = pd.DataFrame({"query_id": rows_q, "unit_id": rows_u, "score": rows_s})
+    return out if depth is None else cut(out, depth)
 
 
 @dataclass
@@ -239,28 +328,44 @@ class CandidateSystems:
         """name -> run over the questions, each question's ranking holding its candidates only."""
         return self.runs_for(questions, {"": candidates})[""]
 
-    def runs_for(self, questions: pd.DataFrame, candidate_sets: Mapping[object, Mapping[str, Sequence[str]]]
-                 ) -> dict[object, dict[str, pd.DataFrame]]:
-        """key -> name -> run, one per candidate set given (the questions encoded and scored once)."""
+    def runs_for(self, questions: pd.DataFrame, candidate_sets: Mapping[object, Mapping[str, Sequence[str]]],
+                 depth: int | None = None) -> dict[object, dict[str, pd.DataFrame]]:
+        """key -> name -> run, one per candidate set given (the questions encoded once). With depth,
+        each run holds each question's canonical top depth only, and the encoded systems score the
+        questions a block at a time (indexes.BLOCK_CELLS score cells at once), so no run lists every
+        (question, candidate) pair and no full score matrix is held (the document-context systems
+        still score every question at once: their context vectors are built per call)."""
+        if depth is not None and depth < self.depth and self.fusions:
+            raise ValueError(f"runs_for: depth {depth} is below the run depth {self.depth} the fused systems "
+                             "fuse their parts at")
         if questions.empty:
             return {key: {} for key in candidate_sets}
         qids, unit_ids = list(questions["query_id"]), list(self.units["unit_id"])
         qv = systems.encode_queries(questions, list(self.base), **self.settings)
-        scores = {n: systems.score_matrix(v, qv[n]) for n, v in self.base.items()}
-        for name, members in self._rescored().items():
-            scores[name] = doc_context.system_scores(name, members, qv, self.base, self.units["doc_id"], self.seed)
+        block = len(qids) if depth is None else max(1, retrieve.BLOCK_CELLS // max(1, len(unit_ids)))
+        scorers = {n: systems.scorer(v) for n, v in self.base.items()}
+        parts: dict[object, dict[str, list]] = {key: {n: [] for n in self.base} for key in candidate_sets}
+        for a in range(0, len(qids), block):
+            rows = range(a, min(a + block, len(qids)))
+            for n, score in scorers.items():
+                scores = score(qv[n] if len(rows) == len(qids) else qv[n].take(rows))
+                for key, candidates in candidate_sets.items():
+                    parts[key][n].append(restricted_run(scores, qids[rows.start:rows.stop], unit_ids, candidates,
+                                                        depth))
+        rescored = {name: doc_context.system_scores(name, members, qv, self.base, self.units["doc_id"], self.seed)
+                    for name, members in self._rescored().items()}
         out = {}
         for key, candidates in candidate_sets.items():
-            runs = {n: restricted_run(scores[n], qids, unit_ids, candidates) for n in self.base}
-            for name, parts in self.fusions.items():
+            runs = {n: pd.concat(p, ignore_index=True) if len(p) > 1 else p[0] for n, p in parts[key].items()}
+            for name, members in self.fusions.items():
                 # each part cut at the run depth first, as stages 02 and 06 fuse the runs they export:
                 # the full-corpus point of any view is then the exported fused run's own figure
-                runs[name] = fusion.fuse("rrf", [cut(runs[p], self.depth) for p in parts], rrf_k=self.rrf_k,
+                runs[name] = fusion.fuse("rrf", [cut(runs[p], self.depth) for p in members], rrf_k=self.rrf_k,
                                          depth=self.depth)
             for name, run in self.external.items():
-                runs[name] = restrict_ranking(run, candidates)
-            for name in self._rescored():
-                runs[name] = restricted_run(scores[name], qids, unit_ids, candidates)
+                runs[name] = restrict_ranking(run, candidates, depth)
+            for name, scores in rescored.items():
+                runs[name] = restricted_run(scores, qids, unit_ids, candidates, depth)
             out[key] = runs
         return out
 

@@ -36,7 +36,7 @@ def _check(vectors: Vectors, accepts: Sequence[str], allow_foreign: bool, index:
 BLOCK_CELLS = 1 << 22        # cells of one block of a (queries x units) score matrix cut to its top k at a time
 
 
-def _top_columns(scores: np.ndarray, k: int, unit_rank: np.ndarray) -> np.ndarray:
+def top_columns(scores: np.ndarray, k: int, unit_rank: np.ndarray) -> np.ndarray:
     """Per row of a full score matrix, the columns that can stand in its canonical top k (-1 pads): the
     k largest scores, and of the scores equal to the row's k-th largest, the ones with the largest unit
     ids — so ranking these alone gives the top k that ranking the whole row gives, ties at the cut
@@ -70,7 +70,7 @@ def _run_frame_full(query_ids, unit_ids, scores: np.ndarray, k: int) -> pd.DataF
     parts = []
     for a in range(0, len(query_ids), block):
         s = np.asarray(scores[a:a + block])
-        cand = _top_columns(s, k, unit_rank)
+        cand = top_columns(s, k, unit_rank)
         got = np.where(cand >= 0, s[np.arange(len(s))[:, None], np.maximum(cand, 0)], 0.0)
         parts.append(_run_frame(list(query_ids[a:a + block]), unit_ids, got, cand, k))
     return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]

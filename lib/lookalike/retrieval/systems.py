@@ -335,8 +335,15 @@ def with_chance(look: pd.DataFrame, candidates: int, k: int = 10) -> pd.DataFram
 def score_matrix(unit_vectors, query_vectors) -> np.ndarray:
     """Every query's score for every unit: (n_queries, n_units), float32 — dot products for single
     vectors, BM25 for texts, MaxSim for multi-vectors."""
+    return scorer(unit_vectors)(query_vectors)
+
+
+def scorer(unit_vectors):
+    """score_matrix against these units as a function of the query vectors, the units' side (a BM25
+    index, the unit matrix) prepared once — so blocks of queries can be scored one at a time."""
     if unit_vectors.kind == "text":
-        return retrieve.BM25Index(accepts=(unit_vectors.provenance,)).add(unit_vectors).scores(query_vectors)
+        return retrieve.BM25Index(accepts=(unit_vectors.provenance,)).add(unit_vectors).scores
     if unit_vectors.kind == "multi":
-        return retrieve.maxsim(query_vectors.data, unit_vectors.data)
-    return np.asarray(query_vectors.data, dtype=np.float32) @ np.asarray(unit_vectors.data, dtype=np.float32).T
+        return lambda query_vectors: retrieve.maxsim(query_vectors.data, unit_vectors.data)
+    units = np.asarray(unit_vectors.data, dtype=np.float32)
+    return lambda query_vectors: np.asarray(query_vectors.data, dtype=np.float32) @ units.T

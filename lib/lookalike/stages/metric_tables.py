@@ -538,7 +538,8 @@ def haystack_section(units: pd.DataFrame, distractors: pd.DataFrame, strict: pd.
     kept = {q: [u for u in str(ev).split(";") if u] + hard_d.get(q, [])
             for q, ev in zip(strict["query_id"], strict["evidence_unit_ids"])}
     hay_sets = H.candidate_sets(kept, H.nested_subsamples(list(units["unit_id"]), sizes, seed))
-    hay_runs = scorer.runs_for(strict, hay_sets)
+    # recall@10 and top-1 read nothing below the run depth: each ranking is cut there
+    hay_runs = scorer.runs_for(strict, hay_sets, depth=max(scorer.depth, 10))
     hay_pq = {}
     for size, runs in hay_runs.items():
         for name, run in runs.items():
@@ -547,7 +548,7 @@ def haystack_section(units: pd.DataFrame, distractors: pd.DataFrame, strict: pd.
                 hay_pq.setdefault((name, m), {})[size] = pq[m]
     haystack = H.curve({k: pd.DataFrame(v) for k, v in hay_pq.items()}, target_size=target, clusters=clusters, seed=seed)
     if len(haystack):
-        smallest = [len(c) for c in hay_sets[sizes[0]].values()]
+        smallest = hay_sets[sizes[0]].sizes()
         sec.say(f"{len(strict)} validated single-gold questions; corpus sizes {', '.join(map(str, sizes))} units "
                 f"(nested random subsamples, seed {seed}); each question's gold and hard distractors are always "
                 f"kept, so at {sizes[0]} units a question ranks {np.median(smallest):.0f} candidates (median)")

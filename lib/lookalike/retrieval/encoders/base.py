@@ -11,7 +11,7 @@ and nothing stale comes back.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from collections.abc import Sequence
 
@@ -63,6 +63,13 @@ class Vectors:
         if self.stored:
             return self.data.lengths()
         return np.asarray([len(m) for m in self.data], dtype=np.int64)
+
+    def take(self, rows: Sequence[int]) -> Vectors:
+        """These vectors' items at rows (positions), in that order: a block of queries to score."""
+        rows = list(rows)
+        # a stored page list reads each page from its PageStore as it is indexed
+        data = np.asarray(self.data)[rows] if self.kind == "single" else [self.data[i] for i in rows]
+        return replace(self, ids=[self.ids[i] for i in rows], data=data)
 
     def describe(self) -> str:
         if self.kind == "single":
