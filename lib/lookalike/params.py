@@ -7,6 +7,12 @@ its default (which fixes the type) and a comment; a comment that starts with a c
 braces also fixes the allowed values —
   {one of: a, b, ''}       the value must be one of these ('' is the empty string)
   {>= 1}  {0..1}  {(0..1]} numbers: a lower bound, a closed range, or one open below
+  {names: judge[model|reference], auto, ''}
+                           a name registered in that registry (lookalike.registry.named) when the run
+                           is checked — the built-ins and any plug-in's (the plugins key imports them
+                           first) — optionally only those carrying one of the tags in brackets, a
+                           plug-in by import path ("package.module:Class", "path/to/file.py:Class"),
+                           or one of the words after it
   {matches: REGEX}         strings: the whole value matches
   {non-empty}              lists: at least one entry
   {each: SPEC}             lists: every entry satisfies SPEC (named by its place when it does not)
@@ -31,6 +37,8 @@ from typing import Any
 from collections.abc import Mapping
 
 import yaml
+
+from lookalike import registry
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 # the schema ships inside the package, so an installed lookalike (not only a checkout) finds it
@@ -183,14 +191,35 @@ def constraints(base_file: Path | str = BASE_PARAMS) -> dict[str, str]:
 
 
 def allowed_values(dotted: str, base_file: Path | str = BASE_PARAMS) -> list[str] | None:
-    """The values base.yaml allows for a key ({one of: ...}, '' for the empty string), or None when the
-    key's constraint is not a list of values."""
+    """The values base.yaml allows for a key ({one of: ...}, '' for the empty string; {names: ...} the
+    words, then the registry's names now), or None when the key's constraint is not a list of values
+    (a {names: ...} key also takes a plug-in by import path)."""
     spec = constraints(base_file).get(dotted, "")
     for part in spec.split(";"):
         part = part.strip()
         if part.startswith("one of:"):
-            return ["" if a.strip() in ("''", '""') else a.strip() for a in part[len("one of:"):].split(",")]
+            return _words(part[len("one of:"):].split(","))
+        if part.startswith("names:"):
+            names, words = _registry_names(part)
+            return words + names
     return None
+
+
+def _words(items) -> list[str]:
+    return ["" if a.strip() in ("''", '""') else a.strip() for a in items]
+
+
+def _registry_names(spec: str) -> tuple[list[str], list[str]]:
+    """{names: what[tag|tag], word, ...}: the registry's names carrying one of the tags (all without
+    brackets), and the extra words."""
+    what, *words = spec[len("names:"):].split(",")
+    m = re.fullmatch(r"\s*([^\[\]]+?)\s*(?:\[([^\]]*)\])?\s*", what)
+    if not m:
+        raise ParamsError(f"{BASE_PARAMS}: constraint {{{spec}}} is not understood")
+    reg = registry.named(m.group(1))
+    tags = [t.strip() for t in m.group(2).split("|")] if m.group(2) else [None]
+    names = [n for n in reg.names() if any(n in reg.names(t) for t in tags)]
+    return names, _words(words)
 
 
 def _is_number(value: Any) -> bool:
@@ -224,6 +253,8 @@ def _violation(spec: str, value: Any) -> str | None:
             shown = ", ".join(repr(a) if a == "" else a for a in allowed)
             return f"must be one of {shown}, got {value!r}"
         return None
+    if spec.startswith("names:"):
+        return _name_violation(spec, value)
     if spec.startswith("matches:"):
         pattern = spec[len("matches:"):].strip()
         if not isinstance(value, str):
@@ -249,7 +280,45 @@ def _violation(spec: str, value: Any) -> str | None:
     raise ParamsError(f"{BASE_PARAMS}: constraint {{{spec}}} is not understood")
 
 
+def _name_violation(spec: str, value: Any) -> str | None:
+    """{names: ...}: a registered name (with its tag), a word, or a plug-in by import path that imports
+    and registers (its registry's ``plugin`` hook: a judge class is checked and entered by its name)."""
+    names, words = _registry_names(spec)
+    what = spec[len("names:"):].split(",")[0].split("[")[0].strip()
+    value = str(value)
+    if value in names or value in words:
+        return None
+    shown = ", ".join([repr(w) if w == "" else w for w in words] + names)
+    reg = registry.named(what)
+    hook = getattr(reg, "plugin", None)
+    if registry.is_plugin(value) and hook is not None:
+        try:
+            name = hook(value, [PROJECT_ROOT])
+        except (registry.PluginError, RuntimeError, ValueError) as exc:
+            return f"names a plug-in {what} that does not load: {exc}"
+        if name in _registry_names(spec)[0]:         # read again: loading it entered it
+            return None
+        return f"names the plug-in {what} {name!r}, which is not one of the kinds allowed here ({shown})"
+    registered = reg.names()
+    if value in registered:
+        return f"must be one of {shown} (a {what} of the kind this key needs), got {value!r}"
+    how = f'; or a plug-in {what} by import path, {registry.PLUGIN_HOW_TO[len("name a plug-in as "):]}' if hook else ""
+    return f"must be one of {shown}{how}, got {value!r}"
+
+
+def import_plugins(params: Mapping[str, Any], source: Path | str) -> None:
+    """Import the modules the plugins key lists (each once), so what they register — a judge entered with
+    lookalike.plugin.register_judge — can be named by the run's other keys, in this process and in
+    every stage's."""
+    for i, entry in enumerate(params.get("plugins") or []):
+        try:
+            registry.import_module(str(entry), [PROJECT_ROOT])
+        except registry.PluginError as exc:
+            raise ParamsError(f"{source}: key 'plugins' entry {i + 1} ({entry!r}): {exc}") from exc
+
+
 def check_constraints(params: dict[str, Any], source: Path | str, base_file: Path | str = BASE_PARAMS) -> None:
+    import_plugins(params, source)
     for dotted, spec in constraints(base_file).items():
         value: Any = params
         for part in dotted.split("."):
@@ -282,6 +351,12 @@ that is not here, a value of another type, or one outside the allowed values sto
 time, naming the key, the file and what is allowed (`lookalike check PARAMS.yaml` says the same in
 seconds). Relative paths start at the checkout's root (where `make` runs), or, for an installed
 lookalike, at the folder it runs in.
+
+`names: judge, auto` in the allowed column: the name of any judge registered when the run is
+checked (the built-ins: {judges}; a plug-in's, when its
+module is listed in `plugins`), a plug-in judge by import path (`"path/to/file.py:Class"` or
+`"package.module:Class"`), or one of the words after it; `judge[model]` takes only judges whose
+labels are a model's, `judge[model|reference]` a model's or an answer key's.
 """
 
 
@@ -312,7 +387,9 @@ def reference_markdown(base_file: Path | str = BASE_PARAMS) -> str:
         rows.setdefault(top, []).append((key, json.dumps(value, ensure_ascii=False), allowed, comment))
     def cell(text: str) -> str:
         return text.replace("|", "\\|").replace("\n", " ")
-    out = [REFERENCE_INTRO]
+    judges = registry.named("judge")
+    built_in = [n for n, spec in judges.items() if str(getattr(spec.make, "__module__", "")).startswith("lookalike.")]
+    out = [REFERENCE_INTRO.format(judges=", ".join(built_in))]
     for name, items in rows.items():
         out.append(f"## {name or 'the run'}\n")
         out.append("| key | default | allowed | what it does |\n|---|---|---|---|")

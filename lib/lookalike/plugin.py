@@ -21,20 +21,23 @@ Judges (labels for (question, unit) pairs):
 
   Judge, Judgement, Capabilities, JudgeError   the protocol, what judge() returns, what a judge
                  reads and needs, and the error for a label it cannot give
-  register_judge(name, worth)   class decorator entering a judge in the registry; import the
-                 module that holds it before the run (for example from a conftest or a wrapper
-                 script), then name it in params like any built-in judge
+  ABSTAIN        the label of a judgement the judge cannot make (it cannot see what a label needs)
+  register_judge(name, worth)   class decorator entering a judge in the registry under name; list
+                 its module in the run's ``plugins`` key (imported before the parameters are
+                 checked, and in every stage), then name it in params like any built-in judge
+  A judge class is also named by import path, as an encoder is ("package.module:Class" or
+  "path/to/file.py:Class"); see examples/plugin_judge/word_overlap.py.
 """
 
 from __future__ import annotations
 
 from lookalike.data.schema import resolve_image
 from lookalike.io.cache import Cache
-from lookalike.judging.judges import Capabilities, Judge, JudgeError, Judgement
+from lookalike.judging.judges import ABSTAIN, Capabilities, Judge, JudgeError, Judgement
 from lookalike.judging.judges import register as register_judge
 from lookalike.retrieval.encoders.base import PROVENANCES, EncodeError, Encoder, Vectors
 from lookalike.retrieval.encoders.ocr import default_engine as default_ocr_engine
 from lookalike.retrieval.encoders.ocr import ocr_many as ocr_texts
 
 __all__ = ["Encoder", "Vectors", "EncodeError", "PROVENANCES", "Cache", "resolve_image", "ocr_texts",
-           "default_ocr_engine", "Judge", "Judgement", "Capabilities", "JudgeError", "register_judge"]
+           "default_ocr_engine", "ABSTAIN", "Judge", "Judgement", "Capabilities", "JudgeError", "register_judge"]

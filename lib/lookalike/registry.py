@@ -1,11 +1,23 @@
 """One registry shape for every pluggable thing lookalike names in parameters: a Registry holds
 specs (frozen dataclasses with a ``name``) and answers an unknown name with the known ones and a
-"did you mean"."""
+"did you mean".
+
+The parameter check reads a registry's names at check time (``named``), so a key that names a judge
+allows every judge registered then — the built-ins and a plug-in's — without importing the layers
+above: each registry kind has a home module (HOMES) whose import registers its built-ins. Plug-ins
+are named by import path (``load``): "package.module:Class" or "path/to/file.py:Class".
+"""
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterator, Mapping
+import hashlib
+import importlib
+import importlib.util
+import re
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -27,6 +39,9 @@ class Registry(Mapping[str, T]):
     def __init__(self, what: str):
         self.what = what
         self._specs: dict[str, T] = {}
+        # plugin(spec, bases) -> name: enters a plug-in named by import path, for the kinds that take one
+        self.plugin: Callable[[str, Sequence[Path]], str] | None = None
+        _ALL[what] = self
 
     def register(self, spec: T) -> T:
         name = spec.name  # type: ignore[attr-defined]
@@ -51,5 +66,84 @@ class Registry(Mapping[str, T]):
     def __len__(self) -> int:
         return len(self._specs)
 
-    def names(self) -> list[str]:
-        return list(self._specs)
+    def names(self, tag: str | None = None) -> list[str]:
+        """The registered names; with tag, only those whose spec carries it in its ``tags``."""
+        return [n for n, spec in self._specs.items() if tag is None or tag in getattr(spec, "tags", ())]
+
+
+_ALL: dict[str, Registry] = {}
+# the module whose import registers each kind's built-ins (and creates the registry)
+HOMES = {"judge": "lookalike.judging.judges", "encoder": "lookalike.retrieval.encoders",
+         "corpus.source": "lookalike.io.corpus", "rerank.method": "lookalike.retrieval.derived",
+         "fusion method": "lookalike.retrieval.fusion", "derived system": "lookalike.retrieval.catalog"}
+
+
+def named(what: str) -> Registry:
+    """The registry of a kind of thing (HOMES), its built-ins registered."""
+    if what not in _ALL:
+        if what not in HOMES:
+            raise UnknownName(f"no registry of {what!r} (known: {', '.join(HOMES)})")
+        importlib.import_module(HOMES[what])
+    return _ALL[what]
+
+
+class PluginError(ValueError):
+    """A plug-in named by import path could not be imported or is not there; the text says which and how."""
+
+
+PLUGIN_HOW_TO = ('name a plug-in as "package.module:Class" (importable: installed, or its folder on PYTHONPATH) or '
+                 '"path/to/file.py:Class" (relative to the repository root or the working directory)')
+_SPEC = re.compile(r"\S+:[A-Za-z_][A-Za-z0-9_]*")
+
+
+def is_plugin(spec: object) -> bool:
+    """Whether a parameter value names a plug-in by import path (module:Class) rather than by name."""
+    return ":" in str(spec)
+
+
+def looks_like_plugin(spec: object) -> bool:
+    """Whether a plug-in spec has the module:Class shape (an attribute name after the last colon)."""
+    return bool(_SPEC.fullmatch(str(spec)))
+
+
+def import_module(path_or_module: str, bases: Sequence[Path] = ()) -> object:
+    """A module by dotted name, or a file "path/to/file.py" (tried as given, then under each base
+    folder), imported once per file under a name made from its resolved path."""
+    name = str(path_or_module)
+    if not name.endswith(".py"):
+        try:
+            return importlib.import_module(name)
+        except ImportError as exc:
+            raise PluginError(f"cannot import {name} ({exc}); {PLUGIN_HOW_TO}") from exc
+    tried = [Path(name)] + [Path(b) / name for b in bases]
+    path = next((p for p in tried if p.is_file()), None)
+    if path is None:
+        raise PluginError(f"no file {name} (looked in the working directory"
+                          f"{' and ' + ', '.join(str(b) for b in bases) if bases else ''}); {PLUGIN_HOW_TO}")
+    key = "lookalike_plugin_" + hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
+    if key in sys.modules:
+        return sys.modules[key]
+    module_spec = importlib.util.spec_from_file_location(key, path)
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[key] = module
+    try:
+        module_spec.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[key]
+        raise PluginError(f"importing {path} failed: {type(exc).__name__}: {exc}") from exc
+    return module
+
+
+def load(spec: str, bases: Sequence[Path] = ()) -> object:
+    """The object a plug-in spec names: "package.module:Class" or "path/to/file.py:Class"."""
+    module_name, _, attr = str(spec).rpartition(":")
+    if not module_name or not attr:
+        raise PluginError(f"{spec!r}: expected module:Class; {PLUGIN_HOW_TO}")
+    try:
+        module = import_module(module_name, bases)
+    except PluginError as exc:
+        raise PluginError(f"{spec!r}: {exc}") from exc
+    found = getattr(module, attr, None)
+    if found is None:
+        raise PluginError(f"{spec!r}: {module_name} has no {attr!r}")
+    return found

@@ -148,7 +148,8 @@ def test_the_example_plugin_hashes_pages_queries_and_captions_into_one_space(tmp
 
 @pytest.mark.slow
 def test_the_example_plugin_runs_through_every_stage_with_rerank_and_split(tmp_path):
-    """make report PARAMS=params/examples/plugin-encoder.yaml, with the plug-in also reranked (a
+    """make report PARAMS=params/examples/plugin-encoder.yaml (its plug-in judge included), with the
+    plug-in encoder also reranked (a
     /v1/rerank server) and split (a chat server) — both local stand-ins this test starts: the
     plug-in and its +rerank / +split systems are in stage 02's systems and runs, its own leak
     ablation (image / caption / both) and gate in stage 03, the validated runs and pool of stage 06,
@@ -197,3 +198,8 @@ def test_the_example_plugin_runs_through_every_stage_with_rerank_and_split(tmp_p
     assert "hashed-ocr+rerank" in set(read("recall_all_by_source")["system"])
     assert read("mined_candidates")["unit_id"].size > 0
     assert "hashed-ocr" in (out / "notebooks" / "08_mined_candidates.ipynb").read_text()
+    # the plug-in judge, in each stage's own kernel: by the name its module (plugins) registers, and by path
+    assert set(read("judge_agreement")["second"]) == {"word-overlap"}
+    assert "word-overlap" in set(read("mined_judgements")["judge"])
+    store = pd.read_json(out / "labels" / "store.jsonl", lines=True)
+    assert "word-overlap" in set(store["judge"])

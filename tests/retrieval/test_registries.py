@@ -14,9 +14,10 @@ from lookalike.judging import judges as J
 from lookalike.registry import Registry, UnknownName
 from lookalike.retrieval import derived, fusion
 
-# keys that name a judge, and the words each allows besides the registered judges
-JUDGE_KEYS = {"validate.judge": {"auto"}, "validate.compare_judge": {""}, "labels.model_judge": set(),
-              "labels.adjudicator": {"auto", "none"}, "mining.judge": {"auto"}, "mining.compare_judge": {""}}
+# keys that name a judge: the tags of the judges each allows (None: any) and its words besides them
+JUDGE_KEYS = {"validate.judge": (None, {"auto"}), "validate.compare_judge": (None, {""}),
+              "labels.model_judge": ({"model"}, set()), "mining.judge": ({"model", "reference"}, {"auto"}),
+              "mining.compare_judge": ({"model", "reference"}, {""})}
 
 
 def drift(key: str, registry: Registry, extra: set[str] = frozenset()) -> str:
@@ -26,19 +27,47 @@ def drift(key: str, registry: Registry, extra: set[str] = frozenset()) -> str:
     return "" if allowed == names else f"{key}: schema only {sorted(allowed - names)}, registry only {sorted(names - allowed)}"
 
 
-@pytest.mark.parametrize("key,registry", [("corpus.source", corpus.SOURCES), ("rerank.method", derived.RERANKERS),
-                                          ("validate.judge", J.REGISTRY)],
-                         ids=["corpus.source", "rerank.method", "validate.judge"])
+@pytest.mark.parametrize("key,registry", [("corpus.source", corpus.SOURCES), ("rerank.method", derived.RERANKERS)],
+                         ids=["corpus.source", "rerank.method"])
 def test_schema_values_are_the_registry_names(key, registry):
-    assert not drift(key, registry, JUDGE_KEYS.get(key, set()))
+    assert not drift(key, registry)
 
 
-def test_every_judge_key_names_only_registered_judges():
-    for key, words in JUDGE_KEYS.items():
-        allowed = P.allowed_values(key)
-        assert allowed, key
-        unknown = set(allowed) - words - set(J.REGISTRY)
-        assert not unknown, f"{key} allows {sorted(unknown)}, which no judge is registered as"
+@pytest.fixture
+def judges_registry(monkeypatch):
+    """The judge registry, restored after the test (a judge registered in it is gone again)."""
+    monkeypatch.setattr(J.REGISTRY, "_specs", dict(J.REGISTRY._specs))
+    return J.REGISTRY
+
+
+@pytest.mark.parametrize("source", ["model", "human", "reference"])
+def test_a_judge_key_allows_the_judges_registered_when_the_run_is_checked(judges_registry, source):
+    """The judge keys' allowed values are read from the registry at check time, by the source of the
+    judge's labels: a judge registered after lookalike was imported is allowed where its kind is."""
+    class Newcomer:
+        capabilities = J.Capabilities(source)
+
+        @classmethod
+        def from_resources(cls, **_):
+            return cls()
+
+        def judge(self, question, unit):
+            return J.Judgement("irrelevant", "", self.name)
+
+    for key in JUDGE_KEYS:
+        assert "newcomer" not in P.allowed_values(key)
+    J.register("newcomer", "a judge of this test")(Newcomer)
+    for key, (tags, words) in JUDGE_KEYS.items():
+        fits = tags is None or source in tags
+        assert ("newcomer" in P.allowed_values(key)) == fits, key
+        assert set(P.allowed_values(key)) == words | {n for n in J.REGISTRY if tags is None
+                                                      or J.REGISTRY[n].capabilities.source in tags}
+        section, name = key.split(".")
+        if fits:
+            P.check({section: {name: "newcomer"}})
+        else:
+            with pytest.raises(P.ParamsError, match=f"key '{key}' must be one of .*a judge of the kind this key needs"):
+                P.check({section: {name: "newcomer"}})
 
 
 def test_the_drift_check_fails_when_a_registry_grows(monkeypatch):

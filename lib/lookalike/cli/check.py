@@ -170,9 +170,10 @@ def check_inputs(prm: dict) -> list[Report]:
         plan = Report("what each stage will do", heading_only=True)
         plan.notes = stage_plan(prm, units, structured, getattr(corpus, "answer_key", None))
         reports.append(plan)
-        judges = {prm["validate"]["judge"], prm["validate"]["compare_judge"], prm["labels"]["model_judge"],
-                  prm["mining"]["judge"], prm["mining"]["compare_judge"]}
-        if "openai-compatible" in judges:
+        named = {prm["validate"]["judge"], prm["validate"]["compare_judge"], prm["labels"]["model_judge"],
+                 prm["mining"]["judge"], prm["mining"]["compare_judge"]} - {"", "auto", "none"}
+        # a plug-in judge that needs the endpoint is asked about it as the built-in one is
+        if any(J.REGISTRY[J.resolve_name(n)].capabilities.needs_endpoint for n in named):
             reports.append(_endpoint(prm["judges"]["url"], prm["judges"]["model"]))
     return reports
 
@@ -233,7 +234,8 @@ def stage_plan(prm: dict, units: pd.DataFrame, questions: pd.DataFrame | None, a
                      "needs an answer)" + ("; they stay in the main set as people judged them" if not demo else ""))
         lines.append(said)
         lines += ["06_judge_pool: pools every system's top "
-                  f"{prm['labels']['pool_depth']} per validated question, pre-labels with {prm['labels']['model_judge']}, "
+                  f"{prm['labels']['pool_depth']} per validated question, pre-labels with "
+                  f"{J.resolve_name(prm['labels']['model_judge'])}, "
                   "writes the labelling page",
                   "07_metric_tables: scores the validated questions against the labels and your evidence pages",
                   f"08_mined_candidates: mines {prm['mining']['retriever']}'s rankings, judged by "

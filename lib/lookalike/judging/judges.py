@@ -24,8 +24,9 @@ from collections.abc import Callable, Mapping
 import pandas as pd
 
 from lookalike import progress as bars
+from lookalike import registry
 from lookalike.judging.protocol import (ABSTAIN, REGISTRY, Capabilities, Judge, JudgeError, Judgement, JudgeSpec,  # noqa: F401
-                                        register, unit_view, unit_viewer)
+                                        plugin_judge, register, unit_view, unit_viewer)
 # imported in the order they register (the order the registry, its errors and the docs list them)
 from lookalike.judging.reference import ReferenceJudge  # noqa: F401
 from lookalike.judging.answer_string import (STOPWORDS, AnswerStringJudge, answer_in_text, answer_match,  # noqa: F401
@@ -40,9 +41,15 @@ JUDGES = tuple(REGISTRY.names())
 
 
 def resolve_name(name: str, answer_key: pd.DataFrame | None = None) -> str:
-    """'auto' is the reference judge when the run has the demo's answer key, else answer-string."""
+    """The registered judge a parameter names: 'auto' is the reference judge when the run has the demo's
+    answer key, else answer-string; a plug-in by import path ("package.module:Class",
+    "path/to/file.py:Class") is imported and entered under its own name (protocol.plugin_judge)."""
     if name == "auto":
         return "reference" if answer_key is not None and len(answer_key) else "answer-string"
+    if registry.is_plugin(name):
+        from lookalike.params import PROJECT_ROOT
+
+        return plugin_judge(name, [PROJECT_ROOT])
     if name not in REGISTRY:
         raise JudgeError(f"unknown judge {name!r}; expected auto or one of {', '.join(REGISTRY)}")
     return name

@@ -4,6 +4,7 @@ its pixels; never its file name or caption)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -11,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import pandas as pd
 
+from lookalike import registry
 from lookalike.registry import Registry
 
 from lookalike.data.schema import resolve_image
@@ -71,6 +73,11 @@ class JudgeSpec:
     make: Callable[..., Judge]        # make(**resources) -> Judge
     worth: str                        # one sentence: what its labels are worth
 
+    @property
+    def tags(self) -> tuple[str, ...]:
+        """What the parameter schema may ask of a judge by tag: its labels' source (model, human, reference)."""
+        return (self.capabilities.source,)
+
 
 REGISTRY: Registry[JudgeSpec] = Registry("judge")
 
@@ -79,10 +86,49 @@ def register(name: str, worth: str):
     """Class decorator: the class's ``capabilities`` and ``from_resources`` enter the registry under name
     (a second judge of the same name is refused)."""
     def add(cls):
+        if name not in REGISTRY:                 # a taken name is refused as such, whatever the class
+            check_judge_class(cls, name)
         REGISTRY.register(JudgeSpec(name, cls.capabilities, cls.from_resources, worth))
         cls.name = name
         return cls
     return add
+
+
+def check_judge_class(cls, where: str) -> None:
+    """What lookalike needs of a judge class, each failure named: ``capabilities`` (a Capabilities),
+    a ``from_resources(**resources)`` class method that makes the judge, and ``judge(question, unit)``."""
+    if not isinstance(getattr(cls, "capabilities", None), Capabilities):
+        raise JudgeError(f"judge {where}: set a class attribute capabilities = Capabilities(source=...) "
+                         f"(what it reads and needs), got {getattr(cls, 'capabilities', None)!r}")
+    for method in ("from_resources", "judge"):
+        if not callable(getattr(cls, method, None)):
+            raise JudgeError(f"judge {where}: no {method} method (lookalike.plugin: Judge)")
+
+
+def plugin_judge(spec: str, bases: Sequence[Path] = ()) -> str:
+    """A judge class named by import path ("package.module:Class" or "path/to/file.py:Class") entered in
+    the registry under its ``name`` attribute (its ``worth``, or its docstring's first line, says what its
+    labels are worth); returns that name. The same class named twice is entered once; another judge
+    already under that name is refused."""
+    try:
+        cls = registry.load(spec, bases)
+    except registry.PluginError as exc:
+        raise JudgeError(f"judge {exc}") from exc
+    name = getattr(cls, "name", None)
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+        raise JudgeError(f"judge {spec!r}: set a class attribute name (letters, digits, '.', '_', '-'): it names "
+                         f"the judge on every label it writes; got {name!r}")
+    check_judge_class(cls, repr(spec))
+    if name in REGISTRY:
+        if REGISTRY[name].make != cls.from_resources:
+            raise JudgeError(f"judge {spec!r}: name {name!r} is already another judge's; choose another")
+        return name
+    worth = getattr(cls, "worth", "") or (cls.__doc__ or "").strip().split("\n")[0] or "a plug-in judge"
+    REGISTRY.register(JudgeSpec(name, cls.capabilities, cls.from_resources, worth))
+    return name
+
+
+REGISTRY.plugin = plugin_judge
 
 
 def unit_view(units: pd.DataFrame, unit_ids: Sequence[str], texts: Mapping[str, str] | None = None,

@@ -12,11 +12,7 @@ Your own: a plug-in named by import path, "package.module:Class" or "path/to/fil
 from __future__ import annotations
 
 import functools
-import hashlib
-import importlib
-import importlib.util
 import re
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -28,6 +24,7 @@ from PIL import Image
 
 from lookalike.data.schema import resolve_image
 from lookalike.io.cache import Cache, image_sha256
+from lookalike import registry
 from lookalike.registry import Registry
 from lookalike.retrieval.encoders import appearance as _appearance
 from lookalike.retrieval.encoders import ocr as _ocr
@@ -252,12 +249,8 @@ ENCODERS.register(EncoderSpec("endpoint", _endpoint, "pixels", "single", caption
 
 KINDS = ("single", "multi", "text")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-PLUGIN_HOW_TO = ('name a plug-in as "package.module:Class" (importable: installed, or its folder on PYTHONPATH) or '
-                 '"path/to/file.py:Class" (relative to the repository root or the working directory)')
-
-
-def is_plugin(spec: str) -> bool:
-    return ":" in str(spec)
+PLUGIN_HOW_TO = registry.PLUGIN_HOW_TO
+is_plugin = registry.is_plugin
 
 
 def encoder_class(spec: str):
@@ -273,34 +266,12 @@ def encoder_class(spec: str):
 
 @functools.cache
 def _plugin(spec: str):
-    module_name, _, attr = spec.rpartition(":")
-    if not module_name or not attr:
-        raise EncodeError(f"encoder {spec!r}: expected module:Class; {PLUGIN_HOW_TO}")
-    if module_name.endswith(".py"):
-        from lookalike.params import repo_path
+    from lookalike.params import PROJECT_ROOT
 
-        candidates = [Path(module_name), repo_path(module_name)]
-        path = next((p for p in candidates if p is not None and p.is_file()), None)
-        if path is None:
-            raise EncodeError(f"encoder {spec!r}: no file {module_name} (looked in the working directory and the "
-                              f"repository root); {PLUGIN_HOW_TO}")
-        key = "lookalike_plugin_" + hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
-        module_spec = importlib.util.spec_from_file_location(key, path)
-        module = importlib.util.module_from_spec(module_spec)
-        sys.modules[key] = module
-        try:
-            module_spec.loader.exec_module(module)
-        except Exception as exc:
-            del sys.modules[key]
-            raise EncodeError(f"encoder {spec!r}: importing {path} failed: {type(exc).__name__}: {exc}") from exc
-    else:
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError as exc:
-            raise EncodeError(f"encoder {spec!r}: cannot import {module_name} ({exc}); {PLUGIN_HOW_TO}") from exc
-    cls = getattr(module, attr, None)
-    if cls is None:
-        raise EncodeError(f"encoder {spec!r}: {module_name} has no {attr!r}")
+    try:
+        cls = registry.load(spec, [PROJECT_ROOT])
+    except registry.PluginError as exc:
+        raise EncodeError(f"encoder {exc}") from exc
     check_plugin(cls, spec)
     return cls
 
