@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 import vl_convert as vlc
 
-from lookalike.report import site
+from lookalike.report import run_folder
 
 
 def _chart():
@@ -16,7 +16,7 @@ def _chart():
 def test_the_bundle_is_built_once_then_read_from_disk(tmp_path, monkeypatch):
     monkeypatch.setenv("LOOKALIKE_CACHE", str(tmp_path / "cache"))
     real = vlc.javascript_bundle
-    site.save_chart(_chart(), tmp_path / "first", "c")
+    run_folder.save_chart(_chart(), tmp_path / "first", "c")
     first = (tmp_path / "first" / "figures" / "c.html").read_bytes()
     assert vlc.javascript_bundle is real                      # put back after the save
     files = sorted(p.suffix for p in (tmp_path / "cache" / "vega-bundles").iterdir())
@@ -27,13 +27,13 @@ def test_the_bundle_is_built_once_then_read_from_disk(tmp_path, monkeypatch):
         raise AssertionError("the bundle was built again")
 
     monkeypatch.setattr(vlc, "javascript_bundle", must_not_build)
-    site.save_chart(_chart(), tmp_path / "second", "c")
+    run_folder.save_chart(_chart(), tmp_path / "second", "c")
     assert (tmp_path / "second" / "figures" / "c.html").read_bytes() == first
 
 
 def test_a_damaged_bundle_on_disk_is_built_again(tmp_path, monkeypatch):
     monkeypatch.setenv("LOOKALIKE_CACHE", str(tmp_path / "cache"))
-    site.save_chart(_chart(), tmp_path / "first", "c")
+    run_folder.save_chart(_chart(), tmp_path / "first", "c")
     first = (tmp_path / "first" / "figures" / "c.html").read_bytes()
     js = next((tmp_path / "cache" / "vega-bundles").glob("*.js"))
     js.write_text("/* truncated */", encoding="utf-8")
@@ -45,7 +45,7 @@ def test_a_damaged_bundle_on_disk_is_built_again(tmp_path, monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(vlc, "javascript_bundle", counting)
-    site.save_chart(_chart(), tmp_path / "second", "c")
+    run_folder.save_chart(_chart(), tmp_path / "second", "c")
     assert built == [1]
     assert (tmp_path / "second" / "figures" / "c.html").read_bytes() == first
     assert "truncated" not in js.read_text(encoding="utf-8")  # the copy on disk is whole again
@@ -56,7 +56,7 @@ def test_a_call_with_a_snippet_is_not_served_from_disk(tmp_path, monkeypatch, sn
     monkeypatch.setenv("LOOKALIKE_CACHE", str(tmp_path / "cache"))
     calls = []
     monkeypatch.setattr(vlc, "javascript_bundle", lambda *a, **k: calls.append((a, k)) or "js")
-    with site._vega_bundle_from_disk(vlc):
+    with run_folder._vega_bundle_from_disk(vlc):
         assert vlc.javascript_bundle(snippet, vl_version="v6") == "js"
     assert calls == [((snippet,), {"vl_version": "v6"})]
     assert not (tmp_path / "cache" / "vega-bundles").exists()

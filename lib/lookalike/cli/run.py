@@ -21,6 +21,7 @@ from lookalike.stages import contracts
 from lookalike import progress
 from lookalike import stages as stage_modules
 from lookalike.data import schema as corpus
+from lookalike.report import run_folder
 from lookalike.report import site as report
 
 NOTEBOOK_DIR = P.PACKAGE_DIR / "notebooks"          # package data: an installed lookalike carries its stages
@@ -113,7 +114,7 @@ def execute(params_file: Path | str, out_root: Path | str = P.PROJECT_ROOT / "ou
     except OSError as exc:
         raise OutputError(f"cannot write the run folder {run_dir} ({exc.strerror or exc}); give --out a folder "
                           "you can write") from None
-    report.run_dirs(run_dir)
+    run_folder.run_dirs(run_dir)
     stages = stages or STAGES
     unknown = [s for s in stages if s not in STAGES]
     if unknown:
@@ -144,7 +145,7 @@ def execute(params_file: Path | str, out_root: Path | str = P.PROJECT_ROOT / "ou
         if SUMMARY_STAGE not in timings:
             report.write_failed_summary(run_dir, str(merged.get("title", "lookalike report")), failed.stage,
                                         failed.reason, later)
-    report.write_manifest(run_dir, merged, P.params_hash(merged), timings, fp, P.CHECKOUT, started,
+    run_folder.write_manifest(run_dir, merged, P.params_hash(merged), timings, fp, P.CHECKOUT, started,
                           datetime.now(UTC).isoformat(timespec="seconds"))
     if failed is not None:
         raise failed

@@ -81,7 +81,7 @@ def _headline_texts(run_dir: Path) -> list[tuple[str, str, str]]:
         try:
             rec = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
-            out.append((rel, "the headline", f"<unreadable: {exc}>"))
+            out.append((rel, "the headline", f"(unreadable: {exc})"))
             continue
         out.append((rel, "sentence", str(rec.get("sentence", ""))))
         for key, value in (rec.get("numbers") or {}).items():

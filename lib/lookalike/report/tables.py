@@ -13,6 +13,7 @@ import re
 
 import numpy as np
 import pandas as pd
+from markupsafe import Markup
 
 from lookalike.eval.compare import format_p
 
@@ -117,7 +118,7 @@ class Readable:
 
     def _repr_html_(self) -> str:
         if not len(self.df):
-            return f"<p>{html.escape(self.empty_words())}</p>"
+            return Markup("<p>{}</p>").format(self.empty_words())
         return html_table(with_ci(self.df), self.table_id, digits=self.digits)
 
     def __repr__(self) -> str:

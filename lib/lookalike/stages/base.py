@@ -22,7 +22,7 @@ import pandas as pd
 
 from lookalike import params as P
 from lookalike.eval import stats
-from lookalike.report import site
+from lookalike.report import run_folder
 from lookalike.report import tables as readable
 from lookalike.report.summary import nouned, nouned_html
 from lookalike.vocab import unit_noun
@@ -37,7 +37,7 @@ class StageContext:
 
     def __post_init__(self):
         self.run_dir = Path(self.run_dir)
-        self.dirs = site.run_dirs(self.run_dir)
+        self.dirs = run_folder.run_dirs(self.run_dir)
 
     def get(self, dotted: str) -> Any:
         """One parameter by its dotted name: ctx.get("encode.ocr_engine")."""
@@ -289,16 +289,16 @@ class StageResult:
             raise contracts.ContractError(f"{self.stage} writes tables its contract does not declare: "
                                           f"{', '.join(undeclared)} (lookalike.stages.contracts)")
         for name, df in self.tables.items():
-            site.write_table(df, self.run_dir, name)
+            run_folder.write_table(df, self.run_dir, name)
         for name, df in self.timings.items():
             (self.run_dir / "timings").mkdir(parents=True, exist_ok=True)
             df.to_csv(self.run_dir / "timings" / f"{name}.csv", index=False, lineterminator="\n")
         for name, fig in self.figures.items():
             if hasattr(fig, "to_dict"):
-                site.save_chart(fig, self.run_dir, name)
+                run_folder.save_chart(fig, self.run_dir, name)
             else:
-                site.save_image(fig, self.run_dir, name)
-        site.record_headline(self.run_dir, self.stage, self.title, self.sentence, figure=self.headline_figure,
+                run_folder.save_image(fig, self.run_dir, name)
+        run_folder.record_headline(self.run_dir, self.stage, self.title, self.sentence, figure=self.headline_figure,
                              numbers=self.numbers)
         for write in self.after_save:
             write()

@@ -1,0 +1,194 @@
+"""The run folder: where each kind of file a run writes goes, written so that the same params give the
+same bytes, and the manifest that records them.
+
+outputs/<run>/
+  notebooks/   executed stage notebooks (papermill)
+  html/        each notebook as HTML (report.site)
+  tables/      CSV at full precision (parquet beside large ones)
+  figures/     Altair charts: spec JSON + SVG + HTML with Vega inlined; other images as PNG
+  headlines/   one JSON per stage: the sentence and figure index.html shows for it
+  manifest.json  versions, params and hash, git revision, stage wall times, corpus fingerprint, and
+               the sha256 of every file the figures rest on (lookalike audit checks them)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import re
+import subprocess
+from contextlib import contextmanager
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from lookalike.io.cache import default_cache_dir
+
+LARGE_TABLE_ROWS = 100_000
+KEY_PACKAGES = ("lookalike", "numpy", "pandas", "pyarrow", "torch", "torchvision", "colpali-engine", "transformers",
+                "papermill", "nbconvert", "nbval", "altair", "vl-convert-python", "pillow", "faiss-cpu", "scipy")
+
+
+def run_dirs(run_dir: Path | str) -> dict[str, Path]:
+    """The run folder's subfolders, created if missing: keys run, tables, figures, headlines, corpus."""
+    run_dir = Path(run_dir)
+    dirs = {"run": run_dir}
+    for name in ("tables", "figures", "headlines", "corpus"):
+        dirs[name] = run_dir / name
+        dirs[name].mkdir(parents=True, exist_ok=True)
+    return dirs
+
+
+def write_table(df: pd.DataFrame, run_dir: Path | str, name: str, sort_by: list[str] | None = None) -> Path:
+    """Write tables/<name>.csv at full precision (and .parquet when large), rows in a fixed order.
+
+    Floats are written with repr precision (17 significant digits round-trip), so a re-run with the
+    same params gives the same bytes.
+    """
+    out = Path(run_dir) / "tables"
+    out.mkdir(parents=True, exist_ok=True)
+    if sort_by:
+        df = df.sort_values(sort_by, kind="mergesort")
+    df = df.reset_index(drop=True)
+    path = out / f"{name}.csv"
+    df.to_csv(path, index=False, float_format="%.17g", lineterminator="\n")
+    if len(df) >= LARGE_TABLE_ROWS:
+        df.to_parquet(out / f"{name}.parquet", index=False)
+    return path
+
+
+def save_chart(chart, run_dir: Path | str, name: str):
+    """Save an Altair chart as figures/<name>.{vl.json,svg,html} (Vega inlined) and return an SVG display.
+
+    The notebook shows the SVG, so neither the notebook nor its HTML export needs Vega from a CDN.
+    """
+    import vl_convert as vlc
+    from IPython.display import SVG
+
+    out = Path(run_dir) / "figures"
+    out.mkdir(parents=True, exist_ok=True)
+    spec = chart.to_dict()
+    (out / f"{name}.vl.json").write_text(json.dumps(spec, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    svg = vlc.vegalite_to_svg(spec)
+    (out / f"{name}.svg").write_text(svg, encoding="utf-8")
+    with _vega_bundle_from_disk(vlc):
+        chart.save(str(out / f"{name}.html"), inline=True)
+    return SVG(svg)
+
+
+@contextmanager
+def _vega_bundle_from_disk(vlc):
+    """While altair saves a chart with Vega inlined, vl_convert's JavaScript bundle comes from the
+    cache folder. vl_convert builds the bundle (Vega, Vega-Lite, Vega-Embed: 0.9 MB) anew in every
+    process, 1.5-2 s here, and each stage is a process. The bundle depends only on vl_convert's
+    version and the Vega-Lite version asked for, which name the file; its sha256 is kept beside it,
+    and a copy that does not match is built again. Only the plain call altair makes (no snippet) is
+    served from disk; the original function is back when the block ends."""
+    original = vlc.javascript_bundle
+
+    def bundle(snippet=None, vl_version=None):
+        if snippet is not None:
+            return original(snippet, vl_version=vl_version)
+        folder = default_cache_dir() / "vega-bundles"
+        stem = re.sub(r"[^A-Za-z0-9._-]", "_", f"vl-convert-{metadata.version('vl-convert-python')}-vega-lite-{vl_version}")
+        js, digest = folder / f"{stem}.js", folder / f"{stem}.sha256"
+        try:
+            text = js.read_text(encoding="utf-8")
+            if hashlib.sha256(text.encode("utf-8")).hexdigest() == digest.read_text(encoding="ascii").strip():
+                return text
+        except (OSError, UnicodeDecodeError):
+            pass
+        text = original(vl_version=vl_version)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            for path, body in ((js, text), (digest, hashlib.sha256(text.encode("utf-8")).hexdigest() + "\n")):
+                tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+                tmp.write_text(body, encoding="utf-8")
+                os.replace(tmp, path)                 # whole files only, even with stages in parallel
+        except OSError:
+            pass                                      # an unwritable cache costs time, not the chart
+        return text
+
+    vlc.javascript_bundle = bundle
+    try:
+        yield
+    finally:
+        vlc.javascript_bundle = original
+
+
+def save_image(img, run_dir: Path | str, name: str):
+    """Save a PIL image as figures/<name>.png and return it for display."""
+    out = Path(run_dir) / "figures"
+    out.mkdir(parents=True, exist_ok=True)
+    img.save(out / f"{name}.png", format="PNG")
+    return img
+
+
+def record_headline(run_dir: Path | str, stage: str, title: str, sentence: str, figure: str = "",
+                    numbers: dict[str, Any] | None = None) -> None:
+    """What index.html shows for a stage: a title, one sentence, a figure file (under figures/), key numbers."""
+    out = Path(run_dir) / "headlines"
+    out.mkdir(parents=True, exist_ok=True)
+    record = {"stage": stage, "title": title, "sentence": sentence, "figure": figure, "numbers": numbers or {}}
+    (out / f"{stage}.json").write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
+# ----------------------------------------------------------------------------- manifest
+
+def _git_revision(repo: Path) -> str:
+    try:
+        rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=repo,
+                               capture_output=True, text=True, check=True).stdout.strip()
+        return rev + ("+dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def package_versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for name in KEY_PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+# what a run wrote that its figures rest on: the manifest records each file's sha256, and lookalike audit
+# checks them (labels/ and labelling/ are left out: people label into a finished run)
+RECORDED = ("summary.html", "index.html", "claims.json", "tables/*.csv", "runs/*.run", "runs_validated/*.run",
+            "runs_hard/*.run", "qrels/*.qrels", "headlines/*.json", "html/*.html", "browse/**/*.html")
+
+
+def recorded_files(run_dir: Path | str) -> dict[str, str]:
+    """{path relative to the run folder: sha256 of its bytes} for every file RECORDED names."""
+    run_dir = Path(run_dir)
+    paths = sorted({p for pattern in RECORDED for p in run_dir.glob(pattern) if p.is_file()})
+    return {p.relative_to(run_dir).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in paths}
+
+
+def write_manifest(run_dir: Path | str, params: dict[str, Any], params_hash: str, timings: dict[str, float],
+                   corpus_fingerprint: str, repo: Path | None, started: str, finished: str) -> Path:
+    """manifest.json: the one place for timestamps, host, versions and revision (never in tables or cells)."""
+    record = {
+        "run": params.get("run"),
+        "started": started,
+        "finished": finished,
+        "host": {"machine": platform.machine(), "system": platform.system(), "node": platform.node()},
+        # an installed package has no revision of its own (the version is under versions)
+        "git_revision": _git_revision(repo) if repo is not None else "installed package",
+        "params": params,
+        "params_hash": params_hash,
+        "stage_wall_seconds": {k: round(v, 2) for k, v in timings.items()},
+        "corpus_fingerprint": corpus_fingerprint,
+        "versions": package_versions(),
+        "files": recorded_files(run_dir),
+    }
+    out = Path(run_dir) / "manifest.json"
+    out.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return out
