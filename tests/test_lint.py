@@ -1,5 +1,6 @@
 """The linter (ruff, rules and the reason for each exception in pyproject.toml) passes on the package,
-the tests, the benchmarks and the examples: part of the fast lane."""
+the tests, the benchmarks and the examples, and the type checker (mypy) on the typed surfaces
+pyproject.toml names: part of the fast lane."""
 
 from __future__ import annotations
 
@@ -27,3 +28,16 @@ def test_ruff_would_catch_an_unused_import(tmp_path):
     done = subprocess.run([*_ruff(), "check", "--config", str(REPO / "pyproject.toml"), str(tmp_path / "bad.py")],
                           cwd=REPO, capture_output=True, text=True)
     assert done.returncode == 1 and "F401" in done.stdout
+
+
+def test_mypy_passes_on_the_typed_surfaces():
+    done = subprocess.run([sys.executable, "-m", "mypy", "--no-error-summary"], cwd=REPO, capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+
+
+def test_mypy_would_catch_a_wrong_type(tmp_path):
+    (tmp_path / "bad.py").write_text("def f(n: int) -> str:\n    return n\n")
+    done = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(REPO / "pyproject.toml"),
+                           "--no-error-summary", str(tmp_path / "bad.py")], cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 1 and "Incompatible return value type" in done.stdout

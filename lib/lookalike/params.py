@@ -169,8 +169,11 @@ def params_hash(params: dict[str, Any]) -> str:
 def repo_path(value: str) -> Path | None:
     """A path parameter as a Path: absolute paths as given, relative ones from PROJECT_ROOT (a
     checkout's root, where `make` runs, or the folder an installed lookalike runs in); None when empty."""
-    if not value:
-        return None
+    return repo_file(value) if value else None
+
+
+def repo_file(value: str) -> Path:
+    """repo_path of a path that is given (a run file's entry, never empty)."""
     p = Path(value)
     return p if p.is_absolute() else PROJECT_ROOT / p
 

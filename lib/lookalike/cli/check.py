@@ -59,9 +59,9 @@ class Report:
             kinds = self.skipped.assign(kind=self.skipped["problem"].astype(str).str.replace(r"'[^']*'", "'…'", regex=True))
             for why, group in kinds.groupby("kind", sort=False):
                 first = group.iloc[0]
-                where = [f"row {first['row']}" if str(first.get("row", "")) != "" else "",
+                parts = [f"row {first['row']}" if str(first.get("row", "")) != "" else "",
                          f"id {first['unit_id']!r}" if first.get("unit_id", "") else ""]
-                where = ", ".join(w for w in where if w)
+                where = ", ".join(w for w in parts if w)
                 out.append(f"  skipped ×{len(group)}: {why}" + (f" (first: {where}: {first['problem']})" if where else ""))
         out += [f"  {note}" for note in self.notes]
         return out
@@ -140,7 +140,7 @@ def check_inputs(prm: dict) -> list[Report]:
             name, _, path = (x.strip() for x in str(spec).partition("="))
             r = Report(f"run {name}", path)
             reports.append(r)
-            got = _guard(r, lambda: I.read_external_run(P.repo_path(path), unit_ids, qids, page_base))
+            got = _guard(r, lambda: I.read_external_run(P.repo_file(path), unit_ids, qids, page_base))
             if got is not None:
                 run, r.skipped = got
                 r.rows = len(run)
@@ -149,12 +149,12 @@ def check_inputs(prm: dict) -> list[Report]:
                 ("validate.labels", "human labels", lambda p: _human_labels(p, unit_ids, page_base, qids)),
                 ("validate.regressions", "regression reports", lambda p: I.read_regressions(p, unit_ids, page_base)),
                 ("leak.blind_queries", "blind queries", lambda p: leakage.read_blind_queries(p, units, ctx.seed, page_base))):
-            path = ctx.path(key)
-            if not path:
+            found = ctx.path(key)
+            if not found:
                 continue
-            r = Report(name, str(path))
+            r = Report(name, str(found))
             reports.append(r)
-            got = _guard(r, lambda: read(path))
+            got = _guard(r, lambda: read(found))
             if isinstance(got, tuple):
                 r.rows, r.skipped = len(got[0]), got[1]
             elif got is not None:

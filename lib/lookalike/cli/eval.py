@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     except (trec.TrecFormatError, M.MeasureError) as exc:
         print(f"lookalike eval: {exc}", file=sys.stderr)
         return 2
-    out = []
+    out: list[dict] = []
     # as trec_eval: counts of queries and geometric means are properties of the set, not of one query
     per_query_measures = [m for m in measures if measures_mod.parse_one(m).aggregation not in ("count", "gmean")]
     numeric = [m for m in measures if m not in ev.text]          # text (relstring) prints per query only

@@ -179,7 +179,7 @@ def kernel_manager_class(blocking: bool = False):
     if not sys.platform.startswith("linux"):
         return base
 
-    class TiedKernelManager(base):
+    class TiedKernelManager(base):  # type: ignore[valid-type,misc]  # the base is picked at run time
         async def _async_launch_kernel(self, kernel_cmd, **kw):
             kw.setdefault("preexec_fn", _tie_to(os.getpid()))
             return await super()._async_launch_kernel(kernel_cmd, **kw)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import altair as alt
 import numpy as np
 import pandas as pd
@@ -100,7 +102,7 @@ def first_look(look: pd.DataFrame) -> alt.LayerChart | None:
             ).properties(title="First look: Recall@10 with 95% CI", width=480)
 
 
-def leak_ablation(table: pd.DataFrame, query_sets: list, indexes: list) -> alt.FacetChart:
+def leak_ablation(table: pd.DataFrame, query_sets: Sequence[str], indexes: Sequence[str]) -> alt.FacetChart:
     """Stage 03's ablation: recall@10 per query set with its CI, one panel per index (image, caption, both),
     so each index's two columns are read side by side."""
     bars = alt.Chart(table).mark_bar().encode(

@@ -168,7 +168,7 @@ class StageResult:
     timings: dict[str, pd.DataFrame] = field(default_factory=dict)
     figures: dict[str, Any] = field(default_factory=dict)
     text: dict[str, str] = field(default_factory=dict)
-    show: dict[str, Any] = field(default_factory=_Shown)
+    show: _Shown = field(default_factory=_Shown)
     # the same tables as people read them (estimate [lo, hi], n, fixed precision): name -> HTML
     html: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)

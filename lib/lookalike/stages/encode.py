@@ -69,7 +69,8 @@ def encode_section(units: pd.DataFrame, run_dir: Path, encode, cache: Cache,
     """Every page encoded by every encoder (Ray Data actors or this process, through the content-hash
     cache): the vectors, their kind and dimension. Writes encoders."""
     sec = Section(STAGE, "encode")
-    engine, engine_log = encode.engine, []
+    engine = encode.engine
+    engine_log: list[pd.DataFrame] = []
     unit_vectors, encode_table = systems.encode_units(units, run_dir, encode.encoders, cache, engine=engine,
                                                       ray_address=encode.ray_address,
                                                       ray_object_store_mb=encode.ray_object_store_mb,
@@ -146,7 +147,7 @@ def runs_section(questions: pd.DataFrame, units: pd.DataFrame, unit_vectors: dic
             raise ValueError(f"retrieve.external_runs: {spec!r} is not name=path")
         if name in runs:
             raise ValueError(f"retrieve.external_runs: {name!r} is already a built-in system; choose another name")
-        ext, ext_skipped = I.read_external_run(P.repo_path(path), units["unit_id"], questions["query_id"], page_base)
+        ext, ext_skipped = I.read_external_run(P.repo_file(path), units["unit_id"], questions["query_id"], page_base)
         runs[name], provenance[name] = ext, "external"
         sec.after_save.append(lambda ext=ext, name=name: ranking.write_run(ext, run_dir / "runs" / f"{name}.run",
                                                                              tag=name))

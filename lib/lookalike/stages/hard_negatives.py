@@ -62,7 +62,7 @@ def distractors_section(questions: pd.DataFrame, units: pd.DataFrame, appearance
     golds = sorted({u for ids in questions["evidence_unit_ids"] for u in ids.split(";") if u})
     negatives_k, negatives_clusters, negatives_random = negatives.k, negatives.clusters, negatives.random
     preview = not golds and sample is not None
-    if preview:
+    if preview and sample is not None:
         # no questions with evidence pages: show what the distractors of the sampled units would be
         golds = sorted(sample["unit_id"])
         sec.say(f"no questions with evidence pages: distractors of the {len(golds)} sampled units, as a preview")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
@@ -277,7 +278,7 @@ def shuffled_run_probes(cfg, units: pd.DataFrame, run_dir: Path) -> tuple[list, 
             raise ValueError(f"leak.shuffled_runs: {name!r} is not one of your runs (retrieve.external_runs: "
                              f"{', '.join(sorted(ours)) or 'none'})")
         original, _ = trec.read_run_file(run_dir / "runs" / f"{name}.run")       # stage 02's canonical copy
-        shuffled, skipped = I.read_external_run(P.repo_path(path), units["unit_id"], original["query_id"].unique(),
+        shuffled, skipped = I.read_external_run(P.repo_file(path), units["unit_id"], original["query_id"].unique(),
                                                 cfg.corpus.page_base)
         if len(skipped):
             notes.append(f"{name}: {len(skipped)} row(s) of the shuffled-corpus run skipped (unknown questions or units)")
@@ -288,7 +289,7 @@ def shuffled_run_probes(cfg, units: pd.DataFrame, run_dir: Path) -> tuple[list, 
 
 
 def gate_section(per_query: pd.DataFrame, ab, threshold: float, seed: int, unit_clusters,
-                 cluster: str, probes: tuple[list, list[str]] = ((), ()), power: tuple | None = None
+                 cluster: str, probes: tuple[Sequence, Sequence[str]] = ((), ()), power: tuple | None = None
                  ) -> tuple[Section, list, Any, str]:
     """The leak gate: PASS, LEAK or NOT EVALUATED per pixel system from the paired blind / caption-derived
     differences against leak.threshold (units resampled by their cluster), the image index's with the

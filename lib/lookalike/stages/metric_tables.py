@@ -540,7 +540,7 @@ def haystack_section(units: pd.DataFrame, distractors: pd.DataFrame, strict: pd.
     hay_sets = H.candidate_sets(kept, H.nested_subsamples(list(units["unit_id"]), sizes, seed))
     # recall@10 and top-1 read nothing below the run depth: each ranking is cut there
     hay_runs = scorer.runs_for(strict, hay_sets, depth=max(scorer.depth, 10))
-    hay_pq = {}
+    hay_pq: dict[tuple[str, str], dict[int, pd.Series]] = {}
     for size, runs in hay_runs.items():
         for name, run in runs.items():
             pq = S.per_query(evidence_qrels, run, ["recall_10", "top1"], list(strict["query_id"]))

@@ -275,9 +275,9 @@ def score_shape_section(judgements: pd.DataFrame, question_sets, mining_question
         people = (label_agreement[(label_agreement["model"] == judge.name)
                                   & (label_agreement["adjudicator"] == "human")]
                   if label_agreement is not None and len(label_agreement) else pd.DataFrame())
-        measured = (f"its agreement with people on stage 06's pool: {SU.kappa_over(people.iloc[0])}"
-                    if len(people) else "agreement with people not measured")
-        sentence += (f" Model labels: {judge.name}, {measured}"
+        with_people = (f"its agreement with people on stage 06's pool: {SU.kappa_over(people.iloc[0])}"
+                       if len(people) else "agreement with people not measured")
+        sentence += (f" Model labels: {judge.name}, {with_people}"
                      + (f" (agreement with {second.name}: see mined_agreement)." if second is not None else "."))
     sec.headline(
         sentence,

@@ -7,6 +7,7 @@ the demo generator planted for the report to recover), sample.csv, strata.csv, s
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,10 +71,10 @@ class YourQuestions:
 
     questions: str
     qrels: str
-    columns: object = None
+    columns: str | Mapping[str, str] | None = None
     ids: str = ""
     level: str = "page"
-    page_base: str = ""
+    page_base: int = 1
 
 
 def your_questions(questions: str, qrels: str, corpus) -> YourQuestions:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 from collections.abc import Sequence
 
 import numpy as np
@@ -36,7 +37,7 @@ class Vectors:
     encoder_id: str
     provenance: str
     ids: list[str]
-    data: object
+    data: Any              # by kind, as the docstring says: the readers branch on kind
     kind: str = "single"            # single | multi | text
     stats: dict = field(default_factory=dict)
 
