@@ -1,6 +1,7 @@
 """The benchmark scripts run (at toy scale) and their agreement checks hold; timings are not asserted."""
 
 import importlib.util
+import re
 from pathlib import Path
 
 import pytest
@@ -123,3 +124,14 @@ def test_scale_pipeline_corpus_is_read_whole_and_the_report_fits_each_stage(tmp_
     assert bench.main(["--sizes", "100,200", "--work", str(tmp_path / "w")]) == 0
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert last == "max_exponent=2.00 stage=02_b peak_rss_gib=0.20"
+
+
+def test_text_encoder_runtimes_benchmark_compares_on_the_same_texts(capsys):
+    bench = _load("text_encoder_runtimes")
+    assert bench.main(["--texts", "6", "--queries", "3", "--rounds", "1"]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    torch_line = next(line for line in out if line.startswith("torch "))
+    assert "max |score - torch's| 0.00e+00" in torch_line and "same top 10: 100% of 3 queries" in torch_line
+    assert any(line.startswith("int8 ") for line in out)
+    assert re.fullmatch(r"onnx_vs_torch=(\d+\.\d\d|nan) int8_vs_torch=\d+\.\d\d onnx_max_score_diff=\S+ "
+                        r"int8_max_score_diff=\d\.\de[-+]\d\d", out[-1])

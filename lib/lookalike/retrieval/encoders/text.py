@@ -65,12 +65,24 @@ def embed(texts, device: str = "cpu", progress: bool = False) -> np.ndarray:
     runs had embedded together, and an encoder's vectors on the engine's batches."""
     import torch
 
+    model = load_model(device)
+
+    def forward(feats: dict) -> np.ndarray:
+        with torch.inference_mode():
+            vecs = model.forward({k: torch.from_numpy(v).to(model.device) for k, v in feats.items()})["sentence_embedding"]
+            return torch.nn.functional.normalize(vecs.float(), dim=-1).cpu().numpy()
+
+    return embed_in_passes(texts, model.tokenizer, int(model.max_seq_length), forward, progress)
+
+
+def embed_in_passes(texts, tokenizer, max_len: int, forward, progress: bool = False) -> np.ndarray:
+    """embed's fixed-shape passes around any forward (tokenizer features as int64 numpy arrays ->
+    L2-normalised (rows, DIM) float32): the shipped torch model, or another runtime of the same model
+    that benchmarks/text_encoder_runtimes.py measures against it."""
     texts = ["" if t is None else str(t) for t in texts]
     if not texts:
         return np.zeros((0, DIM), dtype=np.float32)
-    model = load_model(device)
-    tok, max_len = model.tokenizer, int(model.max_seq_length)
-    lengths = [len(ids) for ids in tok(texts, truncation=True, max_length=max_len)["input_ids"]]
+    lengths = [len(ids) for ids in tokenizer(texts, truncation=True, max_length=max_len)["input_ids"]]
     classes: dict[int, list[int]] = {}
     for i, n in enumerate(lengths):
         classes.setdefault(_shape_length(n, max_len), []).append(i)
@@ -81,13 +93,10 @@ def embed(texts, device: str = "cpu", progress: bool = False) -> np.ndarray:
 
     if progress:
         passes = bars.bar(passes, desc="MiniLM", unit="batch", min_total=max(1, bars.MIN_TOTAL // 8))
-    with torch.inference_mode():
-        for length, chunk in passes:
-            rows = [texts[i] for i in chunk] + [""] * (_rows(length) - len(chunk))
-            feats = tok(rows, padding="max_length", truncation=True, max_length=length, return_tensors="pt")
-            vecs = model.forward({k: v.to(model.device) for k, v in feats.items()})["sentence_embedding"]
-            vecs = torch.nn.functional.normalize(vecs.float(), dim=-1)
-            out[chunk] = vecs[:len(chunk)].cpu().numpy()
+    for length, chunk in passes:
+        rows = [texts[i] for i in chunk] + [""] * (_rows(length) - len(chunk))
+        feats = tokenizer(rows, padding="max_length", truncation=True, max_length=length, return_tensors="np")
+        out[chunk] = forward({k: np.asarray(v, dtype=np.int64) for k, v in feats.items()})[:len(chunk)]
     return out
 
 
