@@ -187,7 +187,7 @@ def run_systems(prm: dict) -> set[str]:
 
     base = [E.system_name(spec) for spec in prm["encode"]["encoders"]]
     names = set(base) | {str(spec).partition("=")[0].strip() for spec in prm["retrieve"]["external_runs"]}
-    encoded = [n for n in base if n != "appearance"]          # appearance answers no query (systems.base_systems)
+    encoded = [n for n in base if E.answers_queries(n)]      # appearance answers no query (systems.base_systems)
     names |= set(catalog.plan(encoded, {n: systems.declared_provenance(n) for n in encoded}, "08").built)
     names |= {f"{s}+rerank" for s in prm["rerank"]["systems"]} | {f"{s}+split" for s in prm["split"]["systems"]}
     return names

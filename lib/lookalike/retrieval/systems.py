@@ -40,13 +40,16 @@ def encoder_settings(name: str, ocr_engine: str = "", device: str = "auto", batc
     """The keywords the encoder named name (a system name or an encode.encoders entry) is built
     with: device and batch size, its own built-in keys, then encode.settings[<system name>]."""
     out: dict = {"device": device, "batch_size": batch_size}
+    given = {"ocr_engine": ocr_engine, "workers": workers, "text_source": text_source, "colpali_model": colpali_model,
+             "colpali_family": colpali_family, "endpoint": endpoint or {}}
     spec = E.ENCODERS.get(name)
-    if spec is not None and spec.reads_ocr:
-        out.update(ocr_engine=ocr_engine, workers=workers, text_source=text_source)
-    if name == "colpali":
-        out.update(model=colpali_model, family=colpali_family)
-    if name == "endpoint":
-        out.update(endpoint or {})
+    for keyword, key in spec.run_keys if spec is not None else ():
+        # each built-in declares the run parameters it is built with (EncoderSpec.run_keys)
+        section, _, inner = key.partition(".")
+        if not inner:
+            out[keyword] = given[key]
+        elif inner in given[section]:
+            out[keyword] = given[section][inner]
     own = (settings or {}).get(E.system_name(name), {})
     if not isinstance(own, dict):
         raise E.EncodeError(f"encode.settings.{E.system_name(name)}: expected a mapping of settings, got {own!r}")
@@ -107,7 +110,7 @@ def base_systems(run_dir: Path, encoders: Sequence[str]) -> list[str]:
     """The run's encoded retrieval systems, in encode.encoders order: every encoder stage 02 wrote
     vectors for, except appearance (it has no text side, so it answers no query)."""
     names = [E.system_name(n) for n in encoders]
-    return [n for n in names if n != "appearance" and (Path(run_dir) / "vectors" / f"{n}.npz").is_file()]
+    return [n for n in names if E.answers_queries(n) and (Path(run_dir) / "vectors" / f"{n}.npz").is_file()]
 
 
 def pixel_systems(run_dir: Path, encoders: Sequence[str]) -> list[str]:
@@ -225,7 +228,7 @@ def encode_queries(questions: pd.DataFrame, names: Sequence[str], run_dir: Path 
     texts, ids = list(questions["text"]), list(questions["query_id"])
     for spec in names:
         name = E.system_name(spec)
-        if name == "appearance":
+        if not E.answers_queries(spec):
             continue
         enc = make_encoder(spec, **kw)
 

@@ -157,6 +157,7 @@ class Appearance(Encoder):
 
     name, provenance, kind = "appearance", "pixels", "single"
     distributable = True
+    answers_queries = False                  # a page's look, with no text side: it ranks nothing for a question
     revision = _appearance.VERSION
 
     def encode_units(self, units: pd.DataFrame, base_dir: Path, cache: Cache | None = None) -> Vectors:
@@ -211,12 +212,20 @@ def _clip(**kw):
     return ClipEncoder(**kw)
 
 
+# what an encoder that reads OCR text is built with: the OCR engine, its worker processes, and whether a
+# PDF page's text layer stands in for OCR
+OCR_RUN_KEYS = (("ocr_engine", "ocr_engine"), ("workers", "workers"), ("text_source", "text_source"))
+
+
 @dataclass(frozen=True)
 class EncoderSpec:
     """A built-in encoder: how to make it (its class, or a constructor that imports a heavy module only when
     called) and what it declares — what it reads (provenance), its vectors' kind, whether it also embeds
     caption text into its query space (the leak ablation's caption index for that model), whether
-    retrieval.engine may run it on Ray, and whether it reads OCR text. Calling the spec makes the encoder."""
+    retrieval.engine may run it on Ray, whether it reads OCR text, and which of the run's encode.*
+    parameters it is built with (``run_keys``: its keyword, then the run settings' key —
+    retrieval.systems.run_settings — a dotted key reading into a nested one). Calling the spec makes
+    the encoder."""
 
     name: str
     make: Callable[..., Encoder]
@@ -225,6 +234,8 @@ class EncoderSpec:
     captions: bool = False
     distributable: bool = False
     reads_ocr: bool = False
+    run_keys: tuple[tuple[str, str], ...] = ()
+    answers_queries: bool = True
 
     def __call__(self, **settings) -> Encoder:
         return self.make(**settings)
@@ -232,9 +243,11 @@ class EncoderSpec:
     @classmethod
     def of(cls, enc: type) -> EncoderSpec:
         """The spec a built-in class declares with its class attributes."""
+        reads_ocr = bool(getattr(enc, "reads_ocr", False))
         return cls(enc.name, enc, enc.provenance, enc.kind,
                    bool(getattr(enc, "captions", callable(getattr(enc, "encode_captions", None)))),
-                   bool(getattr(enc, "distributable", False)), bool(getattr(enc, "reads_ocr", False)))
+                   bool(getattr(enc, "distributable", False)), reads_ocr, OCR_RUN_KEYS if reads_ocr else (),
+                   bool(getattr(enc, "answers_queries", True)))
 
 
 ENCODERS: Registry[EncoderSpec] = Registry("encoder")
@@ -242,10 +255,13 @@ for _cls in (OcrMiniLM, OcrBM25, CaptionMiniLM, Appearance):
     ENCODERS.register(EncoderSpec.of(_cls))
 # the page encoders whose modules import heavy packages: made on first use; the endpoint's work is a
 # server's, so it does not run on Ray
-ENCODERS.register(EncoderSpec("colpali", _colpali, "pixels", "multi", captions=False, distributable=True))
+ENCODERS.register(EncoderSpec("colpali", _colpali, "pixels", "multi", captions=False, distributable=True,
+                              run_keys=(("model", "colpali_model"), ("family", "colpali_family"))))
 ENCODERS.register(EncoderSpec("bi", _bi, "pixels", "single", captions=True, distributable=True))
 ENCODERS.register(EncoderSpec("clip", _clip, "pixels", "single", captions=True, distributable=True))
-ENCODERS.register(EncoderSpec("endpoint", _endpoint, "pixels", "single", captions=True, distributable=False))
+ENCODERS.register(EncoderSpec("endpoint", _endpoint, "pixels", "single", captions=True, distributable=False,
+                              run_keys=tuple((k, f"endpoint.{k}") for k in ("url", "model", "api_key_env", "dimensions",
+                                                                           "image_prompt"))))
 
 KINDS = ("single", "multi", "text")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -302,6 +318,13 @@ def check_plugin(cls, spec: str = "") -> None:
 def system_name(spec: str) -> str:
     """The system an encode.encoders entry gives: the built-in name, or the plug-in's declared name."""
     return encoder_class(spec).name if is_plugin(spec) else str(spec)
+
+
+def answers_queries(spec: str) -> bool:
+    """Whether the encoder has a text side, so its system ranks units for a question (a plug-in must:
+    it implements encode_queries); appearance does not."""
+    found = ENCODERS.get(system_name(spec))
+    return found.answers_queries if found is not None and not is_plugin(spec) else True
 
 
 def has_captions(spec: str) -> bool:
