@@ -6,17 +6,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from collections.abc import Mapping, Sequence
 
 
 
 from lookalike.data.schema import image_data_url
+from lookalike.retrieval.http import JsonClient, ReplyCache, ServiceError, endpoint_url
 from lookalike.vocab import LABEL_GRADES, LABEL_MEANINGS, LABELS
 
 
@@ -89,11 +87,13 @@ class OpenAICompatibleJudge:
                  temperature: float = 0.0, samples: int = 1):
         if samples < 1:
             raise JudgeError(f"the openai-compatible judge needs samples >= 1, got {samples}")
-        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.url = endpoint_url(base_url, "/chat/completions")
         self.model, self.api_key_env = model, api_key_env
-        self.cache_dir = Path(cache_dir) if cache_dir else None
+        self.cache = ReplyCache(cache_dir)
         self.timeout, self.retries, self.backoff, self.temperature = timeout, retries, backoff, temperature
         self.samples = samples
+        # one try per call: the attempts are counted here, where a garbled reply is retried as well
+        self.client = JsonClient(self.url, api_key_env, timeout, retries=0)
 
     def _key(self, question: str, images: Sequence[bytes]) -> str:
         h = hashlib.sha256()
@@ -103,22 +103,13 @@ class OpenAICompatibleJudge:
             h.update(hashlib.sha256(image).digest())
         return h.hexdigest()
 
-    def _post(self, payload: dict) -> dict:
-        headers = {"Content-Type": "application/json"}
-        key = os.environ.get(self.api_key_env, "")
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        req = urllib.request.Request(self.url, data=json.dumps(payload).encode("utf-8"), headers=headers, method="POST")
-        with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-            return json.loads(resp.read().decode("utf-8"))
-
     def judge(self, question: Mapping, unit: Mapping) -> Judgement:
         paths = [Path(p) for p in (unit.get("image_paths") or [unit["image_path"]])]
         qtext = str(question["text"])
-        cache_path = (self.cache_dir / f"{self._key(qtext, [p.read_bytes() for p in paths])}.json"
-                      if self.cache_dir else None)
-        if cache_path and cache_path.is_file():
-            c = json.loads(cache_path.read_text())
+        key = self._key(qtext, [p.read_bytes() for p in paths]) if self.cache.folder else ""
+        c = self.cache.get(key, lambda v: isinstance(v, dict) and v.get("label") in LABELS and "rationale" in v) \
+            if key else None
+        if c is not None:
             return Judgement(c["label"], c["rationale"], self.name, c.get("answer", ""), self.samples, self.temperature)
         content = [{"type": "text", "text": f"Question: {qtext}"}] + [image_part(p) for p in paths]
         payload = {"model": self.model, "temperature": self.temperature,
@@ -131,9 +122,8 @@ class OpenAICompatibleJudge:
             rationale = f"{rationale} [majority of {self.samples} at temperature {self.temperature:g}: {votes}]"
         else:
             rationale = f"{rationale} [1 sample at temperature {self.temperature:g}]"
-        if cache_path:
-            cache_path.parent.mkdir(parents=True, exist_ok=True)
-            cache_path.write_text(json.dumps({"label": label, "answer": answer, "rationale": rationale}))
+        if key:
+            self.cache.put(key, {"label": label, "answer": answer, "rationale": rationale})
         return Judgement(label, rationale, self.name, answer, self.samples, self.temperature)
 
     def _one(self, payload: dict) -> tuple[str, str, str]:
@@ -141,10 +131,9 @@ class OpenAICompatibleJudge:
         last = None
         for attempt in range(self.retries + 1):
             try:
-                reply = self._post(payload)
+                reply = self.client.request(payload)
                 return parse_reply(reply["choices"][0]["message"]["content"])
-            except (urllib.error.URLError, TimeoutError, OSError, KeyError, IndexError, JudgeError,
-                    json.JSONDecodeError) as exc:
+            except (ServiceError, KeyError, IndexError, TypeError, JudgeError) as exc:
                 last = exc
                 if attempt < self.retries:
                     time.sleep(self.backoff * 2 ** attempt)

@@ -1,5 +1,6 @@
-"""One JSON-over-HTTP client for the services lookalike calls: embedding (/v1/embeddings), rerank
-(/v1/rerank) and chat (/v1/chat/completions) endpoints.
+"""One JSON-over-HTTP client for the services lookalike calls — embedding (/v1/embeddings), rerank
+(/v1/rerank) and chat (/v1/chat/completions) endpoints, the openai-compatible judge — and one cache
+of their replies (``ReplyCache``), so a re-run asks no service the same thing twice.
 
 Retries with exponential backoff (``Retry-After`` honoured) on a network error, a timeout, HTTP 429
 or 5xx; after the last one, ``unavailable`` is raised (the server is down: the pass stops). Any
@@ -10,9 +11,14 @@ request is made and is never written: not in an id, a cache, a table or an error
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import sys
 import time
+from pathlib import Path
+from typing import Any
+from collections.abc import Callable
 import urllib.error
 import urllib.request
 
@@ -82,3 +88,41 @@ def endpoint_url(base: str, path: str) -> str:
     """base (e.g. http://host:8000/v1) joined with path ('/rerank'), unless base already ends with it."""
     base = base.rstrip("/")
     return base if base.endswith(path) else base + path
+
+
+class ReplyCache:
+    """A service's replies as JSON files, one per request key, in folder (nothing is kept when folder is
+    None). The caller makes the key from everything the reply depends on (``key``); an entry is written
+    whole or not at all, and a damaged one is said on stderr and asked again."""
+
+    def __init__(self, folder: Path | str | None):
+        self.folder = Path(folder) if folder else None
+
+    @staticmethod
+    def key(*parts: Any, ensure_ascii: bool = True) -> str:
+        """sha256 of the parts as JSON."""
+        return hashlib.sha256(json.dumps(list(parts), ensure_ascii=ensure_ascii).encode("utf-8")).hexdigest()
+
+    def get(self, key: str, valid: Callable[[Any], bool] = lambda value: True) -> Any | None:
+        """The reply kept under key, or None: none kept, or a damaged entry (not JSON, or not what
+        valid accepts), which is said on stderr and asked again."""
+        path = self.folder / f"{key}.json" if self.folder else None
+        if path is None or not path.is_file():
+            return None
+        try:
+            value = json.loads(path.read_text(encoding="utf-8"))
+            if valid(value):
+                return value
+            why = "not the reply's shape"
+        except (OSError, ValueError) as exc:
+            why = type(exc).__name__
+        print(f"lookalike: {path} is damaged ({why}); asking the service again", file=sys.stderr)
+        return None
+
+    def put(self, key: str, value: Any) -> None:
+        if self.folder is None:
+            return
+        self.folder.mkdir(parents=True, exist_ok=True)
+        tmp = self.folder / f"{key}.json.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps(value), encoding="utf-8")
+        tmp.replace(self.folder / f"{key}.json")

@@ -21,8 +21,6 @@ and is counted (``failed``), never dropped. Replies are cached by (reranker id, 
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Callable, Mapping, Sequence
@@ -30,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from lookalike.retrieval.http import JsonClient, ServiceError, ServiceUnavailable, endpoint_url
+from lookalike.retrieval.http import JsonClient, ReplyCache, ServiceError, ServiceUnavailable, endpoint_url
 
 METHODS = ("endpoint", "cross-encoder", "maxsim")
 SUFFIX = "+rerank"
@@ -55,13 +53,13 @@ class EndpointReranker:
         self.model = model
         self.client = JsonClient(self.url, api_key_env, timeout_s, retries, backoff_s, RerankError, RerankUnavailable)
         self.id = f"rerank-endpoint:{self.url}|{model}"
-        self.cache = _ReplyCache(cache_dir, self.id)
+        self.cache = ReplyCache(Path(cache_dir) / "rerank" if cache_dir else None)
 
     def score(self, query: str, documents: Sequence[str]) -> np.ndarray:
-        key = self.cache.key(query, documents)
-        held = self.cache.get(key)
+        key = ReplyCache.key(self.id, query, list(documents), ensure_ascii=False)
+        held = self.cache.get(key, lambda v: isinstance(v, list) and len(v) == len(documents))
         if held is not None:
-            return held
+            return np.asarray(held, dtype=np.float64)
         reply = self.client.request({"model": self.model, "query": query, "documents": list(documents),
                                      "top_n": len(documents), "return_documents": False})
         results = reply.get("results") if isinstance(reply, dict) else None
@@ -77,7 +75,7 @@ class EndpointReranker:
         if np.isnan(scores).any():
             raise RerankError(f"{self.url}: the reply scored {int((~np.isnan(scores)).sum())} of "
                               f"{len(documents)} documents")
-        self.cache.put(key, scores)
+        self.cache.put(key, [float(x) for x in scores])
         return scores
 
 
@@ -93,7 +91,7 @@ class CrossEncoderReranker:
         local = Path(model).exists()
         self.model_path, self.device, self.batch_size = model, device, batch_size
         self.id = f"rerank-cross-encoder:{model}@{_model_revision(Path(model)) if local else 'hub'}"
-        self.cache = _ReplyCache(cache_dir, self.id)
+        self.cache = ReplyCache(Path(cache_dir) / "rerank" if cache_dir else None)
         self._model = None
 
     def _load(self):
@@ -108,13 +106,13 @@ class CrossEncoderReranker:
         return self._model
 
     def score(self, query: str, documents: Sequence[str]) -> np.ndarray:
-        key = self.cache.key(query, documents)
-        held = self.cache.get(key)
+        key = ReplyCache.key(self.id, query, list(documents), ensure_ascii=False)
+        held = self.cache.get(key, lambda v: isinstance(v, list) and len(v) == len(documents))
         if held is not None:
-            return held
+            return np.asarray(held, dtype=np.float64)
         scores = np.asarray(self._load().predict([(query, d) for d in documents], batch_size=self.batch_size,
                                                  show_progress_bar=False), dtype=np.float64).reshape(len(documents))
-        self.cache.put(key, scores)
+        self.cache.put(key, [float(x) for x in scores])
         return scores
 
 
@@ -132,35 +130,6 @@ class MaxSimReranker:
         if query_id not in self.queries or missing:
             raise RerankError(f"maxsim reranker: no vectors for {query_id if query_id not in self.queries else missing[:3]}")
         return maxsim([self.queries[query_id]], [self.pages[u] for u in unit_ids])[0].astype(np.float64)
-
-
-class _ReplyCache:
-    """Scores per (reranker id, question, documents) as JSON files; a re-run asks nothing twice."""
-
-    def __init__(self, folder: Path | None, reranker_id: str):
-        self.folder = Path(folder) / "rerank" if folder else None
-        self.reranker_id = reranker_id
-
-    def key(self, query: str, documents: Sequence[str]) -> str:
-        blob = json.dumps([self.reranker_id, query, list(documents)], ensure_ascii=False)
-        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
-
-    def get(self, key: str) -> np.ndarray | None:
-        path = self.folder / f"{key}.json" if self.folder else None
-        if path is None or not path.is_file():
-            return None
-        try:
-            return np.asarray(json.loads(path.read_text()), dtype=np.float64)
-        except (OSError, ValueError):
-            return None
-
-    def put(self, key: str, scores: np.ndarray) -> None:
-        if self.folder is None:
-            return
-        self.folder.mkdir(parents=True, exist_ok=True)
-        tmp = self.folder / f"{key}.json.tmp"
-        tmp.write_text(json.dumps([float(x) for x in scores]))
-        tmp.replace(self.folder / f"{key}.json")
 
 
 @dataclass

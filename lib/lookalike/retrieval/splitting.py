@@ -16,15 +16,13 @@ already placed, to the run's depth. Scores in the merged run are positions.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 import pandas as pd
 
-from lookalike.retrieval.http import JsonClient, ServiceError, ServiceUnavailable, endpoint_url
+from lookalike.retrieval.http import JsonClient, ReplyCache, ServiceError, ServiceUnavailable, endpoint_url
 
 SUFFIX = "+split"
 PROMPT_VERSION = "1"
@@ -82,25 +80,13 @@ class ChatSplitter:
         self.model, self.max_subqueries = model, int(max_subqueries)
         self.client = JsonClient(self.url, api_key_env, timeout_s, retries, backoff_s, SplitError, SplitUnavailable)
         self.id = f"split:{self.url}|{model}|prompt-{PROMPT_VERSION}|max-{self.max_subqueries}"
-        self.folder = Path(cache_dir) / "split" if cache_dir else None
-
-    def _cached(self, question: str) -> tuple[Path | None, str | None]:
-        if self.folder is None:
-            return None, None
-        key = hashlib.sha256(json.dumps([self.id, question]).encode("utf-8")).hexdigest()
-        path = self.folder / f"{key}.json"
-        if not path.is_file():
-            return path, None
-        try:
-            return path, str(json.loads(path.read_text(encoding="utf-8"))["reply"])
-        except (OSError, ValueError, KeyError, TypeError) as exc:     # a torn entry is asked again
-            print(f"lookalike: {path} is damaged ({type(exc).__name__}); asking the endpoint again", file=sys.stderr)
-            return path, None
+        self.cache = ReplyCache(Path(cache_dir) / "split" if cache_dir else None)
 
     def reply(self, question: str) -> str:
-        path, held = self._cached(question)
+        key = ReplyCache.key(self.id, question)
+        held = self.cache.get(key, lambda v: isinstance(v, dict) and isinstance(v.get("reply"), str))
         if held is not None:
-            return held
+            return held["reply"]
         answer = self.client.request({"model": self.model, "temperature": 0, "messages": [
             {"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": question}]})
         try:
@@ -109,9 +95,7 @@ class ChatSplitter:
             raise SplitError(f"{self.url}: the reply has no choices[0].message.content: {str(answer)[:120]!r}") from None
         if not isinstance(text, str):
             raise SplitError(f"{self.url}: the reply's content is not text")
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps({"question": question, "reply": text}))
+        self.cache.put(key, {"question": question, "reply": text})
         return text
 
     def split(self, question: str) -> list[str]:
