@@ -108,7 +108,8 @@ def test_section_called_alone_gives_what_it_gave_in_its_stage(recorded, module, 
     ctx = recorded[0]
     before = _files(ctx.run_dir)
     again = getattr(MODULES[module], name)(*_copy(args), **_copy(kwargs))
-    changed = sorted(p for p in set(before) | set(_files(ctx.run_dir)) if before.get(p) != _files(ctx.run_dir).get(p))
+    after = _files(ctx.run_dir)            # once: walking the run folder per file made each test take seconds
+    changed = sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
     assert not changed or (module, name) in WRITES_FILES, (
         f"{module}.{name} wrote {changed[:5]} when called: a section writes through its result (after_save), "
         "when the stage is saved")
