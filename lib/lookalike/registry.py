@@ -50,6 +50,11 @@ class Registry(Mapping[str, T]):
         self._specs[name] = spec
         return spec
 
+    def replace(self, spec: T) -> T:
+        """Enter spec under its name whether or not one is there (a module imported again)."""
+        self._specs[spec.name] = spec  # type: ignore[attr-defined]
+        return spec
+
     def __getitem__(self, name: str) -> T:
         if name not in self._specs:
             close = difflib.get_close_matches(name, list(self._specs), n=2)

@@ -20,14 +20,21 @@ FILE = "examples/plugin_judge/word_overlap.py"
 EXAMPLE = f"{FILE}:WordOverlapJudge"
 
 
+def _forget_plugin_modules() -> None:
+    for key in [k for k in sys.modules if k.startswith("lookalike_plugin_")]:
+        del sys.modules[key]
+
+
 @pytest.fixture(autouse=True)
 def fresh_registry(monkeypatch):
-    """Each test starts from the built-in judges, with no plug-in module imported yet."""
+    """Each test starts from the built-in judges, with no plug-in module imported yet; afterwards the
+    registry is as it was and no plug-in module stays imported (a later import registers again)."""
     monkeypatch.setattr(J.REGISTRY, "_specs", {n: s for n, s in J.REGISTRY._specs.items()
                                                if n in ("reference", "answer-string", "human", "openai-compatible")})
-    for key in [k for k in sys.modules if k.startswith("lookalike_plugin_")]:
-        monkeypatch.delitem(sys.modules, key)
+    _forget_plugin_modules()
     monkeypatch.chdir(REPO)
+    yield
+    _forget_plugin_modules()
 
 
 def test_the_example_judge_by_path_enters_under_its_name_and_labels_by_its_rule():
@@ -125,3 +132,14 @@ def test_lookalike_check_accepts_a_run_naming_plugin_judges_and_plans_with_their
     assert check.main([str(params)]) == check.OK
     out = capsys.readouterr().out
     assert "pre-labels with word-overlap" in out and "the run can proceed" in out
+
+
+def test_the_same_plugin_module_imported_again_takes_its_name_back():
+    """A plug-in file read anew (its module forgotten, or a notebook re-running its import) registers the
+    same class again instead of being refused as another judge of that name."""
+    assert P.check({"plugins": [FILE], "validate": {"judge": "word-overlap"}})
+    first = J.REGISTRY["word-overlap"].make
+    _forget_plugin_modules()
+    assert P.check({"plugins": [FILE], "validate": {"judge": "word-overlap"}})
+    assert J.REGISTRY["word-overlap"].make is not first
+    assert J.resolve_name(EXAMPLE) == "word-overlap"

@@ -86,12 +86,23 @@ def register(name: str, worth: str):
     """Class decorator: the class's ``capabilities`` and ``from_resources`` enter the registry under name
     (a second judge of the same name is refused)."""
     def add(cls):
-        if name not in REGISTRY:                 # a taken name is refused as such, whatever the class
-            check_judge_class(cls, name)
-        REGISTRY.register(JudgeSpec(name, cls.capabilities, cls.from_resources, worth))
+        held = REGISTRY.get(name)
+        if held is not None and _same_class(held.make, cls):
+            # the same module imported again (a plug-in file read anew): its class takes the name back
+            REGISTRY.replace(JudgeSpec(name, cls.capabilities, cls.from_resources, worth))
+        else:
+            if held is None:                     # a taken name is refused as such, whatever the class
+                check_judge_class(cls, name)
+            REGISTRY.register(JudgeSpec(name, cls.capabilities, cls.from_resources, worth))
         cls.name = name
         return cls
     return add
+
+
+def _same_class(make, cls) -> bool:
+    """Whether a registered judge's maker is cls's, or the same class of the same module imported again."""
+    owner = getattr(make, "__self__", None)
+    return owner is cls or (owner is not None and (owner.__module__, owner.__qualname__) == (cls.__module__, cls.__qualname__))
 
 
 def check_judge_class(cls, where: str) -> None:
@@ -120,7 +131,7 @@ def plugin_judge(spec: str, bases: Sequence[Path] = ()) -> str:
                          f"the judge on every label it writes; got {name!r}")
     check_judge_class(cls, repr(spec))
     if name in REGISTRY:
-        if REGISTRY[name].make != cls.from_resources:
+        if not _same_class(REGISTRY[name].make, cls):
             raise JudgeError(f"judge {spec!r}: name {name!r} is already another judge's; choose another")
         return name
     worth = getattr(cls, "worth", "") or (cls.__doc__ or "").strip().split("\n")[0] or "a plug-in judge"
