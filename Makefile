@@ -62,7 +62,7 @@ test: setup
 test-shapes: setup
 	$(PY) -m pytest -n 2 --durations=10 tests/shapes
 
-# unit tests only: no notebook execution, no browser, no GPU; two workers (under 4 minutes on 2 cores)
+# unit tests only: no notebook execution, no browser, no GPU; two workers (about 4.5 minutes on 2 cores)
 test-fast: setup
 	$(PY) -m pytest -n 2 -m "not slow and not browser and not gpu" tests
 
