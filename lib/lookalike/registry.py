@@ -14,7 +14,6 @@ import difflib
 import hashlib
 import importlib
 import importlib.util
-import re
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -98,17 +97,11 @@ class PluginError(ValueError):
 
 PLUGIN_HOW_TO = ('name a plug-in as "package.module:Class" (importable: installed, or its folder on PYTHONPATH) or '
                  '"path/to/file.py:Class" (relative to the repository root or the working directory)')
-_SPEC = re.compile(r"\S+:[A-Za-z_][A-Za-z0-9_]*")
 
 
 def is_plugin(spec: object) -> bool:
     """Whether a parameter value names a plug-in by import path (module:Class) rather than by name."""
     return ":" in str(spec)
-
-
-def looks_like_plugin(spec: object) -> bool:
-    """Whether a plug-in spec has the module:Class shape (an attribute name after the last colon)."""
-    return bool(_SPEC.fullmatch(str(spec)))
 
 
 def import_module(path_or_module: str, bases: Sequence[Path] = ()) -> object:
