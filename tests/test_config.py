@@ -66,6 +66,71 @@ def test_no_layer_below_the_stages_reads_a_dotted_parameter():
     assert found == [], "\n".join(found)
 
 
+SECTIONS = {k: set(v) for k, v in P.read_yaml(P.BASE_PARAMS).items() if isinstance(v, dict)}
+# a section of the parameter tree read by name, then one of its keys: params["corpus"]["source"],
+# (params.get("corpus") or {}).get("source"), cfg_dict.get("labels", {})["db"]
+SECTION_KEY = re.compile(r"""(?:\[\s*["'](\w+)["']\s*\]|\.get\(\s*["'](\w+)["'][^)]*\)(?:\s*or\s*\{\}\s*\))?)"""
+                         r"""\s*(?:\.get\(\s*["'](\w+)["']|\[\s*["'](\w+)["']\s*\])""")
+# the tree itself by its usual names: params[...], params.get(...), manifest["params"], data.get("params")
+TREE = re.compile(r"""(\bparams\s*(?:\.get\(|\[)|(?:\.get\(|\[)\s*["']params["'])""")
+
+
+def raw_tree_reads(text: str) -> list[tuple[int, str]]:
+    """(line, text) of each read of the raw parameter tree in a module's source."""
+    found = []
+    for no, line in enumerate(text.splitlines(), start=1):
+        if line.lstrip().startswith("#"):
+            continue
+        section_key = any((m.group(1) or m.group(2)) in SECTIONS and (m.group(3) or m.group(4)) in SECTIONS[m.group(1) or m.group(2)]
+                          for m in SECTION_KEY.finditer(line))
+        if section_key or TREE.search(line):
+            found.append((no, line.strip()))
+    return found
+
+
+def test_no_layer_below_the_stages_reads_the_raw_parameter_tree():
+    """Below the stages a run's parameters are typed (params.typed, or params.recorded for a finished
+    run's manifest through report.run_folder.run_config, the one reader of a manifest's params): the
+    audit, the label server and the index page once walked the dict by section and key, which neither
+    the dotted-key check nor a type checker sees."""
+    found = []
+    for path in sorted(LIB.rglob("*.py")):
+        rel = path.relative_to(LIB).as_posix()
+        if rel.startswith(("stages/", "cli/")) or rel in ("params.py", "api.py", "report/run_folder.py"):
+            continue
+        found += [f"{rel}:{no}: {line}" for no, line in raw_tree_reads(path.read_text(encoding="utf-8"))]
+    assert found == [], "\n".join(found)
+
+
+def test_the_raw_tree_check_sees_each_way_of_walking_it():
+    for line in ['source = (params.get("corpus") or {}).get("source", "demo")', 'db = p["labels"]["db"]',
+                 "x = cfg_tree.get('judges', {})['url']", 'corpus = params.get("corpus", {})',
+                 'given = data.get("params", {})', 'run = manifest["params"]["run"]']:
+        assert raw_tree_reads(line), line
+    for line in ['rows = suff[suff["negatives"] == "hard"]', 'first["labels"]', 'c["questions"]',
+                 'source = cfg.corpus.source', 'spec["questions"]']:
+        assert not raw_tree_reads(line), line
+
+
+def test_a_finished_runs_parameters_are_read_typed(tmp_path):
+    from lookalike.report import run_folder
+
+    assert run_folder.run_config(tmp_path) is None                        # no manifest
+    (tmp_path / "manifest.json").write_text('{"params": {"corpus": {"source": "images"}, "judges": {"samples": 3}}}',
+                                            encoding="utf-8")
+    cfg = run_folder.run_config(tmp_path)
+    assert cfg.corpus.source == "images" and cfg.judges.samples == 3 and cfg.labels.per_pair == P.typed(P.check({})).labels.per_pair
+    # a plug-in the run named need not import where its folder is read: values are not checked again
+    (tmp_path / "manifest.json").write_text('{"params": {"validate": {"judge": "gone/judge.py:Gone"}}}', encoding="utf-8")
+    assert run_folder.run_config(tmp_path).validate.judge == "gone/judge.py:Gone"
+    (tmp_path / "manifest.json").write_text('{"params": {"corpus": {"sauce": "images"}}}', encoding="utf-8")
+    with pytest.raises(run_folder.ManifestError, match="unknown key 'corpus.sauce'"):
+        run_folder.run_config(tmp_path)
+    (tmp_path / "manifest.json").write_text('{"params": [1]}', encoding="utf-8")
+    with pytest.raises(run_folder.ManifestError, match="'params' is an object"):
+        run_folder.run_config(tmp_path)
+
+
 def test_the_dotted_read_check_sees_one():
     assert DOTTED.search('method = get("rerank.method")') and DOTTED.search("x = ctx.get('seed')")
     assert not DOTTED.search('vecs = unit_vectors.get(name)')

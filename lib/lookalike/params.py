@@ -445,3 +445,11 @@ def typed(params: dict[str, Any], base_file: Path | str = BASE_PARAMS):
     values = {k: (sections[k](**{kk: _frozen(vv) for kk, vv in v.items()}) if k in sections else _frozen(v))
               for k, v in params.items()}
     return config(**values)
+
+
+def recorded(given: Mapping[str, Any], source: str = "manifest.json"):
+    """A finished run's parameters (its manifest.json's ``params``) as typed configuration: merged over
+    base.yaml's defaults and typed, for the code that reads a run folder (the audit, the label server, the
+    index page). Keys and types are checked by the merge; the allowed values are not checked again — the
+    run was checked when it ran, and a plug-in it named need not import where its folder is read."""
+    return typed(deep_merge(read_yaml(BASE_PARAMS), dict(given), Path(source)))

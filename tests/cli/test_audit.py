@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from lookalike import params as P
 from lookalike.report import audit as A
 
 from conftest import REPO, write_params
@@ -43,6 +44,19 @@ def _lines(run: Path) -> list[str]:
 
 def test_a_clean_run_folder_has_no_violation(tmp_path):
     assert _lines(_run_dir(tmp_path)) == []
+
+
+def test_a_manifest_whose_params_the_schema_does_not_know_is_said_and_the_other_checks_still_run(tmp_path):
+    """The audit reads a run's parameters typed (params.recorded); a hand-edited key is one 'readable'
+    violation naming manifest.json and the key, not a crash and not silently the defaults."""
+    run = _run_dir(tmp_path, source="images")
+    (run / "summary.html").write_text("<h1>summary</h1><p>12 pages.</p>")
+    (run / "manifest.json").write_text(json.dumps({"params": {"corpus": {"source": "images", "sauce": "x"}}}))
+    lines = _lines(run)
+    assert any(line.startswith("readable") and "manifest.json" in line and "corpus.sauce" in line for line in lines), lines
+    # the words check ran without the params (a folder that says nothing of its corpus reads as the demo's)
+    (run / "manifest.json").write_text(json.dumps({"params": {"corpus": {"source": "images"}}}))
+    assert any(line.startswith("words") for line in _lines(run))
 
 
 def test_complete_a_missing_summary_and_an_unexplained_stage(tmp_path):
@@ -221,7 +235,7 @@ def test_the_index_calls_an_image_folders_units_images(tmp_path):
 
     run = _run_dir(tmp_path, source="images")
     (run / "headlines" / "02_encode.json").write_text(json.dumps({"sentence": "the best system finds 3 pages"}))
-    site.build_index(run, {"title": "t", "run": "r", "corpus": {"source": "images"}}, ["02_encode"])
+    site.build_index(run, P.recorded({"title": "t", "run": "r", "corpus": {"source": "images"}}), ["02_encode"])
     assert json.loads((run / "headlines" / "02_encode.json").read_text())["sentence"] == "the best system finds 3 images"
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from lookalike import params as P
 from lookalike.report import site
 from lookalike.report import tables as T
 
@@ -41,7 +42,7 @@ def test_index_systems_table_folds_intervals_and_states_them_once(tmp_path):
                             "kind": ["text", "single"]})
     (tmp_path / "tables").mkdir()
     systems.to_csv(tmp_path / "tables" / "systems.csv", index=False)
-    page = site.build_index(tmp_path, {"title": "t", "run": "r"}, []).read_text()
+    page = site.build_index(tmp_path, P.recorded({"title": "t", "run": "r"}), []).read_text()
     # an interval is kept on one line (a narrow window wraps between the estimate and its interval)
     assert "0.90 [0.85,&nbsp;0.95]" in page and "0.73 [0.67,&nbsp;0.79]" in page
     assert "table.metric td{white-space:normal}" in page

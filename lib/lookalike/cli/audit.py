@@ -11,6 +11,7 @@ import sys
 
 from lookalike import stages as stage_modules
 from lookalike.report import audit as A
+from lookalike.report import run_folder
 
 
 def full(run_dir) -> list[A.Violation]:
@@ -22,11 +23,13 @@ def full(run_dir) -> list[A.Violation]:
 
     found = A.audit(run_dir, list(stage_modules.STAGES))
     try:
-        params = A._manifest_params(Path(run_dir)).get("params", {})
-    except A.Unreadable:
+        cfg = run_folder.run_config(Path(run_dir))
+    except run_folder.ManifestError:
         return found                # said already, as 'readable'
+    if cfg is None:
+        return found                # no manifest: no label database named
     return found + [A.Violation("people", file, figure, problem)
-                    for file, figure, problem in team.check_run(run_dir, params)]
+                    for file, figure, problem in team.check_run(run_dir, cfg)]
 
 
 def main(argv: list[str] | None = None) -> int:

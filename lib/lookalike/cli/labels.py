@@ -114,16 +114,16 @@ def _export(args) -> int:
 
     run_dir = Path(args.run_dir)
     try:
-        params = run_params(run_dir)
-        db = existing(args.db if args.db is not None else params["labels"]["db"], run_dir)
+        cfg = run_params(run_dir)
+        db = existing(args.db if args.db is not None else cfg.labels.db, run_dir)
         if db is None:
             print(f"lookalike labels export: {run_dir} has no label database (start one with lookalike labels serve)",
                   flush=True)
             return 2
         sent = team.export_to_store(db, LabelStore(run_dir / "labels" / "store.jsonl"))
         labels = db.labels()
-        settings, notes = settings_from(params, db)
-        table = team.agreement_table(labels, db.machine_labels(), seed=int(params["seed"]))
+        settings, notes = settings_from(cfg, db)
+        table = team.agreement_table(labels, db.machine_labels(), seed=int(cfg.seed))
         progress = team.progress(labels, db.pairs(), db.annotators(), settings.per_pair, settings.pools)
     except (LabelDBError, LabelError) as exc:
         print(f"lookalike labels export: {exc}", flush=True)
@@ -149,9 +149,9 @@ def _add(args) -> int:
 
     run_dir = Path(args.run_dir)
     try:
-        params = run_params(run_dir)
-        db = open_db(run_dir, params, args.db)
-        settings_from(params, db)          # a new database takes the run's settings before anyone is in it
+        cfg = run_params(run_dir)
+        db = open_db(run_dir, cfg, args.db)
+        settings_from(cfg, db)          # a new database takes the run's settings before anyone is in it
         who, token = db.add_person(args.name, args.pool, "adjudicator" if args.adjudicator else "annotator",
                                    lead=args.lead, new_token=args.new_token)
     except LabelDBError as exc:
@@ -175,17 +175,17 @@ def _plan(args) -> int:
         print("lookalike labels plan: --people and --per-pair must be 1 or more", flush=True)
         return 2
     try:
-        params = run_params(run_dir)
+        cfg = run_params(run_dir)
         loaded = load_run(run_dir)
-        db = existing(args.db if args.db is not None else params["labels"]["db"], run_dir)
-        settings, _ = settings_from(params, None) if db is None else settings_from(params, db)
+        db = existing(args.db if args.db is not None else cfg.labels.db, run_dir)
+        settings, _ = settings_from(cfg, None) if db is None else settings_from(cfg, db)
         labels = db.labels() if db is not None else None
     except LabelDBError as exc:
         print(f"lookalike labels plan: {exc}", flush=True)
         return 2
     per_pair = args.per_pair or settings.per_pair
     door = settings.door if args.door is None else args.door
-    plan = team.plan(loaded.pairs, args.people, per_pair, door, float(params["labels"]["door_share"]),
+    plan = team.plan(loaded.pairs, args.people, per_pair, door, float(cfg.labels.door_share),
                      labels, loaded.machine, args.labels_per_hour)
     for line in plan["lines"]:
         print(line)

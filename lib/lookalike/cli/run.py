@@ -135,12 +135,12 @@ def execute(params_file: Path | str, out_root: Path | str = P.PROJECT_ROOT / "ou
         fp = corpus.fingerprint(pd.read_csv(units_csv, dtype=str, keep_default_na=False), run_dir)
     if failed is None:
         ran = [s for s in STAGES if (nb_dir / f"{s}.ipynb").is_file()]
-        report.build_index(run_dir, merged, ran, not_run=[s for s in STAGES if s not in ran])
+        report.build_index(run_dir, P.typed(merged), ran, not_run=[s for s in STAGES if s not in ran])
     else:
         # the run still leaves a report: what ran, the stage that failed and why, what did not run
         later = stages[stages.index(failed.stage) + 1:]
         ran = [s for s in STAGES if s in timings or (s not in stages and (nb_dir / f"{s}.ipynb").is_file())]
-        report.build_index(run_dir, merged, ran, failed={"stage": failed.stage, "error": failed.reason,
+        report.build_index(run_dir, P.typed(merged), ran, failed={"stage": failed.stage, "error": failed.reason,
                                                         "notebook": f"notebooks/{failed.notebook.name}"}, not_run=later)
         if SUMMARY_STAGE not in timings:
             report.write_failed_summary(run_dir, str(merged.get("title", "lookalike report")), failed.stage,

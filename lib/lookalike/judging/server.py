@@ -29,7 +29,6 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from collections.abc import Mapping
 
 import pandas as pd
 from starlette.applications import Starlette
@@ -45,7 +44,7 @@ from lookalike.data.schema import resolve_image
 from lookalike.judging import team
 from lookalike.judging.labeldb import LabelDB, LabelDBError, Replay, pool_pairs, resolve
 from lookalike.judging.store import LabelStore, pair_id
-from lookalike.report import pages
+from lookalike.report import pages, run_folder
 from lookalike.vocab import unit_noun
 
 COOKIE = "lookalike_labels"
@@ -100,11 +99,14 @@ class RunPairs:
     noun: str = "page"               # what the rubric calls a unit (vocab.unit_noun)
 
 
-def run_params(run_dir: Path) -> dict[str, Any]:
-    """The parameters a finished run was made with (manifest.json), checked against base.yaml."""
-    manifest = run_dir / "manifest.json"
-    given = json.loads(manifest.read_text(encoding="utf-8")).get("params", {}) if manifest.is_file() else {}
-    return P.check(given)
+def run_params(run_dir: Path):
+    """The typed parameters a finished run was made with (its manifest.json; base.yaml's defaults for a
+    folder without one)."""
+    try:
+        cfg = run_folder.run_config(run_dir)
+    except run_folder.ManifestError as exc:
+        raise LabelDBError(f"{run_dir / 'manifest.json'}: {exc}", 500) from None
+    return cfg if cfg is not None else P.recorded({})
 
 
 def flagged_pairs(validation: pd.DataFrame, judgements: pd.DataFrame) -> dict[tuple[str, str], str]:
@@ -156,18 +158,17 @@ def load_run(run_dir: Path | str) -> RunPairs:
             model = model.assign(pair_id=[pair_id(q, u, text.get(q, "")) for q, u in zip(model["query_id"], model["unit_id"])])
             machine = (model[model["pair_id"].isin(set(pairs["pair_id"]))]
                        .groupby(["pair_id", "judge"], sort=True).tail(1)[["pair_id", "judge", "label"]])
-    source = str(((json.loads((run_dir / "manifest.json").read_text(encoding="utf-8")).get("params") or {})
-                   .get("corpus") or {}).get("source", "")) if (run_dir / "manifest.json").is_file() else ""
+    source = str(run_params(run_dir).corpus.source) if (run_dir / "manifest.json").is_file() else ""
     noun = unit_noun(source, units["content_type"] if "content_type" in units.columns else ())
     return RunPairs(run_dir, pairs, images, metadata, machine, noun)
 
 
-def settings_from(params: Mapping[str, Any], db: LabelDB | None = None, **overrides) -> tuple[Settings, list[str]]:
+def settings_from(cfg, db: LabelDB | None = None, **overrides) -> tuple[Settings, list[str]]:
     """The round's settings: the database's when it holds them (the run's params only seed a new one),
     command-line overrides recorded in it. Returns the settings and, in words, what was changed and
     where the params now disagree with the database."""
-    labels = params["labels"]
-    given = {"per_pair": int(labels["per_pair"]), "door": bool(labels["door"])}
+    labels = cfg.labels
+    given = {"per_pair": int(labels.per_pair), "door": bool(labels.door)}
     notes: list[str] = []
     if db is not None:
         db.record_settings(given, "the run's params (seeded a new database)", only_new=True)
@@ -180,15 +181,16 @@ def settings_from(params: Mapping[str, Any], db: LabelDB | None = None, **overri
     else:
         given.update({k: v for k, v in overrides.items() if v is not None})
     return Settings(per_pair=int(given["per_pair"]), door=bool(given["door"]),
-                    lease_s=60.0 * float(labels["lease_minutes"]), seed=int(params["seed"])), notes
+                    lease_s=60.0 * float(labels.lease_minutes), seed=int(cfg.seed)), notes
 
 
 def _word(value) -> str:
     return ("on" if value else "off") if isinstance(value, bool) else str(value)
 
 
-def open_db(run_dir: Path, params: Mapping[str, Any], db: str | None = None) -> LabelDB:
-    return LabelDB(resolve(db if db is not None else params["labels"]["db"], run_dir))
+def open_db(run_dir: Path, cfg, db: str | None = None) -> LabelDB:
+    """The label database the run names (labels.db), or the one given on the command line."""
+    return LabelDB(resolve(db if db is not None else cfg.labels.db, run_dir))
 
 
 def bearer(request: HTTPConnection) -> str:

@@ -386,7 +386,7 @@ def export_to_store(db: LabelDB, store: LabelStore) -> dict:
 
 # ----------------------------------------------------------------------------- the run's people figures, checked
 
-def check_run(run_dir, params: Mapping) -> list[tuple[str, str, str]]:
+def check_run(run_dir, cfg) -> list[tuple[str, str, str]]:
     """People's figures in a run folder against the label database they came from (``lookalike
     audit``): each agreement row among people (n, raw agreement, kappa) and the judge door's people row
     (pairs, blind and with-metadata shares, difference, gained, lost), computed again from the
@@ -400,7 +400,7 @@ def check_run(run_dir, params: Mapping) -> list[tuple[str, str, str]]:
 
     run_dir = Path(run_dir)
     try:
-        target = resolve(str(((params.get("labels") or {}).get("db")) or ""), run_dir)
+        target = resolve(str(cfg.labels.db or ""), run_dir)
         if not (target.startswith(("postgresql://", "postgres://")) or Path(target).is_file()):
             return []
         db = LabelDB(target, migrate=False)       # an audit reads; it never upgrades or writes a database
@@ -414,7 +414,7 @@ def check_run(run_dir, params: Mapping) -> list[tuple[str, str, str]]:
     if agreement_file.is_file():
         held = pd.read_csv(agreement_file, keep_default_na=False)
         held = held[held["scope"].astype(str).str.startswith("people")]
-        again = agreement_table(labels, seed=int(params.get("seed", 0)))
+        again = agreement_table(labels, seed=int(cfg.seed))
         again = again[again["scope"].str.startswith("people")]
         key = ["scope", "first", "second"]
         mine = {tuple(str(v) for v in r[:3]): r for r in again[key + ["n", "agreement", "kappa"]].itertuples(index=False)}

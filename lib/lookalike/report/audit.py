@@ -37,6 +37,7 @@ import pandas as pd
 from lookalike import params as P
 from lookalike.eval import metrics as M
 from lookalike.eval import trec
+from lookalike.report import run_folder
 
 TOLERANCE = 1e-9
 
@@ -203,14 +204,14 @@ def _trec(run_dir: Path, path: Path, kind: str):
                          text[len(prefix):].lstrip() if text.startswith(prefix) else text) from None
 
 
-def check_external_runs(run_dir: Path, params: dict) -> list[Violation]:
+def check_external_runs(run_dir: Path, cfg) -> list[Violation]:
     """Each run of yours (retrieve.external_runs) is exported as its file's canonical ranking: the same
     (question, unit, score) rows, ties ordered by the canonical rule, whatever order the file had."""
     from lookalike.eval import ranking
     from lookalike.io import inputs
 
     out = []
-    specs = ((params.get("retrieve") or {}).get("external_runs")) or []
+    specs = list(cfg.retrieve.external_runs) if cfg is not None else []
     units, questions = _read(run_dir, "units"), _read(run_dir, "questions")
     if not specs or not len(units) or not len(questions):
         return out
@@ -221,7 +222,7 @@ def check_external_runs(run_dir: Path, params: dict) -> list[Violation]:
         if source is None or not source.is_file() or not exported.is_file():
             continue
         mine, _ = inputs.read_external_run(source, units["unit_id"].astype(str), questions["query_id"].astype(str),
-                                           int((params.get("corpus") or {}).get("page_base", 1)))
+                                           int(cfg.corpus.page_base))
         want = ranking.rank(mine)[["query_id", "unit_id"]].reset_index(drop=True)
         got = ranking.Run(_trec(run_dir, exported, "run")[0]).frame()
         with exported.open(encoding="utf-8") as fh:
@@ -376,11 +377,11 @@ def check_people_first(run_dir: Path) -> list[Violation]:
 UNIT_WORDS = re.compile(r"(?i)\b(pages?|slides?)\b(?!-)")
 
 
-def check_words(run_dir: Path, params: dict) -> list[Violation]:
+def check_words(run_dir: Path, cfg) -> list[Violation]:
     out = []
     from lookalike.report.summary import unit_noun
 
-    source = (params.get("corpus") or {}).get("source", "demo")
+    source = _source(cfg)
     units = _read(run_dir, "units")
     noun = unit_noun(str(source), units["content_type"] if "content_type" in units.columns else ())
     if noun != "page" and (run_dir / "summary.html").is_file():
@@ -407,14 +408,14 @@ def check_words(run_dir: Path, params: dict) -> list[Violation]:
         m = DEMO_WORDS.search(text)
         if m:
             out.append(Violation("words", rel, figure, f"demo vocabulary '{m.group(0)}' on a "
-                                 f"{params['corpus'].get('source')} corpus: '{_snippet(text, m.start(), m.end())}'"))
+                                 f"{source} corpus: '{_snippet(text, m.start(), m.end())}'"))
     for page in [run_dir / "index.html", run_dir / "summary.html"]:
         if page.is_file():
             text = _text_of_html(page.read_text(encoding="utf-8", errors="replace"))
             m = DEMO_WORDS.search(text)
             if m:
                 out.append(Violation("words", page.name, "page text", f"demo vocabulary '{m.group(0)}' on a "
-                                     f"{params['corpus'].get('source')} corpus: '{_snippet(text, m.start(), m.end())}'"))
+                                     f"{source} corpus: '{_snippet(text, m.start(), m.end())}'"))
     return out
 
 
@@ -595,7 +596,7 @@ def _visible(run_dir: Path, page: str) -> str:
     return " ".join(_text_of_html(path.read_text(encoding="utf-8", errors="replace")).split()) if path.is_file() else ""
 
 
-def check_claims(run_dir: Path, params: dict) -> list[Violation]:
+def check_claims(run_dir: Path, cfg) -> list[Violation]:
     """Every claim of claims.json: its text is what its record says (report.claims.render), the page
     says it word for word, each figure it quotes equals its table's cell, the claim derived again from
     the tables is the same claim, and its preconditions hold (no hard-set figure saturated by
@@ -698,9 +699,8 @@ def check_claims(run_dir: Path, params: dict) -> list[Violation]:
                                  f"derived again from the tables it says '{CL.render(again)}', not "
                                  f"'{verdict.get('text')}'"))
         units = _read(run_dir, "units")
-        noun = unit_noun(str((params.get("corpus") or {}).get("source", "demo")),
-                         units["content_type"] if "content_type" in units.columns else ())
-        if params and verdict.get("noun") != noun:
+        noun = unit_noun(_source(cfg), units["content_type"] if "content_type" in units.columns else ())
+        if cfg is not None and verdict.get("noun") != noun:
             out.append(Violation("claims", "claims.json", "claim verdict",
                                  f"calls the units '{verdict.get('noun')}', the corpus's are '{noun}'"))
         out += _verdict_preconditions(run_dir, verdict, hard_sets, sig)
@@ -787,19 +787,16 @@ def _verdict_preconditions(run_dir: Path, verdict: dict, hard_sets: pd.DataFrame
     return out
 
 
+def _source(cfg) -> str:
+    """The corpus source a run was made with; a folder without a manifest reads as the demo's."""
+    return str(cfg.corpus.source) if cfg is not None else "demo"
+
+
 def _manifest_params(run_dir: Path) -> dict:
-    manifest = run_dir / "manifest.json"
-    if not manifest.is_file():
-        return {}
     try:
-        data = json.loads(manifest.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as exc:
-        raise Unreadable("manifest.json", f"not UTF-8 text (byte {exc.start})") from None
-    except ValueError as exc:
-        raise Unreadable("manifest.json", f"not JSON ({exc})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("params", {}), dict):
-        raise Unreadable("manifest.json", "expected a JSON object whose 'params' is an object")
-    return data
+        return run_folder.read_manifest(run_dir)
+    except run_folder.ManifestError as exc:
+        raise Unreadable("manifest.json", str(exc)) from None
 
 
 def audit(run_dir: Path | str, stages: list[str]) -> list[Violation]:
@@ -814,15 +811,19 @@ def audit(run_dir: Path | str, stages: list[str]) -> list[Violation]:
     except Unreadable as exc:
         found.append(Violation("readable", exc.file, "the file", exc.problem))
         manifest = {}
-    params = manifest.get("params", {})
+    try:
+        cfg = run_folder.run_config(run_dir, manifest)
+    except run_folder.ManifestError as exc:
+        found.append(Violation("readable", "manifest.json", "params", str(exc)))
+        cfg = None
     checks = [
         ("complete", lambda: check_complete(run_dir, stages)), ("accounted", lambda: check_accounted(run_dir)),
         ("no-nan", lambda: check_no_nan(run_dir)), ("reproducible", lambda: check_reproducible(run_dir)),
-        ("external runs", lambda: check_external_runs(run_dir, params)), ("defined", lambda: check_defined(run_dir)),
+        ("external runs", lambda: check_external_runs(run_dir, cfg)), ("defined", lambda: check_defined(run_dir)),
         ("discriminating", lambda: check_discriminating(run_dir)), ("chance", lambda: check_chance(run_dir)),
-        ("people-first", lambda: check_people_first(run_dir)), ("words", lambda: check_words(run_dir, params)),
+        ("people-first", lambda: check_people_first(run_dir)), ("words", lambda: check_words(run_dir, cfg)),
         ("recorded", lambda: check_recorded(run_dir, manifest)), ("finite", lambda: check_tables_finite(run_dir)),
-        ("re-derived", lambda: check_rederived(run_dir)), ("claims", lambda: check_claims(run_dir, params)),
+        ("re-derived", lambda: check_rederived(run_dir)), ("claims", lambda: check_claims(run_dir, cfg)),
     ]
     for name, check in checks:
         try:

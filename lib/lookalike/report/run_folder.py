@@ -26,6 +26,7 @@ from typing import Any
 
 import pandas as pd
 
+from lookalike import params as P
 from lookalike.io.cache import default_cache_dir
 
 LARGE_TABLE_ROWS = 100_000
@@ -176,7 +177,7 @@ def write_manifest(run_dir: Path | str, params: dict[str, Any], params_hash: str
                    corpus_fingerprint: str, repo: Path | None, started: str, finished: str) -> Path:
     """manifest.json: the one place for timestamps, host, versions and revision (never in tables or cells)."""
     record = {
-        "run": params.get("run"),
+        "run": P.recorded(params).run,
         "started": started,
         "finished": finished,
         "host": {"machine": platform.machine(), "system": platform.system(), "node": platform.node()},
@@ -192,3 +193,36 @@ def write_manifest(run_dir: Path | str, params: dict[str, Any], params_hash: str
     out = Path(run_dir) / "manifest.json"
     out.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return out
+
+
+class ManifestError(ValueError):
+    """A run folder's manifest.json cannot be read as lookalike wrote it; the message says why."""
+
+
+def read_manifest(run_dir: Path | str) -> dict[str, Any]:
+    """The run folder's manifest.json as written ({} when the folder has none); ManifestError when it is
+    not UTF-8 JSON, not an object, or its params are not an object."""
+    manifest = Path(run_dir) / "manifest.json"
+    if not manifest.is_file():
+        return {}
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ManifestError(f"not UTF-8 text (byte {exc.start})") from None
+    except ValueError as exc:
+        raise ManifestError(f"not JSON ({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("params", {}), dict):
+        raise ManifestError("expected a JSON object whose 'params' is an object")
+    return data
+
+
+def run_config(run_dir: Path | str, manifest: dict[str, Any] | None = None):
+    """The typed parameters the run was made with (params.recorded of manifest.json's params), or None
+    when the folder has no manifest; ManifestError names a key or type the schema does not know."""
+    data = read_manifest(run_dir) if manifest is None else manifest
+    if not data:
+        return None
+    try:
+        return P.recorded(data.get("params", {}), "manifest.json")
+    except P.ParamsError as exc:
+        raise ManifestError(f"its params are not parameters this lookalike knows ({exc})") from None

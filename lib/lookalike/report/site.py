@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 from markupsafe import Markup
@@ -155,12 +154,11 @@ def write_failed_summary(run_dir: Path | str, title: str, stage: str, error: str
     return write_summary(run_dir, title, blocks)
 
 
-def _corpus_sentence(params: dict[str, Any], units: pd.DataFrame) -> str:
+def _corpus_sentence(corpus, units: pd.DataFrame) -> str:
     """index.html's corpus line: the source, where it was read from (when there is a where), counts;
     templates are counted only when the corpus names them."""
-    corpus = params.get("corpus", {})
-    source = str(corpus.get("source", ""))
-    where = corpus.get("demo_size", "") if source == "demo" else (corpus.get("root", "") or corpus.get("manifest", ""))
+    source = str(corpus.source)
+    where = corpus.demo_size if source == "demo" else (corpus.root or corpus.manifest)
     where = Path(str(where)).name if source != "demo" and where else str(where)
     head = f"{source} corpus" + (f" ({where})" if where else "")
     docs = units["doc_id"].nunique() if "doc_id" in units.columns else 0
@@ -171,23 +169,24 @@ def _corpus_sentence(params: dict[str, Any], units: pd.DataFrame) -> str:
             + ("" if docs == 1 else "s") + f", {tmpl}.")
 
 
-def _run_noun(run_dir: Path, params: dict[str, Any]) -> str:
+def _run_noun(run_dir: Path, source: str) -> str:
     """What the run's units are called (vocab.unit_noun): from the corpus source and the units' content types."""
     units_csv = run_dir / "tables" / "units.csv"
     types = (pd.read_csv(units_csv, dtype=str, keep_default_na=False, usecols=lambda c: c == "content_type")
              .get("content_type", pd.Series(dtype=str)) if units_csv.is_file() else ())
-    return unit_noun(str((params.get("corpus") or {}).get("source", "")), types)
+    return unit_noun(source, types)
 
 
-def build_index(run_dir: Path | str, params: dict[str, Any], stages: list[str], failed: dict | None = None,
+def build_index(run_dir: Path | str, cfg, stages: list[str], failed: dict | None = None,
                 not_run: list[str] = ()) -> Path:
-    """Write outputs/<run>/index.html from the run's headlines, tables and manifest. failed (stage, error,
-    notebook) and not_run: a run that stopped says which stage failed, why, and what did not run."""
+    """Write outputs/<run>/index.html from the run's headlines, tables and typed parameters (cfg:
+    params.typed or params.recorded). failed (stage, error, notebook) and not_run: a run that stopped
+    says which stage failed, why, and what did not run."""
     run_dir = Path(run_dir)
     units_csv, systems_csv = run_dir / "tables" / "units.csv", run_dir / "tables" / "systems.csv"
-    corpus = (_corpus_sentence(params, pd.read_csv(units_csv, dtype=str, keep_default_na=False))
+    corpus = (_corpus_sentence(cfg.corpus, pd.read_csv(units_csv, dtype=str, keep_default_na=False))
               if units_csv.is_file() else "")
-    noun = _run_noun(run_dir, params)
+    noun = _run_noun(run_dir, str(cfg.corpus.source))
     shown = []
     for stage in stages:
         rec_path = run_dir / "headlines" / f"{stage}.json"
@@ -206,9 +205,8 @@ def build_index(run_dir: Path | str, params: dict[str, Any], stages: list[str], 
     why = {stage: (f"stage {failed['stage']} failed before it." if failed else
                    "not asked for in this run (lookalike run --stage ran the others), and no earlier run left it here.")
            for stage in not_run}
-    title = str(params.get("title", "lookalike report"))
     page = pages.render(
-        "index.html.j2", title=title, css=CSS, run=str(params.get("run", run_dir.name)),
+        "index.html.j2", title=str(cfg.title), css=CSS, run=str(cfg.run or run_dir.name),
         summary=(run_dir / "summary.html").is_file(), browse=(run_dir / "browse" / "index.html").is_file(),
         failed=({**failed, "words": _failure_words(failed["stage"], failed["error"], failed["notebook"])}
                 if failed else None),
