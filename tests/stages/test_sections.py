@@ -390,3 +390,26 @@ def test_a_stage_speaks_of_photos_where_the_units_are_photos():
     page.add(Section("02_encode", "look"))
     page.section("look").say("40 pages")
     assert page.text["look"] == "40 pages\n"
+
+
+def test_a_system_the_params_no_longer_have_is_not_read_from_an_earlier_runs_files(recorded, tmp_path):
+    """Run files an earlier run left in the folder (an encoder or a +rerank taken out of the params
+    since) were read by stage 07 as systems of this run: it globbed runs/*+rerank.run and
+    runs_validated/*.run. Now stage 02 and 06 empty their run folders before writing, and stage 07 takes
+    the +rerank / +split systems from stage 02's systems table."""
+    import shutil
+
+    ctx, _, _ = recorded
+    run_dir = tmp_path / "run"
+    shutil.copytree(ctx.run_dir, run_dir)
+    for folder, name in (("runs", "gone+rerank"), ("runs_validated", "gone"), ("runs_hard", "gone")):
+        shutil.copy(run_dir / folder / "ocr-bm25.run", run_dir / folder / f"{name}.run")
+    again = stages.context(run_dir, ctx.params)
+    inputs = MODULES["metric_tables"].read_inputs(again)
+    assert "gone+rerank" not in inputs.external
+    MODULES["judge_pool"].run(again).save()
+    MODULES["metric_tables"].run(again).save()
+    assert not (run_dir / "runs_validated" / "gone.run").exists() and not (run_dir / "runs_hard" / "gone.run").exists()
+    assert "gone" not in set(pd.read_csv(run_dir / "tables" / "sufficiency.csv")["system"])
+    assert sorted(p.stem for p in (run_dir / "runs_validated").glob("*.run")) == sorted(
+        p.stem for p in (ctx.run_dir / "runs_validated").glob("*.run"))

@@ -291,10 +291,16 @@ def evidence_qrels(questions: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["query_id", "unit_id", "relevance"])
 
 
-def write_runs(runs: dict[str, pd.DataFrame], run_dir: Path) -> list[Path]:
-    folder = Path(run_dir) / "runs"
-    folder.mkdir(parents=True, exist_ok=True)
-    return [ranking.write_run(run, folder / f"{name}.run", tag=name) for name, run in sorted(runs.items())]
+def write_runs(runs: dict[str, pd.DataFrame], run_dir: Path, folder: str = "runs") -> list[Path]:
+    """Each system's ranking as TREC run_dir/<folder>/<system>.run, after removing every run file an
+    earlier run left there: the folder belongs to the stage that writes it, and a system this run does
+    not have (an encoder or a +rerank taken out of the params) must not be read as one of its systems.
+    A stage that writes more runs to the same folder later in its save adds them after this call."""
+    out = Path(run_dir) / folder
+    out.mkdir(parents=True, exist_ok=True)
+    for old in sorted(out.glob("*.run")):
+        old.unlink()
+    return [ranking.write_run(run, out / f"{name}.run", tag=name) for name, run in sorted(runs.items())]
 
 
 def first_look(runs: dict[str, pd.DataFrame], qrels: pd.DataFrame, provenance: dict[str, str],

@@ -27,7 +27,7 @@ from lookalike.retrieval import doc_context
 from lookalike.retrieval import indexes as retrieve
 from lookalike.retrieval import derived as D
 from lookalike.retrieval import catalog, systems
-from lookalike.eval import ranking, trec
+from lookalike.eval import trec
 from lookalike.io.cache import Cache
 from lookalike.retrieval.encoders.base import Vectors
 
@@ -138,13 +138,7 @@ def systems_section(validated: pd.DataFrame, units: pd.DataFrame, cfg, settings:
     runs.update(derived.runs)
     written = dict(runs)        # as this section leaves them, written when the stage is saved
 
-    def write_runs() -> None:
-        out = run_dir / "runs_validated"
-        out.mkdir(exist_ok=True)
-        for name, run in written.items():
-            ranking.write_run(run, out / f"{name}.run", tag=name)
-
-    sec.after_save.append(write_runs)
+    sec.after_save.append(lambda: systems.write_runs(written, run_dir, "runs_validated"))
     sec.say("systems:", ", ".join(runs) if runs else "none (no validated questions)")
     sec.say("\n".join(derived.notes) if derived.notes else
             "no reranking or query splitting configured (rerank.systems, split.systems)")

@@ -28,7 +28,7 @@ from lookalike.analysis import views as V
 from lookalike.report.tables import fmt_ci
 from lookalike.eval import stats
 from lookalike.retrieval import catalog, fusion, systems
-from lookalike.eval import ranking, trec
+from lookalike.eval import trec
 from lookalike.retrieval.encoders.base import Vectors
 
 from lookalike.stages.base import Section, StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
@@ -140,9 +140,12 @@ def read_inputs(ctx: StageContext) -> MetricInputs:
                  for n in sorted(sys_table.loc[sys_table["provenance"] == "external", "system"])}
                 if sys_table is not None and "provenance" in sys_table.columns else {})
     # +rerank / +split systems: like your runs, only their top-depth ranking is known, so the candidate
-    # views restrict it (stage 02's, questions as generated) rather than re-score
-    external.update({p.stem: trec.read_run_file(p)[0] for p in sorted((run_dir / "runs").glob("*.run"))
-                     if p.stem.endswith(("+rerank", "+split"))})
+    # views restrict it (stage 02's, questions as generated) rather than re-score; the systems are the
+    # ones stage 02's systems table lists, not whatever run files a folder holds
+    derived = sorted(n for n in sys_table["system"].astype(str) if n.endswith(("+rerank", "+split"))) \
+        if sys_table is not None and "system" in sys_table.columns else []
+    external.update({n: trec.read_run_file(run_dir / "runs" / f"{n}.run")[0] for n in derived})
+    # runs_validated/ holds exactly the systems stage 06 ranked (systems.write_runs empties it first)
     corpus_runs = {p.stem: trec.read_run_file(p)[0] for p in sorted((run_dir / "runs_validated").glob("*.run"))}
 
     def optional(name: str) -> pd.DataFrame:
@@ -236,16 +239,8 @@ def sufficiency_section(questions: pd.DataFrame, one_unit: pd.DataFrame, distrac
     sec.table("sufficiency", sufficiency, sort_by=["system", "negatives", "k"])
     sec.table("hard_sets", hard_sets, sort_by=["query_id"])
 
-    def write_runs() -> None:
-        # the hard rankings, so lookalike audit can score the hard columns again from files
-        folder = run_dir / "runs_hard"
-        folder.mkdir(exist_ok=True)
-        for old in folder.glob("*.run"):
-            old.unlink()
-        for name, run in hard_runs.items():
-            ranking.write_run(run, folder / f"{name}.run", tag=name)
-
-    sec.after_save.append(write_runs)
+    # the hard rankings, so lookalike audit can score the hard columns again from files
+    sec.after_save.append(lambda: systems.write_runs(hard_runs, run_dir, "runs_hard"))
     return sec, hard_runs, suff_hard, frames_hard, sufficiency, hard_sets
 
 def headline_section(top1_random: pd.DataFrame, suff_hard: pd.DataFrame, hard_runs, frames_hard, seed: int,
