@@ -66,9 +66,10 @@ test-shapes: setup
 test-fast: setup
 	$(PY) -m pytest -n 2 -m "not slow and not browser and not gpu" tests
 
-# docs/parameters.md is generated from the schema (lib/lookalike/base.yaml); a test checks it is current
+# lib/lookalike/base.yaml and docs/parameters.md are written from the schema's declared types
+# (lib/lookalike/config.py); a test checks both are current
 docs: setup
-	$(PY) -c "from lookalike import params; open('docs/parameters.md', 'w', encoding='utf-8').write(params.reference_markdown())"
+	$(PY) -c "from lookalike import params; open('lib/lookalike/base.yaml', 'w', encoding='utf-8').write(params.base_yaml()); open('docs/parameters.md', 'w', encoding='utf-8').write(params.reference_markdown())"
 
 clean-outputs:
 	rm -rf outputs/demo outputs/ci/{corpus,tables,figures,headlines,html,index.html,manifest.json}

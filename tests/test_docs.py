@@ -99,6 +99,18 @@ def test_the_parameter_reference_is_current():
         "docs/parameters.md is stale: run make docs"
 
 
+def test_base_yaml_is_written_from_the_declared_schema():
+    """lookalike/config.py declares every key once; base.yaml (what a user reads, what an installed
+    package ships) is written from it and reads back as the same defaults and constraints."""
+    assert P.BASE_PARAMS.read_text(encoding="utf-8") == P.base_yaml(), "lib/lookalike/base.yaml is stale: run make docs"
+    assert P.read_yaml(P.BASE_PARAMS) == P.defaults()
+    import yaml
+
+    for value in ["", "q{row:04d}", "lookalike report", "a: b", "#x", "true", "1", "4-20", " pad", "it's", "[x]"]:
+        assert yaml.safe_load(f"k: {P._yaml_value(value)}  # c")["k"] == value, value
+    assert yaml.safe_load(f"k: {P._yaml_value(['4-20', 'a, b', ''])}")["k"] == ["4-20", "a, b", ""]
+
+
 def test_every_key_of_the_schema_is_in_the_reference():
     ref = _text(REPO / "docs" / "parameters.md")
     schema = P.read_yaml(P.BASE_PARAMS)

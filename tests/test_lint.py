@@ -41,3 +41,17 @@ def test_mypy_would_catch_a_wrong_type(tmp_path):
     done = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(REPO / "pyproject.toml"),
                            "--no-error-summary", str(tmp_path / "bad.py")], cwd=REPO, capture_output=True, text=True)
     assert done.returncode == 1 and "Incompatible return value type" in done.stdout
+
+
+def test_mypy_sees_the_declared_parameters(tmp_path):
+    """The configuration is declared types (lookalike.config), so a misspelt key or a value used as
+    the wrong type in code that reads ctx.config is a type error before any run."""
+    import os
+
+    (tmp_path / "probe.py").write_text("from lookalike import params as P\n\ncfg = P.typed(P.check({}))\n"
+                                       "n: int = cfg.encode.device\nx = cfg.encode.devise\n")
+    done = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(REPO / "pyproject.toml"),
+                           "--no-error-summary", str(tmp_path / "probe.py")], cwd=REPO, capture_output=True, text=True,
+                          env=dict(os.environ, MYPYPATH=str(REPO / "lib")))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert '"EncodeParams" has no attribute "devise"' in done.stdout and "Incompatible types in assignment" in done.stdout

@@ -25,7 +25,7 @@ on any cycle or any import against this order). Lowest first:
 
 __version__ = "0.1.0"
 
-LAYERS = (("vocab", "progress", "registry"), ("params",), ("eval",), ("data",), ("io",), ("report",), ("retrieval",), ("judging",),
+LAYERS = (("vocab", "progress", "registry", "config"), ("params",), ("eval",), ("data",), ("io",), ("report",), ("retrieval",), ("judging",),
           ("analysis",), ("stages",), ("api", "plugin"), ("cli",), ("__main__",))
 
 # The public API (lookalike.api), loaded on first use so that `import lookalike` and the command line's

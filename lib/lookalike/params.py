@@ -1,10 +1,9 @@
-"""Run parameters: base.yaml (the package's own, lookalike/base.yaml; params/base.yaml in a checkout
-points to it) deep-merged with a run file, checked key by key.
+"""Run parameters: the schema's defaults (lookalike.config, the declared types) deep-merged with a run
+file, checked key by key, and handed to the stages as that schema's frozen dataclasses.
 
 papermill only warns about unknown parameters and merges YAML shallowly, so the runner does the
-merge and the checks itself. base.yaml is the one schema, readable as it stands: every key with
-its default (which fixes the type) and a comment; a comment that starts with a constraint in
-braces also fixes the allowed values —
+merge and the checks itself. Each key's field in lookalike.config gives its default (which fixes the
+type a run file must use), what it does, and optionally the allowed values, in this language —
   {one of: a, b, ''}       the value must be one of these ('' is the empty string)
   {>= 1}  {0..1}  {(0..1]} numbers: a lower bound, a closed range, or one open below
   {names: judge[model|reference], auto, ''}
@@ -17,20 +16,20 @@ braces also fixes the allowed values —
   {non-empty}              lists: at least one entry
   {each: SPEC}             lists: every entry satisfies SPEC (named by its place when it does not)
   several joined by ';' must all hold, e.g. {non-empty; each: (0..1]}
-Every key of a run file must exist in base.yaml, carry a value of the same type and satisfy its
-constraint (a key whose default is an empty mapping, {}, takes a mapping of any keys: per-encoder
-settings, read by the code that owns them); an error names the key, the file and what is allowed. Defaults live there only: the
-runner injects every parameter into every stage.
+Every key of a run file must exist in the schema, carry a value of the same type and satisfy its
+constraint (a key whose default is an empty mapping takes a mapping of any keys: per-encoder
+settings, read by the code that owns them); an error names the key, the file and what is allowed.
+base.yaml and docs/parameters.md are written from the schema (base_yaml, reference_markdown; ``make
+docs``). Defaults live there only: the runner injects every parameter into every stage.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
 import re
-from dataclasses import make_dataclass
+from dataclasses import Field, fields
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -38,7 +37,7 @@ from collections.abc import Mapping
 
 import yaml
 
-from lookalike import registry
+from lookalike import config, registry
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 # the schema ships inside the package, so an installed lookalike (not only a checkout) finds it
@@ -151,12 +150,11 @@ def deep_merge(base: dict[str, Any], override: dict[str, Any], source: Path, pre
     return merged
 
 
-def load_params(run_file: Path | str, base_file: Path | str = BASE_PARAMS) -> dict[str, Any]:
-    """Merged parameters of one run: base.yaml deep-merged with run_file, every key checked."""
-    base = read_yaml(Path(base_file))
+def load_params(run_file: Path | str) -> dict[str, Any]:
+    """Merged parameters of one run: the schema's defaults deep-merged with run_file, every key checked."""
     override = read_yaml(Path(run_file))
-    merged = deep_merge(base, override, Path(run_file))
-    check_constraints(merged, run_file, base_file)
+    merged = deep_merge(defaults(), override, Path(run_file))
+    check_constraints(merged, run_file)
     return merged
 
 
@@ -178,26 +176,52 @@ def repo_file(value: str) -> Path:
     return p if p.is_absolute() else PROJECT_ROOT / p
 
 
-_CONSTRAINT = re.compile(r"^\s*(?P<key>[a-z_]+):[^#]*#\s*\{(?P<spec>[^}]*)\}")
+# ----------------------------------------------------------------------------- the schema (lookalike.config)
 
-
-def constraints(base_file: Path | str = BASE_PARAMS) -> dict[str, str]:
-    """Dotted key -> the constraint written in braces at the start of its comment in base.yaml."""
-    out, section = {}, ""
-    for line in Path(base_file).read_text(encoding="utf-8").splitlines():
-        if re.match(r"^[a-z_]+:\s*(#.*)?$", line):
-            section = line.split(":")[0]
-        m = _CONSTRAINT.match(line)
-        if m:
-            out[m.group("key") if not line.startswith(" ") else f"{section}.{m.group('key')}"] = m.group("spec").strip()
+def schema() -> list[tuple[str, str, Field]]:
+    """(section, key, its dataclass field) for every parameter in the schema's order; section "" for the
+    run-wide keys (run, title, seed, plugins)."""
+    out = [("", f.name, f) for f in fields(config.Config) if f.name not in config.SECTIONS]
+    for section, cls in config.SECTIONS.items():
+        out += [(section, f.name, f) for f in fields(cls)]
     return out
 
 
-def allowed_values(dotted: str, base_file: Path | str = BASE_PARAMS) -> list[str] | None:
-    """The values base.yaml allows for a key ({one of: ...}, '' for the empty string; {names: ...} the
+def _plain(value: Any) -> Any:
+    """A default as the YAML / JSON value a run file writes: tuples as lists, mappings as dicts."""
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def defaults() -> dict[str, Any]:
+    """Every key with its default, as plain values (a fresh copy): what a run file is merged over."""
+    cfg = config.Config()
+    out: dict[str, Any] = {}
+    for section, name, _ in schema():
+        if section:
+            out.setdefault(section, {})[name] = _plain(getattr(getattr(cfg, section), name))
+        else:
+            out[name] = _plain(getattr(cfg, name))
+    return out
+
+
+def _dotted(section: str, name: str) -> str:
+    return f"{section}.{name}" if section else name
+
+
+def constraints() -> dict[str, str]:
+    """Dotted key -> its constraint (the field's ``allowed``), for the keys that have one."""
+    return {_dotted(section, name): f.metadata["allowed"] for section, name, f in schema() if f.metadata["allowed"]}
+
+
+def allowed_values(dotted: str) -> list[str] | None:
+    """The values the schema allows for a key ({one of: ...}, '' for the empty string; {names: ...} the
     words, then the registry's names now), or None when the key's constraint is not a list of values
     (a {names: ...} key also takes a plug-in by import path)."""
-    spec = constraints(base_file).get(dotted, "")
+    spec = constraints().get(dotted, "")
     for part in spec.split(";"):
         part = part.strip()
         if part.startswith("one of:"):
@@ -218,7 +242,7 @@ def _registry_names(spec: str) -> tuple[list[str], list[str]]:
     what, *words = spec[len("names:"):].split(",")
     m = re.fullmatch(r"\s*([^\[\]]+?)\s*(?:\[([^\]]*)\])?\s*", what)
     if not m:
-        raise ParamsError(f"{BASE_PARAMS}: constraint {{{spec}}} is not understood")
+        raise ParamsError(f"lookalike/config.py: constraint {{{spec}}} is not understood")
     reg = registry.named(m.group(1))
     tags = [t.strip() for t in m.group(2).split("|")] if m.group(2) else [None]
     names = [n for n in reg.names() if any(n in reg.names(t) for t in tags)]
@@ -280,7 +304,7 @@ def _violation(spec: str, value: Any) -> str | None:
         ok = (lo < value if open_lo else lo <= value) and value <= hi
         shown = f"above {m.group(2)} and at most {m.group(3)}" if open_lo else f"between {m.group(2)} and {m.group(3)}"
         return None if ok else f"must be {shown}, got {value!r}"
-    raise ParamsError(f"{BASE_PARAMS}: constraint {{{spec}}} is not understood")
+    raise ParamsError(f"lookalike/config.py: constraint {{{spec}}} is not understood")
 
 
 def _name_violation(spec: str, value: Any) -> str | None:
@@ -320,9 +344,9 @@ def import_plugins(params: Mapping[str, Any], source: Path | str) -> None:
             raise ParamsError(f"{source}: key 'plugins' entry {i + 1} ({entry!r}): {exc}") from exc
 
 
-def check_constraints(params: dict[str, Any], source: Path | str, base_file: Path | str = BASE_PARAMS) -> None:
+def check_constraints(params: dict[str, Any], source: Path | str) -> None:
     import_plugins(params, source)
-    for dotted, spec in constraints(base_file).items():
+    for dotted, spec in constraints().items():
         value: Any = params
         for part in dotted.split("."):
             value = value[part]
@@ -339,15 +363,16 @@ def check_constraints(params: dict[str, Any], source: Path | str, base_file: Pat
 def check(params: dict[str, Any], source: str = "injected parameters") -> dict[str, Any]:
     """A full or partial parameter mapping merged over base.yaml's defaults and checked (keys,
     types, constraints): what a stage works with."""
-    merged = deep_merge(read_yaml(BASE_PARAMS), params, Path(source))
+    merged = deep_merge(defaults(), params, Path(source))
     check_constraints(merged, source)
     return merged
 
 
 REFERENCE_INTRO = """# Parameters
 
-Generated from lookalike's schema (`lib/lookalike/base.yaml`; `params/base.yaml` in a checkout
-points to it) by `make docs`; a test fails when this page and the schema differ.
+Generated from lookalike's schema — the declared types in `lib/lookalike/config.py` — by `make docs`,
+with `lib/lookalike/base.yaml` (`params/base.yaml` in a checkout points to it); a test fails when this
+page or base.yaml and the schema differ.
 
 A run file (`params/ci.yaml`, `params/demo.yaml` or yours) is deep-merged over these defaults. A key
 that is not here, a value of another type, or one outside the allowed values stops the run at load
@@ -363,42 +388,77 @@ labels are a model's, `judge[model|reference]` a model's or an answer key's.
 """
 
 
-def reference_markdown(base_file: Path | str = BASE_PARAMS) -> str:
-    """docs/parameters.md: one table per section of base.yaml — key, default, allowed values (the
-    constraint in braces) and the comment — in the schema's own order."""
-    rows: dict[str, list[tuple[str, str, str, str]]] = {}
-    section = ""
-    values = read_yaml(Path(base_file))
-    for line in Path(base_file).read_text(encoding="utf-8").splitlines():
-        m = re.match(r"^(?P<indent> *)(?P<key>[a-z_]+):(?P<rest>.*)$", line)
-        if not m:
-            continue
-        comment = m.group("rest").split(" # ", 1)[1].strip() if " # " in m.group("rest") else ""
-        if not m.group("indent") and not m.group("rest").split("#")[0].strip():
-            section = m.group("key")                       # a section heading: "encode:"
-            rows.setdefault(section, [])
-            continue
-        key = m.group("key") if not m.group("indent") else f"{section}.{m.group('key')}"
-        top = "" if not m.group("indent") else section
-        allowed = ""
-        c = re.match(r"^\{(?P<spec>[^}]*)\}\s*(?P<text>.*)$", comment)
-        if c:
-            allowed, comment = c.group("spec").strip(), c.group("text")
-        value = values
-        for part in key.split("."):
-            value = value[part]
-        rows.setdefault(top, []).append((key, json.dumps(value, ensure_ascii=False), allowed, comment))
+def reference_markdown() -> str:
+    """docs/parameters.md: one table per section of the schema — key, default, allowed values (the
+    constraint) and what it does — in the schema's own order, each section with its description."""
     def cell(text: str) -> str:
         return text.replace("|", "\\|").replace("\n", " ")
     judges = registry.named("judge")
     built_in = [n for n, spec in judges.items() if str(getattr(spec.make, "__module__", "")).startswith("lookalike.")]
     out = [REFERENCE_INTRO.format(judges=", ".join(built_in))]
-    for name, items in rows.items():
-        out.append(f"## {name or 'the run'}\n")
+    for section in ["", *config.SECTIONS]:
+        out.append(f"## {section or 'the run'}\n")
+        if section:
+            out.append(f"{_section_doc(section)}\n")
         out.append("| key | default | allowed | what it does |\n|---|---|---|---|")
-        out += [f"| `{k}` | `{cell(d)}` | {cell(a)} | {cell(t)} |" for k, d, a, t in items]
+        values = defaults()
+        for sec, name, f in schema():
+            if sec == section:
+                value = values[sec][name] if sec else values[name]
+                out.append(f"| `{_dotted(sec, name)}` | `{cell(json.dumps(value, ensure_ascii=False))}` | "
+                           f"{cell(f.metadata['allowed'])} | {cell(f.metadata['doc'])} |")
         out.append("")
     return "\n".join(out)
+
+
+def _section_doc(section: str) -> str:
+    return " ".join((config.SECTIONS[section].__doc__ or "").split())
+
+
+BASE_YAML_INTRO = """\
+# Every key a run may set, with its default and what it does. Written from lookalike/config.py (the
+# schema as declared types) by `make docs`: change a key there, not here (a test fails when the two
+# differ). A run file (params/<run>.yaml) overrides these by deep merge; a key that is not here, or a
+# value of another type, is an error that names the key and the file. A comment that starts with a
+# constraint in braces gives the allowed values. The runner hands the whole merged set to every stage
+# notebook (its `params` cell).
+"""
+_PLAIN = re.compile(r"[A-Za-z0-9_./~<>@$()|*+-][A-Za-z0-9_./~<>@$()|*+ -]*")
+
+
+def _yaml_value(value: Any) -> str:
+    """A default as YAML on one line: plain where YAML reads it back as the same string, JSON-quoted
+    (YAML's double-quoted style) where not."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_yaml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_yaml_value(v)}" for k, v in value.items()) + "}"
+    text = str(value)
+    plain = _PLAIN.fullmatch(text) and text == text.strip() and yaml.safe_load(text) == text
+    return text if plain else json.dumps(text, ensure_ascii=False)
+
+
+def base_yaml() -> str:
+    """base.yaml's text: every key with its default and a comment (the constraint in braces, then what
+    the key does), section by section, each section's line with its description."""
+    def line(indent: str, name: str, value: str, comment: str) -> str:
+        head = f"{indent}{name}:" + (f" {value}" if value else "")
+        return f"{head.ljust(27)}  # {comment}" if comment else head
+    values = defaults()
+    out = [BASE_YAML_INTRO.rstrip("\n")]
+    current = ""
+    for section, name, f in schema():
+        if section != current:
+            out.append(line("", section, "", _section_doc(section)))
+            current = section
+        value = values[section][name] if section else values[name]
+        allowed, doc = f.metadata["allowed"], f.metadata["doc"]
+        out.append(line("  " if section else "", name, _yaml_value(value), (f"{{{allowed}}} " if allowed else "") + doc))
+    return "\n".join(out) + "\n"
 
 
 # ----------------------------------------------------------------------------- typed configuration
@@ -422,34 +482,20 @@ def thaw(value: Any) -> Any:
     return value
 
 
-_PY_TYPES = {bool: bool, int: int, float: float, str: str, list: tuple, dict: Mapping}
+def typed(params: dict[str, Any]) -> config.Config:
+    """The merged, checked parameters as the schema's frozen dataclasses (lookalike.config):
+    cfg.encode.device, cfg.rerank.systems. Stages hand these (or plain values from them) to the layers
+    below; no layer below the stages reads a parameter by its dotted name."""
+    values: dict[str, Any] = {}
+    for k, v in params.items():
+        values[k] = (config.SECTIONS[k](**{kk: _frozen(vv) for kk, vv in v.items()}) if k in config.SECTIONS
+                     else _frozen(v))
+    return config.Config(**values)
 
 
-@functools.lru_cache(maxsize=4)
-def config_types(base_file: str = str(BASE_PARAMS)) -> tuple[type, dict[str, type]]:
-    """(the run's Config class, section -> its Params class), frozen dataclasses made from base.yaml:
-    one field per key, typed by its default (lists are tuples, mappings read-only)."""
-    base = read_yaml(Path(base_file))
-    sections = {name: make_dataclass(f"{name.title().replace('_', '')}Params",
-                                     [(k, _PY_TYPES.get(type(v), Any)) for k, v in body.items()], frozen=True)
-                for name, body in base.items() if isinstance(body, dict) and body}
-    fields = [(k, sections[k] if k in sections else _PY_TYPES.get(type(v), Any)) for k, v in base.items()]
-    return make_dataclass("Config", fields, frozen=True), sections
-
-
-def typed(params: dict[str, Any], base_file: Path | str = BASE_PARAMS):
-    """The merged, checked parameters as frozen dataclasses: cfg.encode.device, cfg.rerank.systems.
-    Stages hand these (or plain values from them) to the layers below; no layer below the stages
-    reads a parameter by its dotted name."""
-    config, sections = config_types(str(base_file))
-    values = {k: (sections[k](**{kk: _frozen(vv) for kk, vv in v.items()}) if k in sections else _frozen(v))
-              for k, v in params.items()}
-    return config(**values)
-
-
-def recorded(given: Mapping[str, Any], source: str = "manifest.json"):
+def recorded(given: Mapping[str, Any], source: str = "manifest.json") -> config.Config:
     """A finished run's parameters (its manifest.json's ``params``) as typed configuration: merged over
     base.yaml's defaults and typed, for the code that reads a run folder (the audit, the label server, the
     index page). Keys and types are checked by the merge; the allowed values are not checked again — the
     run was checked when it ran, and a plug-in it named need not import where its folder is read."""
-    return typed(deep_merge(read_yaml(BASE_PARAMS), dict(given), Path(source)))
+    return typed(deep_merge(defaults(), dict(given), Path(source)))

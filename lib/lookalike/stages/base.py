@@ -21,6 +21,7 @@ from collections.abc import Mapping
 import pandas as pd
 
 from lookalike import params as P
+from lookalike.config import Config
 from lookalike.eval import stats
 from lookalike.report import run_folder
 from lookalike.report import tables as readable
@@ -51,8 +52,8 @@ class StageContext:
         return P.repo_path(self.get(dotted))
 
     @functools.cached_property
-    def config(self):
-        """The parameters as frozen dataclasses (params.typed): ctx.config.encode.device."""
+    def config(self) -> Config:
+        """The parameters as the schema's frozen dataclasses (params.typed, lookalike.config): ctx.config.encode.device."""
         return P.typed(self.params)
 
     def encoder_settings(self) -> dict:
