@@ -35,7 +35,7 @@ def test_settings_that_did_not_run_become_one_footnote():
 
 def test_summary_page_escapes_the_lead_and_groups_headers(tmp_path):
     head = SU.spanned(pd.DataFrame({"system": ["<b>x</b>"], "n (validated)": [3]}))
-    page = site.write_summary(tmp_path, "t", [{"heading": "h", "table": head, "footnote": "Not run: <i>y</i>."}],
+    page = site.write_summary(tmp_path, "t", [SU.Block("h", table=head, footnote="Not run: <i>y</i>.")],
                               SU.lead("ci", "the <demo>", "2026-01-01", "Best: <script>")).read_text()
     assert "<script>" not in page and "&lt;script&gt;" in page and "&lt;demo&gt;" in page
     assert 'colspan="1"' in page or "hard negatives · validated questions" in page

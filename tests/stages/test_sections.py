@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import importlib
 import inspect
+import re
 import sys
 from pathlib import Path
 
@@ -257,10 +258,18 @@ def test_summary_blocks_without_scored_questions_keep_only_what_was_scored_and_t
     x = copy.copy(recorded_input(recorded, "metric_tables", "summary_section", "x"))
     t = recorded_input(recorded, "metric_tables", "summary_section", "t")
     x.validated = x.validated.iloc[:0]
-    blocks = MODULES["metric_tables"].summary_blocks(x, t | {"claims": {"scored": {"text": "0 of 0"}}}, "doc_id", "demo")
-    assert [b["heading"] for b in blocks][0] == "What was scored"
-    assert {b["heading"] for b in blocks} <= {"What was scored", "How the labels were made", "What the labels rest on",
-                                              "People-judged questions a machine judge flagged"}
+    from lookalike.report import summary as SU
+
+    blocks = SU.blocks(MODULES["metric_tables"].summary_inputs(x, t, {"scored": {"text": "0 of 0"}}, "doc_id", "page"))
+    assert [b.heading for b in blocks][0] == "What was scored"
+    assert {b.heading for b in blocks} <= {"What was scored", "How the labels were made", "What the labels rest on",
+                                           "People-judged questions a machine judge flagged"}
+    full = SU.blocks(MODULES["metric_tables"].summary_inputs(recorded_input(recorded, "metric_tables", "summary_section",
+                                                                            "x"), t, {"scored": {"text": "9 of 9"}},
+                                                             "doc_id", "image"))
+    assert len(full) > len(blocks) and full[0].text == "9 of 9"
+    # the units' noun reaches every sentence of every block
+    assert not any(re.search(r"\bpages?\b(?!-)", b.text + b.note) for b in full), [b.text for b in full]
 
 
 def test_section_results_merge_into_the_stage_result_and_refuse_a_table_built_twice():

@@ -11,13 +11,14 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from markupsafe import Markup
 
 from lookalike.report import pages
 from lookalike.report import tables as readable
-from lookalike.report.summary import nouned
+from lookalike.report.summary import Block, nouned
 from lookalike.vocab import unit_noun
 
 CSS = """
@@ -108,22 +109,20 @@ table.metric th[colspan]{text-align:center;border-bottom:2px solid #c9d3ea}
 """
 
 
-def write_summary(run_dir: Path | str, title: str, blocks: list[dict], lead: dict | None = None) -> Path:
+def write_summary(run_dir: Path | str, title: str, blocks: list[Block], lead: dict | None = None) -> Path:
     """outputs/<run>/summary.html: the stakeholder page — headings, sentences, tables and figures,
     no code. lead: run, corpus, date and the verdict sentence, shown first (report.summary.lead).
-    blocks: dicts with heading, text (plain; escaped), optional table (DataFrame; escaped; two-level
-    columns become grouped headers), figure (a name under figures/, inlined as SVG so the page stands
-    alone), note and footnote (a muted line under the table: what did not run and why)."""
+    blocks: report.summary.Block, in order (text escaped; a table escaped, two-level columns as grouped
+    headers; a figure inlined as SVG so the page stands alone)."""
     run_dir = Path(run_dir)
     shown = []
     for i, b in enumerate(blocks):
-        view = {k: b.get(k) or "" for k in ("heading", "text", "footnote", "note")}
-        table = b.get("table")
-        view["table"] = Markup(_table_html(table, f"summary-{i}")) if table is not None and len(table) else ""
-        svg_path = run_dir / "figures" / f"{b.get('figure')}.svg"
+        view: dict[str, Any] = {"heading": b.heading, "text": b.text, "footnote": b.footnote, "note": b.note}
+        view["table"] = Markup(_table_html(b.table, f"summary-{i}")) if b.table is not None and len(b.table) else ""
+        svg_path = run_dir / "figures" / f"{b.figure}.svg"
         # the run's own chart, drawn by vl-convert from the run's tables (its text escaped as SVG)
         view["svg"] = (Markup(re.sub(r"^<\?xml[^>]*>\s*", "", svg_path.read_text(encoding="utf-8")))
-                       if b.get("figure") and svg_path.is_file() else "")
+                       if b.figure and svg_path.is_file() else "")
         shown.append(view)
     out = run_dir / "summary.html"
     out.write_text(pages.render("summary.html.j2", title=title, css=CSS + SUMMARY_CSS, lead=lead, blocks=shown,
@@ -147,10 +146,9 @@ def _failure_words(stage: str, error: str, notebook: str) -> str:
 def write_failed_summary(run_dir: Path | str, title: str, stage: str, error: str, not_run: list[str]) -> Path:
     """summary.html for a run that stopped before its metric tables: what failed and what did not run,
     so a stakeholder's link never opens an old run's figures or nothing."""
-    blocks = [{"heading": "This run did not finish",
-               "text": _failure_words(stage, error, f"notebooks/{stage}.ipynb"),
-               "note": ("Did not run, because a stage before them failed: " + ", ".join(not_run) + "."
-                        if not_run else "")}]
+    blocks = [Block("This run did not finish", text=_failure_words(stage, error, f"notebooks/{stage}.ipynb"),
+                    note=("Did not run, because a stage before them failed: " + ", ".join(not_run) + "."
+                          if not_run else ""))]
     return write_summary(run_dir, title, blocks)
 
 

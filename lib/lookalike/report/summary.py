@@ -1,7 +1,8 @@
 """The stakeholder page's words and shapes, made from the run's tables: the verdict sentence at the
 top, the headline table under grouped column headers, settings that did not run as a footnote, and
 the sentences under each block (what was scored, the ladder, hard against random, the planner, the
-haystack, the labels and the agreement they rest on). Stage 07 assembles the page from them.
+haystack, the labels and the agreement they rest on), and the page's blocks in their order
+(``blocks``): stage 07 hands over its tables and claims (``SummaryInputs``) and writes what comes back.
 
 Every sentence here is computed from a table the run wrote; none is written for one corpus.
 """
@@ -10,11 +11,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
 from lookalike.eval import stats
-from lookalike.report.tables import as_number
+from lookalike.report.tables import as_number, ci_pivot
 from lookalike.vocab import unit_noun  # noqa: F401 (the stages and the audit read it here)
 
 
@@ -360,3 +362,128 @@ def haystack_sentence(curve: pd.DataFrame, corpus_size: int, rests_on: str = "",
 def sentence(text: str) -> str:
     """A clause as a sentence: capital first letter, full stop."""
     return f"{text[:1].upper()}{text[1:]}." if text else ""
+
+
+# ----------------------------------------------------------------------------- the page's blocks
+
+@dataclass(frozen=True)
+class Block:
+    """One block of the summary page: a heading, its sentence (plain text; escaped where written), an
+    optional table (escaped; two-level columns become grouped headers), a figure (a name under
+    figures/, inlined as SVG), a note and a footnote (muted lines: what did not run and why)."""
+
+    heading: str
+    text: str = ""
+    table: pd.DataFrame | None = None
+    figure: str = ""
+    note: str = ""
+    footnote: str = ""
+
+    def words(self) -> str:
+        """The block's sentences (text and note), as claims.json must hold them."""
+        return f"{self.text}\n{self.note}"
+
+
+@dataclass(frozen=True)
+class SummaryInputs:
+    """What the summary page is made from: stage 07's tables and claim records, and the words the
+    analysis layer computes for it (the report layer sits below analysis, so they come in as words)."""
+
+    claims: Mapping[str, dict]                 # claim id -> claim record (report.claims); 'scored' always
+    headline: pd.DataFrame                     # stage 07's headline table
+    evidence: pd.DataFrame                     # evidence-complete figures, long (aggregate, k, measure, ...)
+    macro_words: str                           # what the Macro figure averages (analysis.scoring.macro_weights)
+    settings_view: pd.DataFrame                # the benchmark's settings per family
+    trace_counts: pd.DataFrame                 # questions fusion lost, by component and method
+    effects: pd.DataFrame                      # planted effects and what was recovered (the demo's)
+    haystack: pd.DataFrame                     # the haystack curve
+    source_cells: int                          # cells of the source x evidence-structure heatmap
+    scored: int                                # validated single-gold questions scored
+    interval: str                              # how intervals resample (eval.stats.interval_words)
+    hard_vs_random: bool                       # stage 04 measured hard against random negatives
+    ladder: pd.DataFrame                       # stage 04's validity ladder ([] when not measured)
+    ladder_slopes: Mapping[str, float] = field(default_factory=dict)   # analysis.negatives.ladder_slopes
+    source_column: str = "content_type"
+    noun: str = "page"
+
+
+# the blocks a summary keeps when nothing was scored: what was scored, and what the labels are
+UNSCORED = ("What was scored", "How the labels were made", "The people who labelled", "What the labels rest on",
+            "People-judged questions a machine judge flagged")
+
+
+def blocks(s: SummaryInputs) -> list[Block]:
+    """The summary page's blocks, in order: what was scored, the headline, the ladder and hard-vs-random
+    when stage 04 measured them, calibration when the corpus plants effects, evidence-complete retrieval,
+    settings, where evidence-complete retrieval and fusion fail, the haystack, the planner and what the
+    labels rest on. Each sentence is its claim's (claims.json; lookalike audit derives it again)."""
+    def said(rule: str) -> str:
+        return s.claims[rule]["text"] if rule in s.claims else ""
+
+    evidence = s.evidence
+    macro = (ci_pivot(evidence[(evidence["aggregate"] == "macro") & (evidence["k"] == 10)], ["system", "n"])
+             if len(evidence) else pd.DataFrame())
+    settings_ran, settings_not_run = split_not_run(s.settings_view)
+    lost = (s.trace_counts.pivot_table(index="component", columns="method", values="questions_lost", aggfunc="sum")
+            .astype(int).reset_index() if len(s.trace_counts) else None)
+    if lost is not None:
+        lost.columns.name = None
+    out: list[Block | None] = [
+        Block("What was scored", text=s.claims["scored"]["text"]),
+        Block("Headline: each system against easy and hard negatives",
+              table=spanned(s.headline) if len(s.headline) else s.headline,
+              text="Top-1 against random pages (questions as generated) beside what the top k holds when the "
+                   f"competitors are {said('hard_words')} (validated questions). The columns do not "
+                   "share a denominator: each has its own n and 95% CI, and they are not subtracted from one another.",
+              note=said("ceiling_note"), figure="07_sufficiency"),
+        Block("Evidence-complete retrieval (Macro over evidence structures, k = 10)", table=macro,
+              text="nDCG and Recall credit any evidence page found; nDCGAll and RecallAll only when every evidence "
+                   "page of a question is in the top 10. " + s.macro_words),
+        Block("The benchmark's settings, per family", table=settings_ran, footnote=settings_not_run,
+              text=f"Each base system (family) as it stands (Base), ranking pages by their document's context "
+                   f"alone (Ctx), page score plus document context (B+Ctx), reranked (Rerank) and with query "
+                   f"splitting (Q-Split). n = {s.scored} validated single-gold questions, scored against their "
+                   f"evidence pages; {s.interval}. A setting that did not run says why.")
+        if len(s.settings_view) else None,
+        Block("Where evidence-complete retrieval fails", figure="07_source_structure",
+              text=f"RecallAll@5 (every evidence page of a question in the top 5) by {s.source_column} and evidence "
+                   "structure, with each cell's n; tables/recall_all_by_source.csv holds the 95% CIs.")
+        if s.source_cells else None,
+        Block("Where fusion loses evidence", table=lost,
+              text="Questions whose sufficient page a component system found but the fused top 10 dropped, by "
+                   "component and fusion method."),
+    ]
+    if s.hard_vs_random:
+        out.insert(1, Block("Are the hard negatives harder than random ones?", text=said("harder_words")))
+    if len(s.ladder):
+        fitted = all(v == v for v in (s.ladder_slopes.get("random", float("nan")),
+                                      s.ladder_slopes.get("hard", float("nan"))))
+        # the chart only where the ladder was measured: an unmeasured ladder is said in words alone
+        out.insert(1, Block("Why hard negatives: the validity ladder", figure="04_validity_ladder" if fitted else "",
+                            text=ladder_words(s.ladder, dict(s.ladder_slopes))))
+    if len(s.effects):
+        effects = s.effects
+        shown = effects.assign(**{"95% CI": [f"[{lo:.2f}, {hi:.2f}]" if pd.notna(lo) else ""
+                                             for lo, hi in zip(effects["lo"].map(as_number), effects["hi"].map(as_number))]})
+        out.insert(2, Block("Calibration: what the demo planted, and what the report recovered",
+                            table=shown[["effect", "planted", "recovered", "95% CI", "ok", "explanation"]].assign(
+                                recovered=shown["recovered"].map(lambda v: f"{v:.3f}" if isinstance(v, float) else v)),
+                            text=f"The demo generator plants each effect the design is about and records it "
+                                 f"(tables/planted.csv); each row is recovered by the stage that measures it on any "
+                                 f"corpus. {int(effects['ok'].sum())} of {len(effects)} effects recovered."))
+    if len(s.haystack):
+        out.append(Block("How the figures fall as the corpus grows", figure="07_haystack",
+                         text=said("haystack_sentence")))
+    for heading, rule in (("How many questions a comparison needs", "planner_words"),
+                          ("How the labels were made", "labels_made"), ("The people who labelled", "people_words")):
+        if said(rule):
+            out.append(Block(heading, text=said(rule)))
+    out.append(Block("What the labels rest on", text=said("labels_rest_on")))
+    if said("flagged_words"):
+        out.append(Block("People-judged questions a machine judge flagged", text=said("flagged_words")))
+    kept = [b for b in out if b is not None]
+    if not s.scored:
+        # nothing was scored: the summary says why, and what the labels are, not empty tables and their captions
+        kept = [b for b in kept if b.heading in UNSCORED]
+    return [replace(b, text=nouned(b.text, s.noun), note=nouned(b.note, s.noun)) for b in kept]
+

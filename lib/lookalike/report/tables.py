@@ -126,3 +126,11 @@ class Readable:
             return self.empty_words()
         with pd.option_context("display.max_colwidth", None, "display.width", 200):
             return self.df.to_string(index=False)
+
+
+def ci_pivot(long: pd.DataFrame, index: list[str]) -> pd.DataFrame:
+    """One row per index, one column per measure, each cell 'estimate [lo, hi]' (a long table with
+    measure, value, value_lo, value_hi)."""
+    wide = with_ci(long).pivot_table(index=index, columns="measure", values="value", aggfunc="first").reset_index()
+    wide.columns.name = None
+    return wide

@@ -410,7 +410,7 @@ def evidence_section(evidence: pd.DataFrame) -> tuple[Section]:
         sec.say(agg.pivot_table(index=["system", "aggregate"], columns="measure", values="value").to_string(na_rep="·")
               if len(agg) else "no validated questions")
         if len(agg):
-            wide = _ci_pivot(agg, ["system", "aggregate", "n"])
+            wide = readable.ci_pivot(agg, ["system", "aggregate", "n"])
             sec.html_table("evidence", wide, caption="each cell: estimate [95% CI]; Macro resamples each evidence "
                                                      "structure on its own (stratified), Micro all questions")
         sec.say()
@@ -600,94 +600,16 @@ def qrels_section(evidence_qrels: pd.DataFrame, run_dir: Path) -> tuple[Section]
     return (sec,)
 
 
-def summary_blocks(x: MetricInputs, t: dict, source_column: str, source: str) -> list[dict]:
-    """The summary page's blocks, in order (heading, text, table, figure, note, footnote): what was
-    scored, the headline, the ladder and hard-vs-random when stage 04 measured them, calibration when the
-    corpus plants effects, evidence-complete retrieval, settings, where evidence-complete retrieval and
-    fusion fail, the haystack, the planner and what the labels rest on."""
-    strict, units, earlier = x.strict, x.units, x.earlier
-
-    def said(rule: str) -> str:
-        # the block's sentence as its claim says it (claims.json; lookalike audit derives it again)
-        return t["claims"][rule]["text"] if rule in t["claims"] else ""
-
-    headline, effects, haystack = t["headline"], t["effects"], t["haystack"]
-    evidence, trace_counts, settings_view = t["evidence"], t["trace_counts"], t["settings_view"]
-    macro = (_ci_pivot(evidence[(evidence["aggregate"] == "macro") & (evidence["k"] == 10)], ["system", "n"])
-             if len(evidence) else pd.DataFrame())
-    settings_ran, settings_not_run = SU.split_not_run(settings_view)
-    lost = (trace_counts.pivot_table(index="component", columns="method", values="questions_lost", aggfunc="sum")
-            .astype(int).reset_index() if len(trace_counts) else None)
-    if lost is not None:
-        lost.columns.name = None
-    blocks = [
-        {"heading": "What was scored", "text": t["claims"]["scored"]["text"]},
-        {"heading": "Headline: each system against easy and hard negatives",
-         "table": SU.spanned(headline) if len(headline) else headline,
-         "text": "Top-1 against random pages (questions as generated) beside what the top k holds when the "
-                 f"competitors are {said('hard_words')} (validated questions). The columns do not "
-                 "share a denominator: each has its own n and 95% CI, and they are not subtracted from one another.",
-         "note": said("ceiling_note"), "figure": "07_sufficiency"},
-        {"heading": "Evidence-complete retrieval (Macro over evidence structures, k = 10)", "table": macro,
-         "text": "nDCG and Recall credit any evidence page found; nDCGAll and RecallAll only when every evidence "
-                 "page of a question is in the top 10. " + S.macro_weights(evidence)},
-        {"heading": "The benchmark's settings, per family", "table": settings_ran, "footnote": settings_not_run,
-         "text": f"Each base system (family) as it stands (Base), ranking pages by their document's context "
-                 f"alone (Ctx), page score plus document context (B+Ctx), reranked (Rerank) and with query "
-                 f"splitting (Q-Split). n = {len(strict)} validated single-gold questions, scored against their "
-                 f"evidence pages; {stats.interval_words(x.clusters)}. A setting that did not run says why."}
-        if len(settings_view) else {},
-        {"heading": "Where evidence-complete retrieval fails", "figure": "07_source_structure",
-         "text": f"RecallAll@5 (every evidence page of a question in the top 5) by {source_column} and evidence "
-                 "structure, with each cell's n; tables/recall_all_by_source.csv holds the 95% CIs."}
-        if len(t["cells"]) else {},
-        {"heading": "Where fusion loses evidence", "table": lost,
-         "text": "Questions whose sufficient page a component system found but the fused top 10 dropped, by "
-                 "component and fusion method."},
-    ]
-    if len(earlier["hard_vs_random"]):
-        blocks.insert(1, {"heading": "Are the hard negatives harder than random ones?",
-                          "text": said("harder_words")})
-    if len(earlier["validity_ladder"]):
-        slopes = N.ladder_slopes(earlier["validity_ladder"])
-        fitted = all(v == v for v in (slopes.get("random", float("nan")), slopes.get("hard", float("nan"))))
-        # the chart only where the ladder was measured: an unmeasured ladder is said in words alone
-        blocks.insert(1, {"heading": "Why hard negatives: the validity ladder",
-                          "figure": "04_validity_ladder" if fitted else "",
-                          "text": SU.ladder_words(earlier["validity_ladder"], slopes)})
-    if len(effects):
-        shown = effects.assign(**{"95% CI": [f"[{lo:.2f}, {hi:.2f}]" if pd.notna(lo) else ""
-                                             for lo, hi in zip(effects["lo"].map(readable.as_number), effects["hi"].map(readable.as_number))]})
-        blocks.insert(2, {"heading": "Calibration: what the demo planted, and what the report recovered",
-                          "table": shown[["effect", "planted", "recovered", "95% CI", "ok", "explanation"]].assign(
-                              recovered=shown["recovered"].map(lambda v: f"{v:.3f}" if isinstance(v, float) else v)),
-                          "text": f"The demo generator plants each effect the design is about and records it "
-                                  f"(tables/planted.csv); each row is recovered by the stage that measures it on any "
-                                  f"corpus. {int(effects['ok'].sum())} of {len(effects)} effects recovered."})
-    if len(haystack):
-        blocks.append({"heading": "How the figures fall as the corpus grows", "figure": "07_haystack",
-                       "text": said("haystack_sentence")})
-    planner = said("planner_words")
-    if planner:
-        blocks.append({"heading": "How many questions a comparison needs", "text": planner})
-    if said("labels_made"):
-        blocks.append({"heading": "How the labels were made", "text": said("labels_made")})
-    if said("people_words"):
-        blocks.append({"heading": "The people who labelled", "text": said("people_words")})
-    blocks.append({"heading": "What the labels rest on", "text": said("labels_rest_on")})
-    flagged_block = said("flagged_words")
-    if flagged_block:
-        blocks.append({"heading": "People-judged questions a machine judge flagged", "text": flagged_block})
-    blocks = [b for b in blocks if b]
-    if not len(strict):
-        # nothing was scored: the summary says why, and what the labels are, not empty tables and their captions
-        blocks = [b for b in blocks if b["heading"] in ("What was scored", "How the labels were made",
-                                                        "The people who labelled",
-                                                        "What the labels rest on",
-                                                        "People-judged questions a machine judge flagged")]
-    noun = SU.unit_noun(source, units["content_type"])
-    return [{k: (SU.nouned(v, noun) if k in ("text", "note") and isinstance(v, str) else v) for k, v in b.items()}
-            for b in blocks]
+def summary_inputs(x: MetricInputs, t: dict, claims: dict, source_column: str, noun: str) -> SU.SummaryInputs:
+    """What report.summary builds the page's blocks from: this stage's tables and claims, and the words
+    only the analysis layer computes (the ladder's slopes, what the Macro figure averages)."""
+    ladder = x.earlier["validity_ladder"]
+    return SU.SummaryInputs(
+        claims=claims, headline=t["headline"], evidence=t["evidence"], macro_words=S.macro_weights(t["evidence"]),
+        settings_view=t["settings_view"], trace_counts=t["trace_counts"], effects=t["effects"], haystack=t["haystack"],
+        source_cells=len(t["cells"]), scored=len(x.strict), interval=stats.interval_words(x.clusters),
+        hard_vs_random=bool(len(x.earlier["hard_vs_random"])), ladder=ladder,
+        ladder_slopes=N.ladder_slopes(ladder) if len(ladder) else {}, source_column=source_column, noun=noun)
 
 
 def summary_section(x: MetricInputs, t: dict, cfg) -> tuple[Section, dict]:
@@ -703,9 +625,9 @@ def summary_section(x: MetricInputs, t: dict, cfg) -> tuple[Section, dict]:
             + derived_claims(x, t, cfg.corpus.source, noun))
     record = CL.claims_record(made)
     claims = {c["id"]: c for c in record["claims"]}
-    blocks = summary_blocks(x, t | {"claims": claims}, cfg.report.source_column, cfg.corpus.source)
+    blocks = SU.blocks(summary_inputs(x, t, claims, cfg.report.source_column, noun))
     # claims.json holds what the page says: a sentence whose block is not shown (nothing was scored) is no claim
-    on_page = "\n".join(str(b.get(k, "")) for b in blocks for k in ("text", "note"))
+    on_page = "\n".join(b.words() for b in blocks)
     record["claims"] = [c for c in record["claims"] if c["id"] in ("scored", "verdict") or c["text"] in on_page]
     lead = SU.lead(cfg.run, SU.corpus_words(cfg.corpus.source, len(x.units), len(x.questions),
                                             noun, Path(cfg.corpus.root or cfg.corpus.manifest).name),
@@ -748,11 +670,3 @@ def stage_headline_section(verdict: dict, current: pd.DataFrame, labels_note: pd
                  numbers={f"{verdict['measure']}, {f['key']['system']}": f"{f['value']:.2f}"
                           for f in verdict["figures"]})
     return (sec,)
-
-
-def _ci_pivot(long: pd.DataFrame, index: list[str]) -> pd.DataFrame:
-    """One row per index, one column per measure, each cell 'estimate [lo, hi]'."""
-    wide = readable.with_ci(long).pivot_table(index=index, columns="measure", values="value",
-                                              aggfunc="first").reset_index()
-    wide.columns.name = None
-    return wide
