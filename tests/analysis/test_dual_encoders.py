@@ -127,7 +127,7 @@ def test_bi_and_colpali_compare_on_one_corpus_through_the_run_settings(tmp_path,
     ctx = context(tmp_path, {"encode": {"encoders": ["bi", "colpali"], "colpali_model": str(tmp_path / "col"),
                                         "device": "cpu", "settings": {"bi": {"model": str(tmp_path / "bi")}}}})
     settings = ctx.encoder_settings()
-    vecs, table = systems.encode_units(units, root, ["bi", "colpali"], Cache(tmp_path / "c"), **settings)
+    vecs, table, _ = systems.encode_units(units, root, ["bi", "colpali"], Cache(tmp_path / "c"), **settings)
     assert list(table["kind"]) == ["single", "multi"]
     questions = pd.DataFrame({"query_id": ["q1"], "text": ["revenue"]})
     runs = systems.build_runs(vecs, systems.encode_queries(questions, ["bi", "colpali"], **settings), depth=3)

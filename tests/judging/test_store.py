@@ -100,13 +100,12 @@ def test_a_candidate_system_reports_its_candidate_recall_against_exact(tmp_path)
     queries, pages, targets = corpora.structured(300, 12, page_tokens=80, dim=32, seed=4)
     units = Vectors("toy-multi", "pixels", [f"u{i:03d}" for i in range(300)], pages, "multi")
     qv = Vectors("toy-multi", "query-text", [f"q{i}" for i in range(12)], queries, "multi")
-    recall: dict = {}
-    runs = systems.build_runs({"toy": units}, {"toy": qv}, depth=20, search="candidates", n_candidates=40,
-                              clusters=8, recall=recall, recall_sample=12)
+    runs, recall = systems.search_systems({"toy": units}, {"toy": qv}, depth=20, search="candidates", n_candidates=40,
+                                          clusters=8, recall_sample=12)
     assert set(recall) == {"toy"} and recall["toy"]["n"] == 12 and recall["toy"]["candidates"] == 40
     assert 0.0 <= recall["toy"]["recall_100"] <= recall["toy"]["recall_10"] <= 1.0
     assert len(runs["toy"]) == 12 * 20
-    exact = systems.build_runs({"toy": units}, {"toy": qv}, depth=20, recall=(plain := {}))
+    exact, plain = systems.search_systems({"toy": units}, {"toy": qv}, depth=20)
     assert plain == {}                                   # an exact search has nothing to report
     top1 = lambda r: r.sort_values(["query_id", "score"], ascending=[True, False]).groupby("query_id").head(1)  # noqa: E731
     agree = (top1(runs["toy"]).set_index("query_id")["unit_id"] == top1(exact["toy"]).set_index("query_id")["unit_id"])

@@ -130,7 +130,7 @@ def test_an_endpoint_system_is_built_from_run_parameters_and_ranks_queries(tmp_p
         ctx = context(tmp_path, {"encode": {"batch_size": 8, "workers": 1, "endpoint_url": server.url,
                                             "endpoint_model": "toy-embed", "endpoint_api_key_env": "NO_SUCH_KEY"}})
         settings = ctx.encoder_settings()
-        unit_vectors, table = systems.encode_units(units, tmp_path, ["endpoint"], Cache(tmp_path / "c"), **settings)
+        unit_vectors, table, _ = systems.encode_units(units, tmp_path, ["endpoint"], Cache(tmp_path / "c"), **settings)
         query_vectors = systems.encode_queries(questions, ["endpoint"], run_dir=tmp_path, **settings)
     assert table["encoder_id"].iloc[0].startswith("endpoint@") and server.url in table["encoder_id"].iloc[0]
     runs = systems.build_runs(unit_vectors, query_vectors, depth=10)

@@ -66,7 +66,7 @@ def test_a_plugin_by_file_path_and_by_module_ranks_like_a_built_in(tmp_path, pag
         assert E.system_name(spec) == "colour" and E.encoder_class(spec).provenance == "pixels"
         ctx = context(tmp_path, {"encode": {"encoders": [spec], "settings": {"colour": {"scale": 2.0}}}})
         settings = ctx.encoder_settings()
-        vecs, table = systems.encode_units(pages, tmp_path, [spec], Cache(tmp_path / "c"), **settings)
+        vecs, table, _ = systems.encode_units(pages, tmp_path, [spec], Cache(tmp_path / "c"), **settings)
         assert list(vecs) == ["colour"] and table["encoder"].tolist() == ["colour"]
         assert '"scale": 2.0' in table["encoder_id"].iloc[0]             # its settings are in its id (cache key)
         np.testing.assert_allclose(vecs["colour"].data[0], np.array([220, 20, 20]) / 255 * 2, atol=1e-5)

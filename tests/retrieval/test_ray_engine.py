@@ -30,8 +30,11 @@ def settings(names, batch_size=2, **own):
 
 
 def encode(units, folder, names, cache_dir, engine_name, log=None, **kw):
-    return systems.encode_units(units, folder, names, Cache(cache_dir), engine=engine_name, engine_log=log,
-                                **settings(names, **kw))
+    """(vectors, table); the Ray engine's summary is appended to log when one is given."""
+    got = systems.encode_units(units, folder, names, Cache(cache_dir), engine=engine_name, **settings(names, **kw))
+    if log is not None and got.engine is not None:
+        log.append(got.engine)
+    return got.vectors, got.table
 
 
 def same(a, b) -> bool:

@@ -112,12 +112,12 @@ def test_a_plug_in_multi_vector_system_is_written_to_the_runs_store(tmp_path, ti
               settings={}, encoders=[plugin])
     stale = tmp_path / "v" / "word-vectors.pages" / "centroids-4"
     stale.mkdir(parents=True)                                        # an earlier run's candidate index
-    vecs, table = systems.encode_units(units, root, [plugin], Cache(tmp_path / "c"), store_root=tmp_path / "v", **kw)
+    vecs, table, _ = systems.encode_units(units, root, [plugin], Cache(tmp_path / "c"), store_root=tmp_path / "v", **kw)
     assert not stale.exists()                                        # new pages: the old centroids go too
     got = vecs["word-vectors"]
     assert got.stored and got.data.store.folder == tmp_path / "v" / "word-vectors.pages"
     assert "float16 on disk" in table.loc[0, "shape"]
-    plain, _ = systems.encode_units(units, root, [plugin], Cache(tmp_path / "c"), **kw)
+    plain, _, _ = systems.encode_units(units, root, [plugin], Cache(tmp_path / "c"), **kw)
     for a, b in zip(got.data, half(plain["word-vectors"].data)):
         np.testing.assert_array_equal(a, b)
 
@@ -132,10 +132,10 @@ def test_colpali_streams_its_pages_into_the_store_and_reports_a_corrupt_one(tmp_
     kw = dict(ocr_engine="", device="cpu", batch_size=2, workers=0, colpali_model=str(tmp_path / "model"),
               colpali_family="", settings={}, encoders=["colpali"])
     cache = Cache(tmp_path / "cache")
-    memory, _ = systems.encode_units(units, root, ["colpali"], cache, **kw)
-    fresh, _ = systems.encode_units(units, root, ["colpali"], Cache(tmp_path / "cache2"),
+    memory, _, _ = systems.encode_units(units, root, ["colpali"], cache, **kw)
+    fresh, _, _ = systems.encode_units(units, root, ["colpali"], Cache(tmp_path / "cache2"),
                                     store_root=tmp_path / "v", **kw)
-    warm, _ = systems.encode_units(units, root, ["colpali"], cache, store_root=tmp_path / "w", **kw)
+    warm, _, _ = systems.encode_units(units, root, ["colpali"], cache, store_root=tmp_path / "w", **kw)
     for vecs in (fresh["colpali"], warm["colpali"]):
         assert vecs.stored and vecs.ids == ["doc:1", "doc:2", "doc:3"]
         assert [u for u, _ in vecs.stats["failed"]] == ["doc:9"]        # reported and left out, not the run

@@ -17,6 +17,7 @@ import shutil
 import time
 from pathlib import Path
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -124,17 +125,27 @@ def pixel_systems(run_dir: Path, encoders: Sequence[str]) -> list[str]:
     return out
 
 
+class Encoded(NamedTuple):
+    """What encode_units returns: each system's vectors, a row per encoder (id, kind, text source,
+    device, shape, cache hits, seconds), and the Ray engine's per-stage summary (None on the local engine)."""
+
+    vectors: dict
+    table: pd.DataFrame
+    engine: pd.DataFrame | None
+
+
 def encode_units(units: pd.DataFrame, base_dir: Path, names: Sequence[str], cache: Cache, engine: str = "local",
-                 ray_address: str = "", ray_object_store_mb: int = 512, engine_log: list | None = None,
-                 store_root: Path | None = None, **kw) -> tuple[dict, pd.DataFrame]:
-    """Encode every unit with each named encoder (encode.encoders entries). Returns ({system name:
-    Vectors}, a per-encoder summary frame). Each output is checked (``encoders.checked``).
-    engine "ray": the pages are first encoded on Ray into the cache (retrieval.engine.prefill; its
-    per-stage summary frame is appended to engine_log), then read back here as on a warm cache.
+                 ray_address: str = "", ray_object_store_mb: int = 512,
+                 store_root: Path | None = None, **kw) -> Encoded:
+    """Encode every unit with each named encoder (encode.encoders entries). Each output is checked
+    (``encoders.checked``). engine "ray": the pages are first encoded on Ray into the cache
+    (retrieval.engine.prefill, whose per-stage summary comes back as Encoded.engine), then read back here
+    as on a warm cache.
     store_root: multi-vector pages go to a float16 PageStore at store_root/<system>.pages and are
     read from it lazily (retrieval.store) — streamed there page by page by an encoder that can
     (its encode_units takes store_dir), else written there from what it returned."""
     out, rows = {}, []
+    summary = None
     seen: dict[str, str] = {}
     for spec in names:
         name = E.system_name(spec)
@@ -146,8 +157,6 @@ def encode_units(units: pd.DataFrame, base_dir: Path, names: Sequence[str], cach
 
         summary = engines.prefill(units, base_dir, names, cache, kw, make_encoder, address=ray_address,
                                   workers=kw.get("workers", 0), object_store_mb=ray_object_store_mb)
-        if engine_log is not None:
-            engine_log.append(summary)
     elif engine != "local":
         raise E.EncodeError(f"encode.engine: {engine!r} is not one of local, ray")
     for spec in names:
@@ -158,7 +167,7 @@ def encode_units(units: pd.DataFrame, base_dir: Path, names: Sequence[str], cach
         store_dir = Path(store_root) / f"{name}.pages" if store_root is not None and enc.kind == "multi" else None
         if store_dir is not None:
             shutil.rmtree(store_dir, ignore_errors=True)   # an earlier run's pages and centroids go with it
-        if store_dir is not None and "store_dir" in inspect.signature(enc.encode_units).parameters:
+        if store_dir is not None and getattr(enc, "streams_to_store", False):
             got = enc.encode_units(units, base_dir, cache, store_dir=store_dir)
         else:
             got = enc.encode_units(units, base_dir, cache)
@@ -177,7 +186,7 @@ def encode_units(units: pd.DataFrame, base_dir: Path, names: Sequence[str], cach
                          device=enc.device, shape=vecs.describe(), units=len(vecs),
                          cache_hits=after["hits"] - before["hits"], cache_misses=after["misses"] - before["misses"],
                          seconds=round(seconds, 2), units_per_s=round(len(vecs) / seconds, 1) if seconds > 0 else float("inf")))
-    return out, pd.DataFrame(rows)
+    return Encoded(out, pd.DataFrame(rows), summary)
 
 
 def text_sources(units: pd.DataFrame, base_dir: Path, text_source: str = "auto", engine: str = "") -> list[str]:
@@ -242,17 +251,33 @@ def encode_queries(questions: pd.DataFrame, names: Sequence[str], run_dir: Path 
     return out
 
 
+class Searched(NamedTuple):
+    """What search_systems returns: each system's ranking, and for each multi-vector system searched by
+    candidates its candidate recall against exact MaxSim (retrieval.indexes; empty otherwise)."""
+
+    runs: dict[str, pd.DataFrame]
+    candidate_recall: dict[str, dict]
+
+
 def build_runs(unit_vectors: dict, query_vectors: dict, depth: int = 100, rrf_k: int = 60,
                memory_budget_mb: float = 512.0, search: str = "exact", n_candidates: int = 200, clusters: int = 64,
-               recall: dict | None = None, recall_sample: int = 100, seed: int = 0,
                stage: str = "02") -> dict[str, pd.DataFrame]:
+    """Each system's ranking (search_systems without the candidate recall)."""
+    return search_systems(unit_vectors, query_vectors, depth, rrf_k, memory_budget_mb, search, n_candidates, clusters,
+                          stage=stage, recall_sample=0).runs
+
+
+def search_systems(unit_vectors: dict, query_vectors: dict, depth: int = 100, rrf_k: int = 60,
+                   memory_budget_mb: float = 512.0, search: str = "exact", n_candidates: int = 200, clusters: int = 64,
+                   recall_sample: int = 100, seed: int = 0, stage: str = "02") -> Searched:
     """Index each encoder's unit vectors and search the queries, then fuse them as the stage's plan says
-    (retrieval.catalog) (multi-vector ones exactly, or by
-    candidates: then recall, when given, gets each such system's candidate recall against exact
-    MaxSim on recall_sample queries). What an index accepts comes from
+    (retrieval.catalog) (multi-vector ones exactly, or by candidates: then each such system's candidate
+    recall against exact MaxSim on recall_sample queries comes back too; recall_sample 0 skips it).
+    What an index accepts comes from
     the system's *declared* provenance (its encoder class), never from the vectors it is handed, so
     caption vectors handed to a pixel system are refused (retrieval.indexes.ProvenanceError)."""
     runs: dict[str, pd.DataFrame] = {}
+    recall: dict[str, dict] = {}
     for name, vecs in unit_vectors.items():
         if name not in query_vectors:
             continue
@@ -265,7 +290,7 @@ def build_runs(unit_vectors: dict, query_vectors: dict, depth: int = 100, rrf_k:
         else:
             index = retrieve.DenseIndex(accepts=accepts, name=name)
         runs[name] = index.add(vecs).search(query_vectors[name], k=depth)
-        if recall is not None and vecs.kind == "multi" and search == "candidates":
+        if recall_sample and vecs.kind == "multi" and search == "candidates":
             # an approximate search is reported with its candidate recall against exact MaxSim
             recall[name] = index.candidate_recall(query_vectors[name], recall_sample, seed)
     # the fusions this stage builds (retrieval.catalog: stage 02 fuses pixels-rrf, stage 06 on also hybrid-rrf)
@@ -273,7 +298,7 @@ def build_runs(unit_vectors: dict, query_vectors: dict, depth: int = 100, rrf_k:
     fusions = catalog.plan(base, {n: declared_provenance(n, unit_vectors[n]) for n in base}, stage).fusions()
     for name, members in fusions.items():
         runs[name] = fusion.fuse(catalog.SYSTEMS[name].how, [runs[m] for m in members], rrf_k=rrf_k, depth=depth)
-    return runs
+    return Searched(runs, recall)
 
 
 def declared_provenance(name: str, vecs=None) -> str:

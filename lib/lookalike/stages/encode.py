@@ -70,14 +70,11 @@ def encode_section(units: pd.DataFrame, run_dir: Path, encode, cache: Cache,
     cache): the vectors, their kind and dimension. Writes encoders."""
     sec = Section(STAGE, "encode")
     engine = encode.engine
-    engine_log: list[pd.DataFrame] = []
-    unit_vectors, encode_table = systems.encode_units(units, run_dir, encode.encoders, cache, engine=engine,
-                                                      ray_address=encode.ray_address,
-                                                      ray_object_store_mb=encode.ray_object_store_mb,
-                                                      engine_log=engine_log, store_root=run_dir / "vectors", **settings)
-    if engine == "ray":
-        ray_table = pd.concat(engine_log, ignore_index=True)
-        sec.timings["02_engine_ray"] = ray_table           # workers, items and seconds depend on the cluster
+    unit_vectors, encode_table, ray_table = systems.encode_units(
+        units, run_dir, encode.encoders, cache, engine=engine, ray_address=encode.ray_address,
+        ray_object_store_mb=encode.ray_object_store_mb, store_root=run_dir / "vectors", **settings)
+    if ray_table is not None:
+        sec.timings["02_engine_ray"] = ray_table.reset_index(drop=True)   # workers, items and seconds depend on the cluster
         sec.say("engine: ray — pages encoded by Ray Data actors into the cache, then read back here (per-stage "
                 "workers, items and seconds: timings/02_engine_ray.csv); "
                 + "; ".join(f"{r.encoder}: {r.computed} computed" + (f", {r.failed} failed" if r.failed else "")
@@ -124,11 +121,9 @@ def runs_section(questions: pd.DataFrame, units: pd.DataFrame, unit_vectors: dic
     memory budget), your runs read beside them, written to runs/ in TREC format."""
     sec = Section(STAGE, "runs")
     query_vectors = systems.encode_queries(questions, encoders, run_dir=run_dir, **settings) if len(questions) else {}
-    candidate_recall: dict = {}
-    runs = systems.build_runs(unit_vectors, query_vectors, retrieve.depth, retrieve.rrf_k, retrieve.memory_budget_mb,
-                              search=retrieve.search, n_candidates=retrieve.candidates,
-                              clusters=retrieve.centroids, recall=candidate_recall,
-                              recall_sample=retrieve.recall_sample, seed=seed)
+    runs, candidate_recall = systems.search_systems(
+        unit_vectors, query_vectors, retrieve.depth, retrieve.rrf_k, retrieve.memory_budget_mb, search=retrieve.search,
+        n_candidates=retrieve.candidates, clusters=retrieve.centroids, recall_sample=retrieve.recall_sample, seed=seed)
     for name, r in sorted(candidate_recall.items()):
         sec.say(f"{name}: candidate search ({r['candidates']} pages per question by centroid MaxSim, then exact) — "
                 f"candidate recall against exact MaxSim on {r['n']} sampled questions: top 10 {r['recall_10']:.3f}, "

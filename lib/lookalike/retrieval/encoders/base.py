@@ -174,6 +174,9 @@ class Encoder:
     provenance = "pixels"
     kind = "single"
     revision = "1"
+    # a multi-vector encoder whose encode_units takes store_dir streams its pages into the run's float16
+    # page store as it makes them (memory holds one batch); one that does not has its result written there
+    streams_to_store = False
 
     def __init__(self, device: str = "auto", batch_size: int = 32, progress: bool | None = None, **settings):
         self.device, self.dtype = resolve_device(device)

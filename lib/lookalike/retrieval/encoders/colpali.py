@@ -155,6 +155,8 @@ class ColPaliEncoder(Encoder):
     def pending(self, units: pd.DataFrame, base_dir: Path, cache) -> list[int]:
         return pending_pages(units, base_dir, cache, self.id)
 
+    streams_to_store = True
+
     def encode_units(self, units: pd.DataFrame, base_dir: Path, cache: Cache | None = None,
                      store_dir: Path | None = None) -> Vectors:
         """store_dir (multi-vector only): stream the pages into a float16 PageStore there as they are
