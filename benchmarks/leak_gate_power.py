@@ -31,14 +31,14 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
-from lookalike import params as P  # noqa: E402
-from lookalike.analysis import leakage as L  # noqa: E402
+from lookalike import params  # noqa: E402
+from lookalike.analysis import leakage  # noqa: E402
 from lookalike.cli.leak_check import run_gate  # noqa: E402
 from lookalike.eval import stats  # noqa: E402
 from lookalike.io.cache import Cache  # noqa: E402
 from lookalike.stages import context, stratify  # noqa: E402
 
-CONDITIONS = ("clean",) + tuple(L.INJECTIONS)
+CONDITIONS = ("clean",) + tuple(leakage.INJECTIONS)
 
 
 def main(argv=None) -> int:
@@ -47,7 +47,7 @@ def main(argv=None) -> int:
     ap.add_argument("--params", default=str(Path(__file__).resolve().parents[1] / "params" / "ci.yaml"))
     ap.add_argument("--gate-units", type=int, default=None, help="override leak.gate_units")
     args = ap.parse_args(argv)
-    prm = P.load_params(args.params)
+    prm = params.load_params(args.params)
     if args.gate_units:
         prm["leak"]["gate_units"] = args.gate_units
     with tempfile.TemporaryDirectory() as tmp:
@@ -68,7 +68,7 @@ def main(argv=None) -> int:
                 results, _, _ = run_gate(prm, "" if cond == "clean" else cond, seed=seed, cache=cache,
                                          run_dir=run_dir, corpus=corpus)
                 secs.append(time.perf_counter() - t0)
-                leaks += L.overall(results) == "LEAK"
+                leaks += leakage.overall(results) == "LEAK"
                 for r in results:
                     by_system.setdefault((cond, r.index), []).append(r.verdict == "LEAK")
                     by_test.setdefault((cond, "probe"), []).append(r.probe_changed > 0)
@@ -83,7 +83,7 @@ def main(argv=None) -> int:
         f"{cond}/{name} {sum(v)}" for (cond, name), v in sorted(by_system.items())))
     print("LEAK per test (system-seeds): " + "; ".join(
         f"{cond}/{test} {sum(v)} of {len(v)}" for (cond, test), v in sorted(by_test.items())))
-    print(" ".join([f"false_alarm={rates['clean']:.2f}"] + [f"detection_{c}={rates[c]:.2f}" for c in L.INJECTIONS]))
+    print(" ".join([f"false_alarm={rates['clean']:.2f}"] + [f"detection_{c}={rates[c]:.2f}" for c in leakage.INJECTIONS]))
     return 0
 
 

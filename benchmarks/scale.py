@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
 
 from corpora import StructuredStream  # noqa: E402
-from lookalike.retrieval import store as S  # noqa: E402
+from lookalike.retrieval import store  # noqa: E402
 
 
 def search(folder: Path, clusters: int, n_candidates: int, budget_mb: float) -> dict:
@@ -39,21 +39,21 @@ def search(folder: Path, clusters: int, n_candidates: int, budget_mb: float) -> 
     import torch
 
     torch.set_num_threads(max(1, torch.get_num_threads()))
-    pages = S.PageStore(folder / "pages")
+    pages = store.PageStore(folder / "pages")
     with np.load(folder / "queries.npz") as z:
         queries = [z[f"q{i}"] for i in range(int(z["n"]))]
     t0 = time.perf_counter()
-    cent = S.CentroidIndex.build(pages, folder / "centroids", clusters=clusters)
+    cent = store.CentroidIndex.build(pages, folder / "centroids", clusters=clusters)
     cent.first_stage()                             # loaded, padded and quantized once: part of the build
     build_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    exact = S.exact_scores(queries, pages, budget_mb)
-    exact_top = S.topk(exact, 100)
+    exact = store.exact_scores(queries, pages, budget_mb)
+    exact_top = store.topk(exact, 100)
     exact_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    idx, scores, cand = S.candidate_search(queries, pages, cent, 100, n_candidates, budget_mb)
+    idx, scores, cand = store.candidate_search(queries, pages, cent, 100, n_candidates, budget_mb)
     cand_s = time.perf_counter() - t0
-    recall = S.candidate_recall(exact_top, cand)
+    recall = store.candidate_recall(exact_top, cand)
     # the candidate run's top 10 against exact: same pages, same scores (stage 2 is exact MaxSim)
     top10_same = float(np.mean([set(idx[i, :10]) == set(exact_top[i, :10]) for i in range(len(queries))]))
     max_diff = float(max(np.abs(scores[i] - exact[i, idx[i]]).max() for i in range(len(queries))))
@@ -70,7 +70,7 @@ def report_index(folder: Path, mode: str, clusters: int, n_candidates: int, budg
     from lookalike.retrieval import indexes as retrieve
     from lookalike.retrieval.encoders.base import Vectors
 
-    pages = S.PageStore(folder / "pages")
+    pages = store.PageStore(folder / "pages")
     with np.load(folder / "queries.npz") as z:
         queries = [z[f"q{i}"] for i in range(int(z["n"]))]
     qv = Vectors("bench", "query-text", [f"q{i}" for i in range(len(queries))], queries, "multi")
@@ -128,11 +128,11 @@ def main(argv=None) -> int:
     tag = f"structured-stream:{n}:{args.queries}:{args.tokens}"
     try:
         t0 = time.perf_counter()
-        if (root / "pages" / S.META).is_file() and S.PageStore(root / "pages").encoder_id == tag:
+        if (root / "pages" / store.META).is_file() and store.PageStore(root / "pages").encoder_id == tag:
             print("reusing the store already in", root)
         else:
             corpus = StructuredStream(n, args.queries, page_tokens=args.tokens, seed=0)
-            S.PageStore.write(root / "pages", [f"p{i}" for i in range(n)], corpus.pages(), 128, tag)
+            store.PageStore.write(root / "pages", [f"p{i}" for i in range(n)], corpus.pages(), 128, tag)
             qs = corpus.queries()
             np.savez(root / "queries.npz", n=len(qs), **{f"q{i}": q for i, q in enumerate(qs)})
             print(f"generated and written in {time.perf_counter() - t0:.1f} s")

@@ -106,9 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
 
-    from lookalike.retrieval.encoders import text as T
+    from lookalike.retrieval.encoders import text
 
-    model = T.load_model("cpu")
+    model = text.load_model("cpu")
     texts, queries = texts_like_pages(args.texts, args.seed), [" ".join(q.split()[:8]) for q in
                                                               texts_like_pages(args.queries, args.seed + 1)]
     with tempfile.TemporaryDirectory() as tmp:
@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
             if forward is None:
                 print(f"{name}: not measured (pip install onnx to export the model)")
                 continue
-            embed = lambda batch, f=forward: T.embed_in_passes(batch, model.tokenizer, int(model.max_seq_length), f)  # noqa: E731
+            embed = lambda batch, f=forward: text.embed_in_passes(batch, model.tokenizer, int(model.max_seq_length), f)  # noqa: E731
             embed(texts[:4])                                   # the first pass builds what a runtime caches
             times = []
             for _ in range(args.rounds):

@@ -11,28 +11,28 @@ from collections.abc import Mapping
 
 import pytest
 
-from lookalike import params as P
+from lookalike import params
 from lookalike.retrieval import systems
 from lookalike.stages.base import context
 
-LIB = Path(P.__file__).resolve().parent
+LIB = Path(params.__file__).resolve().parent
 STAGES = sorted(p for p in (LIB / "stages").glob("*.py") if p.name not in ("__init__.py", "base.py"))
 DOTTED = re.compile(r"""(\bctx\.get\(|\bget\(\s*["'][a-z_]+\.[a-z_]+["']|\.params\[\s*["'](?!run\b))""")
 
 
 def test_typed_parameters_are_frozen_and_complete():
-    cfg = P.typed(P.check({"encode": {"device": "cpu", "settings": {"clip": {"model": "/m"}}}}))
+    cfg = params.typed(params.check({"encode": {"device": "cpu", "settings": {"clip": {"model": "/m"}}}}))
     assert cfg.encode.device == "cpu" and isinstance(cfg.encode.encoders, tuple)
     assert isinstance(cfg.encode.settings, Mapping) and cfg.encode.settings["clip"]["model"] == "/m"
     with pytest.raises(dataclasses.FrozenInstanceError):
         cfg.encode.device = "cuda"
     with pytest.raises(TypeError):
         cfg.encode.settings["clip"] = {}                      # read-only all the way down
-    base = P.read_yaml(P.BASE_PARAMS)
+    base = params.read_yaml(params.BASE_PARAMS)
     for section, body in base.items():
         if isinstance(body, dict) and body:
             assert {f.name for f in dataclasses.fields(getattr(cfg, section))} == set(body), section
-    assert P.thaw(cfg.encode.settings) == {"clip": {"model": "/m"}}
+    assert params.thaw(cfg.encode.settings) == {"clip": {"model": "/m"}}
 
 
 def test_every_stage_builds_encoders_from_the_users_settings(tmp_path):
@@ -66,7 +66,7 @@ def test_no_layer_below_the_stages_reads_a_dotted_parameter():
     assert found == [], "\n".join(found)
 
 
-SECTIONS = {k: set(v) for k, v in P.read_yaml(P.BASE_PARAMS).items() if isinstance(v, dict)}
+SECTIONS = {k: set(v) for k, v in params.read_yaml(params.BASE_PARAMS).items() if isinstance(v, dict)}
 # a section of the parameter tree read by name, then one of its keys: params["corpus"]["source"],
 # (params.get("corpus") or {}).get("source"), cfg_dict.get("labels", {})["db"]
 SECTION_KEY = re.compile(r"""(?:\[\s*["'](\w+)["']\s*\]|\.get\(\s*["'](\w+)["'][^)]*\)(?:\s*or\s*\{\}\s*\))?)"""
@@ -119,7 +119,7 @@ def test_a_finished_runs_parameters_are_read_typed(tmp_path):
     (tmp_path / "manifest.json").write_text('{"params": {"corpus": {"source": "images"}, "judges": {"samples": 3}}}',
                                             encoding="utf-8")
     cfg = run_folder.run_config(tmp_path)
-    assert cfg.corpus.source == "images" and cfg.judges.samples == 3 and cfg.labels.per_pair == P.typed(P.check({})).labels.per_pair
+    assert cfg.corpus.source == "images" and cfg.judges.samples == 3 and cfg.labels.per_pair == params.typed(params.check({})).labels.per_pair
     # a plug-in the run named need not import where its folder is read: values are not checked again
     (tmp_path / "manifest.json").write_text('{"params": {"validate": {"judge": "gone/judge.py:Gone"}}}', encoding="utf-8")
     assert run_folder.run_config(tmp_path).validate.judge == "gone/judge.py:Gone"
@@ -141,10 +141,10 @@ def test_the_judge_endpoint_is_one_section_and_an_old_key_is_told_its_new_name(t
     says validate.judge_url is refused with the key's new name, not just 'unknown key'."""
     from lookalike import stages
 
-    ctx = stages.context(tmp_path, P.check({"judges": {"url": "http://x/v1", "model": "m", "samples": 3}}))
+    ctx = stages.context(tmp_path, params.check({"judges": {"url": "http://x/v1", "model": "m", "samples": 3}}))
     got = ctx.judge_settings(tmp_path)
     assert (got["url"], got["model"], got["samples"]) == ("http://x/v1", "m", 3)
     old = tmp_path / "old.yaml"
     old.write_text("run: old\nvalidate:\n  judge_url: http://x/v1\n", encoding="utf-8")
-    with pytest.raises(P.ParamsError, match="'validate.judge_url' is now 'judges.url'"):
-        P.load_params(old)
+    with pytest.raises(params.ParamsError, match="'validate.judge_url' is now 'judges.url'"):
+        params.load_params(old)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from lookalike import params as P
+from lookalike import params
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -95,25 +95,25 @@ def test_the_checker_catches_a_module_that_does_not_exist():
 
 
 def test_the_parameter_reference_is_current():
-    assert _text(REPO / "docs" / "parameters.md") == P.reference_markdown(), \
+    assert _text(REPO / "docs" / "parameters.md") == params.reference_markdown(), \
         "docs/parameters.md is stale: run make docs"
 
 
 def test_base_yaml_is_written_from_the_declared_schema():
     """lookalike/config.py declares every key once; base.yaml (what a user reads, what an installed
     package ships) is written from it and reads back as the same defaults and constraints."""
-    assert P.BASE_PARAMS.read_text(encoding="utf-8") == P.base_yaml(), "lib/lookalike/base.yaml is stale: run make docs"
-    assert P.read_yaml(P.BASE_PARAMS) == P.defaults()
+    assert params.BASE_PARAMS.read_text(encoding="utf-8") == params.base_yaml(), "lib/lookalike/base.yaml is stale: run make docs"
+    assert params.read_yaml(params.BASE_PARAMS) == params.defaults()
     import yaml
 
     for value in ["", "q{row:04d}", "lookalike report", "a: b", "#x", "true", "1", "4-20", " pad", "it's", "[x]"]:
-        assert yaml.safe_load(f"k: {P._yaml_value(value)}  # c")["k"] == value, value
-    assert yaml.safe_load(f"k: {P._yaml_value(['4-20', 'a, b', ''])}")["k"] == ["4-20", "a, b", ""]
+        assert yaml.safe_load(f"k: {params._yaml_value(value)}  # c")["k"] == value, value
+    assert yaml.safe_load(f"k: {params._yaml_value(['4-20', 'a, b', ''])}")["k"] == ["4-20", "a, b", ""]
 
 
 def test_every_key_of_the_schema_is_in_the_reference():
     ref = _text(REPO / "docs" / "parameters.md")
-    schema = P.read_yaml(P.BASE_PARAMS)
+    schema = params.read_yaml(params.BASE_PARAMS)
     keys = [f"{k}.{sub}" if isinstance(v, dict) and v else k for k, v in schema.items()
             for sub in (v if isinstance(v, dict) and v else [None])]
     assert len(keys) >= 90          # the schema has about a hundred keys: the walk found them

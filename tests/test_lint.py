@@ -55,3 +55,46 @@ def test_mypy_sees_the_declared_parameters(tmp_path):
                           env=dict(os.environ, MYPYPATH=str(REPO / "lib")))
     assert done.returncode == 1, done.stdout + done.stderr
     assert '"EncodeParams" has no attribute "devise"' in done.stdout and "Incompatible types in assignment" in done.stdout
+
+
+# The aliases kept where a module's own name is a variable in the file (params, questions, door, ...):
+# each means one module everywhere. Any other import of a lookalike module is under its own name.
+MODULE_ALIASES = {"AG": "lookalike.judging.agreement", "CL": "lookalike.report.claims",
+                  "D": "lookalike.retrieval.derived", "E": "lookalike.retrieval.encoders",
+                  "H": "lookalike.analysis.haystack", "IL": "lookalike.io.labels", "JD": "lookalike.judging.door",
+                  "L": "lookalike.judging.store", "M": "lookalike.eval.metrics", "N": "lookalike.analysis.negatives",
+                  "P": "lookalike.params", "Q": "lookalike.analysis.questions", "QC": "lookalike.analysis.cleaning",
+                  "R": "lookalike.retrieval.rerank"}
+
+
+def module_aliases(text: str) -> list[tuple[int, str, str]]:
+    """(line, alias, module) for each module imported under a name other than its own that is not
+    lowercase (ruff's N812): 'from lookalike.data import schema as C'."""
+    import ast
+
+    out = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for al in node.names:
+                if al.asname and al.asname != al.asname.lower():
+                    module = f"{node.module}.{al.name}" if isinstance(node, ast.ImportFrom) else al.name
+                    out.append((node.lineno, al.asname, module))
+    return out
+
+
+def test_an_alias_means_one_module_everywhere():
+    """One-letter aliases once meant different modules in different files (C was schema, calibration,
+    cleaning or compare): a module is now imported under its own name, or under the one alias listed
+    above where its name is a variable in that file."""
+    found = []
+    for folder in ("lib", "tests", "benchmarks", "examples"):
+        for path in sorted((REPO / folder).rglob("*.py")):
+            for line, alias, module in module_aliases(path.read_text(encoding="utf-8")):
+                if MODULE_ALIASES.get(alias) != module:
+                    found.append(f"{path.relative_to(REPO)}:{line}: {module} as {alias}")
+    assert found == [], "\n".join(found)
+
+
+def test_the_alias_check_sees_one():
+    assert module_aliases("from lookalike.data import schema as C\nimport numpy as np\n") == [
+        (1, "C", "lookalike.data.schema")]

@@ -5,7 +5,7 @@ import json
 import nbformat
 import papermill as pm
 import pytest
-from lookalike import params as P
+from lookalike import params
 from lookalike.cli import run
 
 from conftest import REPO, write_params
@@ -13,7 +13,7 @@ from conftest import REPO, write_params
 
 def test_deep_merge_keeps_unset_nested_defaults(tmp_path):
     f = write_params(tmp_path / "r.yaml", "run: x\ncorpus:\n  demo_size: demo\n")
-    merged = P.load_params(f)
+    merged = params.load_params(f)
     assert merged["run"] == "x"
     assert merged["corpus"]["demo_size"] == "demo"
     assert merged["corpus"]["source"] == "demo"          # untouched sibling default survives
@@ -21,51 +21,51 @@ def test_deep_merge_keeps_unset_nested_defaults(tmp_path):
 
 def test_unknown_key_is_an_error_naming_key_and_file(tmp_path):
     f = write_params(tmp_path / "typo.yaml", "corpus:\n  demo_sise: demo\n")
-    with pytest.raises(P.ParamsError) as err:
-        P.load_params(f)
+    with pytest.raises(params.ParamsError) as err:
+        params.load_params(f)
     assert "corpus.demo_sise" in str(err.value) and "typo.yaml" in str(err.value)
 
 
 def test_wrong_type_is_an_error_naming_key_and_file(tmp_path):
     f = write_params(tmp_path / "bad.yaml", "sample:\n  per_stratum: many\n")
-    with pytest.raises(P.ParamsError, match=r"bad.yaml.*sample.per_stratum.*integer"):
-        P.load_params(f)
+    with pytest.raises(params.ParamsError, match=r"bad.yaml.*sample.per_stratum.*integer"):
+        params.load_params(f)
     f = write_params(tmp_path / "bad2.yaml", "corpus: demo\n")
-    with pytest.raises(P.ParamsError, match=r"bad2.yaml.*'corpus' must be a mapping"):
-        P.load_params(f)
+    with pytest.raises(params.ParamsError, match=r"bad2.yaml.*'corpus' must be a mapping"):
+        params.load_params(f)
     f = write_params(tmp_path / "bad3.yaml", "corpus:\n  strict: 1\n")
-    with pytest.raises(P.ParamsError, match="boolean"):
-        P.load_params(f)
+    with pytest.raises(params.ParamsError, match="boolean"):
+        params.load_params(f)
 
 
 def test_missing_and_malformed_files(tmp_path):
-    with pytest.raises(P.ParamsError, match="nope.yaml: parameter file not found"):
-        P.load_params(tmp_path / "nope.yaml")
+    with pytest.raises(params.ParamsError, match="nope.yaml: parameter file not found"):
+        params.load_params(tmp_path / "nope.yaml")
     f = write_params(tmp_path / "broken.yaml", "run: [unclosed\n")
-    with pytest.raises(P.ParamsError, match="broken.yaml: not valid YAML"):
-        P.load_params(f)
+    with pytest.raises(params.ParamsError, match="broken.yaml: not valid YAML"):
+        params.load_params(f)
 
 
 def test_a_key_written_twice_is_refused_with_both_lines(tmp_path):
     """YAML keeps the later of two equal keys: a second encode: section silently dropped the first's settings."""
     f = write_params(tmp_path / "twice.yaml", "run: x\nencode:\n  encoders: [appearance]\nseed: 3\nencode:\n  batch_size: 4\n")
-    with pytest.raises(P.ParamsError, match=r"twice.yaml: not valid YAML: key 'encode' is written twice \(first on line 2, "
+    with pytest.raises(params.ParamsError, match=r"twice.yaml: not valid YAML: key 'encode' is written twice \(first on line 2, "
                                             r"again on line 5\)"):
-        P.load_params(f)
+        params.load_params(f)
     f = write_params(tmp_path / "nested.yaml", "corpus:\n  dpi: 100\n  dpi: 120\n")
-    with pytest.raises(P.ParamsError, match="key 'dpi' is written twice"):
-        P.load_params(f)
+    with pytest.raises(params.ParamsError, match="key 'dpi' is written twice"):
+        params.load_params(f)
 
 
 def test_merge_does_not_mutate_inputs(tmp_path):
-    base = P.read_yaml(P.BASE_PARAMS)
+    base = params.read_yaml(params.BASE_PARAMS)
     snapshot = json.dumps(base, sort_keys=True)
-    P.deep_merge(base, {"corpus": {"demo_size": "demo"}}, tmp_path / "x.yaml")
+    params.deep_merge(base, {"corpus": {"demo_size": "demo"}}, tmp_path / "x.yaml")
     assert json.dumps(base, sort_keys=True) == snapshot
 
 
 def test_params_hash_ignores_key_order():
-    assert P.params_hash({"a": 1, "b": 2}) == P.params_hash({"b": 2, "a": 1})
+    assert params.params_hash({"a": 1, "b": 2}) == params.params_hash({"b": 2, "a": 1})
 
 
 def test_cli_rejects_unknown_key_with_exit_code_2(tmp_path, capsys):
@@ -98,8 +98,8 @@ def test_notebooks_restate_no_defaults(stage):
 
 def test_enum_typo_is_an_error_naming_key_file_and_allowed_values(tmp_path):
     f = write_params(tmp_path / "typo.yaml", "validate:\n  judge: refrence\n")
-    with pytest.raises(P.ParamsError) as e:
-        P.load_params(f)
+    with pytest.raises(params.ParamsError) as e:
+        params.load_params(f)
     msg = str(e.value)
     assert "typo.yaml" in msg and "'validate.judge'" in msg and "refrence" in msg
     assert "reference, answer-string, human, openai-compatible" in msg
@@ -113,27 +113,27 @@ def test_enum_typo_is_an_error_naming_key_file_and_allowed_values(tmp_path):
 ])
 def test_out_of_range_values_are_errors(tmp_path, text, key):
     f = write_params(tmp_path / "bad.yaml", text)
-    with pytest.raises(P.ParamsError, match=re.escape(f"'{key}'")):
-        P.load_params(f)
+    with pytest.raises(params.ParamsError, match=re.escape(f"'{key}'")):
+        params.load_params(f)
 
 
 def test_cuda_device_index_and_empty_enum_values_are_allowed(tmp_path):
     f = write_params(tmp_path / "ok.yaml", "encode:\n  device: cuda:1\n  ocr_engine: ''\nvalidate:\n  compare_judge: ''\n")
-    assert P.load_params(f)["encode"]["device"] == "cuda:1"
+    assert params.load_params(f)["encode"]["device"] == "cuda:1"
 
 
 def test_every_constraint_in_base_yaml_is_understood_and_met_by_the_defaults():
-    merged = P.read_yaml(P.BASE_PARAMS)
-    P.check_constraints(merged, P.BASE_PARAMS)
-    assert {"validate.judge", "corpus.source", "negatives.k", "labels.adjudicator"} <= set(P.constraints())
+    merged = params.read_yaml(params.BASE_PARAMS)
+    params.check_constraints(merged, params.BASE_PARAMS)
+    assert {"validate.judge", "corpus.source", "negatives.k", "labels.adjudicator"} <= set(params.constraints())
 
 
 def test_injected_parameters_are_checked_too():
-    with pytest.raises(P.ParamsError, match="'mining.question_set'"):
-        P.check({"mining": {"question_set": "validatd"}})
+    with pytest.raises(params.ParamsError, match="'mining.question_set'"):
+        params.check({"mining": {"question_set": "validatd"}})
 
 
 @pytest.mark.parametrize("name", ["ci", "demo"])
 def test_shipped_params_files_load(name):
-    merged = P.load_params(REPO / "params" / f"{name}.yaml")
+    merged = params.load_params(REPO / "params" / f"{name}.yaml")
     assert merged["run"] == name

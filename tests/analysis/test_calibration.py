@@ -5,10 +5,10 @@ planted effect is recovered (the issue's 'done when')."""
 import numpy as np
 import pandas as pd
 import pytest
-from lookalike.analysis import calibration as C
-from lookalike.analysis import negatives as N
+from lookalike.analysis import calibration
+from lookalike.analysis import negatives
 from lookalike.judging import door as JD
-from lookalike.judging import judges as J
+from lookalike.judging import judges
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +43,7 @@ def test_revision_pools_find_exactly_the_planted_pairs(ci_demo):
 
     c = ci_demo
     vectors = np.eye(len(c.units), dtype=np.float32)
-    _, pools = N.hard_negatives(c.units, vectors, list(c.units["unit_id"]), k=1, axes=("revision",))
+    _, pools = negatives.hard_negatives(c.units, vectors, list(c.units["unit_id"]), k=1, axes=("revision",))
     assert set(pools.loc[pools["pool"] > 0, "gold_unit_id"]) == demo.restated_twins(c.units)
 
 
@@ -54,15 +54,15 @@ def test_validity_ladder_is_flat_under_random_negatives_and_follows_p_under_hard
     single = c.questions[c.questions["evidence_structure"] == "page-single"]
     gold = dict(zip(single["query_id"], single["evidence_unit_ids"]))
     vectors = np.eye(len(c.units), dtype=np.float32)
-    hard, _ = N.hard_negatives(c.units, vectors, sorted(set(gold.values())), k=3)
-    rand = N.random_negatives(c.units, sorted(set(gold.values())), 9, seed=7)
+    hard, _ = negatives.hard_negatives(c.units, vectors, sorted(set(gold.values())), k=3)
+    rand = negatives.random_negatives(c.units, sorted(set(gold.values())), 9, seed=7)
     by = lambda d: d.groupby("gold_unit_id")["unit_id"].apply(list).to_dict()  # noqa: E731
     sets = {"random": {q: by(rand).get(g, []) for q, g in gold.items()},
             "hard": {q: by(hard).get(g, []) for q, g in gold.items()}}
-    ladder = N.validity_ladder(c.units, gold, sets, seed=7, n_boot=300)
+    ladder = negatives.validity_ladder(c.units, gold, sets, seed=7, n_boot=300)
     assert list(ladder.columns[:6]) == ["p", "negatives", "n", "top1", "top1_lo", "top1_hi"]
     assert sorted(set(ladder["p"])) == [0.0, 0.25, 0.5, 0.75, 1.0]
-    slopes = N.ladder_slopes(ladder)
+    slopes = negatives.ladder_slopes(ladder)
     assert abs(slopes["random"]) <= 0.1 and slopes["hard"] > 0.5
     hard_rows = ladder[ladder["negatives"] == "hard"].sort_values("p")
     assert hard_rows["top1"].is_monotonic_increasing              # the rungs share their draws
@@ -74,7 +74,7 @@ def test_hard_candidates_hold_every_look_alike_of_the_gold(ci_demo):
     c = ci_demo
     q = c.questions[c.questions["evidence_structure"] == "page-single"].head(5)
     empty = pd.DataFrame(columns=["query_id", "gold_unit_id", "unit_id", "axis", "similarity"])
-    cands = N.hard_candidates(q, empty, c.units)
+    cands = negatives.hard_candidates(q, empty, c.units)
     template = c.units.set_index("unit_id")["template_id"]
     for qid, gold in zip(q["query_id"], q["evidence_unit_ids"]):
         same = set(c.units.loc[c.units["template_id"] == template[gold], "unit_id"])
@@ -97,7 +97,7 @@ def _door_case():
 def test_judge_door_sees_a_judge_that_metadata_moves():
     units, questions, pairs = _door_case()
     view = lambda ids: {"unit_id": ids[0], "unit_ids": ids, "text": "Risk factors"}  # noqa: E731
-    judge = J.AnswerStringJudge.from_resources(units=units)
+    judge = judges.AnswerStringJudge.from_resources(units=units)
     per_pair, summary = JD.judge_door(judge, pairs, questions, view, units)
     assert list(per_pair["gained"]) == [True, False] and list(per_pair["term_in_metadata"]) == [True, False]
     s = summary.iloc[0]
@@ -107,9 +107,9 @@ def test_judge_door_sees_a_judge_that_metadata_moves():
 
 def test_judge_door_reuses_blind_labels_it_is_given_and_refuses_labels_of_other_pairs():
     units, questions, pairs = _door_case()
-    view = J.unit_viewer(units.assign(image_path=["a.png", "b.png"]), {"a:1": "Risk factors", "b:1": ""})
-    judge = J.AnswerStringJudge.from_resources(units=units)
-    blind = J.label_pairs(judge, pairs, questions, view)
+    view = judges.unit_viewer(units.assign(image_path=["a.png", "b.png"]), {"a:1": "Risk factors", "b:1": ""})
+    judge = judges.AnswerStringJudge.from_resources(units=units)
+    blind = judges.label_pairs(judge, pairs, questions, view)
     fresh = JD.judge_door(judge, pairs, questions, view, units)
     reused = JD.judge_door(judge, pairs, questions, view, units, blind=blind)
     assert fresh[0].equals(reused[0]) and fresh[1].equals(reused[1])
@@ -117,7 +117,7 @@ def test_judge_door_reuses_blind_labels_it_is_given_and_refuses_labels_of_other_
     assert len(blind) == 1 and blind.attrs["abstained"]
     with pytest.raises(ValueError, match="not of these pairs"):
         JD.judge_door(judge, pairs, questions, view, units, blind=blind.assign(unit_id="c:1"))
-    whole = J.label_pairs(judge, pairs, questions, view, keep_abstained=True)
+    whole = judges.label_pairs(judge, pairs, questions, view, keep_abstained=True)
     with pytest.raises(ValueError, match="not of these pairs"):
         JD.judge_door(judge, pairs, questions, view, units, blind=whole.iloc[::-1].reset_index(drop=True))
 
@@ -152,7 +152,7 @@ def _inputs(**over):
 
 def test_planted_effects_all_ok_when_everything_is_recovered():
     planted, args = _inputs()
-    effects = C.planted_effects(planted, **args)
+    effects = calibration.planted_effects(planted, **args)
     assert list(effects.columns[:6]) == ["effect", "planted", "recovered", "lo", "hi", "ok"]
     assert len(effects) == 8 and effects["ok"].all(), effects
     ratio = effects.set_index("effect").loc["caption index: caption-derived / blind recall@10"]
@@ -174,7 +174,7 @@ def test_planted_effects_all_ok_when_everything_is_recovered():
 ])
 def test_planted_effects_fail_when_the_instrument_misses_one(change, effect):
     planted, args = _inputs(**change)
-    effects = C.planted_effects(planted, **args).set_index("effect")
+    effects = calibration.planted_effects(planted, **args).set_index("effect")
     assert not effects.loc[effect, "ok"]
     assert effects.drop(index=effect)["ok"].all()
 
@@ -187,7 +187,7 @@ def test_ci_run_recovers_every_planted_effect(ci_run):
     assert len(effects) == len(t("planted")) and effects["ok"].map(lambda v: str(v) == "True").all(), effects
     ladder = t("validity_ladder")
     assert list(ladder.columns[:6]) == ["p", "negatives", "n", "top1", "top1_lo", "top1_hi"]
-    slopes = N.ladder_slopes(ladder)
+    slopes = negatives.ladder_slopes(ladder)
     assert abs(slopes["random"]) <= 0.1 and slopes["hard"] > 0.5
     sig = t("significance")
     hard = sig[sig["measure"] == "sufficient@5 (hard)"]

@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from lookalike.analysis import cleaning as C
+from lookalike.analysis import cleaning
 
 
 @pytest.mark.parametrize("text, rule", [
@@ -19,7 +19,7 @@ from lookalike.analysis import cleaning as C
     ("How much did they spend on capex in FY2024?", "dangling-pronoun"),
 ])
 def test_each_rule_flags_what_it_names(text, rule):
-    assert rule in [r for r, _ in C.flags(text)]
+    assert rule in [r for r, _ in cleaning.flags(text)]
 
 
 @pytest.mark.parametrize("text", [
@@ -30,21 +30,21 @@ def test_each_rule_flags_what_it_names(text, rule):
     "Which company reported the highest dividends paid in Q4 FY2024?",
 ])
 def test_closed_questions_about_content_pass(text):
-    assert C.flags(text) == []
+    assert cleaning.flags(text) == []
 
 
 def test_flag_keeps_every_question_and_drop_lists_what_it_leaves_out():
     qs = pd.DataFrame({"query_id": ["q1", "q2", "q3"],
                        "text": ["What is the total in the table below?", "What was Corvane's revenue in Q1 FY2024?",
                                 "Describe it."]})
-    kept, flagged, summary = C.clean(qs, "flag")
+    kept, flagged, summary = cleaning.clean(qs, "flag")
     assert list(kept["query_id"]) == ["q1", "q2", "q3"] and set(flagged["action"]) == {"flagged"}
     assert set(flagged["query_id"]) == {"q1", "q3"}
     row = summary.set_index("rule").loc["not-closed"]
     assert row["questions"] == 1 and row["n"] == 3 and row["examples"] == "q3: Describe it."
-    kept, flagged, summary = C.clean(qs, "drop")
+    kept, flagged, summary = cleaning.clean(qs, "drop")
     assert list(kept["query_id"]) == ["q2"] and set(flagged["action"]) == {"dropped"}
     # q3 breaks two rules and is listed under each; nothing is dropped without its reason
     assert sorted(flagged[flagged["query_id"] == "q3"]["rule"]) == ["not-closed", "too-short"]
     with pytest.raises(ValueError, match="questions.clean"):
-        C.clean(qs, "fix")
+        cleaning.clean(qs, "fix")

@@ -8,7 +8,7 @@ import pytest
 import tiny_colpali
 import torch
 from lookalike.io.cache import Cache
-from lookalike.retrieval import encoders as E
+from lookalike.retrieval import encoders
 from lookalike.retrieval import indexes as retrieve
 from lookalike.retrieval import systems
 from lookalike.retrieval.encoders.base import EncodeError, Vectors
@@ -40,8 +40,8 @@ def test_clip_encodes_images_captions_and_queries_in_one_space_offline(kind, tmp
     images = [Image.open(root / p).convert("RGB") for p in units["image_path"]]
     want_img, want_txt = _direct_clip(model, proc, images, ["revenue by segment", "quarter"], kind != "clip")
 
-    enc = E.make_encoder("clip", model=str(tmp_path / "model"), device="cpu", batch_size=2, progress=False)
-    assert E.has_captions("clip") and enc.provenance == "pixels"
+    enc = encoders.make_encoder("clip", model=str(tmp_path / "model"), device="cpu", batch_size=2, progress=False)
+    assert encoders.has_captions("clip") and enc.provenance == "pixels"
     cache = Cache(tmp_path / "cache")
     vecs = enc.encode_units(units, root, cache)
     assert vecs.kind == "single" and vecs.provenance == "pixels" and vecs.ids == list(units["unit_id"])
@@ -67,21 +67,21 @@ def test_clip_reports_a_corrupt_page_and_encodes_the_rest(tmp_path, tiny_pages):
     units, root = tiny_pages
     tiny_colpali.save_dual("clip", tmp_path / "model")
     more = with_corrupt_page(units, tmp_path)
-    enc = E.make_encoder("clip", model=str(tmp_path / "model"), device="cpu", progress=False)
+    enc = encoders.make_encoder("clip", model=str(tmp_path / "model"), device="cpu", progress=False)
     vecs = enc.encode_units(more, root, Cache(tmp_path / "c"))
     assert vecs.ids == list(units["unit_id"])
     assert [u for u, _ in vecs.stats["failed"]] == ["doc:9"] and "bad.png" in vecs.stats["failed"][0][1]
     # the checked output accepts what the encoder reported as failed, and nothing else
-    E.checked(vecs, list(more["unit_id"]), "clip")
+    encoders.checked(vecs, list(more["unit_id"]), "clip")
     with pytest.raises(EncodeError, match="missing"):
-        E.checked(Vectors(vecs.encoder_id, "pixels", vecs.ids[:2], vecs.data[:2]), list(units["unit_id"]), "clip")
+        encoders.checked(Vectors(vecs.encoder_id, "pixels", vecs.ids[:2], vecs.data[:2]), list(units["unit_id"]), "clip")
 
 
 def test_clip_needs_a_model_and_a_dual_model(tmp_path):
     with pytest.raises(EncodeError, match="encode.settings.clip.model"):
-        E.make_encoder("clip", device="cpu")
+        encoders.make_encoder("clip", device="cpu")
     tiny_colpali.save("ColIdefics3", tmp_path / "col")
-    enc = E.make_encoder("clip", model=str(tmp_path / "col"), device="cpu", progress=False)
+    enc = encoders.make_encoder("clip", model=str(tmp_path / "col"), device="cpu", progress=False)
     with pytest.raises(EncodeError):
         enc.encode_queries(["x"], ["q"])
 
@@ -93,7 +93,7 @@ def test_bi_family_encodes_single_vectors_offline_and_round_trips(family, tmp_pa
     from lookalike.retrieval.encoders.colpali import BI_FAMILIES, detect_family
 
     assert detect_family(tmp_path / "model", BI_FAMILIES) == family
-    enc = E.make_encoder("bi", model=str(tmp_path / "model"), device="cpu", batch_size=2, progress=False)
+    enc = encoders.make_encoder("bi", model=str(tmp_path / "model"), device="cpu", batch_size=2, progress=False)
     if family == "BiQwen2":
         # colpali-engine 0.3.18 cannot load BiQwen2 under transformers 5: named as its defect, not ours
         with pytest.raises(EncodeError, match="defect of the installed colpali-engine"):
@@ -142,9 +142,9 @@ def test_bi_and_colpali_compare_on_one_corpus_through_the_run_settings(tmp_path,
 def test_clip_on_cuda_bf16_agrees_with_cpu(kind, tmp_path, tiny_pages):
     units, root = tiny_pages
     tiny_colpali.save_dual(kind, tmp_path / "model")
-    gpu = E.make_encoder("clip", model=str(tmp_path / "model"), device="auto", progress=False)
+    gpu = encoders.make_encoder("clip", model=str(tmp_path / "model"), device="auto", progress=False)
     assert (gpu.device, gpu.dtype) == ("cuda", "bfloat16")
-    cpu = E.make_encoder("clip", model=str(tmp_path / "model"), device="cpu", progress=False)
+    cpu = encoders.make_encoder("clip", model=str(tmp_path / "model"), device="cpu", progress=False)
     a = gpu.encode_units(units, root, Cache(tmp_path / "g")).data
     b = cpu.encode_units(units, root, Cache(tmp_path / "c")).data
     assert ((a * b).sum(axis=1)).min() > 0.98
@@ -155,8 +155,8 @@ def test_clip_on_cuda_bf16_agrees_with_cpu(kind, tmp_path, tiny_pages):
 def test_bi_on_cuda_bf16_agrees_with_cpu(tmp_path, tiny_pages):
     units, root = tiny_pages
     tiny_colpali.save_bi("BiIdefics3", tmp_path / "model")
-    gpu = E.make_encoder("bi", model=str(tmp_path / "model"), device="auto", progress=False)
-    cpu = E.make_encoder("bi", model=str(tmp_path / "model"), device="cpu", progress=False)
+    gpu = encoders.make_encoder("bi", model=str(tmp_path / "model"), device="auto", progress=False)
+    cpu = encoders.make_encoder("bi", model=str(tmp_path / "model"), device="cpu", progress=False)
     a = gpu.encode_units(units, root, Cache(tmp_path / "g")).data
     b = cpu.encode_units(units, root, Cache(tmp_path / "c")).data
     cos = (a * b).sum(axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))

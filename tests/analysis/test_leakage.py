@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from lookalike.analysis import leakage as L
+from lookalike.analysis import leakage
 from lookalike.retrieval import indexes as retrieve
 from lookalike.retrieval.encoders.base import Vectors
 
@@ -29,13 +29,13 @@ def ci_units(ci_corpus):
 
 def test_paraphrase_is_deterministic_and_rewords():
     text = "Halvorsen Energy revenue by segment, Q2 FY2024"
-    assert L.paraphrase(text) == L.paraphrase(text) == "Q2 FY2024, Halvorsen Energy sales by segment"
-    assert L.paraphrase("bar chart with Grid $1,038M, Q2 FY2024") == "Q2 FY2024, bar graph with Grid $1,038M"
+    assert leakage.paraphrase(text) == leakage.paraphrase(text) == "Q2 FY2024, Halvorsen Energy sales by segment"
+    assert leakage.paraphrase("bar chart with Grid $1,038M, Q2 FY2024") == "Q2 FY2024, bar graph with Grid $1,038M"
 
 
 def test_blind_queries_come_from_the_page_and_never_from_the_caption(ci_corpus):
     c, _ = ci_corpus
-    q = L.build_query_sets(c.units, seed=7, visible=c.visible, facts=c.facts)
+    q = leakage.build_query_sets(c.units, seed=7, visible=c.visible, facts=c.facts)
     blind, derived = q[q["query_set"] == "blind"], q[q["query_set"] == "caption-derived"]
     assert len(blind) == len(derived) > 20
     assert list(blind["unit_id"]) == list(derived["unit_id"])
@@ -44,7 +44,7 @@ def test_blind_queries_come_from_the_page_and_never_from_the_caption(ci_corpus):
     garbled = c.units.assign(filename="zzz.png",
                              alt_text=c.units["alt_text"].where(c.units["alt_text"] == "", "alt " + c.units["unit_id"]),
                              caption=c.units["caption"].where(c.units["caption"] == "", "Caption " + c.units["unit_id"]))
-    again = L.build_query_sets(garbled, seed=7, visible=c.visible, facts=c.facts)
+    again = leakage.build_query_sets(garbled, seed=7, visible=c.visible, facts=c.facts)
     again = again[again["query_set"] == "blind"].set_index("unit_id")["text"]
     assert set(blind["unit_id"]) <= set(again.index)
     assert list(again[blind["unit_id"]]) == list(blind["text"])
@@ -52,7 +52,7 @@ def test_blind_queries_come_from_the_page_and_never_from_the_caption(ci_corpus):
     colours = dict(zip(c.visible["unit_id"], c.visible["colour"]))
     assert all(colours[u] in t for u, t in zip(blind["unit_id"], blind["text"]))
     # their words come from the page, the caption-derived ones from the caption
-    overlap = L.caption_overlap(q, c.units).set_index("query_set")
+    overlap = leakage.caption_overlap(q, c.units).set_index("query_set")
     assert overlap.loc["caption-derived", "overlap_lo"] > overlap.loc["blind", "overlap_hi"]
     assert overlap.loc["caption-derived", "overlap"] > 2 * overlap.loc["blind", "overlap"]
     source = c.units.set_index("unit_id")["caption"]
@@ -62,14 +62,14 @@ def test_blind_queries_come_from_the_page_and_never_from_the_caption(ci_corpus):
 
 def test_without_a_visible_record_blind_queries_fall_back_to_metadata(ci_units):
     units, _ = ci_units
-    q = L.build_query_sets(units, seed=7)
+    q = leakage.build_query_sets(units, seed=7)
     blind = q[q["query_set"] == "blind"]
     assert len(blind) > 20 and all("entity" in x for x in blind["qualifiers"])
 
 
 def test_shuffled_metadata_moves_every_units_fields(ci_units):
     units, _ = ci_units
-    moved = L.shuffled_metadata(units, seed=3)
+    moved = leakage.shuffled_metadata(units, seed=3)
     assert list(moved["unit_id"]) == list(units["unit_id"]) and list(moved["image_path"]) == list(units["image_path"])
     assert sorted(moved["filename"]) == sorted(units["filename"])
     assert (moved["filename"] != units["filename"]).mean() > 0.95
@@ -80,23 +80,23 @@ def test_metadata_probe_sees_a_path_that_reads_the_file_name(ci_units):
     pixels = lambda us: Vectors("p", "pixels", list(us["unit_id"]), [f"page {u}" for u in us["unit_id"]], "text")  # noqa: E731
     leaky = lambda us: Vectors("p", "pixels", list(us["unit_id"]),  # noqa: E731
                                [f"page {u} {f}" for u, f in zip(us["unit_id"], us["filename"])], "text")
-    probe = L.metadata_probe({"image": pixels, "ocr-bm25": leaky}, units, seed=1)
+    probe = leakage.metadata_probe({"image": pixels, "ocr-bm25": leaky}, units, seed=1)
     assert probe["image"] == (0, len(units))
     assert probe["ocr-bm25"][0] > 0.9 * len(units) and probe["pixels-rrf"] == probe["ocr-bm25"]
     per_query = pd.DataFrame({"index": "ocr-bm25", "unit_id": ["a", "a"], "query_set": ["blind", "caption-derived"],
                               "recall_10": [1.0, 1.0]})
-    assert L.paired_gate(per_query, "ocr-bm25", probe=probe["ocr-bm25"]).verdict == "LEAK"      # no recall gain at all
-    assert L.paired_gate(per_query, "ocr-bm25", probe=(0, 10)).verdict == "PASS"
+    assert leakage.paired_gate(per_query, "ocr-bm25", probe=probe["ocr-bm25"]).verdict == "LEAK"      # no recall gain at all
+    assert leakage.paired_gate(per_query, "ocr-bm25", probe=(0, 10)).verdict == "PASS"
 
 
 def test_clean_indexes_refuse_caption_vectors_in_the_image_path():
     caption = Vectors("caption-minilm", "caption-text", ["a", "b"], np.eye(2, dtype=np.float32))
     pixels = Vectors("ocr-minilm", "pixels", ["a", "b"], np.eye(2, dtype=np.float32))
     with pytest.raises(retrieve.ProvenanceError):
-        L.build_indexes(caption, caption, injected=False)
-    clean = L.build_indexes(pixels, caption)
+        leakage.build_indexes(caption, caption, injected=False)
+    clean = leakage.build_indexes(pixels, caption)
     assert not clean.injected and not clean.image.allow_foreign_provenance
-    injected = L.build_indexes(pixels, caption, injected=True)
+    injected = leakage.build_indexes(pixels, caption, injected=True)
     assert injected.injected and injected.image.allow_foreign_provenance     # bypass is explicit and recorded
 
 
@@ -136,8 +136,8 @@ def test_gate_fails_when_the_file_name_is_appended():
 def test_gate_decision():
     table = pd.DataFrame({"index": ["image", "image"], "query_set": ["blind", "caption-derived"],
                           "recall_10": [0.60, 0.66]})
-    assert L.gate(table, 0.05)[0] is False
-    assert L.gate(table, 0.10)[0] is True
+    assert leakage.gate(table, 0.05)[0] is False
+    assert leakage.gate(table, 0.10)[0] is True
 
 
 def _runs():
@@ -149,55 +149,55 @@ def _runs():
 
 def test_pool_is_deduplicated_shuffled_and_blind():
     queries = pd.DataFrame({"query_id": ["q1", "q2"], "text": ["first", "second"], "unit_id": ["u1", "u5"]})
-    sheet = L.sheet(_runs(), queries, k=2, seed=1)
+    sheet = leakage.sheet(_runs(), queries, k=2, seed=1)
     assert len(sheet) == len(set(zip(sheet["query_id"], sheet["unit_id"]))) == 6
     assert list(sheet.columns) == ["item", "query_id", "text", "unit_id"]
-    view = L.judge_view(sheet)
+    view = leakage.judge_view(sheet)
     assert list(view.columns) == ["item", "query", "label"]            # no unit id, system, rank or caption
     judged = sheet.iloc[:4][["query_id", "unit_id"]]
-    again = L.sheet(_runs(), queries, k=2, seed=1, judged=judged)
+    again = leakage.sheet(_runs(), queries, k=2, seed=1, judged=judged)
     assert len(again) == 2 and not set(zip(again["query_id"], again["unit_id"])) & set(zip(judged["query_id"], judged["unit_id"]))
 
 
 def test_import_judgements_round_trip_and_errors(tmp_path):
     queries = pd.DataFrame({"query_id": ["q1", "q2"], "text": ["first", "second"], "unit_id": ["u1", "u5"]})
-    sheet = L.sheet(_runs(), queries, k=2, seed=1)
-    filled = L.judge_view(sheet)
+    sheet = leakage.sheet(_runs(), queries, k=2, seed=1)
+    filled = leakage.judge_view(sheet)
     filled.loc[0, "label"] = "sufficient"
     filled.loc[1, "label"] = "irrelevant"
     filled.to_csv(tmp_path / "filled.csv", index=False)
-    got = L.import_judgements(tmp_path / "filled.csv", sheet)
+    got = leakage.import_judgements(tmp_path / "filled.csv", sheet)
     assert list(got["label"]) == ["sufficient", "irrelevant"] and list(got["grade"]) == [2, 0]
     assert set(got["judge"]) == {"human"}
     assert (got["unit_id"].iloc[0], got["query_id"].iloc[0]) == (sheet["unit_id"].iloc[0], sheet["query_id"].iloc[0])
     filled.loc[2, "label"] = "3"
     filled.to_csv(tmp_path / "bad.csv", index=False)
     with pytest.raises(ValueError, match="bad.csv: row 3: label '3' is not one of sufficient, supporting, irrelevant"):
-        L.import_judgements(tmp_path / "bad.csv", sheet)
+        leakage.import_judgements(tmp_path / "bad.csv", sheet)
     # a sheet from before the labels (grades 2 / 1 / 0) reads through the same grades
-    old = L.judge_view(sheet).rename(columns={"label": "grade"})
+    old = leakage.judge_view(sheet).rename(columns={"label": "grade"})
     old.loc[0, "grade"], old.loc[1, "grade"] = "1", "2"
     old.to_csv(tmp_path / "old.csv", index=False)
-    assert list(L.import_judgements(tmp_path / "old.csv", sheet)["label"]) == ["supporting", "sufficient"]
+    assert list(leakage.import_judgements(tmp_path / "old.csv", sheet)["label"]) == ["supporting", "sufficient"]
 
 
 def test_judged_at_k_shows_unfair_pools():
     judgements = pd.DataFrame({"query_id": ["q1", "q1"], "unit_id": ["u1", "u2"], "label": ["sufficient", "irrelevant"]})
-    table = L.judged_at_k(_runs(), judgements, k=2).set_index("system")["judged_2"]
+    table = leakage.judged_at_k(_runs(), judgements, k=2).set_index("system")["judged_2"]
     assert table["a"] == pytest.approx(0.5)       # q1: u1,u2 judged (1.0); q2: none (0.0)
     assert table["b"] == pytest.approx(0.25)
 
 
 def test_reference_labels(ci_units):
     units, _ = ci_units
-    q = L.build_query_sets(units, seed=7).head(2)
+    q = leakage.build_query_sets(units, seed=7).head(2)
     target = q["unit_id"].iloc[0]
     same = units[(units["template_id"] == units.set_index("unit_id").loc[target, "template_id"])
                  & (units["metric"] == units.set_index("unit_id").loc[target, "metric"])
                  & (units["entity"] == units.set_index("unit_id").loc[target, "entity"])
                  & (units["unit_id"] != target)]["unit_id"].iloc[0]
     sheet = pd.DataFrame({"item": ["j0", "j1"], "query_id": [q["query_id"].iloc[0]] * 2, "unit_id": [target, same]})
-    got = L.reference_labels(sheet, q, units)
+    got = leakage.reference_labels(sheet, q, units)
     near = "supporting" if units.set_index("unit_id").loc[target, "metric"] else "irrelevant"
     assert list(got["label"]) == ["sufficient", near]
     assert list(got["grade"]) == [2, 1 if near == "supporting" else 0]
@@ -208,7 +208,7 @@ def test_judging_sheet_html_hides_ids_and_escapes(tmp_path, ci_units):
     units, base = ci_units
     sheet = pd.DataFrame({"item": ["j0"], "query_id": ["q"], "text": ["<script>x</script> revenue"],
                           "unit_id": [units["unit_id"].iloc[1]]})
-    page = L.judging_sheet_html(sheet, units, tmp_path / "sheet.html", base).read_text()
+    page = leakage.judging_sheet_html(sheet, units, tmp_path / "sheet.html", base).read_text()
     assert "&lt;script&gt;x" in page and "<script>x" not in page
     assert units["unit_id"].iloc[1] not in page and Path(units["image_path"].iloc[1]).stem not in page
     assert len(list((tmp_path / "sheet_images").iterdir())) == 1
@@ -221,7 +221,7 @@ def test_users_own_blind_queries_get_caption_derived_twins(tmp_path, ci_units):
     rows = [{"query_id": f"u{i}", "unit_id": uid, "text": f"page {i} as I saw it", "register": "question"}
             for i, uid in enumerate(list(with_caption["unit_id"]) + list(no_caption["unit_id"]))]
     pd.DataFrame(rows).to_csv(tmp_path / "blind.csv", index=False)
-    q, dropped = L.read_blind_queries(tmp_path / "blind.csv", units)
+    q, dropped = leakage.read_blind_queries(tmp_path / "blind.csv", units)
     assert list(dropped["unit_id"]) == list(no_caption["unit_id"]) and list(dropped["row"]) == [5]
     assert "no caption or alt text" in dropped["problem"].iloc[0]
     assert list(q["query_set"].value_counts().sort_index()) == [3, 3]         # the caption-less unit is dropped
@@ -229,7 +229,7 @@ def test_users_own_blind_queries_get_caption_derived_twins(tmp_path, ci_units):
     assert set(q[q["query_set"] == "blind"]["text"]) == {"page 0 as I saw it", "page 1 as I saw it", "page 2 as I saw it"}
     pd.DataFrame([{"query_id": "x", "unit_id": "nope:1", "text": "t"}]).to_csv(tmp_path / "bad.csv", index=False)
     with pytest.raises(ValueError, match="bad.csv: row 1 \\(query 'x'\\): unknown unit_id 'nope:1'"):
-        L.read_blind_queries(tmp_path / "bad.csv", units)
+        leakage.read_blind_queries(tmp_path / "bad.csv", units)
 
 
 def test_leak_check_exits_3_when_no_pairs_can_be_built(monkeypatch, capsys):
@@ -260,12 +260,12 @@ def test_gate_fails_on_a_file_name_reaching_the_image_path_only_when_it_moves_th
              "recall_10": float(qs == "caption-derived" or i % 3 == 0)} for i, u in enumerate(units)
             for qs in ("blind", "caption-derived")]
     per_query = pd.DataFrame(rows)
-    leak = L.paired_gate(per_query, "image", 0.05, n_boot=500, seed=1)
+    leak = leakage.paired_gate(per_query, "image", 0.05, n_boot=500, seed=1)
     assert leak.verdict == "LEAK" and leak.lo > 0 and leak.n_pairs == 60
-    few = L.paired_gate(per_query[per_query["unit_id"].isin(units[:2])], "image", 0.05, n_boot=500, seed=1)
+    few = leakage.paired_gate(per_query[per_query["unit_id"].isin(units[:2])], "image", 0.05, n_boot=500, seed=1)
     # two units and no probe: not a leak, and not a pass either — the test could not see a total leak
     assert few.verdict == "NOT EVALUATED" and few.lo <= 0 and few.underpowered
-    none = L.paired_gate(per_query.head(0), "image", 0.05)
+    none = leakage.paired_gate(per_query.head(0), "image", 0.05)
     assert none.verdict == "NOT EVALUATED" and "NOT EVALUATED" in none.sentence()
 
 
@@ -300,9 +300,9 @@ def test_a_retrieval_test_that_cannot_see_a_total_leak_says_underpowered():
     per_query = pd.DataFrame({"index": "team-run", "unit_id": [f"u{i}" for i in range(10)] * 2,
                               "query_set": ["blind"] * 10 + ["caption-derived"] * 10,
                               "recall_10": [1.0] * 9 + [0.0] + [1.0] * 10})
-    g = L.paired_gate(per_query, "team-run", 0.05, n_boot=500, seed=1)
+    g = leakage.paired_gate(per_query, "team-run", 0.05, n_boot=500, seed=1)
     assert g.verdict == "NOT EVALUATED" and "nothing here would catch a leak" in g.sentence()
-    assert L.overall([g]) == "NOT EVALUATED"
+    assert leakage.overall([g]) == "NOT EVALUATED"
 
 
 def _run(rankings: dict) -> pd.DataFrame:
@@ -312,15 +312,15 @@ def _run(rankings: dict) -> pd.DataFrame:
 
 def test_a_run_file_is_probed_by_its_run_on_the_shuffled_corpus():
     same = _run({"q1": ["u1", "u2", "u3"], "q2": ["u3", "u1"]})
-    g, notes = L.run_probe("team", same, same.copy())
+    g, notes = leakage.run_probe("team", same, same.copy())
     assert g.verdict == "PASS" and (g.probe_changed, g.probe_n) == (0, 2) and notes == []
     assert "metadata probe: 0 of 2 questions' top-10 rankings changed" in g.sentence()
     moved = _run({"q1": ["u2", "u1", "u3"], "q2": ["u3", "u1"]})
-    g, _ = L.run_probe("team", same, moved)
+    g, _ = leakage.run_probe("team", same, moved)
     assert g.verdict == "LEAK" and g.probe_changed == 1
-    g, notes = L.run_probe("team", same, _run({"q1": ["u1", "u2", "u3"]}))
+    g, notes = leakage.run_probe("team", same, _run({"q1": ["u1", "u2", "u3"]}))
     assert g.verdict == "PASS" and g.probe_n == 1 and "lacks 1 of the 2 questions" in notes[0]
-    g, _ = L.run_probe("team", same, _run({"q9": ["u1"]}))
+    g, _ = leakage.run_probe("team", same, _run({"q9": ["u1"]}))
     assert g.verdict == "NOT EVALUATED"
 
 
@@ -403,8 +403,8 @@ def test_the_power_measured_on_a_planted_leak_decides_underpowered():
     per_query = pd.DataFrame({"index": "image", "unit_id": [f"u{i}" for i in range(30)] * 2,
                               "query_set": ["blind"] * 30 + ["caption-derived"] * 30,
                               "recall_10": [0.0] * 30 + [1.0] * 30})
-    assert L.planted_power(per_query, 0.05, n_boot=200)[3] is True
-    assert L.planted_power(per_query.head(0)) is None
+    assert leakage.planted_power(per_query, 0.05, n_boot=200)[3] is True
+    assert leakage.planted_power(per_query.head(0)) is None
 
 
 def test_no_spread_in_the_differences_is_underpowered_not_a_stated_power():

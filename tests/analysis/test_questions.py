@@ -3,12 +3,12 @@
 import numpy as np
 import pandas as pd
 import pytest
-from lookalike.analysis import negatives as N
-from lookalike.analysis import questions as Q
+from lookalike.analysis import negatives
+from lookalike.analysis import questions
 from lookalike.data import demo
 from lookalike.data.schema import CorpusError
-from lookalike.io import inputs as I
-from lookalike.judging import judges as J
+from lookalike.io import inputs
+from lookalike.judging import judges
 
 
 @pytest.fixture(scope="module")
@@ -23,11 +23,11 @@ def corpus(run_dir):
 
 @pytest.fixture(scope="module")
 def reference(corpus):
-    return J.ReferenceJudge(corpus.facts, corpus.answer_key, corpus.units, demo.REGIONS)
+    return judges.ReferenceJudge(corpus.facts, corpus.answer_key, corpus.units, demo.REGIONS)
 
 
 def _view(units):
-    return lambda ids: J.unit_view(units, ids)
+    return lambda ids: judges.unit_view(units, ids)
 
 
 def test_reference_judge_gold_answers_every_demo_question(corpus, reference):
@@ -57,10 +57,10 @@ def test_reference_judge_frees_unstated_axes(corpus, reference):
 
 
 def test_reference_judge_needs_an_answer_key(corpus):
-    with pytest.raises(J.JudgeError, match="answer key"):
-        J.ReferenceJudge(corpus.facts, corpus.answer_key.head(0), corpus.units)
-    assert J.make_judge("auto", answer_key=corpus.answer_key.head(0)).name == "answer-string"
-    assert J.make_judge("auto", facts=corpus.facts, answer_key=corpus.answer_key, units=corpus.units,
+    with pytest.raises(judges.JudgeError, match="answer key"):
+        judges.ReferenceJudge(corpus.facts, corpus.answer_key.head(0), corpus.units)
+    assert judges.make_judge("auto", answer_key=corpus.answer_key.head(0)).name == "answer-string"
+    assert judges.make_judge("auto", facts=corpus.facts, answer_key=corpus.answer_key, units=corpus.units,
                         regions=demo.REGIONS).name == "reference"
 
 
@@ -75,7 +75,7 @@ class Recording:
     def judge(self, question, unit):
         self.calls.append(unit["unit_id"])
         label = self.labels.get(unit["unit_id"], self.default)
-        return J.Judgement(label, "test", self.name, self.answer if label == "sufficient" else "")
+        return judges.Judgement(label, "test", self.name, self.answer if label == "sufficient" else "")
 
 
 QUESTION = {"query_id": "q1", "text": "Which segment brought in the most revenue?", "answer": "A, $1M",
@@ -87,34 +87,34 @@ UNITS = pd.DataFrame({"unit_id": ["g", "d1", "d2"], "image_path": ["g.png", "d1.
 
 def test_gold_fails_is_checked_before_any_distractor():
     judge = Recording({"g": "supporting", "d1": "sufficient"})
-    v = Q.is_well_posed(QUESTION, {"g": [("d1", "entity"), ("d2", "period")]}, judge, _view(UNITS))
+    v = questions.is_well_posed(QUESTION, {"g": [("d1", "entity"), ("d2", "period")]}, judge, _view(UNITS))
     assert v.status == "gold_fails"
     assert judge.calls == ["g"]                     # no distractor was judged
 
 
 def test_gold_with_another_answer_fails():
     judge = Recording({"g": "sufficient"}, answer="B, $2M")
-    assert Q.is_well_posed(QUESTION, {"g": []}, judge, _view(UNITS)).status == "gold_fails"
+    assert questions.is_well_posed(QUESTION, {"g": []}, judge, _view(UNITS)).status == "gold_fails"
 
 
 def test_answering_distractors_give_their_axes():
     judge = Recording({"g": "sufficient", "d1": "sufficient", "d2": "sufficient"}, answer="A, $1M")
-    v = Q.is_well_posed(QUESTION, {"g": [("d2", "period"), ("d1", "entity")]}, judge, _view(UNITS))
+    v = questions.is_well_posed(QUESTION, {"g": [("d2", "period"), ("d1", "entity")]}, judge, _view(UNITS))
     assert v.status == "answerable_from_distractor" and v.axes == ["entity", "period"]
     assert judge.calls == ["g", "d2", "d1"]
 
 
 def test_add_qualifier_question_and_noun_phrase_forms():
     gold = UNITS.set_index("unit_id").loc["g"]
-    q = Q.add_qualifier(QUESTION, "period", gold)
+    q = questions.add_qualifier(QUESTION, "period", gold)
     assert q["text"] == "Which segment brought in the most revenue in Q1 FY2024?"
     assert q["qualifiers"] == "period;metric"
-    q = Q.add_qualifier({**QUESTION, "text": "Bar chart of revenue by segment"}, "entity", gold)
+    q = questions.add_qualifier({**QUESTION, "text": "Bar chart of revenue by segment"}, "entity", gold)
     assert q["text"] == "Bar chart of revenue by segment, Acme"
-    q = Q.add_qualifier(q, "revision", gold)
+    q = questions.add_qualifier(q, "revision", gold)
     assert q["text"].endswith(", as originally reported") and "revision" in q["qualifiers"]
     # a qualifier the text already carries is not added twice
-    assert Q.add_qualifier(q, "entity", gold)["text"] == q["text"]
+    assert questions.add_qualifier(q, "entity", gold)["text"] == q["text"]
 
 
 def test_repair_then_slices(corpus, reference, run_dir):
@@ -125,8 +125,8 @@ def test_repair_then_slices(corpus, reference, run_dir):
     from PIL import Image
 
     vecs = np.stack([appearance_vector(Image.open(run_dir / p)) for p in units["image_path"]])
-    hard, _ = N.hard_negatives(units, vecs, golds, k=3)
-    validation, validated, log = Q.validate(q, N.for_questions(q, hard), reference, _view(units), units)
+    hard, _ = negatives.hard_negatives(units, vecs, golds, k=3)
+    validation, validated, log = questions.validate(q, negatives.for_questions(q, hard), reference, _view(units), units)
     assert list(validation.columns[:5]) == ["query_id", "status", "axis", "repaired", "final_text"]
     caught = validation[validation["status"] == "answerable_from_distractor"]
     assert len(caught) > 0
@@ -159,16 +159,16 @@ def test_any_acceptable_and_dropped_slices():
     d = pd.DataFrame({"query_id": ["q1"], "gold_unit_id": ["g"], "unit_id": ["d1"], "axis": ["entity"],
                       "similarity": [0.9]})
     same = Recording({"g": "sufficient", "d1": "sufficient"}, answer="A, $1M")
-    validation, validated, _ = Q.validate(q, d, same, _view(UNITS), UNITS)
+    validation, validated, _ = questions.validate(q, d, same, _view(UNITS), UNITS)
     assert validation.loc[0, "slice"] == "any-acceptable"
     assert validated.loc[0, "acceptable_unit_ids"] == "d1;g"
 
     class Conflicting(Recording):
         def judge(self, question, unit):
             j = super().judge(question, unit)
-            return J.Judgement(j.label, j.rationale, j.judge, "A, $1M" if unit["unit_id"] == "g" else "B, $9M")
+            return judges.Judgement(j.label, j.rationale, j.judge, "A, $1M" if unit["unit_id"] == "g" else "B, $9M")
 
-    validation, validated, _ = Q.validate(q, d, Conflicting({"g": "sufficient", "d1": "sufficient"}), _view(UNITS),
+    validation, validated, _ = questions.validate(q, d, Conflicting({"g": "sufficient", "d1": "sufficient"}), _view(UNITS),
                                           UNITS)
     assert validation.loc[0, "slice"] == "dropped" and validated.empty
 
@@ -178,7 +178,7 @@ def test_random_negatives_never_used_for_validation():
     d = pd.DataFrame({"query_id": ["q1"], "gold_unit_id": ["g"], "unit_id": ["d1"], "axis": ["random"],
                       "similarity": [float("nan")]})
     judge = Recording({"g": "sufficient", "d1": "sufficient"}, answer="A, $1M")
-    validation, _, _ = Q.validate(q, d, judge, _view(UNITS), UNITS)
+    validation, _, _ = questions.validate(q, d, judge, _view(UNITS), UNITS)
     assert validation.loc[0, "status"] == "ok" and judge.calls == ["g"]
 
 
@@ -187,7 +187,7 @@ def test_tallies_count_each_failing_axis():
                       "status": ["ok", "answerable_from_distractor", "answerable_from_distractor", "gold_fails"],
                       "axis": ["", "entity;period", "period", ""], "repaired": [False, True, False, False],
                       "slice": ["single-gold", "single-gold", "dropped", "dropped"]})
-    t = Q.tallies(v).set_index("axis")
+    t = questions.tallies(v).set_index("axis")
     assert t.loc["any", "checked"] == 3 and t.loc["any", "answerable"] == 2
     assert t.loc["period", "answerable"] == 2 and t.loc["entity", "answerable"] == 1
     assert t.loc["period", "dropped"] == 1 and "metric" not in t.index
@@ -200,32 +200,32 @@ def test_regression_file_skips_bad_rows_and_keeps_the_rest(tmp_path):
                     ",g,\n"
                     "what about this,nope,\n"
                     "another,d2,ghost\n", encoding="utf-8")
-    rows, skipped = I.read_regressions(path, UNITS["unit_id"])
+    rows, skipped = inputs.read_regressions(path, UNITS["unit_id"])
     assert list(rows["query_id"]) == ["r001"] and rows.loc[0, "returned_unit_id"] == "d1"
     assert list(skipped["row"]) == [3, 4, 5]
     assert "empty text" in skipped.loc[0, "problem"] and "'nope'" in skipped.loc[1, "problem"]
     assert "'ghost'" in skipped.loc[2, "problem"]
     (tmp_path / "bad.csv").write_text("question,unit\nx,g\n", encoding="utf-8")
     with pytest.raises(CorpusError, match="bad.csv: column 'text' is missing"):
-        I.read_regressions(tmp_path / "bad.csv", UNITS["unit_id"])
+        inputs.read_regressions(tmp_path / "bad.csv", UNITS["unit_id"])
 
 
 def test_top1_with_a_set_of_acceptable_units():
     scores = np.array([[0.9, 0.5, 0.1]])
     ids = ["a", "b", "c"]
-    assert N.top1_within(scores, ids, ["q"], {"q": {"a", "c"}}, {"q": None}).iloc[0] == 1.0
-    assert N.top1_within(scores, ids, ["q"], {"q": {"b", "c"}}, {"q": None}).iloc[0] == 0.0
-    assert N.top1_within(scores, ids, ["q"], {"q": {"b", "c"}}, {"q": ["c"]}).iloc[0] == 1.0
+    assert negatives.top1_within(scores, ids, ["q"], {"q": {"a", "c"}}, {"q": None}).iloc[0] == 1.0
+    assert negatives.top1_within(scores, ids, ["q"], {"q": {"b", "c"}}, {"q": None}).iloc[0] == 0.0
+    assert negatives.top1_within(scores, ids, ["q"], {"q": {"b", "c"}}, {"q": ["c"]}).iloc[0] == 1.0
 
 
 def test_questions_without_evidence_pages_are_not_validated():
     q = pd.DataFrame([{**QUESTION, "evidence_unit_ids": "", "evidence_structure": "", "register": "question",
                        "qualified": False}])
     judge = Recording({})
-    validation, validated, _ = Q.validate(q, pd.DataFrame(columns=["query_id", "gold_unit_id", "unit_id", "axis",
+    validation, validated, _ = questions.validate(q, pd.DataFrame(columns=["query_id", "gold_unit_id", "unit_id", "axis",
                                                                    "similarity"]), judge, _view(UNITS), UNITS)
     assert validation.loc[0, "status"] == "no_page_evidence" and validated.empty and judge.calls == []
-    assert Q.tallies(validation).loc[0, "questions"] == 0
+    assert questions.tallies(validation).loc[0, "questions"] == 0
 
 
 def test_a_judge_that_needs_an_answer_skips_questions_without_one(corpus):
@@ -234,12 +234,12 @@ def test_a_judge_that_needs_an_answer_skips_questions_without_one(corpus):
     qs = corpus.questions.head(6).copy()
     qs.loc[qs.index[:4], "answer"] = ""
     none = pd.DataFrame(columns=["query_id", "gold_unit_id", "unit_id", "axis"])
-    validation, validated, _ = Q.validate(qs, none, J.AnswerStringJudge(),
+    validation, validated, _ = questions.validate(qs, none, judges.AnswerStringJudge(),
                                           lambda ids: {"unit_ids": ids, "text": "no figures here"}, corpus.units)
     assert list(validation["status"][:4]) == ["no_answer"] * 4
     assert set(validation["slice"][:4]) == {"not validated"}
     assert "gold_fails" not in set(validation["status"][:4])
-    assert Q.tallies(validation)["questions"].iloc[0] == 2
+    assert questions.tallies(validation)["questions"].iloc[0] == 2
 
 
 def test_peoples_gold_is_not_second_guessed_by_the_judge(corpus):
@@ -248,10 +248,10 @@ def test_peoples_gold_is_not_second_guessed_by_the_judge(corpus):
     qs = corpus.questions[corpus.questions["evidence_unit_ids"].str.count(";") == 0].head(3)
     none = pd.DataFrame(columns=["query_id", "gold_unit_id", "unit_id", "axis"])
     blind_view = lambda ids: {"unit_ids": ids, "unit_id": ids[0], "text": ""}  # noqa: E731
-    judged, _, _ = Q.validate(qs, none, J.AnswerStringJudge(), blind_view, corpus.units)
+    judged, _, _ = questions.validate(qs, none, judges.AnswerStringJudge(), blind_view, corpus.units)
     # without people's word the judge cannot read the gold: not validated, never "gold fails"
     assert set(judged["status"]) == {"gold_unread"}
-    trusted, kept, log = Q.validate(qs, none, J.AnswerStringJudge(), blind_view, corpus.units, gold_from_people=True)
+    trusted, kept, log = questions.validate(qs, none, judges.AnswerStringJudge(), blind_view, corpus.units, gold_from_people=True)
     assert set(trusted["status"]) == {"ok"} and len(kept) == 3
     assert set(log.loc[log["role"] == "gold", "rationale"]) == {"people's judgement (the qrels you supplied)"}
 
@@ -262,8 +262,8 @@ def test_questions_marked_not_answerable_are_their_own_slice(corpus):
     qs.loc[qs.index[1], "evidence_unit_ids"] = ""
     qs.loc[qs.index[1], "answer"] = "unanswerable"
     none = pd.DataFrame(columns=["query_id", "gold_unit_id", "unit_id", "axis"])
-    validation, validated, _ = Q.validate(qs, none, J.ReferenceJudge(corpus.facts, corpus.answer_key, corpus.units, demo.REGIONS),
+    validation, validated, _ = questions.validate(qs, none, judges.ReferenceJudge(corpus.facts, corpus.answer_key, corpus.units, demo.REGIONS),
                                           _view(corpus.units), corpus.units)
     assert list(validation["slice"][:2]) == ["not answerable"] * 2
     assert not set(qs["query_id"][:2]) & set(validated["query_id"])
-    assert Q.tallies(validation)["questions"].iloc[0] == 1
+    assert questions.tallies(validation)["questions"].iloc[0] == 1

@@ -3,7 +3,7 @@
 import numpy as np
 import pandas as pd
 import pytest
-from lookalike.analysis import scoring as S
+from lookalike.analysis import scoring
 from lookalike.retrieval import fusion
 
 
@@ -17,7 +17,7 @@ QRELS = pd.DataFrame({"query_id": ["q1", "q1", "q2", "q2", "q3"], "unit_id": ["a
 
 def test_sufficiency_shares_add_up_and_match_by_hand():
     r = run([("q1", "b", 3), ("q1", "a", 2), ("q2", "c", 5), ("q2", "d", 4), ("q3", "x", 9), ("q3", "y", 8)])
-    table, frames = S.sufficiency(QRELS, {"sys": r}, ["q1", "q2", "q3"], "hard", ks=(1, 2), n_boot=200)
+    table, frames = scoring.sufficiency(QRELS, {"sys": r}, ["q1", "q2", "q3"], "hard", ks=(1, 2), n_boot=200)
     t = table.set_index("k")
     # k=1: q1 supporting only (b), q2 supporting only (c), q3 neither
     assert t.loc[1, "sufficient"] == 0 and t.loc[1, "supporting_only"] == pytest.approx(2 / 3)
@@ -27,18 +27,18 @@ def test_sufficiency_shares_add_up_and_match_by_hand():
     assert (table["n"] == 3).all()
     # what the shares rest on: q1 and q2's top 2 are labelled, q3's (x, y) are not
     assert t.loc[2, "judged"] == pytest.approx(2 / 3) and t.loc[1, "judged"] == pytest.approx(2 / 3)
-    g = S.slot_gain(frames["sys"], "sufficient_1", "sufficient_2", n_boot=200)
+    g = scoring.slot_gain(frames["sys"], "sufficient_1", "sufficient_2", n_boot=200)
     assert g["gain"] == pytest.approx(1 / 3) and g["n"] == 3
 
 
 def test_a_question_missing_from_the_run_counts_as_neither():
-    table, _ = S.sufficiency(QRELS, {"sys": run([("q1", "a", 1.0)])}, ["q1", "q3"], "corpus", ks=(1,), n_boot=50)
+    table, _ = scoring.sufficiency(QRELS, {"sys": run([("q1", "a", 1.0)])}, ["q1", "q3"], "corpus", ks=(1,), n_boot=50)
     assert table.loc[0, "n"] == 2 and table.loc[0, "sufficient"] == 0.5 and table.loc[0, "neither"] == 0.5
 
 
 def test_restricted_run_keeps_only_candidates_with_their_scores():
     scores = np.array([[0.1, 0.9, 0.5], [0.3, 0.2, 0.7]])
-    r = S.restricted_run(scores, ["q1", "q2"], ["a", "b", "c"], {"q1": ["c", "a"], "q2": ["b"]})
+    r = scoring.restricted_run(scores, ["q1", "q2"], ["a", "b", "c"], {"q1": ["c", "a"], "q2": ["b"]})
     assert list(zip(r["query_id"], r["unit_id"], r["score"])) == [("q1", "a", 0.1), ("q1", "c", 0.5), ("q2", "b", 0.2)]
 
 
@@ -48,7 +48,7 @@ def test_evidence_complete_macro_and_micro():
                               "evidence_structure": ["page-single", "page-single", "doc-far"]})
     r = run([("s1", "a", 2), ("s2", "x", 2), ("s2", "b", 1), ("m1", "c", 3), ("m1", "x", 2), ("m1", "y", 1),
              ("m1", "d", 0.5)])
-    table, _ = S.evidence_complete(qrels, {"sys": r}, questions, ks=(3,))
+    table, _ = scoring.evidence_complete(qrels, {"sys": r}, questions, ks=(3,))
     t = table.set_index(["aggregate", "evidence_structure", "measure"])["value"]
     # RecallAll@3: s1 1, s2 1, m1 0 (d is at rank 4); Recall@3: m1 0.5
     assert t[("structure", "page-single", "RecallAll")] == 1.0 and t[("structure", "doc-far", "RecallAll")] == 0.0
@@ -62,13 +62,13 @@ def test_fusion_trace_counts_what_the_fused_top_k_dropped():
     a = run([("q1", "good", 1.0)] + [("q1", f"a{i}", 2.0 + i) for i in range(3)])     # good at rank 4 of a
     b = run([("q1", f"b{i}", 2.0 + i) for i in range(3)] + [("q1", "z", 0.1)])
     fused = {"rrf": fusion.fuse("rrf", [a, b]), "round-robin": fusion.fuse("round-robin", [a, b])}
-    per_q, counts = S.fusion_trace({"a": a, "b": b}, fused, {"q1": {"good"}}, k=3)
+    per_q, counts = scoring.fusion_trace({"a": a, "b": b}, fused, {"q1": {"good"}}, k=3)
     c = counts.set_index(["method", "component"])["questions_lost"]
     assert c[("rrf", "a")] == 1 and c[("rrf", "b")] == 0 and c[("rrf", "any")] == 1
     per = per_q.set_index("method")
     assert per.loc["rrf", "in_some_pool"] and not per.loc["rrf", "in_fused_top_k"]
     # with k large enough nothing is lost
-    _, counts = S.fusion_trace({"a": a, "b": b}, fused, {"q1": {"good"}}, k=10)
+    _, counts = scoring.fusion_trace({"a": a, "b": b}, fused, {"q1": {"good"}}, k=10)
     assert (counts["questions_lost"] == 0).all()
     with pytest.raises(ValueError, match="unknown fusion method"):
         fusion.fuse("max", [a, b])
@@ -76,7 +76,7 @@ def test_fusion_trace_counts_what_the_fused_top_k_dropped():
 
 def test_restrict_ranking_puts_unranked_candidates_last():
     r = run([("q", "a", 0.5), ("q", "b", 0.9), ("q", "x", 0.7)])
-    out = S.restrict_ranking(r, {"q": ["a", "b", "c"], "z": ["a"]})
+    out = scoring.restrict_ranking(r, {"q": ["a", "b", "c"], "z": ["a"]})
     got = dict(zip(zip(out["query_id"], out["unit_id"]), out["score"]))
     assert got[("q", "b")] == 0.9 and got[("q", "a")] == 0.5 and got[("q", "c")] < 0.5
     assert ("q", "x") not in got and got[("z", "a")] == -1.0
@@ -84,13 +84,13 @@ def test_restrict_ranking_puts_unranked_candidates_last():
 
 def test_macro_figures_state_each_structures_n_and_warn_when_one_is_thin():
     import pandas as pd
-    from lookalike.analysis import scoring as S
+    from lookalike.analysis import scoring
     rows = [{"system": "a", "aggregate": "structure", "evidence_structure": st, "measure": "Recall", "k": 10,
              "value": 0.5, "n": n} for st, n in (("page-single", 49), ("page-multi", 1))]
-    said = S.macro_weights(pd.DataFrame(rows))
+    said = scoring.macro_weights(pd.DataFrame(rows))
     assert "page-multi n = 1, page-single n = 49" in said and "Micro averages all 50" in said
     assert "Caution: page-multi (1) has fewer than 10 questions" in said
-    assert "Caution" not in S.macro_weights(pd.DataFrame(rows[:1]))
+    assert "Caution" not in scoring.macro_weights(pd.DataFrame(rows[:1]))
 
 
 def test_evidence_complete_states_an_interval_for_every_figure():
@@ -99,7 +99,7 @@ def test_evidence_complete_states_an_interval_for_every_figure():
     qrels = pd.DataFrame({"query_id": qids, "unit_id": [f"u{i}" for i in range(40)], "relevance": 1})
     questions = pd.DataFrame({"query_id": qids, "evidence_structure": ["page-single"] * 30 + ["doc-far"] * 10})
     rows = [(q, f"u{i}" if rng.random() < 0.6 else "x", 2.0) for i, q in enumerate(qids)]
-    table, _ = S.evidence_complete(qrels, {"sys": run(rows)}, questions, ks=(3,))
+    table, _ = scoring.evidence_complete(qrels, {"sys": run(rows)}, questions, ks=(3,))
     assert table[["value_lo", "value_hi"]].notna().all().all()
     assert (table["value_lo"] <= table["value"] + 1e-12).all() and (table["value"] <= table["value_hi"] + 1e-12).all()
     t = table.set_index(["aggregate", "evidence_structure", "measure"])
@@ -122,14 +122,14 @@ def test_shared_candidates_cut_at_depth_rank_as_the_full_restricted_run_cut(seed
     shared = list(rng.choice(units, 40, replace=False))
     # q8 is not asked about; q7's extras repeat and overlap the shared list, and it has none of its own
     extra = {q: list(rng.choice(units, 6)) + shared[:2] for q in qids[:7]} | {"q7": []}
-    cands = S.SharedCandidates(shared, extra)
+    cands = scoring.SharedCandidates(shared, extra)
     assert cands["q7"] == cands.shared and set(cands) == set(qids[:8])
     assert all(len(set(cands[q])) == len(cands[q]) for q in cands) and cands.sizes() == [len(cands[q]) for q in cands]
     plain = {q: cands[q] for q in cands}
     for depth in (1, 5, 10, 200):
-        want = S.cut(S.restricted_run(scores, qids, units, plain), depth)
-        got = S.restricted_run(scores, qids, units, cands, depth)
-        pd.testing.assert_frame_equal(S.cut(got, depth), want)
+        want = scoring.cut(scoring.restricted_run(scores, qids, units, plain), depth)
+        got = scoring.restricted_run(scores, qids, units, cands, depth)
+        pd.testing.assert_frame_equal(scoring.cut(got, depth), want)
         assert set(got["query_id"]) == set(qids[:8])
 
 
@@ -138,13 +138,13 @@ def test_an_external_ranking_restricted_at_depth_is_the_full_restriction_cut(see
     rng = np.random.default_rng(seed)
     units = [f"u{i:02d}" for i in range(60)]
     ext = run([(q, u, float(rng.integers(0, 3))) for q in ("q1", "q2") for u in rng.choice(units, 12, replace=False)])
-    cands = S.SharedCandidates(list(rng.choice(units, 25, replace=False)),
+    cands = scoring.SharedCandidates(list(rng.choice(units, 25, replace=False)),
                                {"q1": list(rng.choice(units, 5)), "q2": [], "q3": ["u01"]})
     plain = {q: cands[q] for q in cands}
     for depth in (1, 4, 10, 40):
-        want = S.cut(S.restrict_ranking(ext, plain), depth)
+        want = scoring.cut(scoring.restrict_ranking(ext, plain), depth)
         for given in (cands, plain):
-            pd.testing.assert_frame_equal(S.cut(S.restrict_ranking(ext, given, depth), depth), want)
+            pd.testing.assert_frame_equal(scoring.cut(scoring.restrict_ranking(ext, given, depth), depth), want)
 
 
 def test_scoring_question_blocks_at_depth_gives_each_system_the_full_rankings_top(monkeypatch):
@@ -164,13 +164,13 @@ def test_scoring_question_blocks_at_depth_gives_each_system_the_full_rankings_to
                            np.round(rng.normal(size=(7, 4)), 1).astype(np.float32)),
           "bm25": Vectors("bm25", "pixels", list(questions["query_id"]), list(questions["text"]), kind="text")}
     monkeypatch.setattr(systems, "encode_queries", lambda q, names, **kw: qv)
-    scorer = S.CandidateSystems(units, base, fusions={"dense+bm25": ["dense", "bm25"]}, depth=10)
-    sets = {"half": S.SharedCandidates(unit_ids[::2], {q: ["p01", "p03"] for q in questions["query_id"]})}
+    scorer = scoring.CandidateSystems(units, base, fusions={"dense+bm25": ["dense", "bm25"]}, depth=10)
+    sets = {"half": scoring.SharedCandidates(unit_ids[::2], {q: ["p01", "p03"] for q in questions["query_id"]})}
     full = scorer.runs_for(questions, sets)
     monkeypatch.setattr(indexes, "BLOCK_CELLS", 120)           # 2 questions a block: 4 blocks
     cut = scorer.runs_for(questions, sets, depth=10)
     for name in ("dense", "bm25"):
-        pd.testing.assert_frame_equal(S.cut(cut["half"][name], 10), S.cut(full["half"][name], 10))
+        pd.testing.assert_frame_equal(scoring.cut(cut["half"][name], 10), scoring.cut(full["half"][name], 10))
     pd.testing.assert_frame_equal(cut["half"]["dense+bm25"], full["half"]["dense+bm25"])
     with pytest.raises(ValueError, match="below the run depth"):
         scorer.runs_for(questions, sets, depth=5)

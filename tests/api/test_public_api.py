@@ -14,7 +14,7 @@ import pytest
 
 import lookalike
 from lookalike.cli import eval as eval_cli
-from lookalike.eval import metrics as M
+from lookalike.eval import metrics
 from lookalike.eval import stats
 
 REPO = Path(__file__).resolve().parents[2]
@@ -41,7 +41,7 @@ def test_compare_agrees_with_evaluate_and_with_holm_per_measure():
     t = rep.to_dataframe()
     assert rep.systems == ["weak", "mid", "strong"] and list(t["measure"].unique()) == ["ndcg@10", "P@5"]
     for name, run in runs.items():
-        means = M.evaluate(qrels, run, ["ndcg_cut_10", "P_5"]).mean()
+        means = metrics.evaluate(qrels, run, ["ndcg_cut_10", "P_5"]).mean()
         got = t[t["system"] == name].set_index("measure")["mean"]
         assert got["ndcg@10"] == pytest.approx(means["ndcg_cut_10"]) and got["P@5"] == pytest.approx(means["P_5"])
     for _m, part in t.groupby("measure"):

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from lookalike import params as P
-from lookalike.report import audit as A
+from lookalike.report import audit
 
 from conftest import REPO, write_params
 
@@ -39,7 +39,7 @@ def _run_dir(tmp_path: Path, source: str = "pdf") -> Path:
 
 
 def _lines(run: Path) -> list[str]:
-    return [v.line() for v in A.audit(run, STAGES)]
+    return [v.line() for v in audit.audit(run, STAGES)]
 
 
 def test_a_clean_run_folder_has_no_violation(tmp_path):
@@ -214,7 +214,7 @@ encode:
     assert "Stage 02_encode failed" in index and "the broken encoder broke" in index
     assert "03_leak_ablation: did not run" in index and "08_mined_candidates: did not run" in index
     assert "This run did not finish" in summary and "03_leak_ablation" in summary
-    assert not [v for v in A.audit(run, list(stage_modules.STAGES)) if v.invariant == "complete"]
+    assert not [v for v in audit.audit(run, list(stage_modules.STAGES)) if v.invariant == "complete"]
 
 
 def test_words_an_image_folder_is_not_called_pages(tmp_path):

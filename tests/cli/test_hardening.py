@@ -20,9 +20,9 @@ from hypothesis import given, settings, strategies as st
 from PIL import Image
 
 from conftest import REPO, broken_png, make_png, truncated_jpeg
-from lookalike import params as P
+from lookalike import params
 from lookalike.data.schema import CorpusError
-from lookalike.eval import metrics as M
+from lookalike.eval import metrics
 from lookalike.eval import ranking, trec
 from lookalike.io import corpus as corpus_io
 from lookalike.io import ingest, inputs
@@ -142,7 +142,7 @@ def test_a_byte_order_mark_is_read_alike_by_both_paths(tmp_path):
     assert trec.read_columns(tmp_path / "spaced.qrels", "qrels") is None
     assert list(trec.read_qrels_file(tmp_path / "spaced.qrels")["query_id"])[0] == "q1"
     run = ranking.Run.read(tmp_path / "r.run")
-    values = [M.evaluate(ranking.Qrels.read(tmp_path / name), run, ["map"]).per_query["map"].to_dict()
+    values = [metrics.evaluate(ranking.Qrels.read(tmp_path / name), run, ["map"]).per_query["map"].to_dict()
               for name in ("plain.qrels", "spaced.qrels")]
     assert values[0] == values[1] and set(values[0]) == {"q1", "q2"}
 
@@ -203,8 +203,8 @@ def test_beir_qrels_score_that_is_not_a_number_names_file_and_row(tmp_path):
 def test_list_and_name_parameters_are_checked_entry_by_entry(tmp_path, text, key):
     path = tmp_path / "p.yaml"
     path.write_text(text)
-    with pytest.raises(P.ParamsError, match=rf"p\.yaml: key '{key}'"):
-        P.load_params(path)
+    with pytest.raises(params.ParamsError, match=rf"p\.yaml: key '{key}'"):
+        params.load_params(path)
 
 
 def test_run_refuses_an_output_root_it_cannot_write(tmp_path):
@@ -288,7 +288,7 @@ def test_eval_refuses_zero_bootstrap_resamples(tmp_path):
 # ----------------------------------------------------------------------------- byte-identical pages
 
 def test_byte_identical_pages_are_found_and_kept_out_of_each_others_negatives(tmp_path):
-    from lookalike.analysis import negatives as N
+    from lookalike.analysis import negatives
 
     a = make_png(tmp_path / "a.png")
     (tmp_path / "copy.png").write_bytes(a.read_bytes())
@@ -299,7 +299,7 @@ def test_byte_identical_pages_are_found_and_kept_out_of_each_others_negatives(tm
     assert list(dup["unit_id"]) == ["d:1", "d:2"] and set(dup["duplicate_of"]) == {"d:1"}
     distractors = pd.DataFrame({"query_id": ["q1", "q1"], "gold_unit_id": ["d:1", "d:1"], "unit_id": ["d:2", "e:1"],
                                 "axis": ["random", "random"], "similarity": [np.nan, np.nan]})
-    kept, dropped = N.without_copies(distractors, dup)
+    kept, dropped = negatives.without_copies(distractors, dup)
     assert list(kept["unit_id"]) == ["e:1"] and list(dropped["unit_id"]) == ["d:2"]
 
 

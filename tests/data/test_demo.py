@@ -2,7 +2,7 @@ import hashlib
 
 import pytest
 from lookalike.data import demo
-from lookalike.data import schema as C
+from lookalike.data import schema
 
 
 def _digest_dir(path):
@@ -34,11 +34,11 @@ def test_ci_size_and_shape(ci_corpus):
     c, _ = ci_corpus
     assert 130 <= len(c.units) <= 170
     assert c.units["unit_id"].is_unique
-    assert list(c.units.columns) == C.UNIT_COLUMNS
+    assert list(c.units.columns) == schema.UNIT_COLUMNS
     assert (c.units["unit_id"] == c.units["doc_id"] + ":" + c.units["page"].astype(str)).all()
     assert c.units["page"].min() == 1
-    assert set(c.questions["evidence_structure"]) == set(C.EVIDENCE_STRUCTURES)
-    assert set(c.questions["register"]) == set(C.REGISTERS)
+    assert set(c.questions["evidence_structure"]) == set(schema.EVIDENCE_STRUCTURES)
+    assert set(c.questions["register"]) == set(schema.REGISTERS)
     assert c.questions["qualified"].any() and not c.questions["qualified"].all()
     every_unit = set(c.units["unit_id"])
     for ids in c.questions["evidence_unit_ids"]:

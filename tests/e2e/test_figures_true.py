@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lookalike.analysis import leakage as L
-from lookalike.analysis import negatives as N
+from lookalike.analysis import leakage
+from lookalike.analysis import negatives
 from lookalike.analysis import questions as Q
 from lookalike.eval import ranking
 from lookalike.judging.judges import Judgement
@@ -97,31 +97,31 @@ def test_a_machine_judge_never_moves_a_people_judged_question_out_of_the_main_se
 def test_ladder_slopes_read_back_from_csv_with_unmeasured_rungs():
     ladder = pd.DataFrame({"negatives": ["random", "random", "random", "hard", "hard"],
                            "p": ["0.0", "0.5", "1.0", "0.0", "1.0"], "top1": ["0.5", "", "0.5", "0.2", "0.9"]})
-    slopes = N.ladder_slopes(ladder)                                 # was ValueError: could not convert ''
+    slopes = negatives.ladder_slopes(ladder)                                 # was ValueError: could not convert ''
     assert slopes["random"] == 0.0 and slopes["hard"] == pytest.approx(0.7)
 
 
 def test_degenerate_query_sets_are_refused_with_their_counts():
     q = pd.DataFrame({"query_set": ["blind"] * 159, "text": ["Which page shows page for ,?"] * 150 + [f"x{i}" for i in range(9)]})
-    why = L.degenerate_queries(q)
+    why = leakage.degenerate_queries(q)
     assert "159 queries, 10 distinct texts" in why
     fine = pd.DataFrame({"query_set": ["blind"] * 20, "text": [f"a photo of thing {i}" for i in range(20)]})
-    assert L.degenerate_queries(fine) == ""
+    assert leakage.degenerate_queries(fine) == ""
 
 
 def test_a_one_question_structure_leaves_the_macro_without_an_interval():
     """A one-question evidence structure entered the Macro as exact (its resamples all equal)."""
-    from lookalike.analysis import scoring as S
+    from lookalike.analysis import scoring
 
     questions = pd.DataFrame({"query_id": ["a", "b", "c"], "evidence_structure": ["page-single", "page-single", "cross-doc"]})
     qrels = pd.DataFrame({"query_id": ["a", "b", "c"], "unit_id": ["u1", "u2", "u3"], "relevance": [1, 1, 1]})
     run = pd.DataFrame({"query_id": ["a", "b", "c"], "unit_id": ["u1", "u9", "u3"], "score": [1.0, 1.0, 1.0]})
-    table, _ = S.evidence_complete(qrels, {"sys": run}, questions, ks=(10,), n_boot=200)
+    table, _ = scoring.evidence_complete(qrels, {"sys": run}, questions, ks=(10,), n_boot=200)
     macro = table[(table["aggregate"] == "macro") & (table["measure"] == "Recall")].iloc[0]
     assert macro["value"] == pytest.approx(0.75) and np.isnan(macro["value_lo"]) and np.isnan(macro["value_hi"])
     single = table[(table["aggregate"] == "structure") & (table["evidence_structure"] == "cross-doc")].iloc[0]
     assert np.isnan(single["value_lo"])
-    assert "cross-doc has one question" in S.macro_weights(table)
+    assert "cross-doc has one question" in scoring.macro_weights(table)
 
 
 def test_recall_is_shown_beside_chance_and_a_ratio_of_chance_level_figures_is_not_printed():
@@ -136,6 +136,6 @@ def test_recall_is_shown_beside_chance_and_a_ratio_of_chance_level_figures_is_no
                           "query_set": ["blind", "caption-derived"] * 3,
                           "recall_10": [0.03, 0.054, 0.2, 0.8, 0.3, 0.7],
                           "recall_10_lo": [0.0, 0.01, 0.1, 0.7, 0.2, 0.6]})
-    r = L.ratios(table, chance=10 / 159).set_index("index")
+    r = leakage.ratios(table, chance=10 / 159).set_index("index")
     assert np.isnan(r.loc["image", "ratio"]) and "chance" in r.loc["image", "note"]   # was 1.80 from two near-zero recalls
     assert r.loc["caption", "ratio"] == pytest.approx(4.0)

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from lookalike.cli.eval import main as eval_main
-from lookalike.eval import measures as ms, metrics as M
+from lookalike.eval import measures as ms, metrics
 
 # graded judgements with a -1 label, a run with unjudged units and a query with nothing relevant retrieved
 QRELS = pd.DataFrame([("q1", "a", 2), ("q1", "b", 1), ("q1", "c", 0), ("q1", "d", 3), ("q1", "e", -1),
@@ -22,7 +22,7 @@ RUN = pd.DataFrame([("q1", u, 10.0 - i) for i, u in enumerate(["b", "u1", "a", "
 
 
 def values(names, qrels=QRELS, run=RUN, **kw) -> pd.DataFrame:
-    return M.evaluate(qrels, run, names, **kw).per_query
+    return metrics.evaluate(qrels, run, names, **kw).per_query
 
 
 # ------------------------------------------------------------------ the two value bugs
@@ -41,7 +41,7 @@ def test_rbp_resid_is_zero_when_every_retrieved_unit_is_judged(tmp_path, capsys)
 def test_rbp_means_what_each_library_means_by_it():
     q = {"q1": {"d1": 1}}
     r = {"q1": {"d1": 1.0, "d2": 0.5}}
-    got = M.evaluate(q, r, ["RBP", "rbp", "RBP(p=0.9)", "RBP(p=0.9,rel=1)", "rbp.8", "rbp.p=0.8"]).per_query.iloc[0]
+    got = metrics.evaluate(q, r, ["RBP", "rbp", "RBP(p=0.9)", "RBP(p=0.9,rel=1)", "rbp.8", "rbp.p=0.8"]).per_query.iloc[0]
     # trec_eval prints a measure with its parameters as rbp_p=0.8
     assert got["RBP"] == pytest.approx(0.2)                 # ir_measures: p = 0.8
     assert got["rbp"] == pytest.approx(0.1)                 # trec_eval: p = 0.9
@@ -49,7 +49,7 @@ def test_rbp_means_what_each_library_means_by_it():
     assert got["rbp.8"] == got["rbp_p=0.8"] == pytest.approx(0.2)
     # on graded labels they part: trec_eval scales by the query's top grade, ranx takes the raw grade,
     # ir_measures counts relevant units
-    g = M.evaluate({"q1": {"a": 2, "b": 1}}, {"q1": {"a": 2.0, "b": 1.0}}, ["rbp", "RBP(p=0.9)", "rbp.9"]).per_query.iloc[0]
+    g = metrics.evaluate({"q1": {"a": 2, "b": 1}}, {"q1": {"a": 2.0, "b": 1.0}}, ["rbp", "RBP(p=0.9)", "rbp.9"]).per_query.iloc[0]
     assert g["rbp"] == pytest.approx(0.1 * (1 + 0.9 * 0.5))
     assert g["RBP(p=0.9)"] == pytest.approx(0.1 * (1 + 0.9))
     assert g["rbp.9"] == pytest.approx(0.1 * (2 + 0.9 * 1))
@@ -121,14 +121,14 @@ def test_judged_only_matches_pytrec_eval():
         qrels[f"q{q}"] = {units[i]: int(rng.integers(0, 3)) for i in judged}
         run[f"q{q}"] = {units[i]: float(rng.normal()) for i in rng.choice(40, size=25, replace=False)}
     names = ["map", "P_5", "ndcg_cut_10", "recip_rank", "bpref", "num_ret"]
-    ours = M.evaluate(qrels, run, names, judged_only=True).per_query
+    ours = metrics.evaluate(qrels, run, names, judged_only=True).per_query
     ref = pytrec_eval.RelevanceEvaluator(qrels, {"map", "P.5", "ndcg_cut.10", "recip_rank", "bpref", "num_ret"},
                                          judged_docs_only_flag=True).evaluate(run)
     for q, row in ours.iterrows():
         for name in names:
             assert row[name] == pytest.approx(ref[q][name], abs=1e-12), (q, name)
     # and it is a different evaluation from the full rankings
-    assert not ours["P_5"].equals(M.evaluate(qrels, run, ["P_5"]).per_query["P_5"])
+    assert not ours["P_5"].equals(metrics.evaluate(qrels, run, ["P_5"]).per_query["P_5"])
 
 
 def test_judged_only_on_the_command_line_and_as_a_measure_parameter(tmp_path, capsys):
@@ -172,7 +172,7 @@ def test_every_suggestion_parses():
 
 
 def test_a_mean_over_no_query_is_nan_with_its_reason():
-    ev = M.evaluate({"q1": {"a": 1}}, {"z": {"a": 1.0}}, ["map", "num_q", "num_ret"])
-    with pytest.warns(M.EmptyEvaluation, match="share no query id"):
+    ev = metrics.evaluate({"q1": {"a": 1}}, {"z": {"a": 1.0}}, ["map", "num_q", "num_ret"])
+    with pytest.warns(metrics.EmptyEvaluation, match="share no query id"):
         mean = ev.mean()
     assert np.isnan(mean["map"]) and mean["num_q"] == 0 and mean["num_ret"] == 0

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from lookalike.cli.eval import main as eval_main
-from lookalike.eval import measures as ms, metrics as M
+from lookalike.eval import measures as ms, metrics
 
 QRELS = pd.DataFrame({"query_id": ["q1", "q1", "q1", "q2", "q2"], "unit_id": ["a", "b", "c", "a", "d"],
                       "relevance": [2, 1, 0, 1, 2]})
@@ -26,10 +26,10 @@ def test_both_spellings_are_one_measure(trec, pretty):
     a, b = ms.parse_one(trec), ms.parse_one(pretty)
     assert a == b and str(a) == trec and str(b) == pretty
     assert a.trec_name == trec and b.pretty_name == pretty
-    ev = M.evaluate(QRELS, RUN, [trec, pretty])
+    ev = metrics.evaluate(QRELS, RUN, [trec, pretty])
     # asked for twice, kept once, in the first spelling
     assert list(ev.per_query.columns) == [trec]
-    both = M.evaluate(QRELS, RUN, [pretty]).per_query[pretty]
+    both = metrics.evaluate(QRELS, RUN, [pretty]).per_query[pretty]
     assert both.tolist() == ev.per_query[trec].tolist()
 
 
@@ -38,17 +38,17 @@ def test_judged_follows_each_librarys_rule_for_minus_one_labels():
     # the qrels is judged, -1 or not. Without -1 labels the two agree.
     q = pd.DataFrame({"query_id": ["q1"] * 3, "unit_id": ["a", "b", "c"], "relevance": [1, -1, 0]})
     r = pd.DataFrame({"query_id": ["q1"] * 4, "unit_id": ["a", "b", "c", "d"], "score": [4.0, 3.0, 2.0, 1.0]})
-    got = M.evaluate(q, r, ["judged_4", "Judged@4"]).per_query.iloc[0]
+    got = metrics.evaluate(q, r, ["judged_4", "Judged@4"]).per_query.iloc[0]
     assert got["judged_4"] == 0.5 and got["Judged@4"] == 0.75
-    same = M.evaluate(QRELS, RUN, ["judged_10", "Judged@10"]).per_query
+    same = metrics.evaluate(QRELS, RUN, ["judged_10", "Judged@10"]).per_query
     assert same["judged_10"].tolist() == same["Judged@10"].tolist()
 
 
 def test_a_relevance_level_of_its_own():
-    p2 = M.evaluate(QRELS, RUN, ["P(rel=2)@2"]).per_query["P(rel=2)@2"]
-    at_level_2 = M.evaluate(QRELS, RUN, ["P_2"], level=2).per_query["P_2"]
+    p2 = metrics.evaluate(QRELS, RUN, ["P(rel=2)@2"]).per_query["P(rel=2)@2"]
+    at_level_2 = metrics.evaluate(QRELS, RUN, ["P_2"], level=2).per_query["P_2"]
     assert p2.tolist() == at_level_2.tolist() == [0.5, 0.5]
-    assert M.evaluate(QRELS, RUN, ["P_2"]).per_query["P_2"].tolist() == [1.0, 0.5]
+    assert metrics.evaluate(QRELS, RUN, ["P_2"]).per_query["P_2"].tolist() == [1.0, 0.5]
     with pytest.raises(ms.MeasureError, match="binary measures only"):
         ms.parse_one("nDCG(rel=2)@10")
 
@@ -59,7 +59,7 @@ def test_aggregation_needs_and_printing_come_from_the_registry():
     assert ms.parse_one("Sufficient@5").needs == "three-way"
     assert ms.parse_one("Judged@10").needs == "judged"
     assert ms.parse_one("nDCG@10").format(0.123456) == "0.1235"
-    assert set(ms.FAMILIES) == set(M.COMPUTE)
+    assert set(ms.FAMILIES) == set(metrics.COMPUTE)
 
 
 def test_trec_eval_parameter_forms_still_expand():
@@ -76,7 +76,7 @@ def test_unknown_or_malformed_measures_are_errors(bad):
 
 def test_judged_has_one_definition_min_k_num_ret():
     # q1 retrieves x (unjudged) at rank 3: judged@3 = 2/3; q2 retrieves 3 units, y unjudged: 2/3
-    ev = M.evaluate(QRELS, RUN, ["Judged@3", "judged_10"]).per_query
+    ev = metrics.evaluate(QRELS, RUN, ["Judged@3", "judged_10"]).per_query
     assert ev["Judged@3"].round(6).tolist() == [round(2 / 3, 6), round(2 / 3, 6)]
     # k beyond the ranking: the denominator is num_ret (4 and 3), not k
     assert ev["judged_10"].round(6).tolist() == [0.75, round(2 / 3, 6)]
@@ -139,14 +139,14 @@ def test_ranx_agrees_on_the_measures_it_shares():
         qrels[f"q{q}"] = {d: int(rng.integers(1, 3)) for d in rng.choice(docs, size=int(rng.integers(1, 8)), replace=False)}
         scores = rng.permutation(len(docs)).astype(float) + rng.random(len(docs)) / 10
         run[f"q{q}"] = {d: float(s) for d, s in zip(docs, scores)}
-    from lookalike.eval import metrics as M
+    from lookalike.eval import metrics
 
-    ours_q = M.Qrels(pd.DataFrame([(q, d, r) for q, ds in qrels.items() for d, r in ds.items()],
+    ours_q = metrics.Qrels(pd.DataFrame([(q, d, r) for q, ds in qrels.items() for d, r in ds.items()],
                                   columns=["query_id", "unit_id", "relevance"]))
-    ours_r = M.Run(pd.DataFrame([(q, d, s) for q, ds in run.items() for d, s in ds.items()],
+    ours_r = metrics.Run(pd.DataFrame([(q, d, s) for q, ds in run.items() for d, s in ds.items()],
                                 columns=["query_id", "unit_id", "score"]))
     names = ["ndcg@10", "map@100", "map", "mrr", "precision@5", "recall@10", "hit_rate@5", "r-precision", "ndcg_burges@10"]
-    means = M.evaluate(ours_q, ours_r, names).mean()
+    means = metrics.evaluate(ours_q, ours_r, names).mean()
     theirs = ranx.evaluate(ranx.Qrels(qrels), ranx.Run(run), names)
     for name in names:
         assert means[name] == pytest.approx(theirs[name], abs=1e-9), name

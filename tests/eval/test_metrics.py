@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from lookalike.eval import metrics as M
+from lookalike.eval import metrics
 from lookalike.eval import ranking
 from lookalike.eval import stats, trec
 
@@ -17,7 +17,7 @@ RUN = {"q1": {"a": 0.9, "d": 0.8, "b": 0.7, "e": 0.6, "f": 0.5}, "q2": {"y": 1.0
 
 
 def test_hand_computed_values():
-    ev = M.evaluate(QRELS, RUN, ["P_2", "recall_5", "recip_rank", "map", "success_1", "top1", "Rprec",
+    ev = metrics.evaluate(QRELS, RUN, ["P_2", "recall_5", "recip_rank", "map", "success_1", "top1", "Rprec",
                                  "recall_all_3", "recall_all_5", "num_rel", "num_ret"])
     q1 = ev.per_query.loc["q1"]
     assert q1["P_2"] == 0.5                          # a relevant, d not
@@ -34,7 +34,7 @@ def test_hand_computed_values():
 
 
 def test_ndcg_by_hand():
-    ev = M.evaluate(QRELS, RUN, ["ndcg_cut_3", "ndcg_exp_cut_3", "ndcg_all_3"])
+    ev = metrics.evaluate(QRELS, RUN, ["ndcg_cut_3", "ndcg_exp_cut_3", "ndcg_all_3"])
     dcg = 2 / math.log2(2) + 0 + 1 / math.log2(4)
     idcg = 2 / math.log2(2) + 1 / math.log2(3) + 1 / math.log2(4)
     assert ev.per_query.loc["q1", "ndcg_cut_3"] == pytest.approx(dcg / idcg)
@@ -46,10 +46,10 @@ def test_ndcg_by_hand():
 
 def test_ties_break_by_unit_id_descending_and_rank_column_is_ignored():
     frame = pd.DataFrame({"query_id": ["q"] * 4, "unit_id": ["b", "a", "c", "B"], "score": [1.0, 1.0, 1.0, 2.0]})
-    ranked = M.rank(frame)
+    ranked = metrics.rank(frame)
     assert list(ranked["unit_id"]) == ["B", "c", "b", "a"]   # 'B' < 'a' in strcmp order, but it scores higher
     assert list(ranked["rank"]) == [1, 2, 3, 4]
-    ev = M.evaluate({"q": {"a": 1}}, frame, ["recip_rank"])
+    ev = metrics.evaluate({"q": {"a": 1}}, frame, ["recip_rank"])
     assert ev.per_query.loc["q", "recip_rank"] == 0.25
 
 
@@ -58,7 +58,7 @@ def test_uniform_and_ragged_runs_rank_the_same():
     rows = [(f"q{q}", f"u{rng.integers(0, 30)}_{i}", float(rng.integers(0, 3))) for q in range(20) for i in range(6)]
     uniform = pd.DataFrame(rows, columns=["query_id", "unit_id", "score"])
     shuffled = uniform.sample(frac=1.0, random_state=3).reset_index(drop=True)
-    a, b = M.rank(uniform), M.rank(shuffled)
+    a, b = metrics.rank(uniform), metrics.rank(shuffled)
     pd.testing.assert_frame_equal(a, b)
 
 
@@ -69,7 +69,7 @@ def test_three_way_labels_and_sufficiency():
     run = {"q1": {"p": 3.0, "i": 2.0, "s": 1.0}, "q2": {"i2": 2.0, "p2": 1.0}, "q3": {"x": 1.0, "i3": 0.5}}
     names = ["sufficient_1", "supporting_only_1", "neither_1", "sufficient_3", "supporting_only_3", "neither_3",
              "judged_1", "judged_2"]
-    ev = M.evaluate(labels, run, names)
+    ev = metrics.evaluate(labels, run, names)
     pq = ev.per_query
     assert list(pq.loc["q1", names[:6]]) == [0, 1, 0, 1, 0, 0]
     assert list(pq.loc["q2", names[:6]]) == [0, 0, 1, 0, 1, 0]
@@ -77,31 +77,31 @@ def test_three_way_labels_and_sufficiency():
     assert pq.loc["q3", "judged_1"] == 0.0 and pq.loc["q3", "judged_2"] == 0.5
     # a custom mapping is honoured
     grades = {"sufficient": 3, "supporting": 2, "irrelevant": 0}
-    ev2 = M.evaluate(M.Qrels(labels, grades=grades), run, ["sufficient_3"], grades=grades)
+    ev2 = metrics.evaluate(metrics.Qrels(labels, grades=grades), run, ["sufficient_3"], grades=grades)
     assert ev2.per_query["sufficient_3"].tolist() == [1.0, 0.0, 0.0]
 
 
 def test_queries_outside_the_intersection_are_reported():
-    ev = M.evaluate({"q1": {"a": 1}, "q2": {"a": 1}, "q3": {"a": 0}},
+    ev = metrics.evaluate({"q1": {"a": 1}, "q2": {"a": 1}, "q3": {"a": 0}},
                     {"q1": {"a": 1.0}, "q9": {"a": 1.0}, "q3": {"a": 1.0}}, ["map"])
     assert list(ev.per_query.index) == ["q1", "q3"]
     assert ev.run_only_queries == ["q9"] and ev.missing_from_run == ["q2"] and ev.no_relevant_queries == ["q3"]
     assert ev.mean()["map"] == 0.5
-    complete = M.evaluate({"q1": {"a": 1}, "q2": {"a": 1}, "q3": {"a": 0}}, {"q1": {"a": 1.0}}, ["map"], complete=True)
+    complete = metrics.evaluate({"q1": {"a": 1}, "q2": {"a": 1}, "q3": {"a": 0}}, {"q1": {"a": 1.0}}, ["map"], complete=True)
     assert list(complete.per_query.index) == ["q1", "q2", "q3"]
     assert complete.mean()["map"] == pytest.approx(1 / 3)
 
 
 def test_query_with_only_negative_judgements_scores_zero():
     # trec_eval loops forever on this input; we score it as a query with no relevant unit.
-    ev = M.evaluate({"q": {"a": -1, "b": -1}}, {"q": {"a": 1.0, "b": 0.5}}, ["map", "ndcg", "ndcg_cut_5", "bpref"])
+    ev = metrics.evaluate({"q": {"a": -1, "b": -1}}, {"q": {"a": 1.0, "b": 0.5}}, ["map", "ndcg", "ndcg_cut_5", "bpref"])
     assert ev.per_query.loc["q"].tolist() == [0.0, 0.0, 0.0, 0.0]
     assert ev.no_relevant_queries == ["q"]
 
 
 def test_macro_and_micro_aggregation():
     pq = pd.DataFrame({"m": [1.0, 0.0, 0.0, 0.0]}, index=pd.Index(["a", "b", "c", "d"], name="query_id"))
-    table = M.aggregate(pq, {"a": "x", "b": "y", "c": "y", "d": "y"}, ["m"], name="structure")
+    table = metrics.aggregate(pq, {"a": "x", "b": "y", "c": "y", "d": "y"}, ["m"], name="structure")
     micro = table[table["aggregate"] == "micro"].iloc[0]
     macro = table[table["aggregate"] == "macro"].iloc[0]
     assert micro["value"] == 0.25 and micro["n"] == 4
@@ -109,15 +109,15 @@ def test_macro_and_micro_aggregation():
     sizes = table[table["aggregate"] == "group"].set_index("structure")["n"].to_dict()
     assert sizes == {"x": 1, "y": 3}
     with pytest.raises(ValueError, match="no group for queries"):
-        M.aggregate(pq, {"a": "x"}, ["m"])
+        metrics.aggregate(pq, {"a": "x"}, ["m"])
 
 
 def test_parse_measures_accepts_trec_eval_forms():
-    assert M.parse_measures(["P.5,10", "ndcg_cut.10", "map", "P_5"]) == ["P_5", "P_10", "ndcg_cut_10", "map"]
-    assert M.parse_measures(["ndcg_cut.23.4"]) == ["ndcg_cut_23"]
-    assert M.parse_measures(["iprec_at_recall.0,.5"]) == ["iprec_at_recall_0.00", "iprec_at_recall_0.50"]
-    with pytest.raises(M.MeasureError, match="unknown measure 'ndgc_cut_10'"):
-        M.parse_measures(["ndgc_cut_10"])
+    assert metrics.parse_measures(["P.5,10", "ndcg_cut.10", "map", "P_5"]) == ["P_5", "P_10", "ndcg_cut_10", "map"]
+    assert metrics.parse_measures(["ndcg_cut.23.4"]) == ["ndcg_cut_23"]
+    assert metrics.parse_measures(["iprec_at_recall.0,.5"]) == ["iprec_at_recall_0.00", "iprec_at_recall_0.50"]
+    with pytest.raises(metrics.MeasureError, match="unknown measure 'ndgc_cut_10'"):
+        metrics.parse_measures(["ndgc_cut_10"])
 
 
 # ----------------------------------------------------------------------------- properties
@@ -140,7 +140,7 @@ def test_properties(seed, k):
     qrels, run = _random_labelled(seed)
     names = [f"sufficient_{k}", f"supporting_only_{k}", f"neither_{k}", f"recall_all_{k}", f"recall_{k}",
              f"ndcg_all_{k}", f"ndcg_cut_{k}", f"judged_{k}", f"P_{k}"]
-    pq = M.evaluate(qrels, run, names).per_query
+    pq = metrics.evaluate(qrels, run, names).per_query
     total = pq[f"sufficient_{k}"] + pq[f"supporting_only_{k}"] + pq[f"neither_{k}"]
     assert np.allclose(total, 1.0)
     assert (pq[f"recall_all_{k}"] <= pq[f"recall_{k}"] + 1e-12).all()
@@ -149,7 +149,7 @@ def test_properties(seed, k):
         assert ((pq[col] >= 0) & (pq[col] <= 1 + 1e-12)).all()
     # macro equals micro when every group has the same size
     groups = {q: f"g{i % 2}" for i, q in enumerate(sorted(pq.index))}
-    table = M.aggregate(pq, groups, [f"P_{k}"])
+    table = metrics.aggregate(pq, groups, [f"P_{k}"])
     values = table.set_index("aggregate")["value"]
     assert values["macro"] == pytest.approx(values["micro"])
 
@@ -158,12 +158,12 @@ def test_properties(seed, k):
 @given(st.integers(0, 2**31 - 1))
 def test_input_forms_are_interchangeable(seed):
     qrels, run = _random_labelled(seed)
-    a = M.evaluate(qrels, run, ["map", "ndcg_cut_5", "P_3"]).per_query
+    a = metrics.evaluate(qrels, run, ["map", "ndcg_cut_5", "P_3"]).per_query
     qf = pd.DataFrame([(q, u, r) for q, d in qrels.items() for u, r in d.items()],
                       columns=["query_id", "unit_id", "relevance"])
     rf = pd.DataFrame([(q, u, s) for q, d in run.items() for u, s in d.items()],
                       columns=["query_id", "unit_id", "score"])
-    b = M.evaluate(qf, rf.iloc[::-1], ["map", "ndcg_cut_5", "P_3"]).per_query
+    b = metrics.evaluate(qf, rf.iloc[::-1], ["map", "ndcg_cut_5", "P_3"]).per_query
     pd.testing.assert_frame_equal(a, b)
     assert trec.qrels_dict(qf) == qrels and trec.run_dict(rf) == run
 
@@ -228,13 +228,13 @@ def test_bad_qrels_files(tmp_path, content, message):
 
 def test_bad_frames():
     with pytest.raises(trec.TrecFormatError, match="row 1 lists unit 'a' twice"):
-        M.Run(pd.DataFrame({"query_id": ["q", "q"], "unit_id": ["a", "a"], "score": [1.0, 2.0]}))
+        metrics.Run(pd.DataFrame({"query_id": ["q", "q"], "unit_id": ["a", "a"], "score": [1.0, 2.0]}))
     with pytest.raises(trec.TrecFormatError, match="non-finite score"):
-        M.Run({"q": {"a": float("nan")}})
+        metrics.Run({"q": {"a": float("nan")}})
     with pytest.raises(trec.TrecFormatError, match="label 'maybe' is not one of"):
-        M.Qrels(pd.DataFrame({"query_id": ["q"], "unit_id": ["a"], "label": ["maybe"]}))
+        metrics.Qrels(pd.DataFrame({"query_id": ["q"], "unit_id": ["a"], "label": ["maybe"]}))
     with pytest.raises(trec.TrecFormatError, match="relevance 0.5 of unit 'a' is not an integer"):
-        M.Qrels({"q": {"a": 0.5}})
+        metrics.Qrels({"q": {"a": 0.5}})
 
 
 def test_comments_and_hash_inside_ids(tmp_path):
@@ -370,11 +370,11 @@ def test_a_run_over_exactly_the_judged_queries_scores_as_through_the_alignment()
              for i in range(40)}
     run = {q: {f"d{j}": float(rng.random()) for j in rng.choice(30, 12, replace=False)} for q in qrels}
     names = ["P_5", "recall_10", "recip_rank", "map", "ndcg_cut_10", "ndcg"]
-    fast = M.evaluate(qrels, run, names)
-    aligned = M.evaluate(qrels, {**run, "zz-run-only": {"d1": 1.0}}, names)
+    fast = metrics.evaluate(qrels, run, names)
+    aligned = metrics.evaluate(qrels, {**run, "zz-run-only": {"d1": 1.0}}, names)
     assert aligned.run_only_queries == ["zz-run-only"] and fast.run_only_queries == []
     pd.testing.assert_frame_equal(fast.per_query, aligned.per_query)
-    complete = M.evaluate({**qrels, "zz-judged-only": {"d1": 1}}, run, names, complete=True)
+    complete = metrics.evaluate({**qrels, "zz-judged-only": {"d1": 1}}, run, names, complete=True)
     pd.testing.assert_frame_equal(fast.per_query, complete.per_query.drop(index="zz-judged-only"))
 
 
@@ -452,7 +452,7 @@ def test_a_run_from_dicts_joins_judgements_by_id_even_when_hashes_collide(monkey
     """The join of a run from dicts confirms every hash match on the unit id itself: ids that share a
     hash are never taken for one another, and two judgements that share a key fall back to the coded
     join; the values equal those of the same run given as a frame."""
-    from lookalike.eval import metrics as M, ranking
+    from lookalike.eval import metrics, ranking
 
     monkeypatch.setattr(ranking, "unit_hash", len)          # every one-letter id collides with every other
     run = {"q1": {"a": 0.9, "b": 0.8, "c": 0.7}, "q2": {"d": 0.5, "a": 0.4, "xy": 0.3}}
@@ -462,15 +462,15 @@ def test_a_run_from_dicts_joins_judgements_by_id_even_when_hashes_collide(monkey
     names = ["map", "recip_rank", "ndcg", "P_5", "num_rel_ret"]
     R, Q = ranking.Run(run), ranking.Qrels(qrels)
     assert R.unit_hashes is not None
-    got = M.evaluate(qrels, run, names).per_query
-    want = M.evaluate(qrels, frame, names).per_query
+    got = metrics.evaluate(qrels, run, names).per_query
+    want = metrics.evaluate(qrels, frame, names).per_query
     pd.testing.assert_frame_equal(got, want)
     assert got.loc["q1", "recip_rank"] == 1 / 3 and got.loc["q2", "recip_rank"] == 1 / 3
     # the ranks come from the hashed join itself (one-letter "a", "b", "d" all collide with "b" of q2)
     jq = np.repeat(np.arange(2), np.diff(Q.offsets))
-    assert list(M._judged_ranks_hashed(R, jq, Q.unit_ids)) == [3, 0, 0, 3]
+    assert list(metrics._judged_ranks_hashed(R, jq, Q.unit_ids)) == [3, 0, 0, 3]
     # two judgements of one query sharing a key ("c" and "d" collide): the coded join decides
-    assert M._judged_ranks_hashed(R, np.zeros(2, dtype=np.int64), np.array(["c", "d"], dtype=object)) is None
+    assert metrics._judged_ranks_hashed(R, np.zeros(2, dtype=np.int64), np.array(["c", "d"], dtype=object)) is None
     clash = {"q1": {"c": 1, "d": 1}}
-    pd.testing.assert_frame_equal(M.evaluate(clash, run, names).per_query,
-                                  M.evaluate(clash, frame.iloc[:3], names).per_query)
+    pd.testing.assert_frame_equal(metrics.evaluate(clash, run, names).per_query,
+                                  metrics.evaluate(clash, frame.iloc[:3], names).per_query)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from lookalike.eval import metrics as M
+from lookalike.eval import metrics
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 
@@ -65,12 +65,12 @@ def test_trec_eval_expected_outputs_exact_at_4_decimals(trec_dir):
         names = []
         for measure, _ in exp:
             try:
-                M.parse_measures([measure])
-            except M.MeasureError:
+                metrics.parse_measures([measure])
+            except metrics.MeasureError:
                 continue
             names.append(measure)
         names = list(dict.fromkeys(names))
-        ev = M.evaluate(M.Qrels.read(trec_dir / qrels), M.Run.read(trec_dir / run), names, **opts)
+        ev = metrics.evaluate(metrics.Qrels.read(trec_dir / qrels), metrics.Run.read(trec_dir / run), names, **opts)
         means = ev.mean()
         for (measure, qid), value in exp.items():
             if measure not in names:
@@ -79,7 +79,7 @@ def test_trec_eval_expected_outputs_exact_at_4_decimals(trec_dir):
                 assert ev.text[measure][qid] == value, f"{expected} {measure} {qid}"
             else:
                 got = means[measure] if qid == "all" else ev.per_query.loc[qid, measure]
-                assert M.format_value(measure, got) == value, f"{expected} {measure} {qid}"
+                assert metrics.format_value(measure, got) == value, f"{expected} {measure} {qid}"
             checked.add(measure)
     # every trec_eval measure we implement was checked somewhere
     for must in ("map", "gm_map", "Rprec", "bpref", "recip_rank", "P_5", "recall_1000", "ndcg", "ndcg_cut_10",
@@ -94,13 +94,13 @@ def test_trec_eval_expected_outputs_exact_at_4_decimals(trec_dir):
 def test_exponential_ndcg_reproduces_gdeval(shared_data):
     d = shared_data / "ir_measures"
     spec = json.loads((d / "expected.json").read_text())["gdeval"]
-    ev = M.evaluate(M.Qrels.read(d / spec["qrels"]), M.Run.read(d / spec["run"]), ["ndcg_exp_cut_20", "ndcg_exp_cut_2"])
+    ev = metrics.evaluate(metrics.Qrels.read(d / spec["qrels"]), metrics.Run.read(d / spec["run"]), ["ndcg_exp_cut_20", "ndcg_exp_cut_2"])
     for name, measure in (("nDCG@20", "ndcg_exp_cut_20"), ("nDCG@2", "ndcg_exp_cut_2")):
         for qid, value in spec[name]["per_query"].items():
             assert ev.per_query.loc[qid, measure] == pytest.approx(value, abs=5e-6)
         assert ev.mean()[measure] == pytest.approx(spec[name]["mean"], abs=5e-6)
     # and it is a different number from trec_eval's linear-gain nDCG on graded qrels
-    lin = M.evaluate(M.Qrels.read(d / spec["qrels"]), M.Run.read(d / spec["run"]), ["ndcg_cut_20"])
+    lin = metrics.evaluate(metrics.Qrels.read(d / spec["qrels"]), metrics.Run.read(d / spec["run"]), ["ndcg_cut_20"])
     assert lin.per_query["ndcg_cut_20"].iloc[0] != pytest.approx(ev.per_query["ndcg_exp_cut_20"].iloc[0], abs=1e-3)
 
 
@@ -125,7 +125,7 @@ def _pytrec_names(names):
 
 
 def _compare(qrels, run, level):
-    ours = M.evaluate(qrels, run, PYTREC_MEASURES, level=level)
+    ours = metrics.evaluate(qrels, run, PYTREC_MEASURES, level=level)
     ref = pytrec_eval.RelevanceEvaluator(qrels, _pytrec_names(PYTREC_MEASURES), relevance_level=level).evaluate(run)
     assert set(ref) == set(ours.per_query.index)
     for qid, values in ref.items():

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from lookalike.eval import metrics as M
+from lookalike.eval import metrics
 
 HERE = Path(__file__).parent / "peers"
 
@@ -32,7 +32,7 @@ def _check(data: dict, case: dict) -> None:
     per query, or 'all' for the peer's aggregate."""
     qrels, run = _frames(data, case)
     measure = case["measure"]
-    ev = M.evaluate(qrels, run, [measure])
+    ev = metrics.evaluate(qrels, run, [measure])
     mean = ev.mean()
     for qid, expected in case["expected"].items():
         got = mean[measure] if qid == "all" else ev.per_query.loc[qid, measure]
@@ -75,22 +75,22 @@ NOT_COMPUTED = ("BPM", "INSQ", "INST", "SDCG", "NERR8", "NERR9", "NERR10", "NERR
 def test_cwl_eval_and_gdeval_pinned_values(shared_data):
     d = shared_data / "ir_measures"
     spec = json.loads((d / "expected.json").read_text())
-    qrels, run = M.Qrels.read(d / spec["cwl"]["qrels"]), M.Run.read(d / spec["cwl"]["run"])
+    qrels, run = metrics.Qrels.read(d / spec["cwl"]["qrels"]), metrics.Run.read(d / spec["cwl"]["run"])
     checked = 0
     for measure, values in spec["cwl"]["per_query"].items():
         if measure.startswith(NOT_COMPUTED):
-            with pytest.raises(M.MeasureError, match="unknown measure"):
-                M.evaluate(qrels, run, [measure])
+            with pytest.raises(metrics.MeasureError, match="unknown measure"):
+                metrics.evaluate(qrels, run, [measure])
             continue
-        pq = M.evaluate(qrels, run, [measure]).per_query[measure]
+        pq = metrics.evaluate(qrels, run, [measure]).per_query[measure]
         for qid, value in values.items():
             assert pq[qid] == pytest.approx(value, abs=1e-4), (measure, qid)
             checked += 1
     assert checked >= 3 * 7          # AP, P@1/5/10/20, RBP(p=0.9,rel=1), RR on three topics
     g = spec["gdeval"]
-    qrels, run = M.Qrels.read(d / g["qrels"]), M.Run.read(d / g["run"])
+    qrels, run = metrics.Qrels.read(d / g["qrels"]), metrics.Run.read(d / g["run"])
     for measure in ("ERR@20", "ERR@2"):
-        ev = M.evaluate(qrels, run, [measure])
+        ev = metrics.evaluate(qrels, run, [measure])
         for qid, value in g[measure]["per_query"].items():
             assert ev.per_query.loc[qid, measure] == pytest.approx(value, abs=5e-6)
         assert ev.mean()[measure] == pytest.approx(g[measure]["mean"], abs=5e-6)

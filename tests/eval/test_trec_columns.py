@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lookalike.eval import metrics as M
+from lookalike.eval import metrics
 from lookalike.eval import ranking, trec
 
 # ids as users write them: any character but whitespace (str.split's, which trec_eval's reader is
@@ -42,7 +42,7 @@ def test_fast_path_reads_what_the_line_reader_reads(tmp_path_factory, run_rows, 
     for attr in ("query_ids", "unit_ids", "relevance", "offsets"):
         assert list(getattr(fq, attr)) == list(getattr(sq, attr)), attr
     names = ["map", "ndcg_cut_10", "P_5", "recip_rank", "recall_100"]
-    pd.testing.assert_frame_equal(M.evaluate(fq, fast, names).per_query, M.evaluate(sq, slow, names).per_query)
+    pd.testing.assert_frame_equal(metrics.evaluate(fq, fast, names).per_query, metrics.evaluate(sq, slow, names).per_query)
 
 
 @pytest.mark.parametrize("text", [
@@ -101,10 +101,10 @@ def test_judgements_find_their_ranks_by_every_join(monkeypatch, cells, blocks):
     qrels = {f"q{q}": {f"d{u}": int(g) for u, g in zip(rng.choice(80, 8, replace=False), rng.integers(0, 3, 8))}
              for q in range(0, 34, 1)}
     names = ["map", "ndcg_cut_10", "P_5", "recip_rank", "recall_100", "num_rel_ret"]
-    expected = M.evaluate(qrels, run, names).per_query
-    monkeypatch.setattr(M, "DENSE_CELLS", cells)
-    monkeypatch.setattr(M, "DENSE_BLOCKS", blocks)
-    pd.testing.assert_frame_equal(M.evaluate(qrels, run, names).per_query, expected)
+    expected = metrics.evaluate(qrels, run, names).per_query
+    monkeypatch.setattr(metrics, "DENSE_CELLS", cells)
+    monkeypatch.setattr(metrics, "DENSE_BLOCKS", blocks)
+    pd.testing.assert_frame_equal(metrics.evaluate(qrels, run, names).per_query, expected)
 
 
 def test_sorted_codes_maps_every_blocks_own_dictionary_to_the_sorted_ids():

@@ -1,7 +1,7 @@
 import numpy as np
 import pandas as pd
 import pytest
-from lookalike.data import schema as C
+from lookalike.data import schema
 from lookalike.io import corpus as corpus_io
 
 from conftest import make_png
@@ -23,7 +23,7 @@ def test_good_manifest_reads_all_rows(tmp_path):
     c = corpus_io.read_manifest(m)
     assert list(c.units["unit_id"]) == ["deck:1", "deck:2"]
     assert list(c.units["page"]) == [1, 2]
-    assert list(c.units.columns) == C.UNIT_COLUMNS
+    assert list(c.units.columns) == schema.UNIT_COLUMNS
     assert len(c.skipped) == 0
 
 
@@ -54,27 +54,27 @@ def test_bad_rows_are_skipped_and_named(tmp_path):
 
 def test_strict_mode_raises_naming_file_row_and_id(tmp_path):
     m = _manifest(tmp_path, [{"unit_id": "x:1", "image_path": "nope.png"}])
-    with pytest.raises(C.CorpusError, match=r"manifest.csv: row 1 \(unit_id 'x:1'\): image 'nope.png' not found"):
+    with pytest.raises(schema.CorpusError, match=r"manifest.csv: row 1 \(unit_id 'x:1'\): image 'nope.png' not found"):
         corpus_io.read_manifest(m, strict=True)
 
 
 def test_structural_problems_raise(tmp_path):
-    with pytest.raises(C.CorpusError, match="absent.csv: manifest not found"):
+    with pytest.raises(schema.CorpusError, match="absent.csv: manifest not found"):
         corpus_io.read_manifest(tmp_path / "absent.csv")
     m = _manifest(tmp_path, [{"unit_id": "x:1", "path": "a.png"}])
-    with pytest.raises(C.CorpusError, match="required column 'image_path' is missing"):
+    with pytest.raises(schema.CorpusError, match="required column 'image_path' is missing"):
         corpus_io.read_manifest(m)
     bad = tmp_path / "latin1.csv"
     bad.write_bytes("unit_id,image_path,caption\nx:1,a.png,caf\xe9\n".encode("latin-1"))
-    with pytest.raises(C.CorpusError, match="latin1.csv: not UTF-8"):
+    with pytest.raises(schema.CorpusError, match="latin1.csv: not UTF-8"):
         corpus_io.read_manifest(bad)
 
 
 def test_stratified_sample_takes_up_to_n_per_stratum_deterministically():
     units = pd.DataFrame({"unit_id": [f"u{i:02d}" for i in range(30)],
                           "content_type": ["chart"] * 20 + ["table"] * 8 + ["text"] * 2})
-    a = C.stratified_sample(units, 5, np.random.default_rng(3))
-    b = C.stratified_sample(units, 5, np.random.default_rng(3))
+    a = schema.stratified_sample(units, 5, np.random.default_rng(3))
+    b = schema.stratified_sample(units, 5, np.random.default_rng(3))
     assert a.equals(b)
     assert a.groupby("content_type").size().to_dict() == {"chart": 5, "table": 5, "text": 2}
     assert a["unit_id"].is_monotonic_increasing
@@ -82,5 +82,5 @@ def test_stratified_sample_takes_up_to_n_per_stratum_deterministically():
 
 def test_strata_counts_sorted():
     units = pd.DataFrame({"content_type": ["table", "chart", "chart"], "template_id": ["t", "b", "a"]})
-    counts = C.strata_counts(units)
+    counts = schema.strata_counts(units)
     assert counts.values.tolist() == [["chart", "a", 1], ["chart", "b", 1], ["table", "t", 1]]

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from lookalike.data import schema as C
+from lookalike.data import schema
 from PIL import Image
 from lookalike.io import corpus as corpus_io
 from lookalike.io import ingest
@@ -83,7 +83,7 @@ def test_page_selection_and_cap(pdfs, tmp_path):
     c = ingest.pdf_folder(pdfs, tmp_path / "d", dpi=36, max_pages=1)
     assert list(c.units["page"]) == [1, 1]
     for bad in ("0-2", "3-1", "x"):
-        with pytest.raises(C.CorpusError, match="corpus.pages"):
+        with pytest.raises(schema.CorpusError, match="corpus.pages"):
             ingest.parse_pages(bad)
 
 
@@ -92,7 +92,7 @@ def test_metadata_from_file_names(pdfs, tmp_path):
     u = c.units.set_index("unit_id")
     assert u.loc["2023_Q2_AAPL:1", "entity"] == "AAPL" and u.loc["2023_Q2_AAPL:1", "period"] == "2023 Q2"
     assert any("does not match corpus.name_pattern" in p for p in c.skipped["problem"])
-    with pytest.raises(C.CorpusError, match="allowed"):
+    with pytest.raises(schema.CorpusError, match="allowed"):
         ingest.pdf_folder(pdfs, tmp_path / "e", name_pattern=r"(?P<colour>\w+)")
 
 
@@ -113,9 +113,9 @@ def test_image_folder_skips_unreadable_oversized_and_duplicate(tmp_path):
 def test_load_dispatches_and_names_what_is_missing(pdfs, tmp_path):
     c = corpus_io.load("pdf", 0, tmp_path / "run" / "corpus", root=str(pdfs), dpi=36, max_pages=1)
     assert len(c.units) == 2 and len(c.skipped) == 3
-    with pytest.raises(C.CorpusError, match="corpus.root is empty"):
+    with pytest.raises(schema.CorpusError, match="corpus.root is empty"):
         corpus_io.load("images", 0, tmp_path / "x")
-    with pytest.raises(C.CorpusError, match="no .pdf files"):
+    with pytest.raises(schema.CorpusError, match="no .pdf files"):
         corpus_io.load("pdf", 0, tmp_path / "x", root=str(tmp_path / "run"))
 
 
@@ -143,7 +143,7 @@ def test_vidore_parquet_units_questions_and_bad_rows(tmp_path):
     assert list(c.questions["query_id"]) == ["v00000", "v00002"]
     assert set(c.questions["evidence_unit_ids"]) == {"report_a:1"} and len(c.qrels) == 2
     assert "unreadable embedded image" in c.skipped.loc[0, "problem"] and c.skipped.loc[0, "row"] == 4
-    with pytest.raises(C.CorpusError, match="no 'image' column"):
+    with pytest.raises(schema.CorpusError, match="no 'image' column"):
         pd.DataFrame({"query": ["x"]}).to_parquet(tmp_path / "bad.parquet")
         ingest.vidore_parquet(tmp_path / "bad.parquet", tmp_path / "x")
 

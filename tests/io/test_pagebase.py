@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from lookalike.analysis import leakage
 from lookalike.io import inputs, pagebase
-from lookalike.judging import judges as J
+from lookalike.judging import judges
 
 DOCS = [f"report_{i}" for i in range(12)]
 UNITS = [f"{d}:{p}" for d in DOCS for p in range(1, 11)]          # the corpus: 1-based, 10 pages each
@@ -102,9 +102,9 @@ def test_blind_queries_regressions_and_human_labels_check_the_base_too(tmp_path)
 
     last = [f"{d}:10" for d in DOCS[:2]] + [f"{d}:{p}" for d in DOCS[:6] for p in (3, 4, 5)]    # 1-based, page 10 of 10
     pd.DataFrame({"query_id": "q00", "unit_id": last, "label": "irrelevant"}).to_csv(tmp_path / "lab.csv", index=False)
-    with pytest.raises(J.JudgeError, match=r"'report_0:10' is page 10 of a 10-page document"):
-        J.HumanJudge(tmp_path / "lab.csv", UNITS, page_base=0)
-    judge = J.HumanJudge(tmp_path / "lab.csv", UNITS, page_base=1)
+    with pytest.raises(judges.JudgeError, match=r"'report_0:10' is page 10 of a 10-page document"):
+        judges.HumanJudge(tmp_path / "lab.csv", UNITS, page_base=0)
+    judge = judges.HumanJudge(tmp_path / "lab.csv", UNITS, page_base=1)
     assert judge.judge({"query_id": "q00"}, {"unit_id": "report_0:10"}).label == "irrelevant"
 
 

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from conftest import make_label_run
-from lookalike.judging import labeldb as LDB
+from lookalike.judging import labeldb
 from lookalike.judging import team
 from lookalike.judging.labeldb import LabelDB, LabelDBError, Replay
 from lookalike.judging.server import load_run
@@ -49,10 +49,10 @@ def label_all(db: LabelDB, name: str, per_pair: int, label="irrelevant", separat
 def test_schema_is_created_by_versioned_migrations_once(tmp_path):
     path = tmp_path / "l.sqlite"
     first = LabelDB(path)
-    assert first.version() == LDB.SCHEMA_VERSION == 2
+    assert first.version() == labeldb.SCHEMA_VERSION == 2
     LabelDB(path)                          # opening again applies nothing twice
     con = sqlite3.connect(path)
-    assert con.execute("SELECT COUNT(*) FROM schema_migrations").fetchone()[0] == len(LDB.MIGRATIONS)
+    assert con.execute("SELECT COUNT(*) FROM schema_migrations").fetchone()[0] == len(labeldb.MIGRATIONS)
     assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     con.execute("INSERT INTO schema_migrations VALUES (99, 'from the future', 'x')")
     con.commit()
@@ -320,13 +320,13 @@ def test_the_metadata_pools_labels_stay_out_of_the_store(tmp_path, db):
 
 def test_resolve_and_existing_find_the_runs_database(tmp_path):
     run = tmp_path / "r"
-    assert LDB.resolve("", run) == str(run / "labels" / "labels.sqlite")
-    assert LDB.resolve("team.sqlite", run) == str(run / "team.sqlite")
-    assert LDB.resolve("postgresql://u:p@h/db", run) == "postgresql://u:p@h/db"
-    assert LDB.describe("postgresql://u:secret@h/db", run) == "postgresql://u:***@h/db"
-    assert LDB.existing("", run) is None
-    LabelDB(LDB.resolve("", run))
-    assert LDB.existing("", run) is not None
+    assert labeldb.resolve("", run) == str(run / "labels" / "labels.sqlite")
+    assert labeldb.resolve("team.sqlite", run) == str(run / "team.sqlite")
+    assert labeldb.resolve("postgresql://u:p@h/db", run) == "postgresql://u:p@h/db"
+    assert labeldb.describe("postgresql://u:secret@h/db", run) == "postgresql://u:***@h/db"
+    assert labeldb.existing("", run) is None
+    LabelDB(labeldb.resolve("", run))
+    assert labeldb.existing("", run) is not None
 
 
 def test_question_sha_of_a_pair_is_the_stores(db):

@@ -6,7 +6,7 @@ import time
 
 import pandas as pd
 import pytest
-from lookalike.judging import pool as JP
+from lookalike.judging import pool
 from lookalike.judging import store as L
 
 from conftest import headless_chrome, make_png, needs_chromium
@@ -17,19 +17,19 @@ def test_pool_is_the_union_of_top_k_plus_candidates():
         "a": pd.DataFrame({"query_id": ["q1"] * 3, "unit_id": ["u1", "u2", "u3"], "score": [3.0, 2.0, 1.0]}),
         "b": pd.DataFrame({"query_id": ["q1"] * 3, "unit_id": ["u3", "u2", "u1"], "score": [3.0, 2.0, 1.0]}),
     }
-    p = JP.pool(runs, ["q1"], k=2, candidates={"q1": ["u9"], "q2": ["u8"]})
+    p = pool.pool(runs, ["q1"], k=2, candidates={"q1": ["u9"], "q2": ["u8"]})
     assert list(p["unit_id"]) == ["u1", "u2", "u3", "u9"]
     row = p.set_index("unit_id")
     assert row.loc["u2", "systems"] == "a;b" and row.loc["u1", "systems"] == "a" and row.loc["u3", "best_rank"] == 1
     assert row.loc["u9", "hard_candidate"] and row.loc["u9", "systems"] == "" and row.loc["u9", "best_rank"] == 0
-    by = JP.pool_by_system(p, ["a", "b"]).set_index("system")
+    by = pool.pool_by_system(p, ["a", "b"]).set_index("system")
     assert by.loc["a", "pairs"] == 2 and by.loc["a", "only_this_system"] == 1
 
 
 def test_ties_in_the_pool_follow_the_canonical_order():
     run = {"a": pd.DataFrame({"query_id": ["q"] * 3, "unit_id": ["x", "z", "y"], "score": [1.0, 1.0, 1.0]})}
     # ties broken by unit id descending: z, y, x
-    assert list(JP.pool(run, ["q"], k=2)["unit_id"]) == ["y", "z"]
+    assert list(pool.pool(run, ["q"], k=2)["unit_id"]) == ["y", "z"]
 
 
 def lab(q, u, label, source="model", judge="answer-string", note=""):

@@ -13,7 +13,7 @@ import pytest
 
 from lookalike import params as P
 from lookalike.cli import check
-from lookalike.judging import judges as J
+from lookalike.judging import judges
 
 REPO = Path(__file__).resolve().parents[2]
 FILE = "examples/plugin_judge/word_overlap.py"
@@ -29,7 +29,7 @@ def _forget_plugin_modules() -> None:
 def fresh_registry(monkeypatch):
     """Each test starts from the built-in judges, with no plug-in module imported yet; afterwards the
     registry is as it was and no plug-in module stays imported (a later import registers again)."""
-    monkeypatch.setattr(J.REGISTRY, "_specs", {n: s for n, s in J.REGISTRY._specs.items()
+    monkeypatch.setattr(judges.REGISTRY, "_specs", {n: s for n, s in judges.REGISTRY._specs.items()
                                                if n in ("reference", "answer-string", "human", "openai-compatible")})
     _forget_plugin_modules()
     monkeypatch.chdir(REPO)
@@ -38,15 +38,15 @@ def fresh_registry(monkeypatch):
 
 
 def test_the_example_judge_by_path_enters_under_its_name_and_labels_by_its_rule():
-    assert J.resolve_name(EXAMPLE) == "word-overlap" and J.resolve_name(EXAMPLE) == "word-overlap"
-    judge = J.make_judge(EXAMPLE)
-    assert judge.name == "word-overlap" and J.describe("word-overlap").startswith("word-overlap (model labels)")
+    assert judges.resolve_name(EXAMPLE) == "word-overlap" and judges.resolve_name(EXAMPLE) == "word-overlap"
+    judge = judges.make_judge(EXAMPLE)
+    assert judge.name == "word-overlap" and judges.describe("word-overlap").startswith("word-overlap (model labels)")
     q = {"text": "What was the revenue of Acme in 2021?", "answer": "4,120"}
     assert judge.judge(q, {"text": "Acme revenue 2021: 4,120"}).label == "sufficient"
     assert judge.judge(q, {"text": "Acme revenue 2021 rose"}).label == "supporting"
     assert judge.judge(q, {"text": "a cat"}).label == "irrelevant"
-    assert judge.judge(q, {"text": " "}).label == J.ABSTAIN
-    assert judge.judge({"text": q["text"], "answer": ""}, {"text": "x"}).label == J.ABSTAIN
+    assert judge.judge(q, {"text": " "}).label == judges.ABSTAIN
+    assert judge.judge({"text": q["text"], "answer": ""}, {"text": "x"}).label == judges.ABSTAIN
 
 
 @pytest.mark.parametrize("key", ["validate.judge", "validate.compare_judge", "labels.model_judge", "mining.judge",
@@ -98,8 +98,8 @@ def test_a_plugin_judge_whose_labels_are_peoples_is_refused_as_the_model_judge(t
 def test_a_plugin_judge_that_declares_wrongly_is_refused_with_the_reason(tmp_path, body, message):
     (tmp_path / "bad.py").write_text(body)
     spec = f"{tmp_path / 'bad.py'}:J"
-    with pytest.raises(J.JudgeError, match=message):
-        J.resolve_name(spec)
+    with pytest.raises(judges.JudgeError, match=message):
+        judges.resolve_name(spec)
     with pytest.raises(P.ParamsError, match=f"key 'validate.judge' names a plug-in judge that does not load: .*{message}"):
         P.check({"validate": {"judge": spec}})
 
@@ -109,8 +109,8 @@ def test_a_second_judge_under_a_taken_name_is_refused(tmp_path):
                                        "    capabilities = Capabilities('model')\n    @classmethod\n"
                                        "    def from_resources(cls, **_):\n        return cls()\n"
                                        "    def judge(self, q, u):\n        pass\n")
-    with pytest.raises(J.JudgeError, match="name 'human' is already another judge's"):
-        J.resolve_name(f"{tmp_path / 'clash.py'}:J")
+    with pytest.raises(judges.JudgeError, match="name 'human' is already another judge's"):
+        judges.resolve_name(f"{tmp_path / 'clash.py'}:J")
 
 
 def test_lookalike_check_accepts_a_run_naming_plugin_judges_and_plans_with_their_names(tmp_path, capsys):
@@ -138,8 +138,8 @@ def test_the_same_plugin_module_imported_again_takes_its_name_back():
     """A plug-in file read anew (its module forgotten, or a notebook re-running its import) registers the
     same class again instead of being refused as another judge of that name."""
     assert P.check({"plugins": [FILE], "validate": {"judge": "word-overlap"}})
-    first = J.REGISTRY["word-overlap"].make
+    first = judges.REGISTRY["word-overlap"].make
     _forget_plugin_modules()
     assert P.check({"plugins": [FILE], "validate": {"judge": "word-overlap"}})
-    assert J.REGISTRY["word-overlap"].make is not first
-    assert J.resolve_name(EXAMPLE) == "word-overlap"
+    assert judges.REGISTRY["word-overlap"].make is not first
+    assert judges.resolve_name(EXAMPLE) == "word-overlap"

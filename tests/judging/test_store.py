@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from lookalike.retrieval import indexes as retrieve
-from lookalike.retrieval import store as S
+from lookalike.retrieval import store
 from lookalike.retrieval import systems
 from lookalike.retrieval.encoders.base import Vectors
 from lookalike.retrieval.late_interaction import maxsim, padded_block
@@ -28,9 +28,9 @@ def ragged(rng, n=30, dim=16):
 def test_store_round_trips_pages_as_float16_and_builds_the_same_blocks(tmp_path):
     rng = np.random.default_rng(0)
     pages = ragged(rng)
-    S.PageStore.write(tmp_path / "s", [f"u{i}" for i in range(len(pages))], iter(pages), 16, "enc")
+    store.PageStore.write(tmp_path / "s", [f"u{i}" for i in range(len(pages))], iter(pages), 16, "enc")
     half = [p.astype(np.float16).astype(np.float32) for p in pages]
-    again = S.PageStore(tmp_path / "s")
+    again = store.PageStore(tmp_path / "s")
     assert again.ids[5] == "u5" and again.encoder_id == "enc" and len(again) == 30
     assert again.nbytes == sum(len(p) for p in pages) * 16 * 2
     for i in (0, 3, 29):
@@ -44,9 +44,9 @@ def test_exact_scores_over_the_store_equal_maxsim_in_memory_bit_for_bit(tmp_path
     rng = np.random.default_rng(1)
     pages = ragged(rng)
     queries = [rng.standard_normal((int(rng.integers(1, 9)), 16)).astype(np.float32) for _ in range(7)]
-    st = S.PageStore.write(tmp_path / "s", [f"u{i}" for i in range(len(pages))], pages, 16)
+    st = store.PageStore.write(tmp_path / "s", [f"u{i}" for i in range(len(pages))], pages, 16)
     half = [p.astype(np.float16).astype(np.float32) for p in pages]
-    np.testing.assert_array_equal(S.exact_scores(queries, st, memory_budget_mb=0.01), maxsim(queries, half))
+    np.testing.assert_array_equal(store.exact_scores(queries, st, memory_budget_mb=0.01), maxsim(queries, half))
 
 
 def test_candidate_search_is_exact_when_every_page_is_a_candidate_and_rescore_agrees(tmp_path):
@@ -54,45 +54,45 @@ def test_candidate_search_is_exact_when_every_page_is_a_candidate_and_rescore_ag
     pages = ragged(rng, n=40)
     pages[10] = pages[11].copy()                                # a tie
     queries = [rng.standard_normal((5, 16)).astype(np.float32) for _ in range(6)]
-    st = S.PageStore.write(tmp_path / "s", [f"u{i}" for i in range(40)], pages, 16)
-    cent = S.CentroidIndex.build(st, tmp_path / "c", clusters=4)
-    exact = S.exact_scores(queries, st)
-    idx, scores, cand = S.candidate_search(queries, st, cent, k=10, n_candidates=40)
-    np.testing.assert_array_equal(idx, S.topk(exact, 10))
+    st = store.PageStore.write(tmp_path / "s", [f"u{i}" for i in range(40)], pages, 16)
+    cent = store.CentroidIndex.build(st, tmp_path / "c", clusters=4)
+    exact = store.exact_scores(queries, st)
+    idx, scores, cand = store.candidate_search(queries, st, cent, k=10, n_candidates=40)
+    np.testing.assert_array_equal(idx, store.topk(exact, 10))
     np.testing.assert_array_equal(scores, np.take_along_axis(exact, idx, axis=1))
-    assert S.candidate_recall(S.topk(exact, 100), cand) == {10: 1.0, 100: 1.0}
+    assert store.candidate_recall(store.topk(exact, 100), cand) == {10: 1.0, 100: 1.0}
     # rescore multiplies only the queries that asked for a page, so its GEMMs have other shapes than
     # exact MaxSim's. Whether that moves the last bit depends on the CPU's BLAS kernels: on the
     # Intel machines of earlier sessions it did not; on an AMD EPYC, with this 16-dim toy, it did (up
     # to 3.8e-6 on scores near 30). So here the scores must agree to float32 rounding.
     some = np.sort(rng.choice(40, size=(6, 9)), axis=1)
-    np.testing.assert_allclose(S.rescore(queries, st, some), np.take_along_axis(exact, some, axis=1),
+    np.testing.assert_allclose(store.rescore(queries, st, some), np.take_along_axis(exact, some, axis=1),
                                rtol=4e-7, atol=0)
 
 
 def test_candidate_recall_counts_what_the_candidates_miss():
     exact_top = np.array([[0, 1, 2, 3], [4, 5, 6, 7]])
     cand = np.array([[0, 1, 9], [4, 5, 6]])
-    assert S.candidate_recall(exact_top, cand, ks=(2, 4)) == {2: 1.0, 4: (2 / 4 + 3 / 4) / 2}
+    assert store.candidate_recall(exact_top, cand, ks=(2, 4)) == {2: 1.0, 4: (2 / 4 + 3 / 4) / 2}
 
 
 def test_candidates_find_the_exact_top_10_on_structured_pages(tmp_path):
     queries, pages, _ = corpora.structured(400, 30, page_tokens=120, dim=64, seed=3)
-    st = S.PageStore.write(tmp_path / "s", [f"u{i}" for i in range(400)], pages, 64)
-    cent = S.CentroidIndex.build(st, tmp_path / "c", clusters=16)
-    exact = S.topk(S.exact_scores(queries, st), 100)
-    _, _, cand = S.candidate_search(queries, st, cent, k=10, n_candidates=60)
-    assert S.candidate_recall(exact, cand)[10] >= 0.95
+    st = store.PageStore.write(tmp_path / "s", [f"u{i}" for i in range(400)], pages, 64)
+    cent = store.CentroidIndex.build(st, tmp_path / "c", clusters=16)
+    exact = store.topk(store.exact_scores(queries, st), 100)
+    _, _, cand = store.candidate_search(queries, st, cent, k=10, n_candidates=60)
+    assert store.candidate_recall(exact, cand)[10] >= 0.95
 
 
 def test_a_truncated_store_names_the_page(tmp_path):
-    st = S.PageStore.write(tmp_path / "s", ["a", "b"], [np.ones((3, 4)), np.ones((5, 4))], 4)
-    with open(tmp_path / "s" / S.VECTORS, "r+b") as fh:
+    st = store.PageStore.write(tmp_path / "s", ["a", "b"], [np.ones((3, 4)), np.ones((5, 4))], 4)
+    with open(tmp_path / "s" / store.VECTORS, "r+b") as fh:
         fh.truncate(3 * 4 * 2 + 8)
     with pytest.raises(OSError, match="page 1 is cut short"):
-        S.PageStore(tmp_path / "s").read(1)
+        store.PageStore(tmp_path / "s").read(1)
     with pytest.raises(ValueError, match="expected \\(tokens, 4\\)"):
-        S.PageStore.write(tmp_path / "t", ["a"], [np.ones((3, 5))], 4)
+        store.PageStore.write(tmp_path / "t", ["a"], [np.ones((3, 5))], 4)
     assert len(st) == 2
 
 
@@ -126,8 +126,8 @@ def test_maxsim_scores_an_empty_page_alone_in_a_block_as_zero():
 def test_int8_centroids_from_disk_equal_those_from_memory(tmp_path):
     rng = np.random.default_rng(5)
     pages = [rng.standard_normal((int(rng.integers(1, 6)), 8)).astype(np.float32) for _ in range(9)]
-    st = S.PageStore.write(tmp_path / "c", [f"u{i}" for i in range(9)], pages, 8)
-    a, b = S.Int8Centroids(st, 8, block_pages=4), S.Int8Centroids([st.read(i) for i in range(9)], 8)
+    st = store.PageStore.write(tmp_path / "c", [f"u{i}" for i in range(9)], pages, 8)
+    a, b = store.Int8Centroids(st, 8, block_pages=4), store.Int8Centroids([st.read(i) for i in range(9)], 8)
     assert bool((a.tensor == b.tensor).all()) and a.width == 5 and a.scale == b.scale
     assert int(a.tensor.abs().max()) == 127 and a.nbytes == 9 * 5 * 8
     # a page's padding repeats its first vector; the quantized values are within half a step
@@ -144,7 +144,7 @@ def test_the_int8_first_stage_is_exact_integer_arithmetic_whatever_the_gemm_or_b
     pages = [rng.standard_normal((int(rng.integers(1, 7)), 16)).astype(np.float32) for _ in range(50)]
     queries = [rng.standard_normal((int(rng.integers(1, 9)), 16)).astype(np.float32) for _ in range(7)]
     queries[3][1] = 0.0                                   # a zero token contributes 0
-    c = S.Int8Centroids(pages, 16)
+    c = store.Int8Centroids(pages, 16)
     got = c.scores(queries, memory_budget_mb=64)
     np.testing.assert_array_equal(c.scores(queries, memory_budget_mb=1e-6), got)
     C = c.tensor.numpy().astype(np.float64)
@@ -153,13 +153,13 @@ def test_the_int8_first_stage_is_exact_integer_arithmetic_whatever_the_gemm_or_b
         qi8 = np.round(q / np.where(qs > 0, qs, 1)[:, None]).clip(-127, 127)
         dots = np.einsum("td,pkd->tpk", qi8, C).max(axis=2)          # (tokens, pages) integers
         np.testing.assert_allclose(got[qi], (dots * qs[:, None]).sum(axis=0) * c.scale, rtol=1e-6, atol=1e-5)
-    monkeypatch.setattr(S, "_INT_MM", False)
+    monkeypatch.setattr(store, "_INT_MM", False)
     np.testing.assert_array_equal(c.scores(queries), got)
     # and it tracks float MaxSim against the centroids closely
     np.testing.assert_allclose(got, maxsim(queries, [p.astype(np.float16).astype(np.float32) for p in pages]),
                                atol=0.05 * max(len(q) for q in queries))
     with pytest.raises(ValueError, match="at most 1040"):
-        S.Int8Centroids([np.zeros((2, 2000), np.float32)], 2000)
+        store.Int8Centroids([np.zeros((2, 2000), np.float32)], 2000)
 
 
 MULTI_PLUGIN = '''
@@ -198,19 +198,19 @@ class Patches(Encoder):
 def test_stage_02_reports_the_candidate_recall_of_a_candidate_based_system(tmp_path):
     import importlib
 
-    from lookalike import params as P
+    from lookalike import params
     from lookalike import stages
 
     (tmp_path / "patches.py").write_text(MULTI_PLUGIN)
     run_file = tmp_path / "run.yaml"
     run_file.write_text(f'encode:\n  encoders: ["ocr-bm25", "appearance", "{tmp_path / "patches.py"}:Patches"]\n'
                         "retrieve:\n  search: candidates\n  candidates: 30\n  centroids: 4\n  recall_sample: 40\n")
-    ctx = stages.context(tmp_path / "run", P.load_params(run_file))
+    ctx = stages.context(tmp_path / "run", params.load_params(run_file))
     for module in ("stratify", "encode", "leak", "hard_negatives"):
         importlib.import_module(f"lookalike.stages.{module}").run(ctx).save()
     # the multi-vector pages live in the run's float16 store, which the later stages read (issue 18)
     assert Vectors.load(tmp_path / "run" / "vectors" / "patches.npz").stored
-    assert (tmp_path / "run" / "vectors" / "patches.pages" / "centroids-4" / S.VECTORS).is_file()
+    assert (tmp_path / "run" / "vectors" / "patches.pages" / "centroids-4" / store.VECTORS).is_file()
     table = pd.read_csv(tmp_path / "run" / "tables" / "systems.csv").set_index("system")
     assert table.loc["patches", "search"] == "candidates" and table.loc["ocr-bm25", "search"] == "exact"
     assert 0.0 <= table.loc["patches", "candidate_recall_100"] <= table.loc["patches", "candidate_recall_10"] <= 1.0

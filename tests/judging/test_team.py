@@ -8,7 +8,7 @@ import math
 import pandas as pd
 import pytest
 
-from lookalike.judging import door as JD
+from lookalike.judging import door
 from lookalike.judging import team
 from lookalike.judging.judges import AnswerStringJudge
 
@@ -127,25 +127,25 @@ def test_people_door_compares_the_pools_on_pairs_both_labelled():
         # seeing the file name, the metadata pool calls the revenue_* pages relevant
         rows.append(("meta1", pid, "supporting" if i % 2 == 0 else "irrelevant", "metadata"))
     rows.append(("blind1", "q9-u9", "irrelevant", "blind"))     # labelled in one pool only: not compared
-    per_pair, summary, why = JD.people_door(frame(rows), questions, _door_units())
+    per_pair, summary, why = door.people_door(frame(rows), questions, _door_units())
     assert why == ""
     s = summary.iloc[0]
     assert s["judge"].startswith("people (1 blind, 1 seeing file name and caption")
     assert (s["n_pairs"], s["relevant_blind"], s["relevant_with_metadata"], s["gained"], s["lost"]) == (8, 0, 4, 4, 0)
     assert s["gained_with_term"] == 1.0 and s["others_with_term"] == 0.0
     assert s["share_with_metadata"] == 0.5 and s["share_with_metadata_lo"] <= 0.5 <= s["share_with_metadata_hi"]
-    assert list(per_pair.columns) == JD.DOOR_COLUMNS and per_pair["term_in_metadata"].sum() == 4
+    assert list(per_pair.columns) == door.DOOR_COLUMNS and per_pair["term_in_metadata"].sum() == 4
 
 
 def test_people_door_says_why_when_a_pool_is_empty():
     questions = pd.DataFrame({"query_id": ["q1"], "text": ["What was the revenue?"]})
     only_blind = frame([("a", "q1-u1", "irrelevant", "blind")])
-    _, summary, why = JD.people_door(only_blind, questions, _door_units())
+    _, summary, why = door.people_door(only_blind, questions, _door_units())
     assert summary.empty and "no labels yet from the metadata pool" in why
-    _, _, why = JD.people_door(frame([]), questions, _door_units())
+    _, _, why = door.people_door(frame([]), questions, _door_units())
     assert why == "no people's labels from either pool yet"
     apart = frame([("a", "q1-u1", "irrelevant", "blind"), ("b", "q2-u2", "irrelevant", "metadata")])
-    assert "no pair has a label from both pools" in JD.people_door(apart, questions, _door_units())[2]
+    assert "no pair has a label from both pools" in door.people_door(apart, questions, _door_units())[2]
 
 
 def test_with_two_pools_people_agree_within_a_pool_and_the_model_meets_the_blind_pool():
@@ -190,7 +190,7 @@ def test_people_door_counts_a_split_pool_as_its_share_instead_of_dropping_the_pa
         pid = f"q{i}-u{i}"
         rows += [("b1", pid, "irrelevant", "blind"), ("b2", pid, "irrelevant", "blind"),
                  ("m1", pid, "supporting", "metadata"), ("m2", pid, "irrelevant", "metadata")]
-    per_pair, summary, why = JD.people_door(frame(rows), questions, _door_units())
+    per_pair, summary, why = door.people_door(frame(rows), questions, _door_units())
     s = summary.iloc[0]
     assert why == "" and s["n_pairs"] == 4 and s["gained"] == 4 and s["lost"] == 0
     assert (s["relevant_blind"], s["relevant_with_metadata"]) == (0, 2)

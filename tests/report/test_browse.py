@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 from conftest import headless_chrome, make_png, needs_chromium
-from lookalike.report import browse as B
+from lookalike.report import browse
 
 
 @pytest.fixture
@@ -42,8 +42,8 @@ def corpus(tmp_path):
 
 def test_rows_say_the_outcome_the_gold_rank_and_the_axis(corpus):
     _, units, questions, labels, distractors, runs = corpus
-    f = B.failure_rows(questions, runs, labels, units, distractors).set_index(["system", "query_id"])
-    assert list(f.columns) == B.FAILURE_COLUMNS[2:]
+    f = browse.failure_rows(questions, runs, labels, units, distractors).set_index(["system", "query_id"])
+    assert list(f.columns) == browse.FAILURE_COLUMNS[2:]
     good, fooled, lost = f.loc[("good", "q1")], f.loc[("fooled", "q1")], f.loc[("lost", "q1")]
     assert good["outcome"] == "sufficient@1" and good["gold_rank"] == 1 and not good["hard_negative_loss"]
     # a supporting look-alike of the same template beat the gold: it differs on the period
@@ -60,31 +60,31 @@ def test_rows_say_the_outcome_the_gold_rank_and_the_axis(corpus):
 
 
 def test_differing_axis_reads_the_metadata():
-    assert B.differing_axis({"period": "Q1", "entity": "A"}, {"period": "Q2", "entity": "A"}) == "period"
-    assert B.differing_axis({"period": "Q1", "revision": 1}, {"period": "Q2", "revision": 2}) == "period+revision"
-    assert B.differing_axis({"period": "Q1"}, {"period": "Q1"}) == "other"
-    assert B.differing_axis({}, {"period": "Q1"}) == "other"            # unknown metadata says nothing
+    assert browse.differing_axis({"period": "Q1", "entity": "A"}, {"period": "Q2", "entity": "A"}) == "period"
+    assert browse.differing_axis({"period": "Q1", "revision": 1}, {"period": "Q2", "revision": 2}) == "period+revision"
+    assert browse.differing_axis({"period": "Q1"}, {"period": "Q1"}) == "other"
+    assert browse.differing_axis({}, {"period": "Q1"}) == "other"            # unknown metadata says nothing
 
 
 def test_page_is_offline_escaped_and_names_no_corpus_file(corpus):
     root, units, questions, labels, distractors, runs = corpus
-    f = B.failure_rows(questions, runs, labels, units, distractors)
-    page = B.write_browser(root, f, questions, units, root)
+    f = browse.failure_rows(questions, runs, labels, units, distractors)
+    page = browse.write_browser(root, f, questions, units, root)
     html = page.read_text()
     assert "http://" not in html and "https://" not in html
     assert "</script><script>window.pwned" not in html and "<b>more</b>" not in html
     assert "secret-file-name" not in html
     written = sorted(p.name for p in (root / "browse" / "pages").iterdir())
     assert written == [f"{i:06d}.jpg" for i in range(6)]                 # every page shown, named by position
-    counts = B.outcome_counts(f)
+    counts = browse.outcome_counts(f)
     assert counts.set_index("system").loc["fooled", "hard-negative loss"] == 2 and counts["n"].tolist() == [2, 2, 2]
 
 
 def test_an_unreadable_page_is_reported_and_the_row_kept(corpus):
     root, units, questions, labels, distractors, runs = corpus
     (root / "img" / "p6.png").write_bytes(b"not a png")
-    f = B.failure_rows(questions, runs, labels, units, distractors)
-    html = B.write_browser(root, f, questions, units, root).read_text()
+    f = browse.failure_rows(questions, runs, labels, units, distractors)
+    html = browse.write_browser(root, f, questions, units, root).read_text()
     assert "could not be read" in html and "d:6" in html
     assert '"rows": [' in html and html.count('"q": "q2"') == 3
 
@@ -97,8 +97,8 @@ def test_browser_filters_counts_and_opens_a_page_in_headless_chromium(corpus):
     from selenium.webdriver.support.ui import Select
 
     root, units, questions, labels, distractors, runs = corpus
-    f = B.failure_rows(questions, runs, labels, units, distractors)
-    page = B.write_browser(root, f, questions, units, root)
+    f = browse.failure_rows(questions, runs, labels, units, distractors)
+    page = browse.write_browser(root, f, questions, units, root)
     driver = headless_chrome("--allow-file-access-from-files")
     try:
         driver.get(page.as_uri())
@@ -145,17 +145,17 @@ def test_a_page_whose_full_size_image_fails_has_no_thumbnail_and_the_others_stay
     """Each shown page has one thumbnail at its own position. Before, a page whose thumbnail was made
     but whose full-size JPEG failed got two entries (the thumbnail, then ''), shifting every later one."""
     root, units, questions, labels, distractors, runs = corpus
-    f = B.failure_rows(questions, runs, labels, units, distractors)
-    seen, save = {}, B.images.save_jpeg
-    monkeypatch.setattr(B.pages, "script_json", lambda data, _real=B.pages.script_json: seen.update(data) or _real(data))
+    f = browse.failure_rows(questions, runs, labels, units, distractors)
+    seen, save = {}, browse.images.save_jpeg
+    monkeypatch.setattr(browse.pages, "script_json", lambda data, _real=browse.pages.script_json: seen.update(data) or _real(data))
 
     def failing(src, out, width):
         if out.name == "000002.jpg":                                   # d:3, the third page shown
             raise OSError("disk full")
         return save(src, out, width)
 
-    monkeypatch.setattr(B.images, "save_jpeg", failing)
-    html = B.write_browser(root, f, questions, units, root).read_text()
+    monkeypatch.setattr(browse.images, "save_jpeg", failing)
+    html = browse.write_browser(root, f, questions, units, root).read_text()
     assert seen["units"] == ["d:1", "d:2", "d:3", "d:4", "d:5", "d:6"]
     assert len(seen["thumbs"]) == 6 and seen["thumbs"][2] == "" and seen["missing"] == ["d:3"]
     assert all(t.startswith("data:image/jpeg;base64,") for i, t in enumerate(seen["thumbs"]) if i != 2)
@@ -166,7 +166,7 @@ def test_each_gold_page_shows_its_own_rank():
     units = pd.DataFrame({"unit_id": ["d:1", "d:2", "d:3"], "image_path": ["a", "b", "c"], "template_id": ["t"] * 3})
     questions = pd.DataFrame({"query_id": ["q"], "text": ["?"], "evidence_unit_ids": ["d:1;d:3"]})
     run = pd.DataFrame({"query_id": ["q"] * 2, "unit_id": ["d:3", "d:2"], "score": [2.0, 1.0]})
-    f = B.failure_rows(questions, {"s": run}, pd.DataFrame(columns=["query_id", "unit_id", "label"]), units,
+    f = browse.failure_rows(questions, {"s": run}, pd.DataFrame(columns=["query_id", "unit_id", "label"]), units,
                        pd.DataFrame(columns=["query_id", "gold_unit_id", "unit_id", "axis"]))
     assert f.loc[0, "gold_rank"] == 1 and f.loc[0, "gold_ranks"] == "0;1"      # d:1 not ranked, d:3 first
 
@@ -183,9 +183,9 @@ def test_a_many_page_gold_keeps_the_row_inside_a_1300_pixel_screen(tmp_path):
         make_png(tmp_path / "img" / f"p{i}.png", (20 * i, 90, 120), (160, 200))
     questions = pd.DataFrame({"query_id": ["q"], "text": ["Which pages?"], "evidence_unit_ids": [";".join(ids[:8])]})
     run = pd.DataFrame({"query_id": ["q"] * 10, "unit_id": ids[::-1], "score": [float(10 - r) for r in range(10)]})
-    f = B.failure_rows(questions, {"s": run}, pd.DataFrame(columns=["query_id", "unit_id", "label"]), units,
+    f = browse.failure_rows(questions, {"s": run}, pd.DataFrame(columns=["query_id", "unit_id", "label"]), units,
                        pd.DataFrame(columns=["query_id", "gold_unit_id", "unit_id", "axis"]))
-    page = B.write_browser(tmp_path, f, questions, units, tmp_path)
+    page = browse.write_browser(tmp_path, f, questions, units, tmp_path)
     driver = headless_chrome("--allow-file-access-from-files", "--window-size=1300,900")
     try:
         driver.get(page.as_uri())

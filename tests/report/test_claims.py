@@ -11,8 +11,8 @@ import shutil
 import pandas as pd
 import pytest
 
-from lookalike.report import audit as A
-from lookalike.report import claims as CL
+from lookalike.report import audit
+from lookalike.report import claims
 from lookalike.stages import STAGES
 
 
@@ -34,26 +34,26 @@ def _hard(n, candidates=20, outside=0):
 
 
 def test_chance_under_hard_negatives_is_k_over_the_candidates():
-    assert CL.hard_chance(_hard(3, candidates=20), 5) == pytest.approx(0.25)
-    assert CL.hard_chance(_hard(3, candidates=10, outside=2), 1) == pytest.approx(0.1)   # outside rows left out
-    assert CL.hard_chance(_hard(0), 5) != CL.hard_chance(_hard(0), 5)                  # nan: nothing inside
+    assert claims.hard_chance(_hard(3, candidates=20), 5) == pytest.approx(0.25)
+    assert claims.hard_chance(_hard(3, candidates=10, outside=2), 1) == pytest.approx(0.1)   # outside rows left out
+    assert claims.hard_chance(_hard(0), 5) != claims.hard_chance(_hard(0), 5)                  # nan: nothing inside
 
 
 def test_best_is_said_only_where_the_paired_test_separates():
     suff = _suff([("bm25", 0.6, 0.5, 40), ("colpali", 0.9, 0.8, 40), ("clip", 0.5, 0.4, 40)])
-    ahead = CL.verdict_claim(suff, _sig(("bm25", "colpali", 0.0004), ("colpali", "clip", 0.001)), _hard(40))
+    ahead = claims.verdict_claim(suff, _sig(("bm25", "colpali", 0.0004), ("colpali", "clip", 0.001)), _hard(40))
     assert ahead["kind"] == "ahead" and ahead["best"] == "colpali" and ahead["behind"] == ["bm25", "clip"]
-    text = CL.render(ahead)
+    text = claims.render(ahead)
     assert text.startswith("Best under hard negatives: colpali") and "0.90 [0.80, 1.00]" in text
     assert "the next, bm25 at 0.60 [0.50, 0.70], Holm-adjusted p < 0.001" in text and "of the 40 questions" in text
     assert "random ranking of the same candidates would do so for a share of 0.25" in text
-    level = CL.verdict_claim(suff, _sig(("colpali", "bm25", 0.2), ("colpali", "clip", 0.01)), _hard(40))
+    level = claims.verdict_claim(suff, _sig(("colpali", "bm25", 0.2), ("colpali", "clip", 0.01)), _hard(40))
     assert level["kind"] == "not-distinguishable" and level["peers"] == ["bm25"] and level["behind"] == ["clip"]
-    said = CL.render(level)
+    said = claims.render(level)
     assert said.startswith("No single best under hard negatives: colpali")
     assert "not distinguishable from bm25 at 0.60 [0.50, 0.70] (Holm-adjusted p = 0.200)" in said
     assert "ahead of clip" in said
-    untested = CL.render(CL.verdict_claim(suff, _sig(("clip", "bm25", 0.01)), _hard(40)))
+    untested = claims.render(claims.verdict_claim(suff, _sig(("clip", "bm25", 0.01)), _hard(40)))
     assert "no paired test was run" in untested
 
 
@@ -61,22 +61,22 @@ def test_a_system_at_chance_is_never_best_nor_level_with_one_above_it():
     """Seen on photos without metadata: OCR systems at chance were declared 'tied' with the caption
     system because every hard set was the gold and three neighbours."""
     suff = _suff([("caption", 0.9, 0.8, 30), ("ocr", 0.3, 0.1, 30), ("bm25", 0.28, 0.2, 30)])
-    claim = CL.verdict_claim(suff, _sig(("caption", "ocr", 0.3), ("caption", "bm25", 0.3)), _hard(30, candidates=20))
+    claim = claims.verdict_claim(suff, _sig(("caption", "ocr", 0.3), ("caption", "bm25", 0.3)), _hard(30, candidates=20))
     assert claim["at_chance"] == ["ocr", "bm25"] and claim["kind"] == "only" and claim["peers"] == []
-    said = CL.render(claim)
+    said = claims.render(claim)
     assert "the only system above chance" in said and "ocr and bm25 are indistinguishable from chance there" in said
-    nobody = CL.verdict_claim(_suff([("a", 0.3, 0.1, 30), ("b", 0.2, 0.1, 30)]), _sig(("a", "b", 0.5)), _hard(30))
-    assert nobody["kind"] == "chance" and CL.render(nobody).startswith("No system is distinguishable from chance")
+    nobody = claims.verdict_claim(_suff([("a", 0.3, 0.1, 30), ("b", 0.2, 0.1, 30)]), _sig(("a", "b", 0.5)), _hard(30))
+    assert nobody["kind"] == "chance" and claims.render(nobody).startswith("No system is distinguishable from chance")
 
 
 def test_no_question_inside_the_hard_columns_names_no_best():
-    none = CL.verdict_claim(_suff([]), pd.DataFrame(), _hard(0, outside=5))
-    assert none["kind"] == "none" and CL.render(none).startswith("No system can be named best")
-    assert CL.render(CL.verdict_claim(_suff([("a", 0.5, 0.4, 0)]), pd.DataFrame(), _hard(0))).startswith("No system")
+    none = claims.verdict_claim(_suff([]), pd.DataFrame(), _hard(0, outside=5))
+    assert none["kind"] == "none" and claims.render(none).startswith("No system can be named best")
+    assert claims.render(claims.verdict_claim(_suff([("a", 0.5, 0.4, 0)]), pd.DataFrame(), _hard(0))).startswith("No system")
 
 
 def test_the_verdict_calls_an_image_folders_units_images():
-    said = CL.render(CL.verdict_claim(_suff([("a", 0.9, 0.8, 10), ("b", 0.5, 0.45, 10)]), _sig(("a", "b", 0.01)),
+    said = claims.render(claims.verdict_claim(_suff([("a", 0.9, 0.8, 10), ("b", 0.5, 0.45, 10)]), _sig(("a", "b", 0.01)),
                                       _hard(10), noun="image"))
     assert "a sufficient image in its top 5" in said and "page" not in said
 
@@ -86,14 +86,14 @@ def test_what_was_scored_reconciles_every_n():
                                "status": ["valid", "valid", "valid", "gold_fails", "no_page_evidence"]})
     hard = pd.DataFrame({"query_id": ["q1", "q2"], "method": ["per-axis", "cluster"], "candidates": [12, 4],
                          "in_hard": [True, False], "reason": ["", "4 candidates"]})
-    claim = CL.scored_claim(validation, validation, ["q1", "q2", "q3"], ["q1", "q2"], hard, random_n=4)
-    text = CL.render(claim)
+    claim = claims.scored_claim(validation, validation, ["q1", "q2", "q3"], ["q1", "q2"], hard, random_n=4)
+    text = claims.render(claim)
     assert text.startswith("3 of 5 questions are scored")
     assert "1 — the judge found their gold page does not answer them" in text and "1 — no page judgements" in text
     assert "the hard columns on the 1 of them" in text and "1 need more than one page" in text
     assert "1 have a hard set of 5 or fewer" in text and "the 4 questions as generated" in text
-    empty = CL.scored_claim(validation.iloc[:0], validation.iloc[:0], [], [], hard.iloc[:0], 0)
-    assert CL.render(empty) == "No questions: nothing was scored."
+    empty = claims.scored_claim(validation.iloc[:0], validation.iloc[:0], [], [], hard.iloc[:0], 0)
+    assert claims.render(empty) == "No questions: nothing was scored."
 
 
 # ----------------------------------------------------------------------------- the audit on a finished run
@@ -107,7 +107,7 @@ def run_copy(ci_run, tmp_path):
 
 
 def _lines(run_dir):
-    return [v.line() for v in A.audit(run_dir, list(STAGES))]
+    return [v.line() for v in audit.audit(run_dir, list(STAGES))]
 
 
 def _rehash(run_dir, *rels):
@@ -180,7 +180,7 @@ def test_a_tie_between_a_chance_level_and_an_above_chance_system_fails(run_copy)
     verdict["kind"] = "not-distinguishable"
     verdict["peers"] = [low["key"]["system"]]
     verdict["behind"] = [s for s in verdict["behind"] if s != low["key"]["system"]]
-    verdict["text"] = CL.render(verdict)
+    verdict["text"] = claims.render(verdict)
     path.write_text(json.dumps(record))
     _rehash(run_copy, "claims.json")
     page = run_copy / "summary.html"
@@ -213,11 +213,11 @@ def test_tied_scores_that_settle_a_figure_are_counted_and_said():
     run = pd.DataFrame({"query_id": ["q1"] * 7 + ["q2"] * 7, "unit_id": [f"u{i}" for i in range(14)],
                         "score": [0.9, 0.8, 0.8, 0.8, 0.8, 0.8, 0.8] + [0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3]})
     gold = {"q1": "u6", "q2": "u12"}          # q1: five tie with the gold across rank 5; q2: no tie
-    assert CL.tie_settled(run, gold, 5) == 1 and CL.tie_settled(run, {"q1": "u0"}, 5) == 0
-    claim = CL.verdict_claim(_suff([("a", 0.9, 0.8, 2), ("b", 0.5, 0.45, 2)]), _sig(("a", "b", 0.01)), _hard(2),
+    assert claims.tie_settled(run, gold, 5) == 1 and claims.tie_settled(run, {"q1": "u0"}, 5) == 0
+    claim = claims.verdict_claim(_suff([("a", 0.9, 0.8, 2), ("b", 0.5, 0.45, 2)]), _sig(("a", "b", 0.01)), _hard(2),
                              ties={"a": 1, "b": 0})
-    assert "Tied scores settled whether the gold is in the top 5" in CL.render(claim)
-    assert "1 of the 2 questions for a" in CL.render(claim) and "for b" not in CL.render(claim)
+    assert "Tied scores settled whether the gold is in the top 5" in claims.render(claim)
+    assert "1 of the 2 questions for a" in claims.render(claim) and "for b" not in claims.render(claim)
 
 
 def test_a_tie_count_changed_in_claims_json_fails(run_copy):
@@ -225,7 +225,7 @@ def test_a_tie_count_changed_in_claims_json_fails(run_copy):
     record = json.loads(path.read_text())
     fig = record["claims"][1]["figures"][0]
     fig["ties"] = int(fig.get("ties", 0)) + 3
-    record["claims"][1]["text"] = CL.render(record["claims"][1])
+    record["claims"][1]["text"] = claims.render(record["claims"][1])
     path.write_text(json.dumps(record))
     _rehash(run_copy, "claims.json")
     lines = _lines(run_copy)

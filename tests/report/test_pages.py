@@ -5,7 +5,7 @@ import json
 import re
 from importlib import resources
 
-from lookalike.judging import judges as J
+from lookalike.judging import judges
 from lookalike.report import pages
 from lookalike.vocab import LABEL_MEANINGS, LABELS
 
@@ -40,4 +40,4 @@ def test_judging_sheet_escapes_and_uses_the_three_labels():
 
 def test_the_vlm_rubric_uses_the_same_meanings():
     for lab in LABELS:
-        assert f'"{lab}" if {LABEL_MEANINGS[lab]}' in J.RUBRIC
+        assert f'"{lab}" if {LABEL_MEANINGS[lab]}' in judges.RUBRIC

@@ -6,18 +6,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from lookalike import params as P
+from lookalike import params
 from lookalike.report import site
-from lookalike.report import tables as T
+from lookalike.report import tables
 
 
 def test_fmt_ci_and_folding_keep_the_column_where_it_was():
-    assert T.fmt_ci(0.6789, 0.6234, 0.7311) == "0.68 [0.62, 0.73]"
-    assert T.fmt_ci(0.5, float("nan"), 0.7) == "0.50"                   # no interval: the estimate alone
-    assert T.fmt_ci(float("nan"), 0.1, 0.2) == ""
+    assert tables.fmt_ci(0.6789, 0.6234, 0.7311) == "0.68 [0.62, 0.73]"
+    assert tables.fmt_ci(0.5, float("nan"), 0.7) == "0.50"                   # no interval: the estimate alone
+    assert tables.fmt_ci(float("nan"), 0.1, 0.2) == ""
     df = pd.DataFrame({"system": ["a"], "recall_10": [0.5], "recall_10_lo": [0.4], "recall_10_hi": [0.6], "n": [12],
                        "ndcg": [0.3]})
-    folded = T.with_ci(df)
+    folded = tables.with_ci(df)
     assert list(folded.columns) == ["system", "recall_10", "n", "ndcg"]
     assert folded.loc[0, "recall_10"] == "0.50 [0.40, 0.60]" and folded.loc[0, "ndcg"] == 0.3
 
@@ -25,7 +25,7 @@ def test_fmt_ci_and_folding_keep_the_column_where_it_was():
 def test_html_table_escapes_fixes_precision_and_ids():
     df = pd.DataFrame({"system": ["<b>x</b> & y"], "n": [7], "v": [0.123456789], "inf": [np.inf], "ok": [True]})
     df = df.rename(columns={"v": "<i>v</i>"})
-    a, b = T.html_table(df, "t 1"), T.html_table(df, "t 1")
+    a, b = tables.html_table(df, "t 1"), tables.html_table(df, "t 1")
     assert a == b                                                        # same table, same bytes
     assert "<b>x</b>" not in a and "&lt;b&gt;x&lt;/b&gt; &amp; y" in a
     assert "<i>v</i>" not in a and "&lt;i&gt;v&lt;/i&gt;" in a
@@ -42,7 +42,7 @@ def test_index_systems_table_folds_intervals_and_states_them_once(tmp_path):
                             "kind": ["text", "single"]})
     (tmp_path / "tables").mkdir()
     systems.to_csv(tmp_path / "tables" / "systems.csv", index=False)
-    page = site.build_index(tmp_path, P.recorded({"title": "t", "run": "r"}), []).read_text()
+    page = site.build_index(tmp_path, params.recorded({"title": "t", "run": "r"}), []).read_text()
     # an interval is kept on one line (a narrow window wraps between the estimate and its interval)
     assert "0.90 [0.85,&nbsp;0.95]" in page and "0.73 [0.67,&nbsp;0.79]" in page
     assert "table.metric td{white-space:normal}" in page
@@ -54,7 +54,7 @@ def test_index_systems_table_folds_intervals_and_states_them_once(tmp_path):
 def test_prose_columns_wrap_and_numbers_stay_on_one_line():
     df = pd.DataFrame({"effect": ["short"], "explanation": ["a long sentence that explains what was planted " * 2],
                        "value": ["0.50 [0.40, 0.60]"]})
-    html = T.html_table(df, "p")
+    html = tables.html_table(df, "p")
     assert "#T_p_row0_col1 {" in html and "white-space: normal" in html
     assert "#T_p_row0_col0 {" not in html and "#T_p_row0_col2 {" not in html
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from lookalike.report import site
-from lookalike.report import summary as SU
+from lookalike.report import summary
 
 from conftest import headless_chrome, needs_chromium, sideways
 
@@ -16,27 +16,27 @@ def test_headline_columns_sit_under_their_question_set():
     head = pd.DataFrame(columns=["system", "top-1, random negatives (as generated)", "chance (top-1)",
                                  "n (as generated)", "sufficient@5, hard (validated)", "n (validated)",
                                  "gain slot 1→5 (paired)"])
-    cols = list(SU.spanned(head).columns)
+    cols = list(summary.spanned(head).columns)
     assert cols[0] == ("", "system")
     assert [c[1] for c in cols[1:4]] == ["top-1", "chance", "n"] and len({c[0] for c in cols[1:4]}) == 1
     assert [c[1] for c in cols[4:]] == ["sufficient@5", "n", "gain 1→5, paired"]
-    assert {c[0] for c in cols[4:]} == {SU.HEADLINE_GROUPS["validated"]}
+    assert {c[0] for c in cols[4:]} == {summary.HEADLINE_GROUPS["validated"]}
 
 
 def test_settings_that_did_not_run_become_one_footnote():
     view = pd.DataFrame({"family": ["a", "a", "b"], "setting": ["Base", "Rerank", "Rerank"], "system": ["a", "a+r", "b+r"],
                          "n": [9, 0, 0], "RecallAll@10 Micro": ["0.5 [0.4, 0.6]", "—", "—"],
                          "note": ["", "not run: rerank.systems does not name it", "not run: rerank.systems does not name it"]})
-    ran, foot = SU.split_not_run(view)
+    ran, foot = summary.split_not_run(view)
     assert list(ran["setting"]) == ["Base"] and "note" not in ran.columns
     assert foot == "Not run: a Rerank, b Rerank (rerank.systems does not name it)."
-    assert SU.split_not_run(view.iloc[:1])[1] == ""
+    assert summary.split_not_run(view.iloc[:1])[1] == ""
 
 
 def test_summary_page_escapes_the_lead_and_groups_headers(tmp_path):
-    head = SU.spanned(pd.DataFrame({"system": ["<b>x</b>"], "n (validated)": [3]}))
-    page = site.write_summary(tmp_path, "t", [SU.Block("h", table=head, footnote="Not run: <i>y</i>.")],
-                              SU.lead("ci", "the <demo>", "2026-01-01", "Best: <script>")).read_text()
+    head = summary.spanned(pd.DataFrame({"system": ["<b>x</b>"], "n (validated)": [3]}))
+    page = site.write_summary(tmp_path, "t", [summary.Block("h", table=head, footnote="Not run: <i>y</i>.")],
+                              summary.lead("ci", "the <demo>", "2026-01-01", "Best: <script>")).read_text()
     assert "<script>" not in page and "&lt;script&gt;" in page and "&lt;demo&gt;" in page
     assert 'colspan="1"' in page or "hard negatives · validated questions" in page
     assert "&lt;i&gt;y&lt;/i&gt;" in page

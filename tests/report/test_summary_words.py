@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from lookalike.analysis import negatives as N
-from lookalike.report import summary as SU
+from lookalike.analysis import negatives
+from lookalike.report import summary
 
 
 def test_summary_words_follow_the_data():
@@ -17,28 +17,28 @@ def test_summary_words_follow_the_data():
 
     cluster = hard(["cluster", "cluster"], [True, "True"])
     mixed = hard(["per-axis", "per-axis", "cluster", "template"], [True, True, True, False])
-    assert "one fact" not in SU.hard_words(cluster) and "appearance" in SU.hard_words(cluster)
-    assert "for 2 questions pages of its own template" in SU.hard_words(mixed) and "for 1 questions its nearest" \
-        in SU.hard_words(mixed) and "every other page" not in SU.hard_words(mixed)
+    assert "one fact" not in summary.hard_words(cluster) and "appearance" in summary.hard_words(cluster)
+    assert "for 2 questions pages of its own template" in summary.hard_words(mixed) and "for 1 questions its nearest" \
+        in summary.hard_words(mixed) and "every other page" not in summary.hard_words(mixed)
     # look-alikes found, none of them in a hard set larger than 5: never "none were found"
-    assert "none is scored here" in SU.hard_words(hard(["template"], [False]))
+    assert "none is scored here" in summary.hard_words(hard(["template"], [False]))
     head = pd.DataFrame({"system": ["a", "b"], "sufficient@5": ["1.00 [1.00, 1.00]"] * 2,
                          "sufficient@1": ["0.50 [0.30, 0.70]", "1.00 [1.00, 1.00]"]})
-    note = SU.ceiling_note(head)
+    note = summary.ceiling_note(head)
     assert note.startswith("sufficient@5: cannot separate the systems") and "sufficient@1" not in note
     current = pd.DataFrame({"source": ["model"] * 1199 + ["human"] * 44})
     # model-only labels are counted as such, never called adjudicated
-    assert SU.current_labels_words(current) == ("The tables use the current labels: 44 adjudicated and 1199 "
+    assert summary.current_labels_words(current) == ("The tables use the current labels: 44 adjudicated and 1199 "
                                                 "model-only (of 1243 pairs).")
-    assert SU.nouned("Top-1 against random pages; page-single n = 4; every evidence page", "image") == \
+    assert summary.nouned("Top-1 against random pages; page-single n = 4; every evidence page", "image") == \
         "Top-1 against random images; page-single n = 4; every evidence image"
 
 
 def test_planner_words_say_not_measured_when_no_pair_varies():
     plan = pd.DataFrame([{"measure": "sufficient@5 (hard)", "system": "a", "minus": "b", "n": 12, "difference": 0.0,
                           "se": 0.0, "resolvable": 0.0, "n_needed": np.inf}])
-    assert SU.planner_words(plan, None).startswith("Not measured: with 12 validated questions")
-    assert SU.planner_words(plan.iloc[:0], None) == ""
+    assert summary.planner_words(plan, None).startswith("Not measured: with 12 validated questions")
+    assert summary.planner_words(plan.iloc[:0], None) == ""
 
 
 def _ladder(random_top1, hard_top1):
@@ -50,15 +50,15 @@ def _ladder(random_top1, hard_top1):
 
 def test_ladder_words_follow_the_slopes_they_are_given():
     flat = _ladder([0.9] * 5, [0.1, 0.3, 0.5, 0.7, 0.9])
-    said = SU.ladder_words(flat, N.ladder_slopes(flat))
+    said = summary.ladder_words(flat, negatives.ladder_slopes(flat))
     assert "cannot tell them apart" in said and "+0.80" in said
     moving = _ladder([0.1, 0.3, 0.5, 0.7, 0.9], [0.1, 0.3, 0.5, 0.7, 0.9])
-    assert "still moves with p (slope +0.80)" in SU.ladder_words(moving, N.ladder_slopes(moving))
+    assert "still moves with p (slope +0.80)" in summary.ladder_words(moving, negatives.ladder_slopes(moving))
     # one rung unmeasured (a CSV cell read back as ''): the slope and the level both leave it out
     gap = _ladder([0.9, "", 0.9, 0.9, 0.9], [0.1, 0.3, 0.5, 0.7, 0.9])
-    assert "every one of them scores 0.90" in SU.ladder_words(gap, N.ladder_slopes(gap))
+    assert "every one of them scores 0.90" in summary.ladder_words(gap, negatives.ladder_slopes(gap))
     unmeasured = _ladder([0.9, "", "", "", ""], [0.1, 0.3, 0.5, 0.7, 0.9])
-    said = SU.ladder_words(unmeasured, N.ladder_slopes(unmeasured))
+    said = summary.ladder_words(unmeasured, negatives.ladder_slopes(unmeasured))
     assert said.startswith("The validity ladder was not measured") and "nan" not in said
 
 
@@ -66,7 +66,7 @@ def test_harder_words_read_csv_text_and_say_not_measured():
     table = pd.DataFrame({"system": ["ocr-bm25", "image"], "n": ["40", ""], "difference": ["0.3", ""],
                           "difference_lo": ["0.1", ""], "difference_hi": ["0.5", ""], "harder": ["True", ""],
                           "method": ["template axes", "template axes"]})
-    said = SU.harder_words(table)
+    said = summary.harder_words(table)
     assert said.startswith("Distractor method: template axes.")
     assert "ocr-bm25: measurably harder (top-1 random − hard +0.30 [+0.10, +0.50], n = 40)" in said
     assert "image: not measured" in said and "nan" not in said
@@ -74,19 +74,19 @@ def test_harder_words_read_csv_text_and_say_not_measured():
 
 def test_flagged_words_say_whether_the_judges_agreement_with_people_was_measured():
     validation = pd.DataFrame({"query_id": ["q1", "q2", "q3"], "flagged_by": ["answer-string", "", "answer-string"]})
-    unmeasured = SU.flagged_words(validation, pd.DataFrame())
+    unmeasured = summary.flagged_words(validation, pd.DataFrame())
     assert unmeasured.startswith("2 of 3 questions flagged by answer-string") and "not measured yet" in unmeasured
     agreement = pd.DataFrame([{"model": "answer-string", "adjudicator": "human", "kappa": "0.41", "kappa_lo": "0.2",
                                "kappa_hi": "0.6", "n": "30"}])
-    assert "kappa 0.41 [0.20, 0.60] over 30 pairs" in SU.flagged_words(validation, agreement)
-    assert SU.flagged_words(validation.drop(columns="flagged_by"), agreement) == ""
+    assert "kappa 0.41 [0.20, 0.60] over 30 pairs" in summary.flagged_words(validation, agreement)
+    assert summary.flagged_words(validation.drop(columns="flagged_by"), agreement) == ""
 
 
 def test_kappa_over_says_the_pairs_once():
     """Seen on a filings benchmark: 'raw agreement 0.98 over 470 pairs over 470 pairs'."""
     undefined = {"kappa": "", "kappa_lo": "", "kappa_hi": "", "agreement": 0.98, "n": 470}
-    assert SU.kappa_over(undefined).count("over 470 pairs") == 1
-    assert SU.kappa_over({"kappa": 0.5, "kappa_lo": 0.4, "kappa_hi": 0.6, "n": 80}) == "kappa 0.50 [0.40, 0.60] over 80 pairs"
+    assert summary.kappa_over(undefined).count("over 470 pairs") == 1
+    assert summary.kappa_over({"kappa": 0.5, "kappa_lo": 0.4, "kappa_hi": 0.6, "n": 80}) == "kappa 0.50 [0.40, 0.60] over 80 pairs"
 
 
 def test_the_people_who_labelled_are_on_the_summary():
@@ -105,10 +105,10 @@ def test_the_people_who_labelled_are_on_the_summary():
                           "share_blind_hi": "0.2", "share_with_metadata": "0.28", "share_with_metadata_lo": "0.15",
                           "share_with_metadata_hi": "0.4", "difference": "0.18", "difference_lo": "0.05",
                           "difference_hi": "0.3"}])
-    text = SU.people_words(agreement, door)
+    text = summary.people_words(agreement, door)
     assert text.startswith("People, overall (blind pool): kappa 0.61 [0.35, 0.82] over 19 pairs, raw agreement 0.84")
     assert "pair of annotators" not in text
     assert "model vs people: kappa undefined" in text and "raw agreement 1.00 over 12 pairs" in text
     assert ("the judge door with people: relevant 0.10 [0.00, 0.20] of pairs blind, 0.28 [0.15, 0.40] with file name "
             "and caption, difference +0.18 [+0.05, +0.30] over 19 pairs (7 gained, 0 lost)") in text
-    assert SU.people_words(agreement.head(0), door.head(1)) == ""
+    assert summary.people_words(agreement.head(0), door.head(1)) == ""

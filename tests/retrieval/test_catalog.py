@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lookalike import params as P
+from lookalike import params
 from lookalike.analysis.scoring import CandidateSystems
 from lookalike.cli import check
 from lookalike.registry import Registry
@@ -19,7 +19,7 @@ from lookalike.retrieval import catalog, doc_context
 from lookalike.retrieval.encoders.base import Vectors
 
 PROV = {"ocr-minilm": "pixels", "ocr-bm25": "pixels", "caption-minilm": "caption-text", "colpali": "pixels"}
-LIB = Path(P.__file__).resolve().parent
+LIB = Path(params.__file__).resolve().parent
 
 
 def test_the_demo_systems_build_every_derived_system():
@@ -53,7 +53,7 @@ def test_stage_02_fuses_only_what_it_ranks_first():
 def test_lookalike_check_names_the_systems_stage_07_builds():
     for encoders in (["ocr-minilm", "ocr-bm25", "caption-minilm", "appearance"], ["ocr-minilm", "ocr-bm25", "appearance"],
                      ["ocr-bm25", "caption-minilm", "appearance"]):
-        prm = P.check({"encode": {"encoders": encoders}})
+        prm = params.check({"encode": {"encoders": encoders}})
         base = [e for e in encoders if e != "appearance"]
         assert check.run_systems(prm) == set(encoders) | set(catalog.plan(base, PROV, "07").built)
 

@@ -5,7 +5,7 @@ import pytest
 import tiny_colpali
 import torch
 from lookalike.io.cache import Cache
-from lookalike.retrieval import encoders as E
+from lookalike.retrieval import encoders
 from lookalike.retrieval import indexes as retrieve
 from lookalike.retrieval.encoders.colpali import detect_family
 from PIL import Image
@@ -28,7 +28,7 @@ def test_family_encodes_offline_and_round_trips(family, tmp_path, tiny_pages):
     mask = batch["attention_mask"].bool()
     expected = [direct[i][mask[i]].numpy() for i in range(len(images))]
 
-    enc = E.make_encoder("colpali", model=str(tmp_path / "model"), device="cpu", batch_size=2, progress=False)
+    enc = encoders.make_encoder("colpali", model=str(tmp_path / "model"), device="cpu", batch_size=2, progress=False)
     cache = Cache(tmp_path / "cache")
     vecs = enc.encode_units(units, root, cache)
     assert vecs.kind == "multi" and vecs.provenance == "pixels" and vecs.dim == 128
@@ -50,8 +50,8 @@ def test_family_encodes_offline_and_round_trips(family, tmp_path, tiny_pages):
 def test_token_pooling_shrinks_pages(tmp_path, tiny_pages):
     units, root = tiny_pages
     tiny_colpali.save("ColIdefics3", tmp_path / "model")
-    plain = E.make_encoder("colpali", model=str(tmp_path / "model"), device="cpu", progress=False)
-    pooled = E.make_encoder("colpali", model=str(tmp_path / "model"), device="cpu", pool_factor=2, progress=False)
+    plain = encoders.make_encoder("colpali", model=str(tmp_path / "model"), device="cpu", progress=False)
+    pooled = encoders.make_encoder("colpali", model=str(tmp_path / "model"), device="cpu", pool_factor=2, progress=False)
     assert plain.id != pooled.id
     a = plain.encode_units(units, root, Cache(tmp_path / "c1"))
     b = pooled.encode_units(units, root, Cache(tmp_path / "c2"))
@@ -60,10 +60,10 @@ def test_token_pooling_shrinks_pages(tmp_path, tiny_pages):
 
 def test_unknown_family_and_missing_folder(tmp_path):
     (tmp_path / "config.json").write_text('{"model_type": "bert"}')
-    with pytest.raises(E.EncodeError, match="cannot tell the ColPali family"):
-        E.make_encoder("colpali", model=str(tmp_path))
-    with pytest.raises(E.EncodeError, match="set encode.colpali_family"):
-        E.make_encoder("colpali", model="vidore/colqwen2-v1.0")
+    with pytest.raises(encoders.EncodeError, match="cannot tell the ColPali family"):
+        encoders.make_encoder("colpali", model=str(tmp_path))
+    with pytest.raises(encoders.EncodeError, match="set encode.colpali_family"):
+        encoders.make_encoder("colpali", model="vidore/colqwen2-v1.0")
 
 
 @pytest.mark.gpu
@@ -72,9 +72,9 @@ def test_unknown_family_and_missing_folder(tmp_path):
 def test_auto_device_uses_cuda_bf16_and_agrees_with_cpu(family, tmp_path, tiny_pages):
     units, root = tiny_pages
     tiny_colpali.save(family, tmp_path / "model")
-    gpu = E.make_encoder("colpali", model=str(tmp_path / "model"), device="auto", progress=False)
+    gpu = encoders.make_encoder("colpali", model=str(tmp_path / "model"), device="auto", progress=False)
     assert (gpu.device, gpu.dtype) == ("cuda", "bfloat16")
-    cpu = E.make_encoder("colpali", model=str(tmp_path / "model"), device="cpu", progress=False)
+    cpu = encoders.make_encoder("colpali", model=str(tmp_path / "model"), device="cpu", progress=False)
     a = gpu.encode_units(units, root, Cache(tmp_path / "g"))
     b = cpu.encode_units(units, root, Cache(tmp_path / "c"))
     for x, y in zip(a.data, b.data):
@@ -96,7 +96,7 @@ def test_a_corrupt_page_is_reported_and_skipped_not_the_whole_pass(tmp_path, tin
     units, root = tiny_pages
     tiny_colpali.save("ColIdefics3", tmp_path / "model")
     more = with_corrupt_page(units, tmp_path, b"\x89PNG truncated")
-    enc = E.make_encoder("colpali", model=str(tmp_path / "model"), device="cpu", progress=False)
+    enc = encoders.make_encoder("colpali", model=str(tmp_path / "model"), device="cpu", progress=False)
     vecs = enc.encode_units(more, root, Cache(tmp_path / "c"))
     assert vecs.ids == list(units["unit_id"]) and len(vecs.data) == 3
     assert [u for u, _ in vecs.stats["failed"]] == ["doc:9"]

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 import torch
 from lookalike.io.cache import Cache
-from lookalike.retrieval import encoders as E
+from lookalike.retrieval import encoders
 from lookalike.retrieval import clustering
 from lookalike.retrieval import doc_context, fusion
 from lookalike.retrieval import indexes as retrieve
@@ -57,7 +57,7 @@ def test_ocr_workers_are_spawned_not_forked_and_read_what_one_process_reads(demo
 def test_cache_hit_miss_and_corruption(tmp_path, demo_units):
     units, base = demo_units
     cache = Cache(tmp_path / "cache")
-    enc = E.make_encoder("appearance", progress=False)
+    enc = encoders.make_encoder("appearance", progress=False)
     sub = units.head(3)
     first = enc.encode_units(sub, base, cache)
     assert first.stats["computed"] == 3
@@ -80,16 +80,16 @@ def test_cache_keys_change_with_encoder_settings(tmp_path):
     cache.put_text("ab" * 32, "ocr:engine-a", "old text")
     assert cache.get_text("ab" * 32, "ocr:engine-a") == "old text"
     assert cache.get_text("ab" * 32, "ocr:engine-b") is None
-    a = E.make_encoder("ocr-minilm", ocr_engine="rapidocr", progress=False)
-    b = E.make_encoder("ocr-minilm", ocr_engine="tesseract", progress=False)
+    a = encoders.make_encoder("ocr-minilm", ocr_engine="rapidocr", progress=False)
+    b = encoders.make_encoder("ocr-minilm", ocr_engine="tesseract", progress=False)
     assert a.id != b.id
 
 
 def test_cache_keys_hold_the_device_class_and_precision():
-    cpu = E.make_encoder("ocr-minilm", progress=False)
-    gpu0 = E.make_encoder("ocr-minilm", progress=False)
+    cpu = encoders.make_encoder("ocr-minilm", progress=False)
+    gpu0 = encoders.make_encoder("ocr-minilm", progress=False)
     gpu0.device, gpu0.dtype = "cuda:0", "bfloat16"          # as resolve_device gives them on a GPU machine
-    gpu1 = E.make_encoder("ocr-minilm", progress=False)
+    gpu1 = encoders.make_encoder("ocr-minilm", progress=False)
     gpu1.device, gpu1.dtype = "cuda:1", "bfloat16"
     assert cpu.id.endswith("|cpu/float32") and gpu0.id.endswith("|cuda/bfloat16")
     assert cpu.id != gpu0.id and gpu0.id == gpu1.id         # another GPU of the same class shares entries
@@ -228,20 +228,20 @@ def test_vectors_save_and_load_round_trip(tmp_path):
 
 
 def test_appearance_encoder_has_no_text_side():
-    with pytest.raises(E.EncodeError, match="pages only"):
-        E.make_encoder("appearance").encode_queries(["x"], ["q"])
+    with pytest.raises(encoders.EncodeError, match="pages only"):
+        encoders.make_encoder("appearance").encode_queries(["x"], ["q"])
 
 
 def test_missing_colpali_model_says_how_to_provide_one(tmp_path):
-    with pytest.raises(E.EncodeError, match="set encode.colpali_model to a local folder"):
-        E.make_encoder("colpali", model="")
-    with pytest.raises(E.EncodeError, match="no config.json"):
-        E.make_encoder("colpali", model=str(tmp_path))
+    with pytest.raises(encoders.EncodeError, match="set encode.colpali_model to a local folder"):
+        encoders.make_encoder("colpali", model="")
+    with pytest.raises(encoders.EncodeError, match="no config.json"):
+        encoders.make_encoder("colpali", model=str(tmp_path))
 
 
 def test_caption_text_joins_the_caption_fields():
     row = {"filename": "hg_2024q2_deck_p03.png", "alt_text": "bar chart", "caption": ""}
-    assert E.caption_text(row) == "hg 2024q2 deck p03 bar chart"
+    assert encoders.caption_text(row) == "hg 2024q2 deck p03 bar chart"
 
 
 def test_bm25_over_units_without_any_text_scores_zero():

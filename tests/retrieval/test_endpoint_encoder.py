@@ -10,7 +10,7 @@ from lookalike.stages.base import context
 import pytest
 
 from lookalike.io.cache import Cache
-from lookalike.retrieval import encoders as E
+from lookalike.retrieval import encoders
 from lookalike.retrieval import systems
 from lookalike.retrieval.encoders.endpoint import EndpointUnavailable
 
@@ -50,7 +50,7 @@ class FakeServer(Services):
 
 
 def _encoder(server, **kw):
-    return E.make_encoder("endpoint", url=server.url, model="toy-embed", backoff_s=0.01, **kw)
+    return encoders.make_encoder("endpoint", url=server.url, model="toy-embed", backoff_s=0.01, **kw)
 
 
 def test_texts_are_batched_cached_and_the_key_is_sent_but_never_kept(tmp_path, monkeypatch):
@@ -110,14 +110,14 @@ def test_a_server_that_stays_down_stops_the_pass_with_the_url_and_the_attempts(t
 
 
 def test_the_endpoint_encoder_needs_a_url_and_a_model():
-    with pytest.raises(E.EncodeError, match="needs a url"):
-        E.make_encoder("endpoint")
+    with pytest.raises(encoders.EncodeError, match="needs a url"):
+        encoders.make_encoder("endpoint")
 
 
 def test_every_registry_entry_declares_what_it_reads():
     # the lazy entries (colpali, endpoint) must declare a provenance like the classes, or indexing
     # such a system fails in systems.declared_provenance
-    for name in E.ENCODERS:
+    for name in encoders.ENCODERS:
         assert systems.declared_provenance(name) in ("pixels", "caption-text")
 
 

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from lookalike import params as P
 from lookalike.io.cache import Cache
-from lookalike.retrieval import encoders as E
+from lookalike.retrieval import encoders
 from lookalike.retrieval import systems
 from lookalike.retrieval.encoders.base import EncodeError
 from lookalike.stages.base import context
@@ -63,7 +63,7 @@ def test_a_plugin_by_file_path_and_by_module_ranks_like_a_built_in(tmp_path, pag
     for spec in (f"{path}:Colour", "colour_plugin:Colour"):
         if ":" in spec and not spec.startswith("/"):
             monkeypatch.syspath_prepend(str(tmp_path))
-        assert E.system_name(spec) == "colour" and E.encoder_class(spec).provenance == "pixels"
+        assert encoders.system_name(spec) == "colour" and encoders.encoder_class(spec).provenance == "pixels"
         ctx = context(tmp_path, {"encode": {"encoders": [spec], "settings": {"colour": {"scale": 2.0}}}})
         settings = ctx.encoder_settings()
         vecs, table, _ = systems.encode_units(pages, tmp_path, [spec], Cache(tmp_path / "c"), **settings)
@@ -91,21 +91,21 @@ def test_a_plugin_that_declares_wrongly_is_refused_with_the_reason(tmp_path, cha
     module = f"bad_{abs(hash(str(change))) % 10**6}"
     path = plugin(tmp_path, module=module, **change)
     with pytest.raises(EncodeError, match=message):
-        E.encoder_class(f"{path}:Colour")
+        encoders.encoder_class(f"{path}:Colour")
 
 
 def test_a_plugin_that_cannot_be_found_says_where_it_looked(tmp_path):
     with pytest.raises(EncodeError, match="cannot import no_such_package_xyz"):
-        E.encoder_class("no_such_package_xyz.mod:Enc")
+        encoders.encoder_class("no_such_package_xyz.mod:Enc")
     with pytest.raises(EncodeError, match="no file"):
-        E.encoder_class("examples/nothing_here.py:Enc")
+        encoders.encoder_class("examples/nothing_here.py:Enc")
     with pytest.raises(EncodeError, match="has no 'Nope'"):
-        E.encoder_class(f"{EXAMPLE.split(':')[0]}:Nope")
+        encoders.encoder_class(f"{EXAMPLE.split(':')[0]}:Nope")
     with pytest.raises(EncodeError, match="unknown encoder 'clipp'"):
-        E.encoder_class("clipp")
+        encoders.encoder_class("clipp")
     (tmp_path / "broken.py").write_text("import numpy as np\nraise RuntimeError('boom')\n")
     with pytest.raises(EncodeError, match="importing .*broken.py failed: RuntimeError: boom"):
-        E.encoder_class(f"{tmp_path / 'broken.py'}:X")
+        encoders.encoder_class(f"{tmp_path / 'broken.py'}:X")
 
 
 def test_a_plugin_that_reorders_its_units_is_caught(tmp_path, pages):
@@ -136,14 +136,14 @@ def test_encode_settings_is_an_open_mapping_and_a_built_in_typo_is_refused(tmp_p
 
 
 def test_the_example_plugin_hashes_pages_queries_and_captions_into_one_space(tmp_path):
-    cls = E.encoder_class(EXAMPLE)
+    cls = encoders.encoder_class(EXAMPLE)
     enc = cls(dim=256, progress=False)
     q = enc.encode_queries(["Revenue by region, Q3 FY2024"], ["q"])
     c = enc.encode_captions(["revenue by region q3 fy2024"], ["u"])
     assert q.data.shape == (1, 256) and c.provenance == "caption-text"
     np.testing.assert_array_equal(q.data, c.data)         # lower-cased words: the same vector
     assert abs(float(np.linalg.norm(q.data)) - 1) < 1e-6
-    assert E.has_captions(EXAMPLE) and not E.has_captions("ocr-minilm")
+    assert encoders.has_captions(EXAMPLE) and not encoders.has_captions("ocr-minilm")
 
 
 @pytest.mark.slow

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from lookalike import params as P
+from lookalike import params
 from lookalike.io import corpus
-from lookalike.judging import judges as J
+from lookalike.judging import judges
 from lookalike.registry import Registry, UnknownName
 from lookalike.retrieval import derived, fusion
 
@@ -22,7 +22,7 @@ JUDGE_KEYS = {"validate.judge": (None, {"auto"}), "validate.compare_judge": (Non
 
 def drift(key: str, registry: Registry, extra: set[str] = frozenset()) -> str:
     """What the schema and the registry disagree on for a key that names exactly the registry's entries."""
-    allowed = set(P.allowed_values(key) or []) - set(extra)
+    allowed = set(params.allowed_values(key) or []) - set(extra)
     names = set(registry.names())
     return "" if allowed == names else f"{key}: schema only {sorted(allowed - names)}, registry only {sorted(names - allowed)}"
 
@@ -36,8 +36,8 @@ def test_schema_values_are_the_registry_names(key, registry):
 @pytest.fixture
 def judges_registry(monkeypatch):
     """The judge registry, restored after the test (a judge registered in it is gone again)."""
-    monkeypatch.setattr(J.REGISTRY, "_specs", dict(J.REGISTRY._specs))
-    return J.REGISTRY
+    monkeypatch.setattr(judges.REGISTRY, "_specs", dict(judges.REGISTRY._specs))
+    return judges.REGISTRY
 
 
 @pytest.mark.parametrize("source", ["model", "human", "reference"])
@@ -45,29 +45,29 @@ def test_a_judge_key_allows_the_judges_registered_when_the_run_is_checked(judges
     """The judge keys' allowed values are read from the registry at check time, by the source of the
     judge's labels: a judge registered after lookalike was imported is allowed where its kind is."""
     class Newcomer:
-        capabilities = J.Capabilities(source)
+        capabilities = judges.Capabilities(source)
 
         @classmethod
         def from_resources(cls, **_):
             return cls()
 
         def judge(self, question, unit):
-            return J.Judgement("irrelevant", "", self.name)
+            return judges.Judgement("irrelevant", "", self.name)
 
     for key in JUDGE_KEYS:
-        assert "newcomer" not in P.allowed_values(key)
-    J.register("newcomer", "a judge of this test")(Newcomer)
+        assert "newcomer" not in params.allowed_values(key)
+    judges.register("newcomer", "a judge of this test")(Newcomer)
     for key, (tags, words) in JUDGE_KEYS.items():
         fits = tags is None or source in tags
-        assert ("newcomer" in P.allowed_values(key)) == fits, key
-        assert set(P.allowed_values(key)) == words | {n for n in J.REGISTRY if tags is None
-                                                      or J.REGISTRY[n].capabilities.source in tags}
+        assert ("newcomer" in params.allowed_values(key)) == fits, key
+        assert set(params.allowed_values(key)) == words | {n for n in judges.REGISTRY if tags is None
+                                                      or judges.REGISTRY[n].capabilities.source in tags}
         section, name = key.split(".")
         if fits:
-            P.check({section: {name: "newcomer"}})
+            params.check({section: {name: "newcomer"}})
         else:
-            with pytest.raises(P.ParamsError, match=f"key '{key}' must be one of .*a judge of the kind this key needs"):
-                P.check({section: {name: "newcomer"}})
+            with pytest.raises(params.ParamsError, match=f"key '{key}' must be one of .*a judge of the kind this key needs"):
+                params.check({section: {name: "newcomer"}})
 
 
 def test_the_drift_check_fails_when_a_registry_grows(monkeypatch):
@@ -100,14 +100,14 @@ def test_an_unknown_corpus_source_is_refused_with_the_known_ones(tmp_path):
 
 
 def test_encoders_are_one_registry_of_specs_that_declare_what_they_read():
-    from lookalike.retrieval import encoders as E
+    from lookalike.retrieval import encoders
     from lookalike.retrieval.encoders.base import PROVENANCES
 
-    assert {"ocr-minilm", "ocr-bm25", "caption-minilm", "appearance", "colpali", "bi", "clip", "endpoint"} <= set(E.ENCODERS)
-    for name, spec in E.ENCODERS.items():
-        assert spec.name == name and spec.provenance in PROVENANCES and spec.kind in E.KINDS
-        assert E.encoder_class(name) is spec and E.has_captions(name) == spec.captions
+    assert {"ocr-minilm", "ocr-bm25", "caption-minilm", "appearance", "colpali", "bi", "clip", "endpoint"} <= set(encoders.ENCODERS)
+    for name, spec in encoders.ENCODERS.items():
+        assert spec.name == name and spec.provenance in PROVENANCES and spec.kind in encoders.KINDS
+        assert encoders.encoder_class(name) is spec and encoders.has_captions(name) == spec.captions
     # a class's own declaration is what its spec says (the spec is not a second place to keep in step)
-    assert E.ENCODERS["ocr-minilm"].reads_ocr and E.ENCODERS["ocr-minilm"].make is E.OcrMiniLM
-    with pytest.raises(E.EncodeError, match="unknown encoder 'ocr-minlm'"):
-        E.encoder_class("ocr-minlm")
+    assert encoders.ENCODERS["ocr-minilm"].reads_ocr and encoders.ENCODERS["ocr-minilm"].make is encoders.OcrMiniLM
+    with pytest.raises(encoders.EncodeError, match="unknown encoder 'ocr-minlm'"):
+        encoders.encoder_class("ocr-minlm")

@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 from lookalike.io.cache import Cache
-from lookalike.retrieval import derived as D
-from lookalike.retrieval import rerank as R
-from lookalike.retrieval import splitting as Q
+from lookalike.retrieval import derived
+from lookalike.retrieval import rerank
+from lookalike.retrieval import splitting
 from lookalike.retrieval.encoders.base import Vectors
 from lookalike.stages.base import context
 
@@ -22,7 +22,7 @@ BASE = pd.DataFrame({"query_id": ["q1"] * 4 + ["q2"] * 3,
 
 def test_rerank_run_reorders_the_top_depth_keeps_the_rest_and_breaks_ties_by_the_base_order():
     flip = {"q1": {"a": 0.1, "b": 0.9, "c": 0.5}, "q2": {"a": 0.2, "b": 0.2}}
-    res = R.rerank_run(BASE, depth=3, score=lambda q, us: np.array([flip[q][u] for u in us]) if q == "q1"
+    res = rerank.rerank_run(BASE, depth=3, score=lambda q, us: np.array([flip[q][u] for u in us]) if q == "q1"
                        else np.array([flip[q].get(u, 0.0) for u in us]))
     order = {q: list(g.sort_values("score", ascending=False)["unit_id"]) for q, g in res.run.groupby("query_id")}
     assert order["q1"] == ["b", "c", "a", "d"]          # top 3 reranked, d (rank 4) stays below
@@ -34,25 +34,25 @@ def test_rerank_run_reorders_the_top_depth_keeps_the_rest_and_breaks_ties_by_the
 def test_a_question_the_reranker_refuses_keeps_its_base_order_and_is_listed():
     def score(q, us):
         if q == "q2":
-            raise R.RerankError("document too long")
+            raise rerank.RerankError("document too long")
         return np.arange(len(us), dtype=float)          # reverses q1's top 3
-    res = R.rerank_run(BASE, depth=3, score=score)
+    res = rerank.rerank_run(BASE, depth=3, score=score)
     q2 = res.run[res.run["query_id"] == "q2"].sort_values("score", ascending=False)
     assert list(q2["unit_id"]) == ["a", "b", "c"] and res.failed == [("q2", "document too long")]
-    with pytest.raises(R.RerankUnavailable):
-        R.rerank_run(BASE, 3, lambda q, us: (_ for _ in ()).throw(R.RerankUnavailable("down")))
+    with pytest.raises(rerank.RerankUnavailable):
+        rerank.rerank_run(BASE, 3, lambda q, us: (_ for _ in ()).throw(rerank.RerankUnavailable("down")))
 
 
 def test_endpoint_reranker_speaks_the_shared_rerank_shape_and_caches(tmp_path, monkeypatch):
     monkeypatch.setenv("RERANK_KEY_FOR_TEST", "sekret")
     with Services() as server:
-        rr = R.EndpointReranker(server.url, "toy-rerank", "RERANK_KEY_FOR_TEST", backoff_s=0.01, cache_dir=tmp_path)
+        rr = rerank.EndpointReranker(server.url, "toy-rerank", "RERANK_KEY_FOR_TEST", backoff_s=0.01, cache_dir=tmp_path)
         s = rr.score("revenue by region", ["headcount table", "revenue by region table", "region map"])
         assert int(np.argmax(s)) == 1
         path, body, headers = server.requests[0]
         assert path == "/v1/rerank" and body["model"] == "toy-rerank" and body["top_n"] == 3
         assert body["documents"][1] == "revenue by region table" and headers["Authorization"] == "Bearer sekret"
-        again = R.EndpointReranker(server.url, "toy-rerank", "RERANK_KEY_FOR_TEST", cache_dir=tmp_path)
+        again = rerank.EndpointReranker(server.url, "toy-rerank", "RERANK_KEY_FOR_TEST", cache_dir=tmp_path)
         np.testing.assert_array_equal(again.score("revenue by region", ["headcount table", "revenue by region table",
                                                                       "region map"]), s)
         assert len(server.requests) == 1                    # the second came from the cache
@@ -61,14 +61,14 @@ def test_endpoint_reranker_speaks_the_shared_rerank_shape_and_caches(tmp_path, m
 
 def test_endpoint_reranker_names_a_malformed_reply_and_a_server_that_is_down(tmp_path):
     with Services({"/rerank": lambda b: (200, {"results": [{"index": 7, "relevance_score": 1.0}]})}) as server:
-        with pytest.raises(R.RerankError, match="malformed"):
-            R.EndpointReranker(server.url, "m", backoff_s=0.01).score("q", ["a", "b"])
+        with pytest.raises(rerank.RerankError, match="malformed"):
+            rerank.EndpointReranker(server.url, "m", backoff_s=0.01).score("q", ["a", "b"])
     with Services({"/rerank": lambda b: (200, {"results": [{"index": 0, "relevance_score": 1.0}]})}) as server:
-        with pytest.raises(R.RerankError, match="scored 1 of 2"):
-            R.EndpointReranker(server.url, "m", backoff_s=0.01).score("q", ["a", "b"])
+        with pytest.raises(rerank.RerankError, match="scored 1 of 2"):
+            rerank.EndpointReranker(server.url, "m", backoff_s=0.01).score("q", ["a", "b"])
     with Services(down=True) as server:
-        with pytest.raises(R.RerankUnavailable, match="no reply after 3 attempts"):
-            R.EndpointReranker(server.url, "m", retries=2, backoff_s=0.01).score("q", ["a"])
+        with pytest.raises(rerank.RerankUnavailable, match="no reply after 3 attempts"):
+            rerank.EndpointReranker(server.url, "m", retries=2, backoff_s=0.01).score("q", ["a"])
         assert len(server.requests) == 3
 
 
@@ -84,7 +84,7 @@ def test_a_tiny_random_cross_encoder_reranks_offline(tmp_path):
                         intermediate_size=37, max_position_embeddings=128, num_labels=1)
     tf.BertForSequenceClassification(cfg).eval().save_pretrained(tmp_path / "ce")
     tok.save_pretrained(tmp_path / "ce")
-    rr = R.CrossEncoderReranker(str(tmp_path / "ce"), cache_dir=tmp_path / "cache")
+    rr = rerank.CrossEncoderReranker(str(tmp_path / "ce"), cache_dir=tmp_path / "cache")
     docs = ["revenue by segment", "quarter", "segment"]
     s = rr.score("revenue by segment quarter", docs)
     assert s.shape == (3,) and np.isfinite(s).all()
@@ -99,29 +99,29 @@ def test_maxsim_reranker_rescores_with_the_multi_vector_model():
     rng = np.random.default_rng(0)
     pages = {u: rng.standard_normal((5, 8)).astype(np.float32) for u in "abcd"}
     q = pages["c"][:2] + 0.01
-    rr = R.MaxSimReranker("toy-multi", pages, {"q1": q})
+    rr = rerank.MaxSimReranker("toy-multi", pages, {"q1": q})
     s = rr.score_ids("q1", ["a", "b", "c"])
     assert int(np.argmax(s)) == 2
-    res = R.rerank_run(BASE[BASE["query_id"] == "q1"], 3, rr.score_ids)
+    res = rerank.rerank_run(BASE[BASE["query_id"] == "q1"], 3, rr.score_ids)
     assert res.run.sort_values("score", ascending=False)["unit_id"].iloc[0] == "c"
-    with pytest.raises(R.RerankError, match="no vectors"):
+    with pytest.raises(rerank.RerankError, match="no vectors"):
         rr.score_ids("q9", ["a"])
 
 
 def test_parse_subqueries_reads_json_anywhere_or_numbered_lines_and_refuses_nothing():
-    assert Q.parse_subqueries('Sure: ["revenue Q1", "revenue Q2", "revenue q1"]', 4) == ["revenue Q1", "revenue Q2"]
-    assert Q.parse_subqueries("1. revenue 2023\n2) revenue 2024\n- headcount", 2) == ["revenue 2023", "revenue 2024"]
-    with pytest.raises(Q.SplitError, match="no sub-queries"):
-        Q.parse_subqueries("I cannot help with that.", 4)
-    with pytest.raises(Q.SplitError):
-        Q.parse_subqueries("[]", 4)
+    assert splitting.parse_subqueries('Sure: ["revenue Q1", "revenue Q2", "revenue q1"]', 4) == ["revenue Q1", "revenue Q2"]
+    assert splitting.parse_subqueries("1. revenue 2023\n2) revenue 2024\n- headcount", 2) == ["revenue 2023", "revenue 2024"]
+    with pytest.raises(splitting.SplitError, match="no sub-queries"):
+        splitting.parse_subqueries("I cannot help with that.", 4)
+    with pytest.raises(splitting.SplitError):
+        splitting.parse_subqueries("[]", 4)
 
 
 def test_round_robin_merge_places_each_unit_once_in_sub_query_order():
     splits = pd.DataFrame({"query_id": ["q", "q"], "sub_id": ["q~1", "q~2"], "position": [1, 2], "text": ["x", "y"]})
     sub = pd.DataFrame({"query_id": ["q~1"] * 3 + ["q~2"] * 3, "unit_id": ["a", "b", "c", "b", "d", "e"],
                         "score": [3.0, 2.0, 1.0, 3.0, 2.0, 1.0]})
-    merged = Q.merge_round_robin(sub, splits, depth=4)
+    merged = splitting.merge_round_robin(sub, splits, depth=4)
     assert list(merged.sort_values("score", ascending=False)["unit_id"]) == ["a", "b", "d", "c"]
 
 
@@ -129,18 +129,18 @@ def test_chat_splitter_decomposes_caches_and_lists_what_it_could_not_split(tmp_p
     questions = pd.DataFrame({"query_id": ["q1", "q2"], "text": ["revenue in 2023 and revenue in 2024",
                                                                  "UNREADABLE question"]})
     with Services() as server:
-        sp = Q.ChatSplitter(server.url, "toy-chat", max_subqueries=3, backoff_s=0.01, cache_dir=tmp_path)
-        out = Q.split_questions(sp, questions)
+        sp = splitting.ChatSplitter(server.url, "toy-chat", max_subqueries=3, backoff_s=0.01, cache_dir=tmp_path)
+        out = splitting.split_questions(sp, questions)
         assert list(out.table["text"]) == ["revenue in 2023", "revenue in 2024", "UNREADABLE question"]
         assert out.failed and out.failed[0][0] == "q2" and "no sub-queries" in out.failed[0][1]
         path, body, _ = server.requests[0]
         assert path == "/v1/chat/completions" and body["temperature"] == 0 and body["model"] == "toy-chat"
         n = len(server.requests)
-        Q.split_questions(Q.ChatSplitter(server.url, "toy-chat", max_subqueries=3, cache_dir=tmp_path), questions)
+        splitting.split_questions(splitting.ChatSplitter(server.url, "toy-chat", max_subqueries=3, cache_dir=tmp_path), questions)
         assert len(server.requests) == n                    # both replies cached (the unreadable one reads the same again)
     with Services(down=True) as server:
-        with pytest.raises(Q.SplitUnavailable):
-            Q.split_questions(Q.ChatSplitter(server.url, "m", retries=1, backoff_s=0.01), questions)
+        with pytest.raises(splitting.SplitUnavailable):
+            splitting.split_questions(splitting.ChatSplitter(server.url, "m", retries=1, backoff_s=0.01), questions)
 
 
 def _ctx(tmp_path, **sections):
@@ -153,11 +153,11 @@ def test_derived_systems_are_built_from_parameters_or_skipped_with_the_reason(tm
     vecs = {"toy": Vectors("toy", "pixels", list("abcd"), np.eye(4, dtype=np.float32))}
     cache = Cache(tmp_path / "cache")
     plain = _ctx(tmp_path).config
-    none = D.build({"toy": BASE}, questions, vecs, units, tmp_path, cache, plain.rerank, plain.split, plain.encode, {}, 100)
+    none = derived.build({"toy": BASE}, questions, vecs, units, tmp_path, cache, plain.rerank, plain.split, plain.encode, {}, 100)
     assert none.runs == {} and none.notes == []
     asked = _ctx(tmp_path, rerank={"systems": ["toy", "nope"]}, split={"systems": ["toy"]})
     cfg = asked.config
-    out = D.build({"toy": BASE}, questions, vecs, units, tmp_path, cache, cfg.rerank, cfg.split, cfg.encode, {}, 100)
+    out = derived.build({"toy": BASE}, questions, vecs, units, tmp_path, cache, cfg.rerank, cfg.split, cfg.encode, {}, 100)
     assert out.runs == {}
     said = "\n".join(out.notes)
     assert "'nope' is not a system of this run" in said

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from lookalike.io.cache import Cache
 from lookalike.retrieval import indexes as retrieve
-from lookalike.retrieval import store as S
+from lookalike.retrieval import store
 from lookalike.retrieval import systems
 from lookalike.retrieval.encoders.base import Vectors
 from lookalike.retrieval.late_interaction import maxsim
@@ -28,18 +28,18 @@ def half(pages):
 
 def stored(tmp_path, pages, name="s"):
     ids = [f"u{i:03d}" for i in range(len(pages))]
-    st = S.PageStore.write(tmp_path / name, ids, pages, int(np.asarray(pages[0]).shape[1]), "toy")
+    st = store.PageStore.write(tmp_path / name, ids, pages, int(np.asarray(pages[0]).shape[1]), "toy")
     return Vectors("toy", "pixels", ids, st.pages(), "multi")
 
 
 def test_the_writer_refuses_a_vector_float16_cannot_hold_and_names_the_unit(tmp_path):
-    w = S.PageWriter(tmp_path / "s")
+    w = store.PageWriter(tmp_path / "s")
     w.append("doc:1", np.ones((2, 4), np.float32))
     with pytest.raises(ValueError, match="unit 'doc:2'.*not finite in float16"):
         w.append("doc:2", np.full((1, 4), 1e5, np.float32))          # beyond float16's 65504: would be inf
     with pytest.raises(ValueError, match="unit 'doc:3' has vectors of shape \\(2, 5\\)"):
-        S.PageWriter(tmp_path / "t", 4).append("doc:3", np.ones((2, 5)))
-    assert not (tmp_path / "s" / S.META).exists()                   # nothing readable was left behind
+        store.PageWriter(tmp_path / "t", 4).append("doc:3", np.ones((2, 5)))
+    assert not (tmp_path / "s" / store.META).exists()                   # nothing readable was left behind
 
 
 @pytest.mark.parametrize("budget", [0.002, 0.05, 512.0])
@@ -50,14 +50,14 @@ def test_exact_topk_keeps_the_full_matrix_top_k_and_every_tie_at_the_cut(budget)
     pages = [p.astype(np.float32) for p in pages]
     queries = [np.round(rng.standard_normal((3, 4)) * 2).astype(np.float32) / 2 for _ in range(5)]
     full = maxsim(queries, pages)
-    idx, scores = S.exact_topk(queries, pages, 10, budget)
+    idx, scores = store.exact_topk(queries, pages, 10, budget)
     for q in range(len(queries)):
         kth = np.sort(full[q])[::-1][9]
         want = set(np.flatnonzero(full[q] >= kth))
         got = set(idx[q][idx[q] >= 0])
         assert got == want                                           # the top 10 and every page tied with the 10th
         np.testing.assert_array_equal(scores[q][idx[q] >= 0], full[q][idx[q][idx[q] >= 0]])
-    np.testing.assert_array_equal(S.canonical_rows(idx, scores, 10), S.topk(full, 10))
+    np.testing.assert_array_equal(store.canonical_rows(idx, scores, 10), store.topk(full, 10))
 
 
 def test_a_stored_index_gives_the_in_memory_run_over_the_same_float16_pages(tmp_path):
@@ -72,14 +72,14 @@ def test_a_stored_index_gives_the_in_memory_run_over_the_same_float16_pages(tmp_
         pd.testing.assert_frame_equal(a.add(on_disk).search(qv, k=15), b.add(in_memory).search(qv, k=15))
         if search == "candidates":
             assert a.candidate_recall(qv, 9) == b.candidate_recall(qv, 9)
-            assert (tmp_path / "s" / "centroids-4" / S.VECTORS).is_file()   # centroids on disk, beside the pages
+            assert (tmp_path / "s" / "centroids-4" / store.VECTORS).is_file()   # centroids on disk, beside the pages
 
 
 def test_indexing_stored_pages_reads_no_page_and_a_second_add_is_refused(tmp_path, monkeypatch):
     rng = np.random.default_rng(0)
     vecs = stored(tmp_path, [rng.standard_normal((5, 8)).astype(np.float32) for _ in range(50)])
     reads = []
-    monkeypatch.setattr(S.PageStore, "read", lambda self, i: reads.append(i))
+    monkeypatch.setattr(store.PageStore, "read", lambda self, i: reads.append(i))
     index = retrieve.MultiVectorIndex().add(vecs)                   # indexing must not copy the pages into memory
     assert reads == [] and index.stored and vecs.describe().endswith("float16 on disk")
     assert list(vecs.token_counts()) == [5] * 50 and vecs.dim == 8 and reads == []
@@ -148,9 +148,9 @@ def test_candidate_search_in_blocks_of_questions_gives_the_same_candidates_and_s
     """The first stage's (questions x pages) scores are bounded by the memory budget: questions go in
     blocks (here one at a time), and nothing a question gets depends on its block."""
     queries, pages, _ = corpora.structured(300, 7, page_tokens=30, dim=16, seed=5)
-    st = S.PageStore.write(tmp_path / "s", [f"u{i}" for i in range(300)], pages, 16)
-    cent = S.CentroidIndex.build(st, tmp_path / "c", clusters=4).first_stage()
-    whole = S.candidate_search(queries, st, cent, k=10, n_candidates=40, memory_budget_mb=512.0)
-    one_by_one = S.candidate_search(queries, st, cent, k=10, n_candidates=40, memory_budget_mb=0.003)
+    st = store.PageStore.write(tmp_path / "s", [f"u{i}" for i in range(300)], pages, 16)
+    cent = store.CentroidIndex.build(st, tmp_path / "c", clusters=4).first_stage()
+    whole = store.candidate_search(queries, st, cent, k=10, n_candidates=40, memory_budget_mb=512.0)
+    one_by_one = store.candidate_search(queries, st, cent, k=10, n_candidates=40, memory_budget_mb=0.003)
     for a, b in zip(whole, one_by_one):
         np.testing.assert_array_equal(a, b)

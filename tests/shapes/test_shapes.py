@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from lookalike.cli import run
-from lookalike.report import audit as A
+from lookalike.report import audit
 
 from shape_corpora import SHAPES
 
@@ -41,7 +41,7 @@ def _table(run_dir: Path, name: str):
 
 
 def _summary(run_dir: Path) -> str:
-    return A._text_of_html((run_dir / "summary.html").read_text(encoding="utf-8"))
+    return audit._text_of_html((run_dir / "summary.html").read_text(encoding="utf-8"))
 
 
 # what each shape is there to exercise, checked on its run (a shape that stopped exercising it would pass

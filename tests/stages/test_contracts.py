@@ -10,10 +10,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from lookalike.stages import contracts as K
+from lookalike.stages import contracts
 from lookalike.stages.base import StageResult
 
-LIB = Path(K.__file__).resolve().parent
+LIB = Path(contracts.__file__).resolve().parent
 
 
 def source_tables(module: str) -> tuple[set[str], set[str]]:
@@ -39,9 +39,9 @@ def source_tables(module: str) -> tuple[set[str], set[str]]:
     return reads, writes
 
 
-@pytest.mark.parametrize("stage", K.STAGES)
+@pytest.mark.parametrize("stage", contracts.STAGES)
 def test_each_stage_reads_and_writes_what_it_declares(stage):
-    c = K.CONTRACTS[stage]
+    c = contracts.CONTRACTS[stage]
     reads, writes = source_tables(c.module)
     assert reads == set(c.reads), f"{stage}: read but not declared {sorted(reads - c.reads)}, " \
                                   f"declared but not read {sorted(c.reads - reads)}"
@@ -50,15 +50,15 @@ def test_each_stage_reads_and_writes_what_it_declares(stage):
 
 
 def test_every_table_a_stage_reads_is_written_before_it():
-    assert K.unmet_reads(K.CONTRACTS) == []
+    assert contracts.unmet_reads(contracts.CONTRACTS) == []
 
 
 def test_the_order_check_fails_when_a_stage_reads_a_later_table():
     """The check can fail: stage 04 reading stage 06's pool, and a stage reading a table nobody writes."""
-    broken = dict(K.CONTRACTS)
+    broken = dict(contracts.CONTRACTS)
     c = broken["04_hard_negatives"]
-    broken["04_hard_negatives"] = K.Contract(c.module, c.reads | {"pool", "no_such_table"}, c.writes, c.files)
-    assert K.unmet_reads(broken) == ["04_hard_negatives reads tables/no_such_table.csv, which no earlier stage writes",
+    broken["04_hard_negatives"] = contracts.Contract(c.module, c.reads | {"pool", "no_such_table"}, c.writes, c.files)
+    assert contracts.unmet_reads(broken) == ["04_hard_negatives reads tables/no_such_table.csv, which no earlier stage writes",
                                      "04_hard_negatives reads tables/pool.csv, which no earlier stage writes"]
 
 
@@ -73,7 +73,7 @@ def test_save_refuses_an_undeclared_table(tmp_path):
     res = StageResult("04_hard_negatives", "t", tmp_path)
     res.table("distractors", pd.DataFrame({"a": [1]}))
     res.table("my_new_table", pd.DataFrame({"a": [1]}))
-    with pytest.raises(K.ContractError, match="my_new_table"):
+    with pytest.raises(contracts.ContractError, match="my_new_table"):
         res.save()
 
 
@@ -82,5 +82,5 @@ def test_undeclared_files_are_named():
           "html/04_hard_negatives.report.html", "headlines/04_hard_negatives.json", "store/page_texts/x.npz",
           "index.html", "manifest.json"]
     bad = ["runs/ocr-bm25.run", "tables/pool.csv", "figures/07_sufficiency.svg"]
-    assert K.undeclared_files("04_hard_negatives", ok + bad) == sorted(bad)
-    assert K.undeclared_files("02_encode", ["runs/x.run", "vectors/a.pages/0.npy", "qrels/evidence.qrels"]) == []
+    assert contracts.undeclared_files("04_hard_negatives", ok + bad) == sorted(bad)
+    assert contracts.undeclared_files("02_encode", ["runs/x.run", "vectors/a.pages/0.npy", "qrels/evidence.qrels"]) == []

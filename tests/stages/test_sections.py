@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 
 from lookalike import params as P, stages
-from lookalike.stages import contracts as K
+from lookalike.stages import contracts
 from lookalike.stages.base import Section
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "shapes"))
@@ -104,7 +104,7 @@ def test_section_called_alone_gives_what_it_gave_in_its_stage(recorded, module, 
         args, kwargs = bound.args, bound.kwargs
     sec = out[0]
     assert isinstance(sec, Section) and sec.stage == MODULES[module].STAGE
-    undeclared = K.undeclared_tables(sec.stage, sec.tables)
+    undeclared = contracts.undeclared_tables(sec.stage, sec.tables)
     assert not undeclared, f"{module}.{name} builds tables its contract does not declare: {undeclared}"
     ctx = recorded[0]
     before = _files(ctx.run_dir)
@@ -239,9 +239,9 @@ def test_source_structure_names_a_missing_column(recorded):
 
 
 def test_stage_07_headline_without_validated_questions(recorded):
-    from lookalike.report import claims as CL
+    from lookalike.report import claims
 
-    none = CL.claims_record([CL.verdict_claim(pd.DataFrame(), pd.DataFrame(), pd.DataFrame())])["claims"][0]
+    none = claims.claims_record([claims.verdict_claim(pd.DataFrame(), pd.DataFrame(), pd.DataFrame())])["claims"][0]
     sec, = call(recorded, "metric_tables", "stage_headline_section", verdict=none)
     assert sec.sentence.startswith("No system can be named best under hard negatives") and sec.numbers == {}
 
@@ -258,13 +258,13 @@ def test_summary_blocks_without_scored_questions_keep_only_what_was_scored_and_t
     x = copy.copy(recorded_input(recorded, "metric_tables", "summary_section", "x"))
     t = recorded_input(recorded, "metric_tables", "summary_section", "t")
     x.validated = x.validated.iloc[:0]
-    from lookalike.report import summary as SU
+    from lookalike.report import summary
 
-    blocks = SU.blocks(MODULES["metric_tables"].summary_inputs(x, t, {"scored": {"text": "0 of 0"}}, "doc_id", "page"))
+    blocks = summary.blocks(MODULES["metric_tables"].summary_inputs(x, t, {"scored": {"text": "0 of 0"}}, "doc_id", "page"))
     assert [b.heading for b in blocks][0] == "What was scored"
     assert {b.heading for b in blocks} <= {"What was scored", "How the labels were made", "What the labels rest on",
                                            "People-judged questions a machine judge flagged"}
-    full = SU.blocks(MODULES["metric_tables"].summary_inputs(recorded_input(recorded, "metric_tables", "summary_section",
+    full = summary.blocks(MODULES["metric_tables"].summary_inputs(recorded_input(recorded, "metric_tables", "summary_section",
                                                                             "x"), t, {"scored": {"text": "9 of 9"}},
                                                              "doc_id", "image"))
     assert len(full) > len(blocks) and full[0].text == "9 of 9"

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from conftest import REPO
-from lookalike import params as P, stages
+from lookalike import params, stages
 
 pytestmark = pytest.mark.slow
 
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("stages") / "ci"
-    ctx = stages.context(run_dir, P.load_params(REPO / "params" / "ci.yaml"))
+    ctx = stages.context(run_dir, params.load_params(REPO / "params" / "ci.yaml"))
     out = {}
     for _notebook, module in stages.STAGES.items():
         res = importlib.import_module(f"lookalike.stages.{module}").run(ctx)

@@ -12,11 +12,11 @@ import numpy as np
 import pandas as pd
 
 from lookalike.data.schema import CAPTION_COLUMNS, filename_words
-from lookalike.eval import metrics as M
+from lookalike.eval import metrics
 from lookalike.eval import stats
 from lookalike.io.cache import Cache
 from lookalike.io.labels import read_filled_sheet
-from lookalike.retrieval import encoders as E
+from lookalike.retrieval import encoders
 from lookalike.retrieval import fusion
 from lookalike.retrieval import indexes as retrieve
 from lookalike.retrieval import systems
@@ -74,7 +74,7 @@ def ablation_table(runs: dict[str, pd.DataFrame], queries: pd.DataFrame, qrels: 
     resamples)."""
     rows, per_query = [], []
     for index in INDEXES:
-        ev = M.evaluate(qrels, runs[index], ["recall_10", "ndcg_cut_10"], level=level, complete=True)
+        ev = metrics.evaluate(qrels, runs[index], ["recall_10", "ndcg_cut_10"], level=level, complete=True)
         pq = ev.per_query.join(queries.set_index("query_id")[["query_set", "unit_id", "register", "content_type"]])
         pq.insert(0, "index", index)
         per_query.append(pq.reset_index())
@@ -185,7 +185,7 @@ def judged_at_k(runs: dict[str, pd.DataFrame], judgements: pd.DataFrame, k: int 
     rows = []
     for name, run in sorted(runs.items()):
         queries = sorted(set(run["query_id"]))
-        values = (M.evaluate(qrels, run, [f"judged_{k}"]).per_query[f"judged_{k}"] if len(qrels) and queries
+        values = (metrics.evaluate(qrels, run, [f"judged_{k}"]).per_query[f"judged_{k}"] if len(qrels) and queries
                   else pd.Series(dtype=float))
         per_query = values.reindex(queries, fill_value=0.0)
         rows.append({"system": name, f"judged_{k}": float(per_query.mean()) if len(per_query) else 0.0,
@@ -291,9 +291,9 @@ def run_ablation(units: pd.DataFrame, base_dir: Path, seed: int, cache: Cache | 
     if max_units is not None and len(units) > max_units:
         rng = np.random.default_rng([seed, 60])
         units = units.iloc[np.sort(rng.choice(len(units), size=max_units, replace=False))].reset_index(drop=True)
-    image_enc = E.make_encoder("ocr-minilm", ocr_engine=ocr_engine, workers=workers, device=device, progress=False,
+    image_enc = encoders.make_encoder("ocr-minilm", ocr_engine=ocr_engine, workers=workers, device=device, progress=False,
                                text_source=text_source)
-    caption_enc = E.make_encoder("caption-minilm", device=device, progress=False)
+    caption_enc = encoders.make_encoder("caption-minilm", device=device, progress=False)
     caption_vectors = caption_enc.encode_units(units, base_dir, cache)
 
     def image_path(us: pd.DataFrame) -> Vectors:
@@ -360,9 +360,9 @@ def _dual_image(enc, units: pd.DataFrame, base_dir: Path, cache: Cache, inject: 
     injection, its embedding of the caption fields (the classic bug, on purpose)."""
     ids = list(units["unit_id"])
     if inject == "caption-index":
-        return E.checked(enc.encode_captions([E.caption_text(r) for r in units.to_dict("records")], ids, cache), ids,
+        return encoders.checked(enc.encode_captions([encoders.caption_text(r) for r in units.to_dict("records")], ids, cache), ids,
                          f"encoder {enc.name} (captions)")
-    return E.checked(enc.encode_units(units, base_dir, cache), ids, f"encoder {enc.name}", "pixels")
+    return encoders.checked(enc.encode_units(units, base_dir, cache), ids, f"encoder {enc.name}", "pixels")
 
 
 def dual_ablation(enc, name: str, units: pd.DataFrame, base_dir: Path, cache: Cache, queries: pd.DataFrame,
@@ -372,15 +372,15 @@ def dual_ablation(enc, name: str, units: pd.DataFrame, base_dir: Path, cache: Ca
     vectors for both query sets. A unit the encoder could not read is out of all three indexes."""
     image = _dual_image(enc, units, base_dir, cache, inject)
     kept = units.set_index("unit_id").loc[list(image.ids)].reset_index()
-    caption = E.checked(enc.encode_captions([E.caption_text(r) for r in kept.to_dict("records")], list(image.ids),
+    caption = encoders.checked(enc.encode_captions([encoders.caption_text(r) for r in kept.to_dict("records")], list(image.ids),
                                             cache), list(image.ids), f"encoder {name} (captions)")
     if caption.provenance != "caption-text":
-        raise E.EncodeError(f"encoder {name}: encode_captions must return provenance 'caption-text', "
+        raise encoders.EncodeError(f"encoder {name}: encode_captions must return provenance 'caption-text', "
                             f"got {caption.provenance!r}")
     if inject == "caption-index":
         image = Vectors(image.encoder_id + "+caption-index", "caption-text", list(image.ids), image.data)
     indexes = build_indexes(image, caption, bool(inject))
-    query_vectors = E.checked(enc.encode_queries(list(queries["text"]), list(queries["query_id"])),
+    query_vectors = encoders.checked(enc.encode_queries(list(queries["text"]), list(queries["query_id"])),
                               list(queries["query_id"]), f"encoder {name} (queries)")
     return search_all(indexes, query_vectors, depth)
 
@@ -439,7 +439,7 @@ def pixel_system_runs(units: pd.DataFrame, base_dir: Path, cache: Cache, queries
                       depth: int = 100, text_source: str = "auto") -> dict[str, pd.DataFrame]:
     """Runs of every pixel system over both query sets, with the same injection as the image index
     (BM25 reads the caption fields for caption-index, or the OCR text with the metadata appended)."""
-    bm25 = E.make_encoder("ocr-bm25", ocr_engine=ocr_engine, workers=workers, progress=False, text_source=text_source)
+    bm25 = encoders.make_encoder("ocr-bm25", ocr_engine=ocr_engine, workers=workers, progress=False, text_source=text_source)
     texts = bm25_texts(units, base_dir, cache, inject, ocr_engine, workers, text_source)
     index = retrieve.BM25Index(accepts=("pixels",), name="ocr-bm25", allow_foreign_provenance=bool(inject)).add(texts)
     bm25_run = index.search(bm25.encode_queries(list(queries["text"]), list(queries["query_id"])), k=depth)
@@ -450,11 +450,11 @@ def bm25_texts(units: pd.DataFrame, base_dir: Path, cache: Cache, inject: str = 
                workers: int = 0, text_source: str = "auto") -> Vectors:
     """What the pixel BM25 index reads per unit: the OCR text, or the injected fault (the caption
     fields for caption-index; the OCR text with the metadata appended otherwise)."""
-    bm25 = E.make_encoder("ocr-bm25", ocr_engine=ocr_engine, workers=workers, progress=False, text_source=text_source)
+    bm25 = encoders.make_encoder("ocr-bm25", ocr_engine=ocr_engine, workers=workers, progress=False, text_source=text_source)
     texts = bm25.encode_units(units, base_dir, cache)
     if inject == "caption-index":
         return Vectors(texts.encoder_id + "+caption-index", "caption-text", list(texts.ids),
-                       [E.caption_text(r) for r in units.to_dict("records")], "text")
+                       [encoders.caption_text(r) for r in units.to_dict("records")], "text")
     if inject:
         extra = dict(zip(units["unit_id"], injected_text(units, inject)))
         return Vectors(texts.encoder_id + f"+{inject}", f"pixels+{inject}", list(texts.ids),
@@ -468,7 +468,7 @@ def pixel_per_query(runs: Mapping[str, pd.DataFrame], queries: pd.DataFrame) -> 
     meta = queries.set_index("query_id")[["query_set", "unit_id"]]
     frames = []
     for name, run in runs.items():
-        pq = M.evaluate(qrels, run, ["recall_10"], level=2, complete=True).per_query[["recall_10"]].join(meta)
+        pq = metrics.evaluate(qrels, run, ["recall_10"], level=2, complete=True).per_query[["recall_10"]].join(meta)
         frames.append(pq.reset_index().assign(index=name))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
         columns=["query_id", "recall_10", "query_set", "unit_id", "index"])

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from lookalike.eval import metrics as M
+from lookalike.eval import metrics
 from lookalike.eval import ranking
 from lookalike.eval import stats
 from lookalike.retrieval import doc_context, fusion
@@ -120,7 +120,7 @@ def per_query(qrels: pd.DataFrame, run: pd.DataFrame, measures: Sequence[str], q
     """Per-query values on exactly these questions (a question missing from the run scores as an
     empty ranking), indexed by query_id."""
     q = qrels[qrels["query_id"].isin(set(query_ids))]
-    ev = M.evaluate(q, run[run["query_id"].isin(set(query_ids))], list(measures), complete=True)
+    ev = metrics.evaluate(q, run[run["query_id"].isin(set(query_ids))], list(measures), complete=True)
     return ev.per_query[ev.measures]
 
 
@@ -238,7 +238,7 @@ def fusion_trace(components: Mapping[str, pd.DataFrame], fused: Mapping[str, pd.
     pools = {name: run.groupby("query_id")["unit_id"].apply(set).to_dict() for name, run in components.items()}
     per_q, counts = [], []
     for method, run in sorted(fused.items()):
-        top = M.rank(run)
+        top = metrics.rank(run)
         top = top[top["rank"] <= k].groupby("query_id")["unit_id"].apply(set).to_dict()
         lost_by = {c: 0 for c in components}
         lost_any = 0

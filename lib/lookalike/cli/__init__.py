@@ -68,10 +68,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "example":
         from pathlib import Path
 
-        from lookalike import params as P
+        from lookalike import params
         from lookalike.data import examples
 
-        folder = Path(args.dir) if args.dir else P.PROJECT_ROOT / "examples" / "generated" / args.name
+        folder = Path(args.dir) if args.dir else params.PROJECT_ROOT / "examples" / "generated" / args.name
         try:
             done = examples.write_example(args.name, folder, seed=args.seed, force=args.force)
         except examples.ExampleError as exc:

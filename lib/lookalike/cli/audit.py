@@ -10,25 +10,25 @@ import argparse
 import sys
 
 from lookalike import stages as stage_modules
-from lookalike.report import audit as A
+from lookalike.report import audit
 from lookalike.report import run_folder
 
 
-def full(run_dir) -> list[A.Violation]:
+def full(run_dir) -> list[audit.Violation]:
     """Every invariant of report.audit, and people's figures against the label database (judging sits
     above the report layer, so its check joins here)."""
     from pathlib import Path
 
     from lookalike.judging import team
 
-    found = A.audit(run_dir, list(stage_modules.STAGES))
+    found = audit.audit(run_dir, list(stage_modules.STAGES))
     try:
         cfg = run_folder.run_config(Path(run_dir))
     except run_folder.ManifestError:
         return found                # said already, as 'readable'
     if cfg is None:
         return found                # no manifest: no label database named
-    return found + [A.Violation("people", file, figure, problem)
+    return found + [audit.Violation("people", file, figure, problem)
                     for file, figure, problem in team.check_run(run_dir, cfg)]
 
 

@@ -22,14 +22,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from lookalike import params as P
+from lookalike import params
 from lookalike.analysis import leakage, questions as Q
-from lookalike.analysis import negatives as N
+from lookalike.analysis import negatives
 from lookalike.data.schema import CorpusError
-from lookalike.io import inputs as I
+from lookalike.io import inputs
 from lookalike.io import pagebase
-from lookalike.judging import judges as J
-from lookalike.judging import labeldb as LDB
+from lookalike.judging import judges
+from lookalike.judging import labeldb
 from lookalike.stages import context, stratify
 
 OK, REFUSED, BAD_PARAMS = 0, 1, 2
@@ -71,13 +71,13 @@ def _guard(report: Report, fn):
     """Run one reader; a refusal (any error naming the file) is recorded, not raised."""
     try:
         return fn()
-    except (CorpusError, J.JudgeError, ValueError, OSError) as exc:
+    except (CorpusError, judges.JudgeError, ValueError, OSError) as exc:
         report.refused = str(exc)
         return None
 
 
 def _human_labels(path, unit_ids, page_base, qids) -> tuple[dict, pd.DataFrame]:
-    judge = J.HumanJudge(path, unit_ids, page_base, query_ids=qids or None)
+    judge = judges.HumanJudge(path, unit_ids, page_base, query_ids=qids or None)
     return judge.labels, judge.skipped
 
 
@@ -110,7 +110,7 @@ def check_inputs(prm: dict) -> list[Report]:
         if qpath:
             r = Report("questions", str(qpath))
             reports.append(r)
-            got = _guard(r, lambda: I.read_questions(qpath, prm["corpus"]["question_columns"],
+            got = _guard(r, lambda: inputs.read_questions(qpath, prm["corpus"]["question_columns"],
                                                      prm["corpus"]["question_ids"]))
             if got is not None:
                 mine, r.skipped = got
@@ -123,15 +123,15 @@ def check_inputs(prm: dict) -> list[Report]:
             r = Report("qrels", str(rpath))
             reports.append(r)
             level = prm["corpus"]["qrels_level"]
-            got = _guard(r, lambda: I.read_judgements(rpath, unit_ids, questions["query_id"], level, page_base,
+            got = _guard(r, lambda: inputs.read_judgements(rpath, unit_ids, questions["query_id"], level, page_base,
                                                       doc_ids=units["doc_id"].unique()))
             if got is not None:
                 qrels, r.skipped = got
                 r.rows = len(qrels)
-                raw = [u for _, _, u, _ in I.judgement_rows(rpath)]     # TREC lines or a CSV / TSV with a header
+                raw = [u for _, _, u, _ in inputs.judgement_rows(rpath)]     # TREC lines or a CSV / TSV with a header
                 if level == "page":
                     r.notes.append(f"page base declared {page_base}; {pagebase.evidence(raw, unit_ids)}")
-                structured = I.as_questions(questions, qrels, units, level)
+                structured = inputs.as_questions(questions, qrels, units, level)
                 counts = structured["evidence_structure"].replace("", "(no evidence)").value_counts().sort_index()
                 r.notes.append("questions per evidence structure: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
 
@@ -140,14 +140,14 @@ def check_inputs(prm: dict) -> list[Report]:
             name, _, path = (x.strip() for x in str(spec).partition("="))
             r = Report(f"run {name}", path)
             reports.append(r)
-            got = _guard(r, lambda: I.read_external_run(P.repo_file(path), unit_ids, qids, page_base))
+            got = _guard(r, lambda: inputs.read_external_run(params.repo_file(path), unit_ids, qids, page_base))
             if got is not None:
                 run, r.skipped = got
                 r.rows = len(run)
                 r.notes.append(f"{run['query_id'].nunique()} questions ranked")
         for key, name, read in (
                 ("validate.labels", "human labels", lambda p: _human_labels(p, unit_ids, page_base, qids)),
-                ("validate.regressions", "regression reports", lambda p: I.read_regressions(p, unit_ids, page_base)),
+                ("validate.regressions", "regression reports", lambda p: inputs.read_regressions(p, unit_ids, page_base)),
                 ("leak.blind_queries", "blind queries", lambda p: leakage.read_blind_queries(p, units, ctx.seed, page_base))):
             found = ctx.path(key)
             if not found:
@@ -173,7 +173,7 @@ def check_inputs(prm: dict) -> list[Report]:
         named = {prm["validate"]["judge"], prm["validate"]["compare_judge"], prm["labels"]["model_judge"],
                  prm["mining"]["judge"], prm["mining"]["compare_judge"]} - {"", "auto", "none"}
         # a plug-in judge that needs the endpoint is asked about it as the built-in one is
-        if any(J.REGISTRY[J.resolve_name(n)].capabilities.needs_endpoint for n in named):
+        if any(judges.REGISTRY[judges.resolve_name(n)].capabilities.needs_endpoint for n in named):
             reports.append(_endpoint(prm["judges"]["url"], prm["judges"]["model"]))
     return reports
 
@@ -200,8 +200,8 @@ def stage_plan(prm: dict, units: pd.DataFrame, questions: pd.DataFrame | None, a
     has_pages = qs.get("evidence_unit_ids", pd.Series([""] * len(qs), dtype=str)).astype(str).str.strip() != ""
     answers = qs.get("answer", pd.Series([""] * len(qs), dtype=str)).astype(str).str.strip()
     no_answer = int(((answers == "") | answers.str.fullmatch(Q.NOT_ANSWERABLE.pattern, case=False)).sum())
-    judge = J.resolve_name(prm["validate"]["judge"], answer_key if demo else None)
-    needs_answer = J.REGISTRY[judge].capabilities.needs_answer
+    judge = judges.resolve_name(prm["validate"]["judge"], answer_key if demo else None)
+    needs_answer = judges.REGISTRY[judge].capabilities.needs_answer
     templates = (units["template_id"].astype(str) != "").sum() if "template_id" in units.columns else 0
     encoders = ", ".join(map(str, prm["encode"]["encoders"]))
     lines = [f"01_stratify_corpus: runs on {len(units)} units",
@@ -217,7 +217,7 @@ def stage_plan(prm: dict, units: pd.DataFrame, questions: pd.DataFrame | None, a
                      "leak.blind_queries: off the demo, blind queries must be written by someone who has not read "
                      "the captions)")
     golds = sorted({u for ids in qs.get("evidence_unit_ids", pd.Series(dtype=str)).astype(str) for u in ids.split(";") if u})
-    planned = N.planned_methods(units, golds or list(units.get("unit_id", [])))
+    planned = negatives.planned_methods(units, golds or list(units.get("unit_id", [])))
     words = {"per-axis": "per-axis pools", "template": "the gold's template (no axis of a per-axis pool is filled)",
              "cluster": "its appearance cluster (no template names its look-alikes)"}
     lines.append(f"04_hard_negatives: look-alikes for the {sum(planned.values())} {'gold units' if golds else 'units'} "
@@ -235,11 +235,11 @@ def stage_plan(prm: dict, units: pd.DataFrame, questions: pd.DataFrame | None, a
         lines.append(said)
         lines += ["06_judge_pool: pools every system's top "
                   f"{prm['labels']['pool_depth']} per validated question, pre-labels with "
-                  f"{J.resolve_name(prm['labels']['model_judge'])}, "
+                  f"{judges.resolve_name(prm['labels']['model_judge'])}, "
                   "writes the labelling page",
                   "07_metric_tables: scores the validated questions against the labels and your evidence pages",
                   f"08_mined_candidates: mines {prm['mining']['retriever']}'s rankings, judged by "
-                  f"{J.resolve_name(prm['mining']['judge'], answer_key if demo else None)}"]
+                  f"{judges.resolve_name(prm['mining']['judge'], answer_key if demo else None)}"]
     return lines
 
 
@@ -247,8 +247,8 @@ def _team_database(prm: dict) -> list[Report]:
     """The team label database stage 06 would read (labels.db, else outputs/<run>/labels/labels.sqlite
     when it exists), opened without changing it: a file that is not one, a newer schema, a server that
     does not answer or a missing driver is refused here rather than in stage 06."""
-    run_dir = P.PROJECT_ROOT / "outputs" / prm["run"]
-    target = LDB.resolve(prm["labels"]["db"], run_dir)
+    run_dir = params.PROJECT_ROOT / "outputs" / prm["run"]
+    target = labeldb.resolve(prm["labels"]["db"], run_dir)
     postgres = target.startswith(("postgresql://", "postgres://"))
     try:
         is_file = not postgres and Path(target).is_file()
@@ -258,15 +258,15 @@ def _team_database(prm: dict) -> list[Report]:
         return [r]
     if not prm["labels"]["db"] and not is_file:
         return []
-    r = Report("team label database", LDB.describe(target, P.PROJECT_ROOT))
+    r = Report("team label database", labeldb.describe(target, params.PROJECT_ROOT))
     if not postgres and not is_file:
         r.notes.append("not created yet: `lookalike labels serve` creates it after stage 06")
         return [r]
-    got = _guard(r, lambda: LDB.LabelDB(target, migrate=False).inspect())
+    got = _guard(r, lambda: labeldb.LabelDB(target, migrate=False).inspect())
     if got is not None:
         r.rows = got["labels"]
         r.notes.append(f"schema version {got['version']}" + (" (will be upgraded when opened)"
-                                                            if got["version"] < LDB.SCHEMA_VERSION else "")
+                                                            if got["version"] < labeldb.SCHEMA_VERSION else "")
                        + f"; {got['pairs']} pairs, {got['labels']} live labels from {got['people']} people")
     return [r]
 
@@ -297,8 +297,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("params", help="run parameter file (deep-merged over params/base.yaml)")
     args = ap.parse_args(argv)
     try:
-        prm = P.load_params(args.params)
-    except P.ParamsError as exc:
+        prm = params.load_params(args.params)
+    except params.ParamsError as exc:
         print(f"lookalike check: {exc}")
         return BAD_PARAMS
     reports = check_inputs(prm)

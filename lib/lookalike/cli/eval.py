@@ -23,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 
 from lookalike.eval import measures as measures_mod
-from lookalike.eval import metrics as M
+from lookalike.eval import metrics
 from lookalike.eval import ranking, stats, trec
 from lookalike.io import pagebase
 
@@ -88,7 +88,7 @@ def _line(measure: str, qid: str, value, ci: tuple[float, float] | None = None) 
 
 def _text(row: dict) -> str:
     value = row["value"]
-    value = str(value) if isinstance(value, (str, int)) else M.format_value(row["measure"], value)
+    value = str(value) if isinstance(value, (str, int)) else metrics.format_value(row["measure"], value)
     text = f"{row['measure']:<22}\t{row['query']}\t{value}"
     if "ci_lo" in row:
         text += f"\t{row['ci_lo']:.4f}\t{row['ci_hi']:.4f}"
@@ -113,7 +113,7 @@ def _block(per_query: pd.DataFrame, measures: list[str], label: str, args, runid
     lines = []
     if runid is not None:
         lines.append(_line("runid", label, runid))
-    means = M.aggregate_values(per_query, measures)
+    means = metrics.aggregate_values(per_query, measures)
     for m in measures:
         ci = None
         if args.ci and measures_mod.parse_one(m).aggregation == "mean":
@@ -154,18 +154,18 @@ def main(argv: list[str] | None = None) -> int:
     args.run = args.run[0]
     try:
         # trec_eval prints its measures in its own table order, whatever the command line's order
-        measures = [str(m) for m in measures_mod.trec_order(measures_mod.parse(args.measures or M.TREC_DEFAULT))]
+        measures = [str(m) for m in measures_mod.trec_order(measures_mod.parse(args.measures or metrics.TREC_DEFAULT))]
         # trec_eval prints the run's tag with its default set and with all_trec, not with chosen measures
         default = not args.measures or any(str(m).strip() in ("all_trec", "official", "trec") for m in args.measures)
         qrels = ranking.Qrels.read(args.qrels)
         run = ranking.Run.read(args.run)
-        ev = M.evaluate(qrels, run, measures, level=args.l, complete=args.c, max_docs=args.M, num_docs=args.N,
+        ev = metrics.evaluate(qrels, run, measures, level=args.l, complete=args.c, max_docs=args.M, num_docs=args.N,
                         judged_only=args.J)
         if ev.per_query.empty:
             print(f"lookalike eval: {ev.empty_reason}; nothing to print (trec_eval 10.0 refuses too)", file=sys.stderr)
             return 2
         groups = _read_groups(args.group_by) if args.group_by else None
-    except (trec.TrecFormatError, M.MeasureError) as exc:
+    except (trec.TrecFormatError, metrics.MeasureError) as exc:
         print(f"lookalike eval: {exc}", file=sys.stderr)
         return 2
     out: list[dict] = []
@@ -216,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _compare(parser: argparse.ArgumentParser, args) -> int:
     """Several runs: the comparison Report, as text, CSV (full precision) or JSON."""
-    from lookalike.eval import compare as C
+    from lookalike.eval import compare
 
     refused = [flag for flag, on in (("-q", args.q), ("--group-by", args.group_by), ("-M", args.M is not None))
                if on]
@@ -238,9 +238,9 @@ def _compare(parser: argparse.ArgumentParser, args) -> int:
             if baseline not in by_file:
                 raise ValueError(f"--baseline {baseline!r} is none of the runs: {', '.join(runs)}")
             baseline = by_file[baseline]
-        report = C.compare(qrels, runs, args.measures, baseline, level=args.l, complete=args.c,
+        report = compare.compare(qrels, runs, args.measures, baseline, level=args.l, complete=args.c,
                            n_boot=args.n_boot, seed=args.seed)
-    except (trec.TrecFormatError, M.MeasureError, ValueError) as exc:
+    except (trec.TrecFormatError, metrics.MeasureError, ValueError) as exc:
         print(f"lookalike eval: {exc}", file=sys.stderr)
         return 2
     if args.format == "csv":

@@ -23,8 +23,8 @@ import dataclasses
 import re
 from pathlib import Path
 
-from lookalike import params as P
-from lookalike.analysis import leakage as L
+from lookalike import params
+from lookalike.analysis import leakage
 from lookalike.eval import stats
 from lookalike.io.cache import Cache
 from lookalike.stages import context, leak, stratify
@@ -59,7 +59,7 @@ def run_gate(prm: dict, inject: str = "", seed: int | None = None, threshold: fl
     unit_clusters = stats.unit_clusters(corpus.units, prm["stats"]["cluster"])
     seed = ctx.seed if seed is None else seed
     table.attrs["not_evaluated"] = ab.not_evaluated     # why the retrieval half has no queries, if it has none
-    results = L.gate_results(per_query, ab.pixel_pq, ab.probe, threshold, n_boot, seed, unit_clusters)
+    results = leakage.gate_results(per_query, ab.pixel_pq, ab.probe, threshold, n_boot, seed, unit_clusters)
     if measure_power and results[0].index == "image" and results[0].verdict == "PASS":
         power = leak.planted_power(ctx, corpus.units, cache, ab, threshold, max_units=prm["leak"]["gate_units"],
                                    n_boot=n_boot, seed=seed, visible=corpus.visible, facts=corpus.facts,
@@ -90,7 +90,7 @@ def write_shuffled_corpus(prm: dict, out: Path) -> int:
         print(f"lookalike leak-check: the corpus has {len(units)} unit(s) and caption fields "
               f"{', '.join(fields) or 'none'}: there is nothing to shuffle, so no probe can be made")
         return NOT_EVALUATED
-    shuffled = L.shuffled_metadata(units, int(prm["seed"]))
+    shuffled = leakage.shuffled_metadata(units, int(prm["seed"]))
     frame = pd.DataFrame({"unit_id": shuffled["unit_id"],
                           **{c: shuffled[c] for c in ("doc_id", "page") if c in shuffled.columns},
                           "image_path": [str(resolve_image(str(p), keep).resolve()) for p in units["image_path"]],
@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="lookalike leak-check", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("params", help="run parameter file (deep-merged over params/base.yaml)")
-    ap.add_argument("--inject-leak", choices=list(L.INJECTIONS), default=None,
+    ap.add_argument("--inject-leak", choices=list(leakage.INJECTIONS), default=None,
                     help="fault injection: caption-index (the image path encodes the caption fields instead of the "
                          "pixels), or caption / filename / alt-text appended to what the image path reads")
     ap.add_argument("--inject-caption-leak", action="store_true",
@@ -129,8 +129,8 @@ def main(argv: list[str] | None = None) -> int:
                          "your own retriever's run; then set leak.shuffled_runs")
     args = ap.parse_args(argv)
     try:
-        prm = P.load_params(args.params)
-    except P.ParamsError as exc:
+        prm = params.load_params(args.params)
+    except params.ParamsError as exc:
         print(f"lookalike leak-check: {exc}")
         return BAD_PARAMS
     if args.shuffled_corpus:
@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     inject = args.inject_leak or ("caption-index" if args.inject_caption_leak or prm["leak"]["inject_caption_leak"]
                                   else "")
     results, table, n_units = run_gate(prm, inject, threshold=args.threshold, measure_power=True)
-    decision = L.overall(results)
+    decision = leakage.overall(results)
     print(f"leak-check: {min(n_units, prm['leak']['gate_units'])} units, {results[0].n_pairs} paired units"
           f"{f' ({inject} leak injected)' if inject else ''}")
     print(table[["index", "query_set", "n", "recall_10", "recall_10_lo", "recall_10_hi"]].round(3).to_string(index=False))

@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from lookalike import params as P
+from lookalike import params
 from lookalike.stages import contracts
 from lookalike import progress
 from lookalike import stages as stage_modules
@@ -24,7 +24,7 @@ from lookalike.data import schema as corpus
 from lookalike.report import run_folder
 from lookalike.report import site as report
 
-NOTEBOOK_DIR = P.PACKAGE_DIR / "notebooks"          # package data: an installed lookalike carries its stages
+NOTEBOOK_DIR = params.PACKAGE_DIR / "notebooks"          # package data: an installed lookalike carries its stages
 STAGES = list(stage_modules.STAGES)
 # Every notebook declares run_dir and params. The runner executes a stage with its working
 # directory in outputs/<run>/notebooks/, so ".." is the run folder (nbval re-executes the stored
@@ -60,7 +60,7 @@ def stage_parameters(stage: str, merged: dict[str, Any]) -> dict[str, Any]:
 
     declared = set(pm.inspect_notebook(str(NOTEBOOK_DIR / f"{stage}.ipynb")))
     if declared != {RUN_DIR_PARAM, PARAMS_PARAM}:
-        raise P.ParamsError(f"notebooks/{stage}.ipynb must declare exactly run_dir and params in its parameters "
+        raise params.ParamsError(f"notebooks/{stage}.ipynb must declare exactly run_dir and params in its parameters "
                             f"cell (defaults live in params/base.yaml), got {sorted(declared)}")
     return {RUN_DIR_PARAM: "..", PARAMS_PARAM: merged}
 
@@ -82,7 +82,7 @@ def _normalise(nb_path: Path) -> None:
     nbformat.write(nb, nb_path)
 
 
-def execute(params_file: Path | str, out_root: Path | str = P.PROJECT_ROOT / "outputs", stages: list[str] | None = None,
+def execute(params_file: Path | str, out_root: Path | str = params.PROJECT_ROOT / "outputs", stages: list[str] | None = None,
             log=print, shared_kernel: bool = False) -> Path:
     """Run the stages for one parameter file; returns the run folder. Raises StageFailed or ParamsError.
 
@@ -91,7 +91,7 @@ def execute(params_file: Path | str, out_root: Path | str = P.PROJECT_ROOT / "ou
     names still defined, so a notebook that used a name it never set would not fail here: the test
     lane uses it for generated corpora; ``lookalike run``, the stored CI notebooks and the shapes whose
     point is the notebook path keep one kernel per stage."""
-    merged = P.load_params(params_file)
+    merged = params.load_params(params_file)
     # Kernels inherit this environment: no progress bars with rates and timings in the stored
     # notebooks, and no warning that prints the install path (tqdm's "IProgress not found" names the
     # virtual environment's folder), so a re-run from another checkout changes no byte of them that
@@ -118,7 +118,7 @@ def execute(params_file: Path | str, out_root: Path | str = P.PROJECT_ROOT / "ou
     stages = stages or STAGES
     unknown = [s for s in stages if s not in STAGES]
     if unknown:
-        raise P.ParamsError(f"unknown stage(s) {unknown}; stages are {STAGES}")
+        raise params.ParamsError(f"unknown stage(s) {unknown}; stages are {STAGES}")
     plan = {stage: stage_parameters(stage, merged) for stage in stages}   # fail on params before running anything
     started = datetime.now(UTC).isoformat(timespec="seconds")
     timings: dict[str, float] = {}
@@ -135,17 +135,17 @@ def execute(params_file: Path | str, out_root: Path | str = P.PROJECT_ROOT / "ou
         fp = corpus.fingerprint(pd.read_csv(units_csv, dtype=str, keep_default_na=False), run_dir)
     if failed is None:
         ran = [s for s in STAGES if (nb_dir / f"{s}.ipynb").is_file()]
-        report.build_index(run_dir, P.typed(merged), ran, not_run=[s for s in STAGES if s not in ran])
+        report.build_index(run_dir, params.typed(merged), ran, not_run=[s for s in STAGES if s not in ran])
     else:
         # the run still leaves a report: what ran, the stage that failed and why, what did not run
         later = stages[stages.index(failed.stage) + 1:]
         ran = [s for s in STAGES if s in timings or (s not in stages and (nb_dir / f"{s}.ipynb").is_file())]
-        report.build_index(run_dir, P.typed(merged), ran, failed={"stage": failed.stage, "error": failed.reason,
+        report.build_index(run_dir, params.typed(merged), ran, failed={"stage": failed.stage, "error": failed.reason,
                                                         "notebook": f"notebooks/{failed.notebook.name}"}, not_run=later)
         if SUMMARY_STAGE not in timings:
             report.write_failed_summary(run_dir, str(merged.get("title", "lookalike report")), failed.stage,
                                         failed.reason, later)
-    run_folder.write_manifest(run_dir, merged, P.params_hash(merged), timings, fp, P.CHECKOUT, started,
+    run_folder.write_manifest(run_dir, merged, params.params_hash(merged), timings, fp, params.CHECKOUT, started,
                           datetime.now(UTC).isoformat(timespec="seconds"))
     if failed is not None:
         raise failed
@@ -192,10 +192,10 @@ def _run_stages(stages: list[str], plan: dict, merged: dict, nb_dir: Path, run_d
     """Execute each stage notebook with papermill, normalise it and export its HTML; fills timings
     (stage -> seconds) as stages finish, so a failure still leaves the times of those that ran.
     shared_kernel: one kernel for every stage (see execute), shut down when the stages end."""
-    if P.CHECKOUT is None:
+    if params.CHECKOUT is None:
         # an installed lookalike: the kernels (started in the run's notebooks folder) resolve
         # relative paths from the folder the runner started in
-        os.environ[P.PROJECT_ENV] = str(P.PROJECT_ROOT)
+        os.environ[params.PROJECT_ENV] = str(params.PROJECT_ROOT)
     manager = kernel_manager_class()
     timings = {} if timings is None else timings
     # a kernel manager handed to papermill is used and left running (nbclient shuts down only the
@@ -258,8 +258,8 @@ def _check_contract(stage: str, before: set[str], after: set[str], out_nb: Path,
 
 def main(params_file: str, out_root: str | None = None, stages: list[str] | None = None) -> int:
     try:
-        execute(params_file, out_root or P.PROJECT_ROOT / "outputs", stages)
-    except (P.ParamsError, StageFailed, OutputError) as exc:
+        execute(params_file, out_root or params.PROJECT_ROOT / "outputs", stages)
+    except (params.ParamsError, StageFailed, OutputError) as exc:
         print(f"lookalike run: {exc}", file=sys.stderr)
         return 1 if isinstance(exc, StageFailed) else 2
     return 0

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from lookalike.judging import agreement as AG
+from lookalike.judging import agreement
 from lookalike.judging.labeldb import LabelDB
 from lookalike.judging.store import LabelStore
 from lookalike.vocab import LABELS
@@ -130,7 +130,7 @@ def _people_rows(people: pd.DataFrame, where: str, seed: int) -> list[dict]:
             fa, fb = common[x].tolist(), common[y].tolist()
             if not fa:
                 continue
-            stats = AG.agreement(fa, fb, seed=seed)
+            stats = agreement.agreement(fa, fb, seed=seed)
             rows.append({"scope": f"people, pair of annotators{where}", "first": x, "second": y, "n": stats["n"],
                          "agreement": stats["agreement"], "kappa": stats["kappa"], "kappa_lo": stats["kappa_lo"],
                          "kappa_hi": stats["kappa_hi"], "statistic": "Cohen's kappa (pairs resampled)",
@@ -160,7 +160,7 @@ def agreement_table(labels: pd.DataFrame, machine: pd.DataFrame | None = None, s
         for judge, part in machine.groupby("judge", sort=True):
             m = part.merge(truth, on="pair_id", suffixes=("_model", "_people"))
             fa, fb = m["label_model"].tolist(), m["label_people"].tolist()
-            stats = AG.agreement(fa, fb, seed=seed) if fa else {"n": 0, "agreement": math.nan, "kappa": math.nan,
+            stats = agreement.agreement(fa, fb, seed=seed) if fa else {"n": 0, "agreement": math.nan, "kappa": math.nan,
                                                                   "kappa_lo": math.nan, "kappa_hi": math.nan}
             rows.append({"scope": "model vs people", "first": judge, "second": said,
                          "n": stats["n"], "agreement": stats["agreement"], "kappa": stats["kappa"],

@@ -34,8 +34,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from lookalike import params as P
-from lookalike.eval import metrics as M
+from lookalike import params
+from lookalike.eval import metrics
 from lookalike.eval import trec
 from lookalike.report import run_folder
 
@@ -217,7 +217,7 @@ def check_external_runs(run_dir: Path, cfg) -> list[Violation]:
         return out
     for spec in specs:
         name, _, path = (x.strip() for x in str(spec).partition("="))
-        source = P.repo_path(path)         # relative paths are the repository's, as the stages read them
+        source = params.repo_path(path)         # relative paths are the repository's, as the stages read them
         exported = run_dir / "runs" / f"{name}.run"
         if source is None or not source.is_file() or not exported.is_file():
             continue
@@ -258,7 +258,7 @@ def check_reproducible(run_dir: Path) -> list[Violation]:
                 continue
             run, _ = _trec(run_dir, run_path, "run")
             run = run[run["query_id"].isin(set(qids))]
-            value = float(M.evaluate(qrels, run, [row.measure], complete=True).per_query[row.measure].reindex(
+            value = float(metrics.evaluate(qrels, run, [row.measure], complete=True).per_query[row.measure].reindex(
                 qids).fillna(0.0).mean()) if qids else float("nan")
             if not abs(value - float(row.value)) <= TOLERANCE:
                 out.append(Violation("reproducible", "tables/haystack_curve.csv",
@@ -277,7 +277,7 @@ def check_reproducible(run_dir: Path) -> list[Violation]:
                 continue
             run, _ = _trec(run_dir, run_path, "run")
             names = [f"sufficient_{row.k}", f"supporting_only_{row.k}", f"neither_{row.k}"]
-            pq = M.evaluate(qrels[qrels["query_id"].isin(set(one_unit))], run[run["query_id"].isin(set(one_unit))],
+            pq = metrics.evaluate(qrels[qrels["query_id"].isin(set(one_unit))], run[run["query_id"].isin(set(one_unit))],
                             names, complete=True).per_query
             for name, col in zip(names, ("sufficient", "supporting_only", "neither")):
                 value = float(pq[name].reindex(one_unit).fillna(0.0 if col != "neither" else 1.0).mean())
@@ -532,7 +532,7 @@ def check_rederived(run_dir: Path) -> list[Violation]:
                                      "hard columns"))
                 continue
             names = [f"{m}_{k}" for k in HARD_KS for m in ("sufficient", "supporting_only", "neither")]
-            pq = M.evaluate(qrels[qrels["query_id"].isin(set(inside))], run, names, complete=True).per_query
+            pq = metrics.evaluate(qrels[qrels["query_id"].isin(set(inside))], run, names, complete=True).per_query
             for row in group.itertuples():
                 if int(row.k) not in HARD_KS:
                     continue
@@ -578,7 +578,7 @@ def check_rederived(run_dir: Path) -> list[Violation]:
                 out.append(Violation("reproducible", f"runs/{row['system']}.run", f"first look, {row['system']}",
                                      "tables/systems.csv scores it and its ranking is missing"))
                 continue
-            pq = M.evaluate(qrels, _trec(run_dir, path, "run")[0], measures, complete=True).per_query
+            pq = metrics.evaluate(qrels, _trec(run_dir, path, "run")[0], measures, complete=True).per_query
             for m in measures:
                 value = float(pq[m].mean()) if len(pq) else float("nan")
                 if not _close(value, row[m]):

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 import pandas as pd
 
 from lookalike.eval.compare import format_p
-from lookalike.report import summary as SU
+from lookalike.report import summary
 from lookalike.eval.ranking import tie_settled  # noqa: F401 (stage 07 and the audit read it here)
 from lookalike.report.summary import nouned
 
@@ -263,7 +263,7 @@ def _haystack(t: Mapping, a: Mapping) -> str:
     curve["extrapolated"] = curve["extrapolated"].astype(str).str.lower() == "true"
     for c in ("corpus_size", "value", "lo", "hi", "n"):
         curve[c] = pd.to_numeric(curve[c], errors="coerce")
-    return SU.haystack_sentence(curve, int(a["corpus_size"]), interval=a["interval"], rests_on=a["rests_on"])
+    return summary.haystack_sentence(curve, int(a["corpus_size"]), interval=a["interval"], rests_on=a["rests_on"])
 
 
 def _planner(t: Mapping, a: Mapping) -> str:
@@ -272,25 +272,25 @@ def _planner(t: Mapping, a: Mapping) -> str:
         return ""
     for c in ("n", "difference", "se", "resolvable", "n_needed"):
         plan[c] = pd.to_numeric(plan[c], errors="coerce")
-    return SU.planner_words(plan, a["interval"])
+    return summary.planner_words(plan, a["interval"])
 
 
 # sentences the summary says of a table, each made by one function of report.summary: the audit calls
 # the same function on the table as written and finds the same words (name -> (function, tables))
 RULES = {
-    "hard_words": (lambda t, a: SU.hard_words(t["hard_sets"]), ("hard_sets",)),
-    "harder_words": (lambda t, a: SU.harder_words(t["hard_vs_random"]) if len(t["hard_vs_random"]) else "",
+    "hard_words": (lambda t, a: summary.hard_words(t["hard_sets"]), ("hard_sets",)),
+    "harder_words": (lambda t, a: summary.harder_words(t["hard_vs_random"]) if len(t["hard_vs_random"]) else "",
                      ("hard_vs_random",)),
-    "ceiling_note": (lambda t, a: SU.ceiling_note(t["headline"]), ("headline",)),
+    "ceiling_note": (lambda t, a: summary.ceiling_note(t["headline"]), ("headline",)),
     "planner_words": (_planner, ("sample_size",)),
     "haystack_sentence": (_haystack, ("haystack_curve",)),
-    "flagged_words": (lambda t, a: SU.flagged_words(t["question_validation"], t["label_agreement"])
+    "flagged_words": (lambda t, a: summary.flagged_words(t["question_validation"], t["label_agreement"])
                       if len(t["question_validation"]) else "", ("question_validation", "label_agreement")),
-    "labels_made": (lambda t, a: SU.labels_made_words(t["label_agreement"], t["labels_current"]),
+    "labels_made": (lambda t, a: summary.labels_made_words(t["label_agreement"], t["labels_current"]),
                     ("label_agreement", "labels_current")),
-    "people_words": (lambda t, a: SU.people_words(t["annotator_agreement"], t["judge_door_summary"]),
+    "people_words": (lambda t, a: summary.people_words(t["annotator_agreement"], t["judge_door_summary"]),
                      ("annotator_agreement", "judge_door_summary")),
-    "labels_rest_on": (lambda t, a: SU.sentence(SU.labels_provenance(t["labels_current"], t["label_agreement"])[0]),
+    "labels_rest_on": (lambda t, a: summary.sentence(summary.labels_provenance(t["labels_current"], t["label_agreement"])[0]),
                        ("labels_current", "label_agreement")),
 }
 
@@ -299,7 +299,7 @@ def derived_claim(rule: str, tables: Mapping[str, pd.DataFrame], noun: str = "pa
     """A sentence of the summary as a claim: the rule that says it, the tables it reads and its
     arguments; its text is the rule's words on those tables, in the corpus's noun."""
     fn, names = RULES[rule]
-    text = SU.nouned(fn({n: tables.get(n, pd.DataFrame()) for n in names}, args), noun)
+    text = summary.nouned(fn({n: tables.get(n, pd.DataFrame()) for n in names}, args), noun)
     return {"id": rule, "page": "summary.html", "kind": "derived", "rule": rule, "noun": noun,
             "tables": [f"tables/{n}.csv" for n in names], "args": dict(args), "text": text}
 

@@ -17,7 +17,7 @@ import pandas as pd
 from lookalike.io.cache import Cache
 from lookalike.registry import Registry
 from lookalike.retrieval import rerank as R
-from lookalike.retrieval import splitting as Q
+from lookalike.retrieval import splitting
 from lookalike.retrieval import systems
 from lookalike.retrieval.encoders import resolve_device
 
@@ -129,26 +129,26 @@ def build(runs: Mapping[str, pd.DataFrame], questions: pd.DataFrame, unit_vector
         for s in wanted:
             if s not in unit_vectors:
                 out.notes.append(f"split: {s!r} is not an encoded system of this run ({', '.join(sorted(unit_vectors))});"
-                                 f" {s}{Q.SUFFIX} not built")
+                                 f" {s}{splitting.SUFFIX} not built")
         splitter = None
         if encoded:
             try:
-                splitter = Q.ChatSplitter(split.url, split.model, split.api_key_env, split.max_subqueries,
+                splitter = splitting.ChatSplitter(split.url, split.model, split.api_key_env, split.max_subqueries,
                                           cache_dir=cache.root)
-            except Q.SplitError as exc:
-                out.notes.append(f"split: {', '.join(s + Q.SUFFIX for s in encoded)} not built: {exc}")
+            except splitting.SplitError as exc:
+                out.notes.append(f"split: {', '.join(s + splitting.SUFFIX for s in encoded)} not built: {exc}")
         if splitter is not None:
-            sp = Q.split_questions(splitter, questions)
-            subs = Q.sub_questions(sp.table)
+            sp = splitting.split_questions(splitter, questions)
+            subs = splitting.sub_questions(sp.table)
             frames = []
             for s in encoded:
                 qv = systems.encode_queries(subs, [s], run_dir=run_dir, **settings)
                 sub_runs = systems.build_runs({s: unit_vectors[s]}, qv, depth)[s]
-                out.runs[s + Q.SUFFIX] = Q.merge_round_robin(sub_runs, sp.table, depth)
-                frames.append(sp.table.assign(system=s + Q.SUFFIX))
-                failed_rows += [(s + Q.SUFFIX, q, why) for q, why in sp.failed]
+                out.runs[s + splitting.SUFFIX] = splitting.merge_round_robin(sub_runs, sp.table, depth)
+                frames.append(sp.table.assign(system=s + splitting.SUFFIX))
+                failed_rows += [(s + splitting.SUFFIX, q, why) for q, why in sp.failed]
             n_sub = sp.table.groupby("query_id").size()
-            out.notes.append(f"split: {', '.join(s + Q.SUFFIX for s in encoded)} = each question decomposed by "
+            out.notes.append(f"split: {', '.join(s + splitting.SUFFIX for s in encoded)} = each question decomposed by "
                              f"{splitter.id} into {n_sub.min()}–{n_sub.max()} sub-queries (median {n_sub.median():.0f}),"
                              f" merged round-robin; {len(sp.failed)} questions could not be split and ran as they stand")
             out.splits = pd.concat(frames, ignore_index=True)[SPLIT_COLUMNS]

@@ -35,14 +35,14 @@ import pandas as pd
 
 from lookalike.data.schema import resolve_image
 from lookalike.io.cache import Cache, image_sha256
-from lookalike.retrieval import encoders as E
+from lookalike.retrieval import encoders
 from lookalike.retrieval.encoders import ocr
 
 ENGINES = ("local", "ray")
 BLOCKS_PER_ACTOR = 32     # Ray Data blocks per actor of a stage (see _run)
 
 
-class EngineError(E.EncodeError):
+class EngineError(encoders.EncodeError):
     """The Ray engine could not start, connect or finish; the message says which and what to do."""
 
 
@@ -54,11 +54,11 @@ def ocr_one(path: str, sha: str, engine: str, eid: str, cache: Cache) -> tuple[s
     try:
         cache.put_text(sha, eid, ocr.ocr_image(path, engine))
         return "ok", ""
-    except E.EncodeError as exc:
+    except encoders.EncodeError as exc:
         return "failed", str(exc)
 
 
-def encode_batch(enc: E.Encoder, units: pd.DataFrame, base_dir: Path, cache: Cache) -> dict:
+def encode_batch(enc: encoders.Encoder, units: pd.DataFrame, base_dir: Path, cache: Cache) -> dict:
     """One batch of units through an encoder's own encode_units, which writes each result to the
     cache. Returns counts for the engine's summary (computed: the cache entries it wrote)."""
     before = cache.writes
@@ -76,12 +76,12 @@ def distributable(spec: str) -> bool:
     """Whether an encode.encoders entry runs on Ray: encoders whose encode_units caches every page's
     result (the built-in page encoders; a plug-in that sets ``distributable = True``, as one built on
     encoders.base.cached_pages can). The endpoint encoder runs in the driver: its work is a server's."""
-    cls = E.encoder_class(spec)
+    cls = encoders.encoder_class(spec)
     return bool(getattr(cls, "distributable", False))
 
 
 def needs_ocr(spec: str) -> bool:
-    return bool(getattr(E.encoder_class(spec), "reads_ocr", False))
+    return bool(getattr(encoders.encoder_class(spec), "reads_ocr", False))
 
 
 # --- Ray ------------------------------------------------------------------------------------------
@@ -159,7 +159,7 @@ class _EncoderActor:
         units = pickle.loads(row["units"])
         try:
             out = encode_batch(self.enc, units, self.base_dir, self.cache)
-        except E.EncodeError as exc:       # the driver's local pass meets it again and says it as the local engine
+        except encoders.EncodeError as exc:       # the driver's local pass meets it again and says it as the local engine
             return {"batch": int(row["batch"]), "units": len(units), "computed": 0, "failed": len(units),
                     "error": str(exc)}
         return {"batch": int(row["batch"]), "units": out["units"], "computed": out["computed"],
@@ -216,7 +216,7 @@ def prefill(units: pd.DataFrame, base_dir: Path, specs: Sequence[str], cache: Ca
     rows: list[dict] = []
     ocr_done: set[str] = set()
     for spec in specs:
-        name = E.system_name(spec)
+        name = encoders.system_name(spec)
         if not distributable(spec):
             rows.append(dict(stage="encode", encoder=name, items=0, computed=0, failed=0, workers=0, gpus=0,
                              seconds=0.0, note="runs in the driver (not distributable)"))
@@ -225,7 +225,7 @@ def prefill(units: pd.DataFrame, base_dir: Path, specs: Sequence[str], cache: Ca
         if needs_ocr(spec):
             engine = enc.settings["ocr_engine"]
             if engine == "tesseract" and not ocr.tesseract_available():
-                raise E.EncodeError("OCR engine 'tesseract' needs Debian's tesseract-ocr on every Ray node, "
+                raise encoders.EncodeError("OCR engine 'tesseract' needs Debian's tesseract-ocr on every Ray node, "
                                     "or set encode.ocr_engine: rapidocr")
             eid = ocr.engine_id(engine)
             if eid not in ocr_done:

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from lookalike.data.schema import resolve_image
-from lookalike.eval import metrics as M
+from lookalike.eval import metrics
 from lookalike.eval import ranking, stats
 from lookalike.io.cache import Cache
 from lookalike.params import thaw
@@ -339,7 +339,7 @@ def first_look(runs: dict[str, pd.DataFrame], qrels: pd.DataFrame, provenance: d
     relevant = qrels[qrels["relevance"] > 0].groupby("query_id")["unit_id"].agg(set).to_dict()
     rows = []
     for name, run in sorted(runs.items()):
-        ev = M.evaluate(qrels, run, list(measures), complete=True)
+        ev = metrics.evaluate(qrels, run, list(measures), complete=True)
         row = {"system": name, "provenance": provenance.get(name, "pixels"), "n": len(ev.per_query),
                "ties_10": ranking.tie_settled(run[run["query_id"].isin(ev.per_query.index)], relevant, 10),
                "interval": stats.interval_words(clusters)}

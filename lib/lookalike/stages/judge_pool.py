@@ -11,18 +11,18 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from lookalike import params as P
-from lookalike.analysis import calibration as C
-from lookalike.analysis import negatives as N
+from lookalike import params
+from lookalike.analysis import calibration
+from lookalike.analysis import negatives
 from lookalike.judging import door as JD
 from lookalike.judging import agreement as AG
-from lookalike.report import summary as SU
-from lookalike.judging import judges as J
-from lookalike.judging import pool as JP
+from lookalike.report import summary
+from lookalike.judging import judges
+from lookalike.judging import pool
 from lookalike.judging import store as L
-from lookalike.judging import labeldb as LDB
+from lookalike.judging import labeldb
 from lookalike.judging import team
-from lookalike.eval import metrics as M
+from lookalike.eval import metrics
 from lookalike.retrieval import doc_context
 from lookalike.retrieval import indexes as retrieve
 from lookalike.retrieval import derived as D
@@ -67,7 +67,7 @@ def run(ctx: StageContext) -> StageResult:
                                                "door" in served))
     res.add(*page_section(current, cfg.labels.page_items, cfg.seed, validated, units, ctx.run_dir, qrels, door,
                           agreement, model, team_labels, annotator_agreement, pooled,
-                          SU.unit_noun(cfg.corpus.source, units["content_type"])))
+                          summary.unit_noun(cfg.corpus.source, units["content_type"])))
     return res
 
 
@@ -79,15 +79,15 @@ def make_judges(ctx: StageContext, units: pd.DataFrame, cache: Cache):
     facts, answer_key = read("facts"), read("answer_key")
     texts = systems.ocr_texts(units, ctx.run_dir, cache, cfg.encode.ocr_engine, cfg.encode.workers,
                                text_source=cfg.encode.text_source)
-    view = J.unit_viewer(units, texts, ctx.run_dir)
+    view = judges.unit_viewer(units, texts, ctx.run_dir)
     v = cfg.validate
-    model = J.make_judge(cfg.labels.model_judge, units=units, **ctx.judge_settings(cache.root))
+    model = judges.make_judge(cfg.labels.model_judge, units=units, **ctx.judge_settings(cache.root))
     name = cfg.labels.adjudicator
     if name == "auto":
         name = "reference" if len(answer_key) else "none"
-    adjudicator = None if name == "none" else J.make_judge(
+    adjudicator = None if name == "none" else judges.make_judge(
         name, facts=facts, answer_key=answer_key, units=units, regions=demo.REGIONS, page_base=cfg.corpus.page_base,
-        labels=str(P.repo_path(v.labels) or ""))
+        labels=str(params.repo_path(v.labels) or ""))
     return view, model, adjudicator, name
 
 
@@ -149,17 +149,17 @@ def systems_section(validated: pd.DataFrame, units: pd.DataFrame, cfg, settings:
 
 
 def pool_section(validated: pd.DataFrame, distractors: pd.DataFrame, units: pd.DataFrame, runs,
-                 labels_pool_depth, template_k: int = N.TEMPLATE_K) -> tuple[Section, Any, Any]:
+                 labels_pool_depth, template_k: int = negatives.TEMPLATE_K) -> tuple[Section, Any, Any]:
     """The judge pool: each system's top pool_depth per validated question, with the gold and its
     distractors. Writes pool, pool_by_system."""
     sec = Section(STAGE, "pool")
-    cands = N.hard_candidates(validated, distractors, units, template_k)   # gold, per-axis distractors, the template's look-alikes
-    pooled = JP.pool(runs, validated["query_id"], labels_pool_depth, cands)
-    by_system = JP.pool_by_system(pooled, runs)
+    cands = negatives.hard_candidates(validated, distractors, units, template_k)   # gold, per-axis distractors, the template's look-alikes
+    pooled = pool.pool(runs, validated["query_id"], labels_pool_depth, cands)
+    by_system = pool.pool_by_system(pooled, runs)
     sec.say(f"pairs in the pool: {len(pooled)} ({len(validated)} questions; "
           f"{int(pooled['hard_candidate'].sum())} hard candidates, {int((pooled['systems'] != '').sum())} from system top-{labels_pool_depth})")
-    if N.capped_templates_note(units, template_k):
-        sec.say(N.capped_templates_note(units, template_k))
+    if negatives.capped_templates_note(units, template_k):
+        sec.say(negatives.capped_templates_note(units, template_k))
     sec.say(by_system.to_string(index=False))
     sec.table("pool", pooled, sort_by=["query_id", "unit_id"])
     sec.table("pool_by_system", by_system, sort_by=["system"])
@@ -175,15 +175,15 @@ def labels_section(validated: pd.DataFrame, model, pooled: pd.DataFrame, view, a
     sec = Section(STAGE, "labels")
     shas = {q: L.question_sha(t) for q, t in zip(validated["query_id"], validated["text"])}
     store = L.LabelStore(run_dir / "labels" / "store.jsonl")
-    pre = J.label_pairs(model, pooled, validated, view, shas)
-    adj = J.label_pairs(adjudicator, pooled, validated, view, shas) if adjudicator is not None else pre.head(0)
+    pre = judges.label_pairs(model, pooled, validated, view, shas)
+    adj = judges.label_pairs(adjudicator, pooled, validated, view, shas) if adjudicator is not None else pre.head(0)
     # your page-level judgements (yours) are people's labels: never overridden by a model or the reference
     added = (store.append(pre.to_dict("records")) + store.append(adj.to_dict("records"))
              + store.append(yours))
     if yours:
         sec.say(f"your judgements: {len(yours)} pairs entered the store as people's labels")
     # the team's label database (lookalike labels serve): its people's labels join the store first
-    team_db = LDB.existing(labels_cfg.db, run_dir)
+    team_db = labeldb.existing(labels_cfg.db, run_dir)
     team_labels = team_db.labels() if team_db is not None else pd.DataFrame()
     served = team_db.settings() if team_db is not None else {}
     for key, held in sorted(served.items()):
@@ -194,7 +194,7 @@ def labels_section(validated: pd.DataFrame, model, pooled: pd.DataFrame, view, a
                     "the round of labelling ran: the database's is used")
     if team_db is not None:
         sent = team.export_to_store(team_db, store)
-        sec.say(f"team label database {LDB.describe(team_db.target, run_dir)}: {len(team_labels)} live labels from "
+        sec.say(f"team label database {labeldb.describe(team_db.target, run_dir)}: {len(team_labels)} live labels from "
                 f"{team_labels['annotator'].nunique() if len(team_labels) else 0} people; {sent['written']} written to "
                 f"the store now, {sent['already_held']} already there, {sent['retracted']} taken back by undo (kept in "
                 f"the database only)" + (f", {sent['metadata_pool']} from the metadata pool (they saw file names and "
@@ -266,7 +266,7 @@ def judged_section(current: pd.DataFrame, runs) -> tuple[Section, Any, Any]:
         if not len(qrels):          # no labels at all: nothing in any system's top k is judged
             judged_rows.append({"system": name, **dict.fromkeys(cols, 0.0)})
             continue
-        ev = M.evaluate(qrels, run, cols)
+        ev = metrics.evaluate(qrels, run, cols)
         judged_rows.append({"system": name, **ev.mean().to_dict()})
     judged = pd.DataFrame(judged_rows, columns=["system", "judged_1", "judged_5", "judged_10", "judged_20"])
     with pd.option_context("display.float_format", "{:.3f}".format):
@@ -307,7 +307,7 @@ def door_section(model, planted: pd.DataFrame | None, pooled: pd.DataFrame, vali
     else:
         sec.say(f"the {model.name} judge does not read text here: its door is not run (that needs every pair sent twice)")
     if planted is not None and (planted["effect"].str.startswith("judge door")).any():
-        door_judges.append((JD.subject_terms_judge(), f"{C.DOOR_JUDGE} (planted: a lenient judge, half of the "
+        door_judges.append((JD.subject_terms_judge(), f"{calibration.DOOR_JUDGE} (planted: a lenient judge, half of the "
                                                       "question's words on the page make it supporting)"))
     # the model judge's blind pass is its pre-labels above: the same judge, pairs and view
     doors = [JD.judge_door(j, pooled, validated, view, units, name, blind=pre if j is model else None)
@@ -372,7 +372,7 @@ def page_section(current: pd.DataFrame, labels_page_items, seed: int, validated:
     if len(qrels):
         sec.after_save.append(lambda: trec.write_qrels(qrels, run_dir / "qrels" / "labels.qrels"))
     sec.table("judge_door", door, sort_by=["judge", "query_id", "unit_id"] if len(door) else None)
-    kappa = (f"{SU.kappa_words(agreement.iloc[0])} "
+    kappa = (f"{summary.kappa_words(agreement.iloc[0])} "
              f"({model.name} vs {agreement['adjudicator'].iloc[0]}, {int(agreement['n'].iloc[0])} pairs)"
              if len(agreement) else "no adjudication yet")
     people_words = ""
@@ -385,7 +385,7 @@ def page_section(current: pd.DataFrame, labels_page_items, seed: int, validated:
         f"adjudicated; model pre-labels: {kappa}. {L.provenance(current, agreement)[0][0].upper()}{L.provenance(current, agreement)[0][1:]}."
         + people_words,
         numbers={"pooled pairs": len(pooled), "adjudicated": int(current["adjudicated"].sum()),
-                 **({"kappa (model vs adjudicator)": SU.kappa_words(agreement.iloc[0])} if len(agreement) else {}),
+                 **({"kappa (model vs adjudicator)": summary.kappa_words(agreement.iloc[0])} if len(agreement) else {}),
                  **({"team labels": len(team_labels)} if len(team_labels) else {})},
     )
     return (sec,)

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
-from lookalike.analysis import leakage as L
+from lookalike.analysis import leakage
 from lookalike.io.cache import Cache
-from lookalike.retrieval import encoders as E
+from lookalike.retrieval import encoders
 from lookalike.retrieval import indexes as retrieve
 from lookalike.retrieval import systems
 from lookalike.eval import stats
@@ -31,8 +31,8 @@ def dual_encoders(ctx: StageContext) -> dict:
     """The run's dual encoders (encode.encoders entries that also embed caption text into their query
     space: clip, bi, endpoint, a plug-in with encode_captions), built with the run's settings."""
     settings = ctx.encoder_settings()
-    return {E.system_name(spec): systems.make_encoder(spec, **settings)
-            for spec in ctx.get("encode.encoders") if E.has_captions(spec)}
+    return {encoders.system_name(spec): systems.make_encoder(spec, **settings)
+            for spec in ctx.get("encode.encoders") if encoders.has_captions(spec)}
 
 
 def ablation(ctx: StageContext, units: pd.DataFrame, cache: Cache, max_units: int | None = None,
@@ -51,16 +51,16 @@ def ablation(ctx: StageContext, units: pd.DataFrame, cache: Cache, max_units: in
         visible = ctx.table("visible")
     if facts is None and ctx.has_table("facts"):
         facts = ctx.table("facts")
-    ab = L.run_ablation(units, ctx.run_dir, seed, cache, max_units=max_units, inject=inject,
+    ab = leakage.run_ablation(units, ctx.run_dir, seed, cache, max_units=max_units, inject=inject,
                         ocr_engine=ctx.get("encode.ocr_engine"), workers=ctx.get("encode.workers"),
                         text_source=ctx.get("encode.text_source"),
                         device=ctx.get("encode.device"), n_boot=n_boot,
                         blind_queries=str(ctx.path("leak.blind_queries") or ""), page_base=ctx.get("corpus.page_base"),
                         cluster=ctx.get("stats.cluster"), visible=visible, facts=facts,
                         duals=dual_encoders(ctx) if duals is None else duals)
-    sheet = L.sheet(ab.runs, ab.queries, k=ctx.get("leak.pool_depth"), seed=seed)
-    judgements = L.reference_labels(sheet, ab.queries, units)
-    table, per_query = L.ablation_table(ab.runs, ab.queries, L.qrels_from_judgements(judgements), seed, n_boot=n_boot,
+    sheet = leakage.sheet(ab.runs, ab.queries, k=ctx.get("leak.pool_depth"), seed=seed)
+    judgements = leakage.reference_labels(sheet, ab.queries, units)
+    table, per_query = leakage.ablation_table(ab.runs, ab.queries, leakage.qrels_from_judgements(judgements), seed, n_boot=n_boot,
                                         clusters=ab.clusters)
     return ab, sheet, judgements, table, per_query
 
@@ -108,7 +108,7 @@ def planted_power(ctx: StageContext, units: pd.DataFrame, cache: Cache, ab, thre
     seed = ctx.seed if seed is None else seed
     _, _, _, _, planted_pq = ablation(ctx, units, cache, max_units=max_units, inject="caption-index", n_boot=n_boot,
                                       seed=seed, visible=visible, facts=facts, duals={})
-    return L.planted_power(planted_pq, threshold, n_boot, seed,
+    return leakage.planted_power(planted_pq, threshold, n_boot, seed,
                            ctx.unit_clusters() if unit_clusters is None else unit_clusters)
 
 
@@ -119,7 +119,7 @@ def planted_leak(ctx: StageContext, units: pd.DataFrame, cache: Cache, ab, thres
     if planted is None or not (planted["effect"] == "leaky pixel system").any() or ab.injected:
         return None
     leaky, _, _, _, leaky_pq = ablation(ctx, units, cache, inject="filename", duals={})
-    return L.gate_results(leaky_pq, leaky.pixel_pq, leaky.probe, threshold, seed=ctx.seed,
+    return leakage.gate_results(leaky_pq, leaky.pixel_pq, leaky.probe, threshold, seed=ctx.seed,
                           unit_clusters=ctx.unit_clusters())
 
 
@@ -142,14 +142,14 @@ def matched_section(ab) -> tuple[Section]:
     """The query sets side by side: register and qualifier shares of each (they should be equal)."""
     sec = Section(STAGE, "matched")
     with pd.option_context("display.float_format", "{:.3f}".format):
-        sec.say(L.matched(ab.queries).to_string(index=False))
+        sec.say(leakage.matched(ab.queries).to_string(index=False))
     return (sec,)
 
 
 def overlap_section(ab, units: pd.DataFrame, seed: int) -> tuple[Section, Any]:
     """The share of each query's content words found in its unit's caption fields. Writes leak_caption_overlap."""
     sec = Section(STAGE, "overlap")
-    overlap = L.caption_overlap(ab.queries, units, ab.clusters, seed)
+    overlap = leakage.caption_overlap(ab.queries, units, ab.clusters, seed)
     with pd.option_context("display.float_format", "{:.3f}".format):
         sec.say("share of each query's content words found in its unit's caption fields (caption, alt text, "
                 "file name) — blind queries are written from what the page shows, caption-derived ones from "
@@ -175,7 +175,7 @@ def pool_section(sheet, ab, judgements: pd.DataFrame, leak_pool_depth) -> tuple[
     sec.say(f"pooled pairs: {len(sheet)} for {ab.queries['query_id'].nunique()} queries; labels "
           + ", ".join(f"{lab}: {int((judgements['label'] == lab).sum())}" for lab in LABELS)
           + f" (judge: {', '.join(sorted(judgements['judge'].unique()))})")
-    judged = L.judged_at_k(ab.runs, judgements, leak_pool_depth)
+    judged = leakage.judged_at_k(ab.runs, judgements, leak_pool_depth)
     sec.say(judged.round(3).to_string(index=False))
     sec.table("judged_10", judged, sort_by=["system"])
     return sec, judged
@@ -186,13 +186,13 @@ def repool_section(encode_ocr_engine, encode_workers, encode_text_source, units:
     """Re-pooling ocr-bm25 on the same queries: the new pairs it would need judged."""
     sec = Section(STAGE, "repool")
 
-    bm25_units = E.make_encoder("ocr-bm25", ocr_engine=encode_ocr_engine, workers=encode_workers,
+    bm25_units = encoders.make_encoder("ocr-bm25", ocr_engine=encode_ocr_engine, workers=encode_workers,
                                 text_source=encode_text_source, progress=False).encode_units(units, run_dir, cache)
     bm25_run = retrieve.BM25Index().add(bm25_units).search(
-        E.make_encoder("ocr-bm25", progress=False).encode_queries(list(ab.queries["text"]), list(ab.queries["query_id"])),
+        encoders.make_encoder("ocr-bm25", progress=False).encode_queries(list(ab.queries["text"]), list(ab.queries["query_id"])),
         k=100)
-    new_sheet = L.sheet({"ocr-bm25": bm25_run}, ab.queries, k=leak_pool_depth, seed=seed, judged=judgements)
-    before = L.judged_at_k({"ocr-bm25": bm25_run}, judgements, leak_pool_depth)
+    new_sheet = leakage.sheet({"ocr-bm25": bm25_run}, ab.queries, k=leak_pool_depth, seed=seed, judged=judgements)
+    before = leakage.judged_at_k({"ocr-bm25": bm25_run}, judgements, leak_pool_depth)
     sec.say(f"re-pooling ocr-bm25: {len(new_sheet)} new pairs to judge; its judged_{leak_pool_depth} before: "
           f"{before.iloc[0, 1]:.3f}")
     return (sec,)
@@ -204,9 +204,9 @@ def ablation_section(table, units: pd.DataFrame) -> tuple[Section]:
     with pd.option_context("display.float_format", "{:.3f}".format):
         sec.say(table.to_string(index=False))
         sec.say()
-        sec.say(L.ratios(table, chance=min(10, len(units)) / max(1, len(units))).to_string(index=False, na_rep="·"))
+        sec.say(leakage.ratios(table, chance=min(10, len(units)) / max(1, len(units))).to_string(index=False, na_rep="·"))
     sec.html_table("ablation", table)
-    sec.html_table("ablation_ratios", L.ratios(table, chance=min(10, len(units)) / max(1, len(units))))
+    sec.html_table("ablation_ratios", leakage.ratios(table, chance=min(10, len(units)) / max(1, len(units))))
     return (sec,)
 
 
@@ -232,7 +232,7 @@ def dual_section(ab) -> tuple[Section]:
 def chart_section(table) -> tuple[Section]:
     """The leak ablation chart: recall@10 per index (image, caption, both) for each query set."""
     sec = Section(STAGE, "chart")
-    sec.figure("03_leak_ablation", charts.leak_ablation(table, L.QUERY_SETS, L.INDEXES))
+    sec.figure("03_leak_ablation", charts.leak_ablation(table, leakage.QUERY_SETS, leakage.INDEXES))
     return (sec,)
 
 
@@ -244,7 +244,7 @@ def resolution_section(table, ab) -> tuple[Section]:
     img = table[table["index"] == "image"].set_index("query_set")["recall_10"]
     if n:
         sec.say(f"n = {n} queries per set; SE of a recall near 0.5: ±{stats.proportion_se(0.5, n):.3f}; "
-                f"smallest resolvable difference: ±{L.resolution(n):.3f}")
+                f"smallest resolvable difference: ±{leakage.resolution(n):.3f}")
         sec.say(f"image index: SE blind ±{stats.proportion_se(img['blind'], n):.3f}, caption-derived "
                 f"±{stats.proportion_se(img['caption-derived'], n):.3f}")
     else:
@@ -255,9 +255,9 @@ def resolution_section(table, ab) -> tuple[Section]:
 def breakdowns_section(per_query) -> tuple[Section]:
     """Recall@10 of the ablation by register and by stratum, per index and query set."""
     sec = Section(STAGE, "breakdowns")
-    sec.show["by_register"] = L.breakdown(per_query, "register").pivot_table(
+    sec.show["by_register"] = leakage.breakdown(per_query, "register").pivot_table(
         index=["index", "register"], columns="query_set", values="recall_10").round(3)
-    sec.show["by_stratum"] = L.breakdown(per_query, "content_type").pivot_table(
+    sec.show["by_stratum"] = leakage.breakdown(per_query, "content_type").pivot_table(
         index=["index", "content_type"], columns="query_set", values="recall_10").round(3)
     return (sec,)
 
@@ -266,9 +266,9 @@ def shuffled_run_probes(cfg, units: pd.DataFrame, run_dir: Path) -> tuple[list, 
     """The metadata probe of each run of yours that has a run on the shuffled corpus (leak.shuffled_runs:
     name=path, name one of retrieve.external_runs): stage 02's copy of your run against the shuffled
     one, read the same way. Returns (results, notes in words)."""
-    from lookalike import params as P
+    from lookalike import params
     from lookalike.eval import trec
-    from lookalike.io import inputs as I
+    from lookalike.io import inputs
 
     results, notes = [], []
     ours = {str(s).partition("=")[0].strip() for s in cfg.retrieve.external_runs}
@@ -278,11 +278,11 @@ def shuffled_run_probes(cfg, units: pd.DataFrame, run_dir: Path) -> tuple[list, 
             raise ValueError(f"leak.shuffled_runs: {name!r} is not one of your runs (retrieve.external_runs: "
                              f"{', '.join(sorted(ours)) or 'none'})")
         original, _ = trec.read_run_file(run_dir / "runs" / f"{name}.run")       # stage 02's canonical copy
-        shuffled, skipped = I.read_external_run(P.repo_file(path), units["unit_id"], original["query_id"].unique(),
+        shuffled, skipped = inputs.read_external_run(params.repo_file(path), units["unit_id"], original["query_id"].unique(),
                                                 cfg.corpus.page_base)
         if len(skipped):
             notes.append(f"{name}: {len(skipped)} row(s) of the shuffled-corpus run skipped (unknown questions or units)")
-        result, said = L.run_probe(name, original, shuffled)
+        result, said = leakage.run_probe(name, original, shuffled)
         results.append(result)
         notes += said
     return results, notes
@@ -298,13 +298,13 @@ def gate_section(per_query: pd.DataFrame, ab, threshold: float, seed: int, unit_
     import dataclasses
 
     sec = Section(STAGE, "gate")
-    gates = L.gate_results(per_query, ab.pixel_pq, ab.probe, threshold, seed=seed, unit_clusters=unit_clusters)
+    gates = leakage.gate_results(per_query, ab.pixel_pq, ab.probe, threshold, seed=seed, unit_clusters=unit_clusters)
     gates = [dataclasses.replace(g, planted=power) if g.index == "image" and power is not None else g for g in gates]
     gates += list(probes[0])
     for note in probes[1]:
         sec.say(note)
     verdict = gates[0]
-    decision = L.overall(gates)
+    decision = leakage.overall(gates)
     if ab.not_evaluated:
         sec.say(f"retrieval half not evaluated: {ab.not_evaluated}")
     if decision == "NOT EVALUATED":
@@ -361,10 +361,10 @@ def sheet_section(ab, per_query: pd.DataFrame, sheet: pd.DataFrame, units: pd.Da
     sec = Section(STAGE, "sheet")
     if ab.dropped is not None and len(ab.dropped):
         sec.table("leak_blind_dropped", ab.dropped)
-    sec.table("leak_breakdown_register", L.breakdown(per_query, "register"))
-    sec.table("leak_breakdown_stratum", L.breakdown(per_query, "content_type"))
-    sec.table("judging_sheet", L.judge_view(sheet))
-    sec.after_save.append(lambda: L.judging_sheet_html(sheet, units, run_dir / "html" / "03_judging_sheet.html",
+    sec.table("leak_breakdown_register", leakage.breakdown(per_query, "register"))
+    sec.table("leak_breakdown_stratum", leakage.breakdown(per_query, "content_type"))
+    sec.table("judging_sheet", leakage.judge_view(sheet))
+    sec.after_save.append(lambda: leakage.judging_sheet_html(sheet, units, run_dir / "html" / "03_judging_sheet.html",
                                                        run_dir, salt=str(seed)))
     return (sec,)
 

@@ -14,17 +14,17 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from lookalike.analysis import calibration as C
+from lookalike.analysis import calibration
 from lookalike.analysis import haystack as H
-from lookalike.analysis import negatives as N
+from lookalike.analysis import negatives
 from lookalike.report import browse, charts
 from lookalike.report import tables as readable
-from lookalike.judging import store as L
+from lookalike.judging import store
 from lookalike.report import site as report
 from lookalike.report import claims as CL
-from lookalike.report import summary as SU
-from lookalike.analysis import scoring as S
-from lookalike.analysis import views as V
+from lookalike.report import summary
+from lookalike.analysis import scoring
+from lookalike.analysis import views
 from lookalike.report.tables import fmt_ci
 from lookalike.eval import stats
 from lookalike.retrieval import catalog, fusion, systems
@@ -62,7 +62,7 @@ def run(ctx: StageContext) -> StageResult:
     settings_view = res.add(*settings_section(x, evidence, evidence_qrels, cfg.retrieve.depth, cfg.seed,
                                               {"rerank": cfg.rerank.systems, "split": cfg.split.systems}))
     cells = res.add(*source_structure_section(x.units, frames_ev, x.strict, cfg.seed, x.clusters,
-                                              cfg.report.source_column, SU.unit_noun(cfg.corpus.source,
+                                              cfg.report.source_column, summary.unit_noun(cfg.corpus.source,
                                                                                    x.units["content_type"])))
     res.add(*kinds_section(x.unit_vectors, evidence))
     res.add(*failures_section(x))
@@ -108,7 +108,7 @@ class MetricInputs:
     @property
     def qrels_labels(self) -> pd.DataFrame:
         """The current labels as graded judgements (sufficient 2, supporting 1)."""
-        return (L.qrels_from(self.current) if len(self.current)
+        return (store.qrels_from(self.current) if len(self.current)
                 else pd.DataFrame(columns=["query_id", "unit_id", "relevance"]))
 
     @property
@@ -163,11 +163,11 @@ def read_inputs(ctx: StageContext) -> MetricInputs:
                         dict(ctx.encoder_settings(), run_dir=run_dir), earlier)
 
 
-def setup_section(x: MetricInputs, rrf_k: int, depth: int, seed: int) -> tuple[Section, S.CandidateSystems]:
+def setup_section(x: MetricInputs, rrf_k: int, depth: int, seed: int) -> tuple[Section, scoring.CandidateSystems]:
     """The scorer every candidate view uses (base systems, the catalogue's fusions and document context,
     your runs and +rerank / +split rankings), and what is scored: questions, labelled pairs, systems."""
     sec = Section(STAGE, "setup")
-    scorer = S.CandidateSystems(x.units, x.unit_vectors, x.derived_plan.fusions(), x.external, x.settings, rrf_k,
+    scorer = scoring.CandidateSystems(x.units, x.unit_vectors, x.derived_plan.fusions(), x.external, x.settings, rrf_k,
                                 depth, seed, doc_context=x.derived_plan.rescorings())
     sec.say(f"validated single-gold questions: {len(x.strict)} ({len(x.one_unit)} with one evidence unit); "
             f"labelled pairs: {len(x.current)}; systems: "
@@ -186,7 +186,7 @@ def top1_random_section(questions: pd.DataFrame, distractors: pd.DataFrame, scor
     orig_qrels = systems.evidence_qrels(orig)
     random_rows = []
     for name, run in sorted(scorer.runs(orig, rand_c).items()):
-        pq = S.per_query(orig_qrels, run, ["top1"], list(orig["query_id"]))
+        pq = scoring.per_query(orig_qrels, run, ["top1"], list(orig["query_id"]))
         ci = stats.bootstrap_ci(pq["top1"].to_numpy(), 2000, rng=np.random.default_rng([seed, 70]),
                                 clusters=stats.cluster_array(clusters, list(pq.index)))
         # chance: a random pick among the gold and its random negatives, 1 / (1 + negatives), averaged
@@ -202,7 +202,7 @@ def top1_random_section(questions: pd.DataFrame, distractors: pd.DataFrame, scor
 
 def sufficiency_section(questions: pd.DataFrame, one_unit: pd.DataFrame, distractors: pd.DataFrame,
                         units: pd.DataFrame, scorer, corpus_runs: dict, qrels_labels: pd.DataFrame, seed: int,
-                        clusters, run_dir: Path, template_k: int = N.TEMPLATE_K
+                        clusters, run_dir: Path, template_k: int = negatives.TEMPLATE_K
                         ) -> tuple[Section, dict, pd.DataFrame, dict, pd.DataFrame, pd.DataFrame]:
     """Sufficient / supporting-only / neither at k under hard negatives (the gold and its look-alikes;
     only questions whose candidate set is larger than the largest k, so no figure is 1 by construction)
@@ -211,7 +211,7 @@ def sufficiency_section(questions: pd.DataFrame, one_unit: pd.DataFrame, distrac
     sec = Section(STAGE, "sufficiency")
     # the gold against every look-alike (its per-axis distractors and the rest of its template, or its
     # appearance cluster), all labelled in stage 06
-    hard_c, hard_sets = N.hard_sets(questions, distractors, units, set(one_unit["query_id"]), max(S.HARD_KS), template_k)
+    hard_c, hard_sets = negatives.hard_sets(questions, distractors, units, set(one_unit["query_id"]), max(scoring.HARD_KS), template_k)
     in_hard = one_unit[one_unit["query_id"].isin(set(hard_c))].reset_index(drop=True)
     sizes = [len(v) - 1 for v in hard_c.values()]
     scored = hard_sets[hard_sets["query_id"].isin(set(one_unit["query_id"]))]
@@ -219,17 +219,17 @@ def sufficiency_section(questions: pd.DataFrame, one_unit: pd.DataFrame, distrac
             f"the gold and {np.median(sizes) if sizes else 0:.0f} look-alikes (median; {min(sizes, default=0)}–"
             f"{max(sizes, default=0)}); by method: "
             + (", ".join(f"{m} {n}" for m, n in scored["method"].value_counts().sort_index().items()) or "none"))
-    if N.capped_templates_note(units, template_k):
-        sec.say(N.capped_templates_note(units, template_k))
+    if negatives.capped_templates_note(units, template_k):
+        sec.say(negatives.capped_templates_note(units, template_k))
     outside = scored[~scored["in_hard"]]
     if len(outside):
         sec.say(f"outside the hard columns ({len(outside)}): " + "; ".join(
             f"{q} ({r})" for q, r in zip(outside["query_id"].head(10), outside["reason"].head(10)))
             + (" …" if len(outside) > 10 else ""))
     hard_runs = scorer.runs(in_hard, hard_c)
-    suff_hard, frames_hard = S.sufficiency(qrels_labels, hard_runs, list(in_hard["query_id"]), "hard",
-                                           ks=S.HARD_KS, seed=seed, clusters=clusters)
-    suff_corpus, frames_corpus = S.sufficiency(qrels_labels, corpus_runs, list(one_unit["query_id"]), "corpus", seed=seed,
+    suff_hard, frames_hard = scoring.sufficiency(qrels_labels, hard_runs, list(in_hard["query_id"]), "hard",
+                                           ks=scoring.HARD_KS, seed=seed, clusters=clusters)
+    suff_corpus, frames_corpus = scoring.sufficiency(qrels_labels, corpus_runs, list(one_unit["query_id"]), "corpus", seed=seed,
                                                clusters=clusters)
     sufficiency = pd.concat([suff_hard, suff_corpus], ignore_index=True)
     with pd.option_context("display.float_format", "{:.3f}".format):
@@ -265,7 +265,7 @@ def headline_section(top1_random: pd.DataFrame, suff_hard: pd.DataFrame, hard_ru
             row[f"{label}, hard (validated)"] = fmt_ci(r[m], r[f"{m}_lo"], r[f"{m}_hi"])
         row["chance @1 · @5 (hard)"] = " · ".join(f"{CL.hard_chance(hard_sets, k):.2f}" for k in (1, 5))
         row["n (validated)"] = int(sh.loc[(name, 1), "n"])
-        g = S.slot_gain(frames_hard[name], "sufficient_1", "sufficient_5", seed=seed, clusters=clusters)
+        g = scoring.slot_gain(frames_hard[name], "sufficient_1", "sufficient_5", seed=seed, clusters=clusters)
         row["gain slot 1→5 (paired)"] = fmt_ci(g["gain"], g["gain_lo"], g["gain_hi"])
         head_rows.append(row)
     headline = pd.DataFrame(head_rows)
@@ -286,7 +286,7 @@ def significance_section(strict: pd.DataFrame, corpus_runs, seed: int, clusters,
     randomisation test, Holm within each measure). Writes evidence_complete and significance."""
     sec = Section(STAGE, "significance")
     evidence_qrels = systems.evidence_qrels(strict)
-    evidence, frames_ev = S.evidence_complete(evidence_qrels, corpus_runs, strict, seed=seed, clusters=clusters)
+    evidence, frames_ev = scoring.evidence_complete(evidence_qrels, corpus_runs, strict, seed=seed, clusters=clusters)
     sig = []
     # every pair of systems, Holm-adjusted within each measure: which differences are real
     for measure, frames, col in (("sufficient@5 (hard)", frames_hard, "sufficient_5"),
@@ -343,13 +343,13 @@ def planted_section(x: MetricInputs, seed: int) -> tuple[Section, pd.DataFrame]:
     """Calibration on a corpus that plants effects (the demo): each planted effect beside what the
     stage that measures it recovered, with its CI and whether it was recovered. Writes planted_effects."""
     sec = Section(STAGE, "planted")
-    effects = pd.DataFrame(columns=C.EFFECT_COLUMNS)
+    effects = pd.DataFrame(columns=calibration.EFFECT_COLUMNS)
     units, questions, earlier = x.units, x.questions, x.earlier
     if len(earlier["planted"]):
         appearance = x.run_dir / "vectors" / "appearance.npz"
         revision_units = 0
         if appearance.is_file():
-            _, pools = N.hard_negatives(units, Vectors.load(appearance).data, list(units["unit_id"]), k=1,
+            _, pools = negatives.hard_negatives(units, Vectors.load(appearance).data, list(units["unit_id"]), k=1,
                                         axes=("revision",))
             revision_units = int((pools["pool"] > 0).sum())
         ladder = earlier["validity_ladder"]
@@ -357,12 +357,12 @@ def planted_section(x: MetricInputs, seed: int) -> tuple[Section, pd.DataFrame]:
 
         planted_qs = set(questions.loc[demo.under_specified(questions, units.assign(
             revision=units["revision"].astype(int))).to_numpy(), "query_id"])
-        effects = C.planted_effects(
+        effects = calibration.planted_effects(
             earlier["planted"], validation=earlier["question_validation"], revision_pool_units=revision_units,
             planted_questions=planted_qs, judgements=earlier["validation_judgements"],
             leak_gate=earlier["leak_gate"], leak_planted=earlier["leak_planted"],
             leak_per_query=earlier["leak_per_query"], door_summary=earlier["judge_door_summary"],
-            ladder_slopes=N.ladder_slopes(ladder) if len(ladder) else {}, unit_clusters=x.unit_clusters,
+            ladder_slopes=negatives.ladder_slopes(ladder) if len(ladder) else {}, unit_clusters=x.unit_clusters,
             clusters=x.clusters, seed=seed)
         with pd.option_context("display.float_format", "{:.3f}".format, "display.max_colwidth", 60):
             sec.say(effects[["effect", "planted", "recovered", "lo", "hi", "ok"]].to_string(index=False))
@@ -415,7 +415,7 @@ def evidence_section(evidence: pd.DataFrame) -> tuple[Section]:
                                                      "structure on its own (stratified), Micro all questions")
         sec.say()
         st = evidence[(evidence["aggregate"] == "structure") & (evidence["k"] == 10) & (evidence["measure"] == "RecallAll")]
-        sec.say(S.macro_weights(evidence))
+        sec.say(scoring.macro_weights(evidence))
         sec.say("RecallAll@10 by evidence structure (n per cell in tables/evidence_complete.csv):")
         sec.say(st.pivot_table(index="evidence_structure", columns="system", values="value").to_string(na_rep="·") if len(st) else "-")
     return (sec,)
@@ -430,13 +430,13 @@ def settings_section(x: MetricInputs, evidence: pd.DataFrame, evidence_qrels: pd
     ctx_qv = systems.encode_queries(strict, [n for n in base if unit_vectors[n].kind != "text"],
                                      **x.settings) \
         if len(strict) else {}
-    ctx_runs, no_ctx = V.context_runs(base, unit_vectors, ctx_qv, x.units, list(strict["query_id"]), x.corpus_runs,
+    ctx_runs, no_ctx = views.context_runs(base, unit_vectors, ctx_qv, x.units, list(strict["query_id"]), x.corpus_runs,
                                       depth, seed) if len(strict) else ({}, {})
     extra = {k: r for k, r in ctx_runs.items() if k not in x.corpus_runs}
-    extra_ev, _ = (S.evidence_complete(evidence_qrels, extra, strict, seed=seed, clusters=clusters) if extra
+    extra_ev, _ = (scoring.evidence_complete(evidence_qrels, extra, strict, seed=seed, clusters=clusters) if extra
                    else (pd.DataFrame(columns=evidence.columns), {}))
-    settings_long = V.settings_table(base, evidence, extra_ev, no_ctx, derived)
-    settings_view = V.settings_wide(settings_long)
+    settings_long = views.settings_table(base, evidence, extra_ev, no_ctx, derived)
+    settings_view = views.settings_wide(settings_long)
     if len(settings_view):
         sec.say(f"n = {len(strict)} validated single-gold questions, scored against their evidence units; "
                 "Macro averages the evidence structures (each resampled on its own), Micro the questions; "
@@ -453,7 +453,7 @@ def source_structure_section(units: pd.DataFrame, frames_ev: dict, strict: pd.Da
     """RecallAll@5 by source (report.source_column) and evidence structure, as a table and a
     heatmap, or why there is none. Writes recall_all_by_source."""
     sec = Section(STAGE, "source_structure")
-    cells = pd.DataFrame(columns=V.HEATMAP_COLUMNS)
+    cells = pd.DataFrame(columns=views.HEATMAP_COLUMNS)
     if source_column not in units.columns:
         sec.say(f"report.source_column {source_column!r} is not a units column ({', '.join(units.columns)}): "
                 "no source × structure view")
@@ -461,7 +461,7 @@ def source_structure_section(units: pd.DataFrame, frames_ev: dict, strict: pd.Da
         sec.say(f"report.source_column {source_column!r} is empty for every unit of this corpus: no source × "
                 "structure view")
     elif len(frames_ev):
-        cells = V.source_structure(frames_ev, strict, units, source_column, seed=seed, clusters=clusters)
+        cells = views.source_structure(frames_ev, strict, units, source_column, seed=seed, clusters=clusters)
         with pd.option_context("display.float_format", "{:.2f}".format):
             sec.say(f"RecallAll@5 by {source_column} (rows) × evidence structure; n per cell in "
                     "tables/recall_all_by_source.csv; · no question of that source and structure")
@@ -477,7 +477,7 @@ def source_structure_section(units: pd.DataFrame, frames_ev: dict, strict: pd.Da
 def kinds_section(unit_vectors, evidence: pd.DataFrame) -> tuple[Section, Any]:
     """Single- against multi-vector systems on the evidence-complete measures, or which kinds ran."""
     sec = Section(STAGE, "kinds")
-    kinds = V.kinds_table(unit_vectors, evidence)
+    kinds = views.kinds_table(unit_vectors, evidence)
     if len(kinds):
         with pd.option_context("display.float_format", "{:.3f}".format):
             sec.say(kinds.to_string(index=False))
@@ -515,7 +515,7 @@ def failures_section(x: MetricInputs) -> tuple[Section]:
         sec.say("no validated single-gold questions: nothing to browse")
     sec.table("failures", failures, sort_by=["system", "query_id"])
     if len(failures):
-        note = SU.sentence(L.provenance(current, x.earlier["label_agreement"])[0])
+        note = summary.sentence(store.provenance(current, x.earlier["label_agreement"])[0])
         sec.after_save.append(lambda: browse.write_browser(x.run_dir, failures, strict, units, x.run_dir,
                                                            labels_note=note))
     return (sec,)
@@ -538,7 +538,7 @@ def haystack_section(units: pd.DataFrame, distractors: pd.DataFrame, strict: pd.
     hay_pq: dict[tuple[str, str], dict[int, pd.Series]] = {}
     for size, runs in hay_runs.items():
         for name, run in runs.items():
-            pq = S.per_query(evidence_qrels, run, ["recall_10", "top1"], list(strict["query_id"]))
+            pq = scoring.per_query(evidence_qrels, run, ["recall_10", "top1"], list(strict["query_id"]))
             for m in ("recall_10", "top1"):
                 hay_pq.setdefault((name, m), {})[size] = pq[m]
     haystack = H.curve({k: pd.DataFrame(v) for k, v in hay_pq.items()}, target_size=target, clusters=clusters, seed=seed)
@@ -572,7 +572,7 @@ def fusion_section(base: list, corpus_runs: dict, current: pd.DataFrame, strict:
              for m in fusion.FUSIONS} if len(components) >= 2 else {}
     good = current[current["label"] == "sufficient"].groupby("query_id")["unit_id"].apply(set).to_dict()
     suff_sets = {q: good.get(q, set()) for q in strict["query_id"]}
-    trace, trace_counts = S.fusion_trace(components, fused, suff_sets, k=10)
+    trace, trace_counts = scoring.fusion_trace(components, fused, suff_sets, k=10)
     with pd.option_context("display.float_format", "{:.3f}".format):
         if len(trace):
             sec.say(trace.groupby("method")[["in_some_pool", "in_fused_top_k", "lost"]].sum().to_string())
@@ -600,16 +600,16 @@ def qrels_section(evidence_qrels: pd.DataFrame, run_dir: Path) -> tuple[Section]
     return (sec,)
 
 
-def summary_inputs(x: MetricInputs, t: dict, claims: dict, source_column: str, noun: str) -> SU.SummaryInputs:
+def summary_inputs(x: MetricInputs, t: dict, claims: dict, source_column: str, noun: str) -> summary.SummaryInputs:
     """What report.summary builds the page's blocks from: this stage's tables and claims, and the words
     only the analysis layer computes (the ladder's slopes, what the Macro figure averages)."""
     ladder = x.earlier["validity_ladder"]
-    return SU.SummaryInputs(
-        claims=claims, headline=t["headline"], evidence=t["evidence"], macro_words=S.macro_weights(t["evidence"]),
+    return summary.SummaryInputs(
+        claims=claims, headline=t["headline"], evidence=t["evidence"], macro_words=scoring.macro_weights(t["evidence"]),
         settings_view=t["settings_view"], trace_counts=t["trace_counts"], effects=t["effects"], haystack=t["haystack"],
         source_cells=len(t["cells"]), scored=len(x.strict), interval=stats.interval_words(x.clusters),
         hard_vs_random=bool(len(x.earlier["hard_vs_random"])), ladder=ladder,
-        ladder_slopes=N.ladder_slopes(ladder) if len(ladder) else {}, source_column=source_column, noun=noun)
+        ladder_slopes=negatives.ladder_slopes(ladder) if len(ladder) else {}, source_column=source_column, noun=noun)
 
 
 def summary_section(x: MetricInputs, t: dict, cfg) -> tuple[Section, dict]:
@@ -617,7 +617,7 @@ def summary_section(x: MetricInputs, t: dict, cfg) -> tuple[Section, dict]:
     the verdict and what was scored as claim records (report.claims), written to claims.json and shown
     from there. Written after the tables and figures it embeds."""
     sec = Section(STAGE, "summary")
-    noun = SU.unit_noun(cfg.corpus.source, x.units["content_type"])
+    noun = summary.unit_noun(cfg.corpus.source, x.units["content_type"])
     made = ([CL.scored_claim(x.questions, x.earlier["question_validation"], x.strict["query_id"], x.one_unit["query_id"],
                              t["hard_sets"], int(pd.to_numeric(t["top1_random"]["n"], errors="coerce").max())
                              if len(t["top1_random"]) else 0, noun=noun),
@@ -625,11 +625,11 @@ def summary_section(x: MetricInputs, t: dict, cfg) -> tuple[Section, dict]:
             + derived_claims(x, t, cfg.corpus.source, noun))
     record = CL.claims_record(made)
     claims = {c["id"]: c for c in record["claims"]}
-    blocks = SU.blocks(summary_inputs(x, t, claims, cfg.report.source_column, noun))
+    blocks = summary.blocks(summary_inputs(x, t, claims, cfg.report.source_column, noun))
     # claims.json holds what the page says: a sentence whose block is not shown (nothing was scored) is no claim
     on_page = "\n".join(b.words() for b in blocks)
     record["claims"] = [c for c in record["claims"] if c["id"] in ("scored", "verdict") or c["text"] in on_page]
-    lead = SU.lead(cfg.run, SU.corpus_words(cfg.corpus.source, len(x.units), len(x.questions),
+    lead = summary.lead(cfg.run, summary.corpus_words(cfg.corpus.source, len(x.units), len(x.questions),
                                             noun, Path(cfg.corpus.root or cfg.corpus.manifest).name),
                    datetime.now(UTC).strftime("%Y-%m-%d"), claims["verdict"]["text"])
     sec.say(claims["verdict"]["text"])
@@ -665,7 +665,7 @@ def derived_claims(x: MetricInputs, t: dict, source: str, noun: str) -> list[dic
 def stage_headline_section(verdict: dict, current: pd.DataFrame, labels_note: pd.DataFrame) -> tuple[Section]:
     """What index.html says of stage 07: the summary's verdict (claims.json) and what the labels rest on."""
     sec = Section(STAGE, "stage_headline")
-    sentence = f"{verdict['text']} {SU.sentence(L.provenance(current, labels_note)[0])}"
+    sentence = f"{verdict['text']} {summary.sentence(store.provenance(current, labels_note)[0])}"
     sec.headline(sentence, figure="07_sufficiency" if verdict["kind"] != "none" else "",
                  numbers={f"{verdict['measure']}, {f['key']['system']}": f"{f['value']:.2f}"
                           for f in verdict["figures"]})

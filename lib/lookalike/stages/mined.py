@@ -11,17 +11,17 @@ from typing import Any
 
 import pandas as pd
 from lookalike import progress as bars
-from lookalike.judging import agreement as AG
-from lookalike.judging import judges as J
+from lookalike.judging import agreement
+from lookalike.judging import judges
 from lookalike.judging.protocol import ABSTAIN
-from lookalike.judging import store as L
-from lookalike.analysis import mining as Mi
+from lookalike.judging import store
+from lookalike.analysis import mining
 from lookalike.retrieval import systems
 from lookalike.eval import trec
 from lookalike.io.cache import Cache
 
 from lookalike.report import charts
-from lookalike.report import summary as SU
+from lookalike.report import summary
 from lookalike.data import demo
 from lookalike.stages.base import Section, StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
 
@@ -81,11 +81,11 @@ def make_judges(ctx: StageContext, units: pd.DataFrame):
     cache = Cache(cfg.encode.cache_dir or None)
     texts = systems.ocr_texts(units, ctx.run_dir, cache, cfg.encode.ocr_engine, cfg.encode.workers,
                                text_source=cfg.encode.text_source)
-    view = J.unit_viewer(units, texts, ctx.run_dir)
+    view = judges.unit_viewer(units, texts, ctx.run_dir)
     jargs = dict(facts=read("facts"), answer_key=read("answer_key"), units=units, regions=demo.REGIONS,
                  **ctx.judge_settings(cache.root))
-    judge = J.make_judge(cfg.mining.judge, **jargs)
-    return view, judge, J.second_judge(judge, cfg.mining.compare_judge, **jargs)
+    judge = judges.make_judge(cfg.mining.judge, **jargs)
+    return view, judge, judges.second_judge(judge, cfg.mining.compare_judge, **jargs)
 
 
 def setup_section(question_sets: dict, retriever: str, judge, second, compare_judge: str) -> tuple[Section]:
@@ -106,7 +106,7 @@ def mined_section(view, mining_windows, mining_alphas, question_sets, runs, mini
     """Mined candidates per question set: each miner's top mining.depth judged by the judge, and the
     negatives each rule picks. Writes mined_candidates, mined_judgements, negatives_chosen."""
     sec = Section(STAGE, "mined")
-    memo = J.Memo(view)
+    memo = judges.Memo(view)
     rules = (["top-k"] + [f"window:{w}" for w in mining_windows] + [f"topk-percpos:{a:g}" for a in mining_alphas]
              + ["judged"])
     mined_all, chosen_all, judgements_all, golds = [], [], [], {}
@@ -114,14 +114,14 @@ def mined_section(view, mining_windows, mining_alphas, question_sets, runs, mini
         qrec = qs.set_index("query_id")
         gold = {q: [u for u in ev.split(";") if u] for q, ev in zip(qs["query_id"], qs["evidence_unit_ids"])}
         golds[set_name] = gold
-        mined = Mi.mine(runs[set_name], {q: set(g) for q, g in gold.items()}, n=mining_depth)
+        mined = mining.mine(runs[set_name], {q: set(g) for q, g in gold.items()}, n=mining_depth)
         budget = mined[mined["rank"] <= mining_judge_top]
         budget_labels = budget[["query_id", "unit_id"]].assign(
             label=[memo.label(judge, qrec, q, u) for q, u in bars.bar(
                 zip(budget["query_id"], budget["unit_id"]), total=len(budget), desc=f"judging mined ({judge.name})",
                 unit="pair")])
-        chosen = (pd.concat([Mi.select(mined, r, k=mining_negatives, judged_labels=budget_labels, seed=seed) for r in rules],
-                            ignore_index=True) if len(mined) else pd.DataFrame(columns=Mi.CHOSEN_COLUMNS))
+        chosen = (pd.concat([mining.select(mined, r, k=mining_negatives, judged_labels=budget_labels, seed=seed) for r in rules],
+                            ignore_index=True) if len(mined) else pd.DataFrame(columns=mining.CHOSEN_COLUMNS))
         need = pd.concat([budget[["query_id", "unit_id"]], chosen[["query_id", "unit_id"]]]).drop_duplicates()
         for j in [judge] + ([second] if second else []):
             judgements_all.append(need.assign(judge=j.name, question_set=set_name, in_budget=need.merge(
@@ -140,7 +140,7 @@ def mined_section(view, mining_windows, mining_alphas, question_sets, runs, mini
                  .assign(window=lambda d: pd.cut(d["rank"], [0, 1, 4, 20, 100], labels=["1", "2-4", "5-20", "21-100"])))
     sec.say(f"\nshare judged relevant by mined rank (judge: {judge.name}):")
     sec.say(by_window.groupby(["question_set", "window"], observed=False)["label"].apply(
-        lambda s: f"{Mi.is_relevant(s).mean():.3f} of {len(s)}" if len(s) else "none mined").unstack(0).to_string(na_rep="·") if len(by_window) else "nothing mined")
+        lambda s: f"{mining.is_relevant(s).mean():.3f} of {len(s)}" if len(s) else "none mined").unstack(0).to_string(na_rep="·") if len(by_window) else "nothing mined")
     sec.table("mined_candidates", mined_all, sort_by=["question_set", "query_id", "rank"])
     sec.table("mined_judgements", judgements, sort_by=["question_set", "judge", "query_id", "unit_id"])
     sec.table("negatives_chosen", chosen_all, sort_by=["question_set", "rule", "query_id", "rank"])
@@ -164,8 +164,8 @@ def incompleteness_section(golds, clusters_of, question_sets, units: pd.DataFram
         mined = mined_all[mined_all["question_set"] == set_name]
         for name in judgements["judge"].unique():
             labs = judgements[(judgements["judge"] == name) & (judgements["question_set"] == set_name)]
-            t = pd.concat([Mi.incompleteness(mined, labs, specific, seed=seed, clusters=set_clusters[set_name]),
-                           Mi.incompleteness(mined, labs, stratum, seed=seed, clusters=set_clusters[set_name]).iloc[1:]],
+            t = pd.concat([mining.incompleteness(mined, labs, specific, seed=seed, clusters=set_clusters[set_name]),
+                           mining.incompleteness(mined, labs, stratum, seed=seed, clusters=set_clusters[set_name]).iloc[1:]],
                           ignore_index=True)
             inc.append(t.assign(judge=name, question_set=set_name))
     incompleteness = pd.concat(inc, ignore_index=True) if inc else pd.DataFrame()
@@ -183,12 +183,12 @@ def rules_section(judgements: pd.DataFrame, chosen_all, seed: int, set_clusters,
     sec = Section(STAGE, "rules")
     rule_tables = []
     for (set_name, name), labs in judgements.groupby(["question_set", "judge"], sort=True):
-        t = Mi.rule_table(chosen_all[chosen_all["question_set"] == set_name], labs, seed=seed,
+        t = mining.rule_table(chosen_all[chosen_all["question_set"] == set_name], labs, seed=seed,
                           clusters=set_clusters.get(set_name))
         rule_tables.append(t.assign(judge=name, question_set=set_name))
     rules_by_judge = (pd.concat(rule_tables, ignore_index=True) if rule_tables
-                      else pd.DataFrame(columns=Mi.RULE_COLUMNS + ["judge", "question_set"]))
-    negative_rules = Mi.independent_rules(rules_by_judge[rules_by_judge["question_set"] == mining_question_set],
+                      else pd.DataFrame(columns=mining.RULE_COLUMNS + ["judge", "question_set"]))
+    negative_rules = mining.independent_rules(rules_by_judge[rules_by_judge["question_set"] == mining_question_set],
                                           judge.name, second.name if second is not None else "")
     sec.say(f"\nthe judged rule picks its negatives with {judge.name}'s labels, so its contamination is measured by "
             + (f"{second.name}'s labels" if second is not None else "no independent judge: not measured (set mining.compare_judge)"))
@@ -214,12 +214,12 @@ def agreement_section(second, judgements: pd.DataFrame, judge) -> tuple[Section,
     if second is not None:
         a = judgements[judgements["judge"] == judge.name].reset_index(drop=True)
         b = judgements[judgements["judge"] == second.name].reset_index(drop=True)
-        mined_agreement = pd.DataFrame([{"first": judge.name, "second": second.name, **AG.agreement(a["label"], b["label"]),
-                                         "relevant_agreement": float((Mi.is_relevant(a["label"]) == Mi.is_relevant(b["label"])).mean())}])
+        mined_agreement = pd.DataFrame([{"first": judge.name, "second": second.name, **agreement.agreement(a["label"], b["label"]),
+                                         "relevant_agreement": float((mining.is_relevant(a["label"]) == mining.is_relevant(b["label"])).mean())}])
         with pd.option_context("display.float_format", "{:.3f}".format):
             sec.say(mined_agreement.to_string(index=False, na_rep="·"))
             sec.say()
-            sec.say(AG.confusion(a["label"], b["label"]).to_string())
+            sec.say(agreement.confusion(a["label"], b["label"]).to_string())
     else:
         mined_agreement = pd.DataFrame()
         sec.say("no second judge configured")
@@ -235,7 +235,7 @@ def score_shape_section(judgements: pd.DataFrame, question_sets, mining_question
     stage 06 measured it). Writes incompleteness, score_shape."""
     sec = Section(STAGE, "score_shape")
     grade = {"irrelevant": 0.0, "supporting": 50.0, "sufficient": 100.0}
-    shape = pd.DataFrame([{"question_set": s_, "judge": name, **Mi.score_shape(g["label"].map(grade), g["query_id"])}
+    shape = pd.DataFrame([{"question_set": s_, "judge": name, **mining.score_shape(g["label"].map(grade), g["query_id"])}
                           for (s_, name), g in judgements[judgements["in_budget"].astype(bool)].groupby(["question_set", "judge"], sort=True)])
     sec.say(shape.to_string(index=False, na_rep="·"))
 
@@ -243,9 +243,9 @@ def score_shape_section(judgements: pd.DataFrame, question_sets, mining_question
     export_qs = question_sets[mining_question_set][0]
     primary = judgements[(judgements["judge"] == judge.name) & (judgements["question_set"] == mining_question_set)]
     chosen = chosen_all[chosen_all["question_set"] == mining_question_set]
-    sec.after_save.append(lambda: Mi.export_training(chosen, export_qs, golds[mining_question_set], primary, units,
+    sec.after_save.append(lambda: mining.export_training(chosen, export_qs, golds[mining_question_set], primary, units,
                                                      run_dir / "training"))
-    pool_qrels = L.qrels_from(primary[primary["label"] != ABSTAIN].drop_duplicates(["query_id", "unit_id"]))
+    pool_qrels = store.qrels_from(primary[primary["label"] != ABSTAIN].drop_duplicates(["query_id", "unit_id"]))
     if len(pool_qrels):
         sec.after_save.append(lambda: trec.write_qrels(pool_qrels, run_dir / "qrels" / "mined.qrels"))
     sec.table("incompleteness", incompleteness, sort_by=["question_set", "judge", "group"] if len(incompleteness) else None)
@@ -275,7 +275,7 @@ def score_shape_section(judgements: pd.DataFrame, question_sets, mining_question
         people = (label_agreement[(label_agreement["model"] == judge.name)
                                   & (label_agreement["adjudicator"] == "human")]
                   if label_agreement is not None and len(label_agreement) else pd.DataFrame())
-        with_people = (f"its agreement with people on stage 06's pool: {SU.kappa_over(people.iloc[0])}"
+        with_people = (f"its agreement with people on stage 06's pool: {summary.kappa_over(people.iloc[0])}"
                        if len(people) else "agreement with people not measured")
         sentence += (f" Model labels: {judge.name}, {with_people}"
                      + (f" (agreement with {second.name}: see mined_agreement)." if second is not None else "."))

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from lookalike.data import schema as C
-from lookalike.io import corpus as corpus_io, inputs as I
+from lookalike.data import schema
+from lookalike.io import corpus as corpus_io, inputs
 from lookalike.report import charts, images
 from lookalike.retrieval import systems
 from lookalike.vocab import unit_noun
@@ -92,12 +92,12 @@ def load_section(loaded, mine: YourQuestions, run_dir: Path) -> tuple[Section, p
     units, questions, facts, skipped = loaded.units, loaded.questions, loaded.facts, loaded.skipped
     qrels = loaded.qrels                                      # BEIR / ViDoRe inputs bring their own
     if mine.questions:
-        asked, q_skipped = I.read_questions(mine.questions, mine.columns, mine.ids)
+        asked, q_skipped = inputs.read_questions(mine.questions, mine.columns, mine.ids)
         if mine.qrels:
-            qrels, r_skipped = I.read_judgements(mine.qrels, units["unit_id"], asked["query_id"], mine.level,
+            qrels, r_skipped = inputs.read_judgements(mine.qrels, units["unit_id"], asked["query_id"], mine.level,
                                                  mine.page_base, doc_ids=units["doc_id"].unique())
             q_skipped = pd.concat([q_skipped, r_skipped], ignore_index=True)
-        questions = I.as_questions(asked, qrels, units, mine.level)
+        questions = inputs.as_questions(asked, qrels, units, mine.level)
         skipped = pd.concat([skipped, q_skipped], ignore_index=True)
     qrels = qrels.assign(level=(mine.level if mine.questions else "page") if len(qrels) else pd.Series(dtype=str))
     sec.say(f"units kept: {len(units)}   documents: {units['doc_id'].nunique()}   "
@@ -144,7 +144,7 @@ def load_section(loaded, mine: YourQuestions, run_dir: Path) -> tuple[Section, p
 def strata_section(units: pd.DataFrame, run_dir: Path) -> tuple[Section, pd.DataFrame]:
     """Units per stratum (template x content type), the strata chart and a montage of pages."""
     sec = Section(STAGE, "strata")
-    strata = C.strata_counts(units)
+    strata = schema.strata_counts(units)
     sec.say(strata.to_string(index=False))
     sec.say()
     sec.say(units.groupby("content_type").size().rename("units").to_string())
@@ -157,7 +157,7 @@ def strata_section(units: pd.DataFrame, run_dir: Path) -> tuple[Section, pd.Data
 def sample_section(units: pd.DataFrame, per_stratum: int, rng: np.random.Generator) -> tuple[Section, pd.DataFrame]:
     """The stratified sample: up to per_stratum units of each content type, drawn with rng."""
     sec = Section(STAGE, "sample")
-    sample = C.stratified_sample(units, per_stratum, rng)
+    sample = schema.stratified_sample(units, per_stratum, rng)
     sec.say(sample.groupby("content_type").size().rename("sampled").to_string())
     sec.say("first ids:", ", ".join(sample["unit_id"].head(6)))
     sec.table("sample", sample, sort_by=["unit_id"])

@@ -11,11 +11,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from lookalike.judging import agreement as AG
-from lookalike.report import summary as SU
-from lookalike.judging import judges as J
+from lookalike.judging import agreement
+from lookalike.report import summary
+from lookalike.judging import judges
 from lookalike.analysis import negatives as N
-from lookalike import params as P
+from lookalike import params
 from lookalike.analysis import cleaning as QC
 from lookalike.analysis import questions as Q
 from lookalike.eval import ranking, stats
@@ -25,7 +25,7 @@ from lookalike.retrieval.encoders.base import Vectors
 
 from lookalike.report import charts, images
 from lookalike.data import demo
-from lookalike.io import inputs as I
+from lookalike.io import inputs
 from lookalike.stages.base import Section, StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
 
 STAGE = "05_validate_questions"
@@ -54,7 +54,7 @@ def run(ctx: StageContext) -> StageResult:
     unit_vectors, top1_validated = res.add(*top1_section(
         validated, distractors, units, read("top1_negatives"), pixel, settings, ctx.clusters, cfg.seed, ctx.run_dir))
     res.add(*top1_chart_section(top1_validated))
-    res.add(*regressions_section(P.repo_path(cfg.validate.regressions), units, pixel, unit_vectors, settings,
+    res.add(*regressions_section(params.repo_path(cfg.validate.regressions), units, pixel, unit_vectors, settings,
                                  cfg.negatives, cfg.corpus.page_base, ctx.clusters, cfg.seed, ctx.run_dir))
     res.add(*headline_section(shares, agreement_table, validation, validated, judge))
     return res
@@ -68,13 +68,13 @@ def make_judges(ctx: StageContext, units: pd.DataFrame):
     cache = Cache(cfg.encode.cache_dir or None)
     texts = systems.ocr_texts(units, ctx.run_dir, cache, cfg.encode.ocr_engine, cfg.encode.workers,
                                text_source=cfg.encode.text_source)
-    view = J.unit_viewer(units, texts, ctx.run_dir)
+    view = judges.unit_viewer(units, texts, ctx.run_dir)
     v = cfg.validate
     judge_args = dict(facts=facts, answer_key=answer_key, units=units, regions=demo.REGIONS,
-                      labels=str(P.repo_path(v.labels) or ""),
+                      labels=str(params.repo_path(v.labels) or ""),
                       page_base=cfg.corpus.page_base, **ctx.judge_settings(cache.root))
-    judge = J.make_judge(v.judge, **judge_args)
-    return view, judge, J.second_judge(judge, v.compare_judge, **judge_args)
+    judge = judges.make_judge(v.judge, **judge_args)
+    return view, judge, judges.second_judge(judge, v.compare_judge, **judge_args)
 
 
 def setup_section(judge, second, compare_judge: str) -> tuple[Section]:
@@ -217,12 +217,12 @@ def agreement_section(judgements: pd.DataFrame, second, questions: pd.DataFrame,
         subsets.update({f"role: {k}": g for k, g in pairs.groupby("role", sort=True)})
         subsets.update({f"structure: {k}": g for k, g in pairs.groupby("evidence_structure", sort=True)})
         agreement_table = pd.DataFrame([{"subset": name, "first": judge.name, "second": second.name,
-                                         **AG.agreement(g["label"], g["second_label"])} for name, g in subsets.items()],
+                                         **agreement.agreement(g["label"], g["second_label"])} for name, g in subsets.items()],
                                        columns=agreement_table.columns)
         with pd.option_context("display.float_format", "{:.3f}".format):
             sec.say(agreement_table.drop(columns=["first", "second"]).to_string(index=False, na_rep="undefined"))
             sec.say()
-            sec.say(AG.confusion(pairs["label"], pairs["second_label"]).to_string())
+            sec.say(agreement.confusion(pairs["label"], pairs["second_label"]).to_string())
     else:
         sec.say("no second judge configured")
     sec.table("judge_agreement", agreement_table, sort_by=["subset"])
@@ -292,7 +292,7 @@ def regressions_section(reg_path: Path | None, units: pd.DataFrame, names: list,
     if reg_path is None:
         sec.say("no regression file configured (validate_regressions)")
     else:
-        reports, regression_skipped = I.read_regressions(reg_path, units["unit_id"], page_base)
+        reports, regression_skipped = inputs.read_regressions(reg_path, units["unit_id"], page_base)
         regression_skipped["source"] = reg_path.name
         sec.say(f"{reg_path.name}: {len(reports)} reports kept, {len(regression_skipped)} skipped")
         if len(regression_skipped):
@@ -343,7 +343,7 @@ def headline_section(shares: pd.DataFrame, agreement_table: pd.DataFrame, valida
     sec = Section(STAGE, "headline")
     anyrow = shares[shares["axis"] == "any"]
     checked = int(anyrow["n"].iloc[0]) if len(anyrow) else 0
-    kappa = (SU.kappa_over(agreement_table.iloc[0])
+    kappa = (summary.kappa_over(agreement_table.iloc[0])
              if len(agreement_table) else "not measured (no second judge)")
     flagged_n = int((validation["flagged_by"] != "").sum())
     unchecked = int((validation["status"] == "no_answer").sum())
