@@ -7,7 +7,7 @@ import ast
 from pathlib import Path
 
 import lookalike
-from lookalike.retrieval import encoders as E
+from lookalike.retrieval import encoders
 from lookalike.retrieval import systems
 
 LIB = Path(lookalike.__file__).resolve().parent
@@ -38,7 +38,7 @@ def name_branches(source: str, names: set[str]) -> list[int]:
 
 
 def test_no_branch_on_an_encoders_name_outside_its_own_modules():
-    names = set(E.ENCODERS)
+    names = set(encoders.ENCODERS)
     found = {p.relative_to(LIB).as_posix(): name_branches(p.read_text(encoding="utf-8"), names)
              for p in sorted(LIB.rglob("*.py")) if "retrieval/encoders" not in p.as_posix()}
     assert {k: v for k, v in found.items() if v} == {}
@@ -57,7 +57,7 @@ def test_each_built_in_gets_the_run_keys_it_declares():
     given = dict(ocr_engine="tesseract", workers=2, text_source="auto", colpali_model="m", colpali_family="f",
                  endpoint={"url": "http://x", "model": "e", "api_key_env": "K", "dimensions": 8, "image_prompt": ""})
     base = {"device": "cpu", "batch_size": 4}
-    settings = {name: systems.encoder_settings(name, device="cpu", batch_size=4, **given) for name in E.ENCODERS}
+    settings = {name: systems.encoder_settings(name, device="cpu", batch_size=4, **given) for name in encoders.ENCODERS}
     assert settings["ocr-minilm"] == base | {"ocr_engine": "tesseract", "workers": 2, "text_source": "auto"}
     assert settings["ocr-bm25"] == settings["ocr-minilm"]
     assert settings["colpali"] == base | {"model": "m", "family": "f"}
@@ -68,5 +68,32 @@ def test_each_built_in_gets_the_run_keys_it_declares():
 
 
 def test_only_appearance_answers_no_question():
-    assert [n for n in E.ENCODERS if not E.answers_queries(n)] == ["appearance"]
-    assert E.answers_queries("examples/plugin_encoder/hashed_ocr.py:HashedOcr")
+    assert [n for n in encoders.ENCODERS if not encoders.answers_queries(n)] == ["appearance"]
+    assert encoders.answers_queries("examples/plugin_encoder/hashed_ocr.py:HashedOcr")
+
+
+def test_the_appearance_neighbour_check_is_a_blocked_sample_not_an_n_by_n_matrix(monkeypatch):
+    """Stage 02's appearance check held every unit's similarity to every other (37 GiB at 100,000 units,
+    found by benchmarks/scale_pipeline.py): now a block of units at a time, and at most NEIGHBOUR_SAMPLE
+    units looked up (seeded); up to that size the figure is the exact all-units one."""
+    import numpy as np
+
+    from lookalike.retrieval.encoders import appearance
+
+    rng = np.random.default_rng(3)
+    vectors = rng.standard_normal((300, 8)).astype(np.float32)
+    templates = rng.integers(0, 4, size=300).astype(str)
+
+    def brute(rows):
+        sims = vectors @ vectors.T
+        np.fill_diagonal(sims, -np.inf)
+        return float(np.mean(templates[sims.argmax(axis=1)[rows]] == templates[rows]))
+
+    monkeypatch.setattr(appearance, "NEIGHBOUR_BLOCK_CELLS", 7 * 300)          # blocks of 7 units
+    observed, chance, n = appearance.same_template_neighbour_rate(vectors, templates)
+    assert n == 300 and observed == brute(np.arange(300))
+    _, counts = np.unique(templates, return_counts=True)
+    assert chance == float(np.sum(counts * (counts - 1)) / (300 * 299))
+    sampled, _, n = appearance.same_template_neighbour_rate(vectors, templates, sample=50, seed=1)
+    rows = np.sort(np.random.default_rng(1).choice(300, size=50, replace=False))
+    assert n == 50 and sampled == brute(rows)

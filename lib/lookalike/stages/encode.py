@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pandas as pd
 import torch
-from lookalike.io import inputs as I
-from lookalike import params as P
+from lookalike.io import inputs
+from lookalike import params
 from lookalike.retrieval import derived as D
 from lookalike.retrieval import catalog, systems
 from lookalike.eval import ranking, trec
@@ -107,9 +107,11 @@ def appearance_section(unit_vectors, units: pd.DataFrame) -> tuple[Section]:
     against chance (or why there is no template to check)."""
     sec = Section(STAGE, "appearance")
     if "appearance" in unit_vectors and units["template_id"].astype(str).str.strip().ne("").any():
-        observed, chance = appearance_mod.same_template_neighbour_rate(unit_vectors["appearance"].data, units["template_id"])
-        sec.say(f"nearest neighbour shares the template: {observed:.3f} of units (chance: {chance:.3f}; "
-              f"{observed / chance:.1f}x)")
+        observed, chance, n = appearance_mod.same_template_neighbour_rate(unit_vectors["appearance"].data,
+                                                                          units["template_id"])
+        of = "units" if n == len(units) else f"a seeded sample of {n:,} of the {len(units):,} units"
+        sec.say(f"nearest neighbour shares the template: {observed:.3f} of {of} (chance: {chance:.3f}; "
+                + (f"{observed / chance:.1f}x)" if chance > 0 else "no two units share a template)"))
     elif "appearance" in unit_vectors:
         sec.say("no template metadata: the nearest-neighbour template check does not apply")
     return (sec,)
@@ -142,7 +144,7 @@ def runs_section(questions: pd.DataFrame, units: pd.DataFrame, unit_vectors: dic
             raise ValueError(f"retrieve.external_runs: {spec!r} is not name=path")
         if name in runs:
             raise ValueError(f"retrieve.external_runs: {name!r} is already a built-in system; choose another name")
-        ext, ext_skipped = I.read_external_run(P.repo_file(path), units["unit_id"], questions["query_id"], page_base)
+        ext, ext_skipped = inputs.read_external_run(params.repo_file(path), units["unit_id"], questions["query_id"], page_base)
         runs[name], provenance[name] = ext, "external"
         sec.after_save.append(lambda ext=ext, name=name: ranking.write_run(ext, run_dir / "runs" / f"{name}.run",
                                                                              tag=name))
@@ -181,7 +183,7 @@ def first_look_section(given: pd.DataFrame | None, units: pd.DataFrame, runs: di
         # document-level judgements: each system's ranking becomes a document ranking (best page per document)
         unit_doc = dict(zip(units["unit_id"], units["doc_id"]))
         qrels = given[["query_id", "unit_id", "relevance"]]
-        look = systems.first_look({n: I.document_run(r, unit_doc) for n, r in runs.items()}, qrels, provenance, seed=seed)
+        look = systems.first_look({n: inputs.document_run(r, unit_doc) for n, r in runs.items()}, qrels, provenance, seed=seed)
         look = systems.with_chance(look, units["doc_id"].nunique())
         sec.say("judgements are per document: each system is scored by its best page per document (runs/ rank "
                 "pages, so no qrels/evidence.qrels is written beside them; tables/qrels.csv holds the judgements)")
