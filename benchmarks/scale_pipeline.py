@@ -117,7 +117,9 @@ print(json.dumps({"seconds": seconds, "peak_kib": resource.getrusage(resource.RU
 
 
 def run_stages(params: Path, run_dir: Path, log=print) -> list[dict]:
-    """Every stage in a child process of its own; returns one row per stage."""
+    """Every stage in a child process of its own; returns one row per stage that ran. A stage that fails
+    (out of memory, say) is a row with its error, and the stages after it do not run: the sizes before
+    it and the stages before it keep their figures."""
     from lookalike import stages
 
     env = dict(os.environ, TQDM_DISABLE="1", PYTHONPATH=str(REPO / "lib") + os.pathsep + os.environ.get("PYTHONPATH", ""))
@@ -126,7 +128,10 @@ def run_stages(params: Path, run_dir: Path, log=print) -> list[dict]:
         done = subprocess.run([sys.executable, "-c", STAGE_CHILD, str(run_dir), str(params), module], env=env,
                               capture_output=True, text=True)
         if done.returncode:
-            raise SystemExit(f"stage {notebook} failed on {params}:\n{done.stderr[-4000:]}")
+            error = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+            log(f"  {notebook:<24} failed: {error}\n{done.stderr[-4000:]}")
+            rows.append({"stage": notebook, "seconds": float("nan"), "peak_gib": float("nan"), "failed": error})
+            break
         got = json.loads(done.stdout.strip().splitlines()[-1])
         rows.append({"stage": notebook, "seconds": got["seconds"], "peak_gib": got["peak_kib"] / 2**20})
         log(f"  {notebook:<24} {got['seconds']:>9.1f} s  peak {got['peak_kib'] / 2**20:.2f} GiB")
@@ -162,24 +167,38 @@ def main(argv=None) -> int:
     finally:
         if not args.work:
             shutil.rmtree(work, ignore_errors=True)
-    stage_names = [r["stage"] for r in results[sizes[0]]]
+    stage_names = list(dict.fromkeys(r["stage"] for n in sizes for r in results.get(n, [])))
+    cell = {(n, r["stage"]): r for n in sizes for r in results.get(n, [])}
     ref = exponent(sizes, [n * math.log(n) for n in sizes])
     print(f"\nseconds per stage (peak GiB); exponent: slope of log time on log units; n log n's own slope "
           f"over these sizes: {ref:.2f}")
     print(f"{'stage':<24}" + "".join(f"{n:>18,}" for n in sizes) + f"{'exponent':>10}")
     exps = {}
-    for i, stage in enumerate(stage_names):
-        secs = [results[n][i]["seconds"] for n in sizes]
-        exps[stage] = exponent(sizes, secs)
+    def shown(r: dict | None) -> str:
+        if r is None:
+            return f"{'not run':>18}"
+        return f"{'failed':>18}" if r.get("failed") else f"{r['seconds']:>10.1f} ({r['peak_gib']:.2f})"
+
+    for stage in stage_names:
+        ran = [n for n in sizes if (n, stage) in cell and not cell[(n, stage)].get("failed")]
+        # the exponent over the sizes the stage finished at (a failed or unrun size is left out, and said)
+        exps[stage] = exponent(ran, [cell[(n, stage)]["seconds"] for n in ran])
         mark = "  above n log n" if exps[stage] > ref + 0.15 else ""
-        print(f"{stage:<24}" + "".join(f"{results[n][i]['seconds']:>10.1f} ({results[n][i]['peak_gib']:.2f})"
-                                        for n in sizes) + f"{exps[stage]:>10.2f}{mark}")
-    totals = [sum(r["seconds"] for r in results[n]) for n in sizes]
-    print(f"{'all stages':<24}" + "".join(f"{t:>18.1f}" for t in totals) + f"{exponent(sizes, totals):>10.2f}")
-    worst = max(exps, key=lambda s: exps[s])
-    peak = max(r["peak_gib"] for rows in results.values() for r in rows)
-    print(f"max_exponent={exps[worst]:.2f} stage={worst} peak_rss_gib={peak:.2f}")
-    return 0
+        print(f"{stage:<24}" + "".join(shown(cell.get((n, stage))) for n in sizes) + f"{exps[stage]:>10.2f}{mark}")
+    complete = [n for n in sizes if all((n, s) in cell and not cell[(n, s)].get("failed") for s in stage_names)]
+    totals = [sum(cell[(n, s)]["seconds"] for s in stage_names) for n in complete]
+    print(f"{'all stages':<24}" + "".join(f"{t:>18.1f}" for t in totals) + f"{exponent(complete, totals):>10.2f}"
+          + ("" if complete == sizes else f"  (sizes where every stage finished: {', '.join(map(str, complete))})"))
+    failed = [f"{s}@{n}" for (n, s), r in sorted(cell.items()) if r.get("failed")]
+    for (n, s), r in sorted(cell.items()):
+        if r.get("failed"):
+            print(f"{s} failed at {n:,} units: {r['failed']}")
+    fitted = {s: e for s, e in exps.items() if e == e}
+    worst = max(fitted, key=lambda s: fitted[s]) if fitted else "none"
+    peaks = [r["peak_gib"] for r in cell.values() if not r.get("failed")]
+    print(f"max_exponent={fitted.get(worst, float('nan')):.2f} stage={worst} peak_rss_gib={max(peaks) if peaks else float('nan'):.2f}"
+          + (f" failed={','.join(failed)}" if failed else ""))
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -125,6 +125,19 @@ def test_scale_pipeline_corpus_is_read_whole_and_the_report_fits_each_stage(tmp_
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert last == "max_exponent=2.00 stage=02_b peak_rss_gib=0.20"
 
+    def fails_at_300(params, run_dir, log=print):
+        rows = fake(params, run_dir)
+        if "300" in Path(params).parent.name:
+            rows[1] = {"stage": "02_b", "seconds": float("nan"), "peak_gib": float("nan"), "failed": "MemoryError"}
+        return rows
+
+    # a stage that fails at one size is said, and the sizes and stages that finished keep their figures
+    monkeypatch.setattr(bench, "run_stages", fails_at_300)
+    assert bench.main(["--sizes", "100,200,300", "--work", str(tmp_path / "w")]) == 1
+    out = capsys.readouterr().out.strip().splitlines()
+    assert "02_b failed at 300 units: MemoryError" in out
+    assert out[-1] == "max_exponent=2.00 stage=02_b peak_rss_gib=0.20 failed=02_b@300"
+
 
 def test_text_encoder_runtimes_benchmark_compares_on_the_same_texts(capsys):
     bench = _load("text_encoder_runtimes")
