@@ -73,9 +73,11 @@ class FinishedRun:
 
     @property
     def tables(self) -> list[str]:
+        """The names of the run's tables (tables/<name>.csv), sorted."""
         return sorted(p.stem for p in (self.path / "tables").glob("*.csv"))
 
     def table(self, name: str) -> pd.DataFrame:
+        """One table of the run as a DataFrame (run["name"] says the same); KeyError names the tables it has."""
         path = self.path / "tables" / f"{name}.csv"
         if not path.is_file():
             raise KeyError(f"{path}: no such table in this run; it has {', '.join(self.tables) or 'none'}")
@@ -84,9 +86,12 @@ class FinishedRun:
     __getitem__ = table
 
     def runs(self, folder: str = "runs") -> dict[str, Run]:
+        """Each system's ranking in a folder of the run (runs/: questions as generated; runs_validated/,
+        runs_hard/), by system name."""
         return {p.stem: Run.read(p, name=p.stem) for p in sorted((self.path / folder).glob("*.run"))}
 
     def qrels(self, name: str = "evidence") -> Qrels:
+        """One of the run's judgement files (qrels/<name>.qrels: evidence, evidence_validated, labels)."""
         path = self.path / "qrels" / f"{name}.qrels"
         if not path.is_file():
             have = sorted(p.stem for p in (self.path / "qrels").glob("*.qrels"))

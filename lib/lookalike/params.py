@@ -89,6 +89,8 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 
 
 def read_yaml(path: Path) -> dict[str, Any]:
+    """A parameter file's mapping ({} when empty); ParamsError names the file when it is missing, not
+    YAML, not a mapping, repeats a key or uses an alias."""
     path = Path(path)
     if not path.is_file():
         raise ParamsError(f"{path}: parameter file not found")
@@ -345,6 +347,8 @@ def import_plugins(params: Mapping[str, Any], source: Path | str) -> None:
 
 
 def check_constraints(params: dict[str, Any], source: Path | str) -> None:
+    """Every constraint of the schema on merged parameters (the plug-ins they list imported first);
+    ParamsError names the key, the file (source) and what is allowed."""
     import_plugins(params, source)
     for dotted, spec in constraints().items():
         value: Any = params

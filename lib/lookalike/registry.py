@@ -43,6 +43,7 @@ class Registry(Mapping[str, T]):
         _ALL[what] = self
 
     def register(self, spec: T) -> T:
+        """Enter spec under its name (spec.name); a name registered twice is refused."""
         name = spec.name  # type: ignore[attr-defined]
         if name in self._specs:
             raise ValueError(f"{self.what} {name!r} is registered twice")

@@ -82,6 +82,7 @@ class Evaluation:
         return aggregate_values(self.per_query, self.measures)
 
     def by_group(self, groups: Mapping[str, str] | pd.Series, name: str = "group") -> pd.DataFrame:
+        """Each measure's aggregate per group of queries (groups: query id -> group), one row per group."""
         return aggregate(self.per_query, groups, self.measures, name=name)
 
 

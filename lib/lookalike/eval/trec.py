@@ -210,10 +210,12 @@ def _nest(df: pd.DataFrame, column: str, cast) -> dict:
 
 
 def qrels_dict(qrels) -> dict[str, dict[str, int]]:
+    """Qrels (a frame, file or Qrels) as pytrec_eval's nested dict: query -> unit -> relevance."""
     return _nest(qrels_frame(qrels), "relevance", int)
 
 
 def run_dict(run) -> dict[str, dict[str, float]]:
+    """A run (a frame, file or Run) as pytrec_eval's nested dict: query -> unit -> score."""
     return _nest(run_frame(run), "score", float)
 
 

@@ -31,6 +31,9 @@ class JudgeError(RuntimeError):
 
 @dataclass(frozen=True)
 class Judgement:
+    """One judge's label for one (question, unit) pair: sufficient, supporting or irrelevant (or
+    ABSTAIN), why, and which judge said it."""
+
     label: str
     rationale: str
     judge: str
@@ -60,14 +63,21 @@ class Capabilities:
 
 
 class Judge(Protocol):
+    """What a judge is: a name, what it reads and needs (capabilities), and a label per pair."""
+
     name: str
     capabilities: Capabilities
 
-    def judge(self, question: Mapping, unit: Mapping) -> Judgement: ...
+    def judge(self, question: Mapping, unit: Mapping) -> Judgement:
+        """The label of one unit (its text, image path, metadata) for one question (text, answer)."""
+        ...
 
 
 @dataclass(frozen=True)
 class JudgeSpec:
+    """A registered judge: its name, capabilities, how to make it from the run's resources, and one
+    sentence on what its labels are worth."""
+
     name: str
     capabilities: Capabilities
     make: Callable[..., Judge]        # make(**resources) -> Judge

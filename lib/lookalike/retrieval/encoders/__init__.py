@@ -334,6 +334,7 @@ def has_captions(spec: str) -> bool:
 
 
 def make_encoder(spec: str, **settings) -> Encoder:
+    """The encoder a name or plug-in spec gives, built with these settings (constructor keywords)."""
     return encoder_class(spec)(**settings)
 
 

@@ -51,6 +51,7 @@ class Vectors:
 
     @property
     def dim(self) -> int:
+        """The vectors' dimension (0 for text)."""
         if self.kind == "single":
             return int(self.data.shape[1])
         if self.kind == "multi":
@@ -73,6 +74,7 @@ class Vectors:
         return replace(self, ids=[self.ids[i] for i in rows], data=data)
 
     def describe(self) -> str:
+        """The shape in words, for stage 02's encoders table: items x dimension, and how they are held."""
         if self.kind == "single":
             return f"{len(self)} x {self.dim} float32"
         if self.kind == "multi":
@@ -118,6 +120,7 @@ class Vectors:
 
     @classmethod
     def load(cls, path: Path | str) -> Vectors:
+        """Vectors saved with save() (an .npz, and the page store beside it for stored multi-vector pages)."""
         with np.load(path, allow_pickle=False) as z:
             meta = json.loads(str(z["meta"]))
             ids = [str(x) for x in z["ids"]]
@@ -196,9 +199,11 @@ class Encoder:
         return f"{self.name}@{self.revision}:{json.dumps(self.settings, sort_keys=True)}|{device_class}/{self.dtype}"
 
     def encode_units(self, units: pd.DataFrame, base_dir: Path, cache=None) -> Vectors:
+        """One item per units["unit_id"], in order (a unit it cannot read in stats["failed"])."""
         raise NotImplementedError
 
     def encode_queries(self, texts: Sequence[str], ids: Sequence[str]) -> Vectors:
+        """The questions in the same space as the units, one item per id."""
         raise NotImplementedError
 
     def pending(self, units: pd.DataFrame, base_dir: Path, cache) -> list[int] | None:
