@@ -45,8 +45,9 @@ class CorpusParams:
 
     source: str = key("demo",
             "demo (built-in generator) | manifest | pdf (a folder of PDFs) | images (a folder of images) | beir (a "
-            "BEIR-style folder) | vidore (a ViDoRe/MTEB parquet file); see docs/own-corpus.md",
-            allowed="one of: demo, manifest, pdf, images, beir, vidore")
+            "BEIR-style folder) | vidore (a ViDoRe/MTEB parquet file) | a source registered in "
+            "lookalike.io.corpus.SOURCES; see docs/own-corpus.md",
+            allowed="names: corpus.source")
     demo_size: str = key("ci", "demo generator size: ci (~150 units) | demo (~600 units)", allowed="one of: ci, demo")
     manifest: str = key("",
             "manifest CSV or parquet: the units when source is manifest; with pdf / images / beir / vidore, "

@@ -71,19 +71,24 @@ def test_a_judge_key_allows_the_judges_registered_when_the_run_is_checked(judges
 
 
 def test_the_drift_check_fails_when_a_registry_grows(monkeypatch):
-    """Registering a source the schema does not list (or listing one nobody registered) is caught."""
+    """Registering a reranker the schema's closed list does not name (or listing one nobody registered)
+    is caught (corpus.source reads its registry, so it cannot drift)."""
+    from lookalike import registry
+
+    monkeypatch.setattr(registry, "_ALL", dict(registry._ALL))     # a Registry enters itself there by name
+
     @dataclass(frozen=True)
     class Spec:
         name: str
 
-    grown: Registry = Registry("corpus.source")
-    for name in corpus.SOURCES:
+    grown: Registry = Registry("rerank.method")
+    for name in derived.RERANKERS:
         grown.register(Spec(name))
     grown.register(Spec("sharepoint"))
-    assert "registry only ['sharepoint']" in drift("corpus.source", grown)
-    shrunk: Registry = Registry("corpus.source")
-    shrunk.register(Spec("demo"))
-    assert "schema only" in drift("corpus.source", shrunk)
+    assert "registry only ['sharepoint']" in drift("rerank.method", grown)
+    shrunk: Registry = Registry("rerank.method")
+    shrunk.register(Spec("endpoint"))
+    assert "schema only" in drift("rerank.method", shrunk)
 
 
 def test_fusion_methods_are_one_registry_and_refuse_an_unknown_name():
@@ -111,3 +116,14 @@ def test_encoders_are_one_registry_of_specs_that_declare_what_they_read():
     assert encoders.ENCODERS["ocr-minilm"].reads_ocr and encoders.ENCODERS["ocr-minilm"].make is encoders.OcrMiniLM
     with pytest.raises(encoders.EncodeError, match="unknown encoder 'ocr-minlm'"):
         encoders.encoder_class("ocr-minlm")
+
+
+def test_a_corpus_source_registered_when_the_run_is_checked_is_allowed(monkeypatch):
+    """corpus.source's allowed values are the registry's (names: corpus.source), read when the run is
+    checked: a source registered in lookalike.io.corpus.SOURCES is accepted without touching the schema."""
+    monkeypatch.setattr(corpus.SOURCES, "_specs", dict(corpus.SOURCES._specs))
+    with pytest.raises(params.ParamsError, match="key 'corpus.source' must be one of demo, manifest, pdf, images, beir, "
+                                                 "vidore.*got 'jsonl-pages'"):
+        params.check({"corpus": {"source": "jsonl-pages"}})
+    corpus.SOURCES.register(corpus.SourceSpec("jsonl-pages", "manifest", lambda root, out_dir, o: None, "a test's"))
+    assert params.check({"corpus": {"source": "jsonl-pages"}})["corpus"]["source"] == "jsonl-pages"
