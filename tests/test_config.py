@@ -131,6 +131,17 @@ def test_a_finished_runs_parameters_are_read_typed(tmp_path):
         run_folder.run_config(tmp_path)
 
 
+def test_the_stages_read_the_typed_configuration():
+    """The stages read ctx.config.section.key (typed, seen by mypy), not ctx.get("section.key") or
+    ctx.path("section.key"): 16 dotted reads were left in stages 01, 03 and 07."""
+    found = []
+    for path in STAGES:
+        for no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if re.search(r"\bctx\.(get|path)\(", line) and not line.lstrip().startswith("#"):
+                found.append(f"{path.name}:{no}: {line.strip()}")
+    assert found == [], "\n".join(found)
+
+
 def test_the_dotted_read_check_sees_one():
     assert DOTTED.search('method = get("rerank.method")') and DOTTED.search("x = ctx.get('seed')")
     assert not DOTTED.search('vecs = unit_vectors.get(name)')

@@ -41,7 +41,8 @@ class StageContext:
         self.dirs = run_folder.run_dirs(self.run_dir)
 
     def get(self, dotted: str) -> Any:
-        """One parameter by its dotted name: ctx.get("encode.ocr_engine")."""
+        """One parameter by its dotted name: ctx.get("encode.ocr_engine"). For the command line's checks,
+        which name keys in their messages; the stages read ctx.config (a test keeps them to it)."""
         value: Any = self.params
         for part in dotted.split("."):
             value = value[part]

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
+from lookalike import params as P
 from lookalike.analysis import leakage
 from lookalike.io.cache import Cache
 from lookalike.retrieval import encoders
@@ -32,7 +33,7 @@ def dual_encoders(ctx: StageContext) -> dict:
     space: clip, bi, endpoint, a plug-in with encode_captions), built with the run's settings."""
     settings = ctx.encoder_settings()
     return {encoders.system_name(spec): systems.make_encoder(spec, **settings)
-            for spec in ctx.get("encode.encoders") if encoders.has_captions(spec)}
+            for spec in ctx.config.encode.encoders if encoders.has_captions(spec)}
 
 
 def ablation(ctx: StageContext, units: pd.DataFrame, cache: Cache, max_units: int | None = None,
@@ -44,21 +45,22 @@ def ablation(ctx: StageContext, units: pd.DataFrame, cache: Cache, max_units: in
     per index × query set. visible, facts: what each page shows (tables/visible.csv, facts.csv), the
     blind queries' source; default the run's tables when present. Returns (ablation, sheet,
     judgements, table, per_query)."""
+    cfg = ctx.config
     if inject is None:
-        inject = "caption-index" if ctx.get("leak.inject_caption_leak") else ""
+        inject = "caption-index" if cfg.leak.inject_caption_leak else ""
     seed = ctx.seed if seed is None else seed
     if visible is None and ctx.has_table("visible"):
         visible = ctx.table("visible")
     if facts is None and ctx.has_table("facts"):
         facts = ctx.table("facts")
     ab = leakage.run_ablation(units, ctx.run_dir, seed, cache, max_units=max_units, inject=inject,
-                        ocr_engine=ctx.get("encode.ocr_engine"), workers=ctx.get("encode.workers"),
-                        text_source=ctx.get("encode.text_source"),
-                        device=ctx.get("encode.device"), n_boot=n_boot,
-                        blind_queries=str(ctx.path("leak.blind_queries") or ""), page_base=ctx.get("corpus.page_base"),
-                        cluster=ctx.get("stats.cluster"), visible=visible, facts=facts,
+                        ocr_engine=cfg.encode.ocr_engine, workers=cfg.encode.workers,
+                        text_source=cfg.encode.text_source,
+                        device=cfg.encode.device, n_boot=n_boot,
+                        blind_queries=str(P.repo_path(cfg.leak.blind_queries) or ""), page_base=cfg.corpus.page_base,
+                        cluster=cfg.stats.cluster, visible=visible, facts=facts,
                         duals=dual_encoders(ctx) if duals is None else duals)
-    sheet = leakage.sheet(ab.runs, ab.queries, k=ctx.get("leak.pool_depth"), seed=seed)
+    sheet = leakage.sheet(ab.runs, ab.queries, k=cfg.leak.pool_depth, seed=seed)
     judgements = leakage.reference_labels(sheet, ab.queries, units)
     table, per_query = leakage.ablation_table(ab.runs, ab.queries, leakage.qrels_from_judgements(judgements), seed, n_boot=n_boot,
                                         clusters=ab.clusters)

@@ -131,7 +131,7 @@ def read_inputs(ctx: StageContext) -> MetricInputs:
     # intervals resample clusters of questions (stats.cluster: by default each question's gold document)
     clusters = ctx.clusters(dict(zip(questions["query_id"], questions["evidence_unit_ids"]))
                             | dict(zip(validated["query_id"], validated["evidence_unit_ids"])))
-    base = systems.base_systems(run_dir, ctx.get("encode.encoders"))
+    base = systems.base_systems(run_dir, ctx.config.encode.encoders)
     unit_vectors = {n: Vectors.load(run_dir / "vectors" / f"{n}.npz") for n in base}
     # the fusions and document context stage 06 pooled, from the one catalogue (retrieval.catalog)
     derived_plan = catalog.plan(base, {n: systems.declared_provenance(n, unit_vectors[n]) for n in base}, "07")

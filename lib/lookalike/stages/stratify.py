@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from lookalike import params as P
 from lookalike.data import schema
 from lookalike.io import corpus as corpus_io, inputs
 from lookalike.report import charts, images
@@ -29,11 +30,10 @@ def load_corpus(ctx: StageContext, render: bool = True):
     """The corpus as every command reads it (stage 01, ``lookalike leak-check``, ``lookalike check``
     with render=False): every corpus.* setting that decides which pages exist and how they look
     (source, manifest, root, strict, dpi, pages, max_pages, name_pattern, max_pixels)."""
-    return corpus_io.load(ctx.get("corpus.source"), ctx.seed, ctx.dirs["corpus"], ctx.get("corpus.demo_size"),
-                          str(ctx.path("corpus.manifest") or ""), str(ctx.path("corpus.root") or ""),
-                          ctx.get("corpus.strict"), dpi=ctx.get("corpus.dpi"), pages=ctx.get("corpus.pages"),
-                          max_pages=ctx.get("corpus.max_pages"), name_pattern=ctx.get("corpus.name_pattern"),
-                          max_pixels=ctx.get("corpus.max_pixels"), render=render)
+    c = ctx.config.corpus
+    return corpus_io.load(c.source, ctx.seed, ctx.dirs["corpus"], c.demo_size, str(P.repo_path(c.manifest) or ""),
+                          str(P.repo_path(c.root) or ""), c.strict, dpi=c.dpi, pages=c.pages, max_pages=c.max_pages,
+                          name_pattern=c.name_pattern, max_pixels=c.max_pixels, render=render)
 
 
 # the fields of the units preview: what a unit is, what strata and hard negatives are made of, and its
@@ -48,7 +48,8 @@ def run(ctx: StageContext) -> StageResult:
     declares."""
     cfg = ctx.config
     res = ctx.result(STAGE, TITLE)
-    mine = your_questions(str(ctx.path("corpus.questions") or ""), str(ctx.path("corpus.qrels") or ""), cfg.corpus)
+    mine = your_questions(str(P.repo_path(cfg.corpus.questions) or ""), str(P.repo_path(cfg.corpus.qrels) or ""),
+                          cfg.corpus)
     loaded = load_corpus(ctx)
     # where each page's text will come from (encode.text_source): a PDF page's own text layer, or OCR
     loaded.units = loaded.units.assign(text_source=systems.text_sources(loaded.units, ctx.run_dir, cfg.encode.text_source,
