@@ -140,9 +140,10 @@ def test_harder_is_a_paired_test_on_the_same_questions():
     # the gold beats the random page always, and loses to the look-alike on every question
     scores = np.array([[0.9 if u == gold[x] else 0.95 if u == "h" else 0.1 for u in units] for x in q])
     easy, hard = {x: ["r"] for x in q}, {x: ["h"] for x in q}
-    got = negatives.harder(scores, units, q, gold, easy, hard, n_boot=200)
+    outcomes = negatives.top1_outcomes(lambda rows: scores[list(rows)], units, q, gold, {"easy": easy, "hard": hard})
+    got = negatives.harder(outcomes, "easy", "hard", n_boot=200)
     assert got["n"] == 4 and got["difference"] == 1.0 and got["harder"]
-    same = negatives.harder(scores, units, q, gold, easy, easy, n_boot=200)
+    same = negatives.harder(outcomes, "easy", "easy", n_boot=200)
     assert same["difference"] == 0.0 and not same["harder"]
 
 
@@ -219,7 +220,8 @@ def test_top1_carries_what_a_random_ranking_of_the_same_candidates_scores():
     gold = {"q1": "u9", "q2": "u0"}
     sets = {"hard": {"q1": ["u1", "u2", "u3"], "q2": ["u5"]},      # 1 of 4 and 1 of 2
             "corpus": {"q1": None, "q2": None}}                    # 1 of 10
-    t = negatives.top1_table({"s": scores}, units, ["q1", "q2"], gold, sets, seed=0, n_boot=50).set_index("negatives")
+    outcomes = negatives.top1_outcomes(lambda rows: scores[list(rows)], units, ["q1", "q2"], gold, sets)
+    t = negatives.top1_table({"s": outcomes}, units, gold, sets, seed=0, n_boot=50).set_index("negatives")
     assert t.loc["hard", "chance"] == pytest.approx((1 / 4 + 1 / 2) / 2)
     assert t.loc["corpus", "chance"] == pytest.approx(0.1)
     # any of several acceptable golds counts: two of the three candidates are gold
@@ -246,3 +248,35 @@ def test_parameters_that_make_hard_sets_too_small_put_every_question_outside(cor
     verdict = claims.verdict_claim(suff, pd.DataFrame(columns=["measure", "system", "baseline", "p_holm"]), table)
     assert verdict["kind"] == "none" and not verdict.get("figures")
     assert claims.render(verdict).startswith("No system can be named best under hard negatives")
+
+
+def test_top1_outcomes_a_block_at_a_time_equal_the_whole_matrix(monkeypatch):
+    """At 100,000 units stage 04 held a question x unit matrix per system (6.5 GiB) to read top-1: the
+    outcomes are now read a block of questions at a time, and must equal top1_within on the whole matrix
+    (scores full of ties, golds inside and outside, some questions without negatives of a kind)."""
+    rng = np.random.default_rng(5)
+    units = [f"u{i:03d}" for i in rng.permutation(60)]
+    queries = [f"q{i}" for i in range(23)]
+    scores = rng.integers(0, 4, size=(len(queries), len(units))).astype(np.float32)    # many ties
+    gold = {q: units[rng.integers(60)] for q in queries}
+    gold["q3"] = {units[0], units[1]}                                                  # any of several
+    sets = {"hard": {q: list(rng.choice(units, size=int(rng.integers(0, 4)), replace=False)) for q in queries},
+            "corpus": {q: None for q in queries}}
+    seen = []
+    monkeypatch.setattr(negatives, "TOP1_BLOCK_CELLS", 5 * len(units))
+
+    def rows_of(rows):
+        seen.append(len(rows))
+        return scores[list(rows)]
+
+    got = negatives.top1_outcomes(rows_of, units, queries, gold, sets)
+    assert max(seen) == 5 and sum(seen) == len(queries)
+    assert got["corpus"].tolist() == negatives.top1_within(scores, units, queries, gold, sets["corpus"]).tolist()
+    with_hard = [q for q in queries if sets["hard"][q]]
+    want = negatives.top1_within(scores[[queries.index(q) for q in with_hard]], units, with_hard, gold, sets["hard"])
+    assert got["hard"].dropna().to_dict() == want.to_dict()
+    assert got["hard"].isna().sum() == len(queries) - len(with_hard)          # no look-alikes: not a win
+    # the whole-corpus winner by brute force: the highest (score, unit id)
+    for i, q in enumerate(queries):
+        best = max(zip(scores[i], units))[1]
+        assert got.loc[q, "corpus"] == float(best in ({gold[q]} if isinstance(gold[q], str) else gold[q]))

@@ -112,10 +112,15 @@ def test_a_doc_context_system_is_scored_with_its_specs_context_vectors():
     units = {member: Vectors("u", "pixels", [f"p{i}" for i in range(6)], pages, "multi")}
     qv = {member: Vectors("q", "query-text", ["q1", "q2"], queries, "multi")}
     spec = catalog.SYSTEMS[catalog.DOC_CONTEXT]
-    got = doc_context.system_scores(spec.name, [member], qv, units, docs, seed=0)
+    score = doc_context.system_scorer(spec.name, [member], units, docs, seed=0)
+    got = score(qv[member])
     same = doc_context.document_context_scores(queries, pages, docs, n_context=spec.context_vectors, seed=0)
     other = doc_context.document_context_scores(queries, pages, docs, n_context=1, seed=0)
     assert np.array_equal(got, same) and not np.allclose(got, other)
+    # the context vectors are found once: a block of questions at a time scores as all of them at once (to
+    # float32 rounding: the matrix product's summation order follows the block's shape)
+    one_by_one = np.vstack([score(qv[member].take([0])), score(qv[member].take([1]))])
+    assert np.allclose(one_by_one, same, rtol=1e-6, atol=0)
 
 
 def test_the_candidate_scorer_leaves_out_a_doc_context_system_whose_member_was_not_encoded():

@@ -200,22 +200,66 @@ def pool_summary(pool_sizes: pd.DataFrame) -> pd.DataFrame:
                          "empty_share": g.apply(lambda s: float((s == 0).mean()))}).reset_index()
 
 
-def top1_within(scores: np.ndarray, unit_ids, query_ids, gold: dict, candidates: dict) -> pd.Series:
+def top1_within(scores: np.ndarray, unit_ids, query_ids, gold: dict, candidates: dict,
+                id_rank: np.ndarray | None = None) -> pd.Series:
     """1 when a gold unit outranks every candidate for the query (score desc, ties by unit id desc).
 
     scores: (n_queries, n_units) system scores; gold[qid]: the gold unit id, or a set of acceptable
     unit ids (any of them counts); candidates[qid]: unit ids competing with the gold (None: the
-    whole corpus). Returns a 0/1 Series indexed by query id.
+    whole corpus). id_rank: each unit's position in the sorted unit ids (computed when not given;
+    top1_outcomes passes it once for every block). Returns a 0/1 Series indexed by query id.
     """
     col = {u: i for i, u in enumerate(unit_ids)}
+    ids = np.asarray(list(unit_ids), dtype=object)
     out = {}
     for qi, q in enumerate(query_ids):
         golds = {gold[q]} if isinstance(gold[q], str) else set(gold[q])
-        pool = list(unit_ids) if candidates.get(q) is None else sorted(set(candidates[q]) | golds)
+        if candidates.get(q) is None:
+            # the whole corpus: the highest score, and among units tied on it the greatest unit id
+            if id_rank is None:
+                id_rank = _id_rank(ids)
+            row = np.asarray(scores[qi])
+            tied = np.flatnonzero(row == row.max()) if len(row) else np.array([], dtype=np.int64)
+            out[q] = float(len(tied) > 0 and ids[tied[np.argmax(id_rank[tied])]] in golds)
+            continue
+        pool = sorted(set(candidates[q]) | golds)
         s = scores[qi, [col[u] for u in pool]]
         best = max(zip(s, pool))                          # score, then unit id, both descending
         out[q] = float(best[1] in golds)
     return pd.Series(out, dtype="float64")
+
+
+def _id_rank(ids: np.ndarray) -> np.ndarray:
+    rank = np.empty(len(ids), dtype=np.int64)
+    rank[np.argsort(ids, kind="stable")] = np.arange(len(ids))
+    return rank
+
+
+# score cells of one block of questions held at once (64 MB of float32): the whole-corpus top-1 needs every
+# unit's score for a question, never every question's at once
+TOP1_BLOCK_CELLS = 1 << 24
+
+
+def top1_outcomes(score_rows, unit_ids, query_ids, gold: dict, sets: dict) -> pd.DataFrame:
+    """Each question's top-1 against each set of negatives: a frame indexed by query_ids with one column
+    per set (sets[name][qid]: competing unit ids, or None for the whole corpus) holding 1 when a gold
+    outranks every candidate (top1_within), 0 when not, and NaN when the question has no candidates of
+    that kind (left out of that set's n, never counted as a win). score_rows(positions) gives the
+    questions at those positions of query_ids scored against every unit, (len(positions), n_units); it
+    is called for a block of questions at a time, so no question x unit matrix is held."""
+    query_ids, unit_ids = list(query_ids), list(unit_ids)
+    id_rank = _id_rank(np.asarray(unit_ids, dtype=object))
+    block = max(1, TOP1_BLOCK_CELLS // max(1, len(unit_ids)))
+    parts: dict[str, list[pd.Series]] = {name: [] for name in sets}
+    for a in range(0, len(query_ids), block):
+        rows = range(a, min(a + block, len(query_ids)))
+        matrix = score_rows(rows)
+        qs = query_ids[rows.start:rows.stop]
+        for name, cands in sets.items():
+            keep = [i for i, q in enumerate(qs) if cands.get(q) is None or len(cands[q])]
+            parts[name].append(top1_within(matrix[keep], unit_ids, [qs[i] for i in keep], gold, cands, id_rank))
+    return pd.DataFrame({name: pd.concat(p).reindex(query_ids) if p else pd.Series(dtype="float64")
+                         for name, p in parts.items()}, index=pd.Index(query_ids, name="query_id"), dtype="float64")
 
 
 TOP1_COLUMNS = ["system", "negatives", "n", "top1", "top1_lo", "top1_hi", "chance", "interval"]
@@ -226,44 +270,47 @@ def top1_chance(unit_ids, query_ids, gold: dict, candidates: dict) -> float:
     share of its candidate set (candidates plus gold) that counts as the gold, averaged over the
     questions (NaN with none)."""
     shares = []
+    everything = set(unit_ids)
     for q in query_ids:
         golds = {gold[q]} if isinstance(gold[q], str) else set(gold[q])
-        pool = set(unit_ids) if candidates.get(q) is None else set(candidates[q]) | golds
+        if candidates.get(q) is None:
+            shares.append(len(golds & everything) / len(everything) if everything else float("nan"))
+            continue
+        pool = set(candidates[q]) | golds
         shares.append(len(golds & pool) / len(pool) if pool else float("nan"))
     return float(np.mean(shares)) if shares else float("nan")
 
 
-def harder(scores: np.ndarray, unit_ids, query_ids, gold: dict, easy: dict, hard: dict, seed: int = 0,
-           n_boot: int = 2000, clusters: pd.Series | None = None) -> dict:
+def harder(outcomes: pd.DataFrame, easy: str, hard: str, seed: int = 0, n_boot: int = 2000,
+           clusters: pd.Series | None = None) -> dict:
     """Is the hard set harder than the easy one for this system? The paired difference of top-1
     (easy − hard) over the questions that have both kinds of negatives, with a bootstrap 95% CI
-    (clusters resampled when given). harder: the CI lies above 0."""
-    keep = [q for q in query_ids if len(easy.get(q) or []) and len(hard.get(q) or [])]
-    qpos = {q: i for i, q in enumerate(query_ids)}
-    rows = scores[[qpos[q] for q in keep]]
-    a = top1_within(rows, unit_ids, keep, gold, easy)
-    b = top1_within(rows, unit_ids, keep, gold, hard)
-    diff, lo, hi, _ = stats.paired_bootstrap(a.to_numpy(), b.to_numpy(), n_boot, rng=np.random.default_rng([seed, 71]),
+    (clusters resampled when given). outcomes: top1_outcomes' frame; easy, hard: two of its columns.
+    harder: the CI lies above 0."""
+    a, b = outcomes[easy], outcomes[hard]
+    both = a.notna() & b.notna()
+    keep = list(outcomes.index[both])
+    diff, lo, hi, _ = stats.paired_bootstrap(a[both].to_numpy(), b[both].to_numpy(), n_boot,
+                                             rng=np.random.default_rng([seed, 71]),
                                              clusters=stats.cluster_array(clusters, keep))
     return {"n": len(keep), "difference": diff, "lo": lo, "hi": hi, "harder": bool(len(keep) and lo > 0)}
 
 
-def top1_table(scores: dict, unit_ids, query_ids, gold: dict, sets: dict, seed: int, n_boot: int = 2000,
+def top1_table(outcomes: dict, unit_ids, gold: dict, sets: dict, seed: int, n_boot: int = 2000,
                clusters: pd.Series | None = None) -> pd.DataFrame:
     """Top-1 per system and set of negatives, each with its own n and bootstrap 95% CI (resampling
     the questions' clusters when given; every system draws the same resamples).
 
-    scores[system]: (len(query_ids), n_units); sets[name][qid]: competing unit ids, or None for
-    the whole corpus. A question whose candidate list is empty has no negatives of that kind and
-    is left out of that row's n (never counted as a win). chance: top-1 of a random ranking over the
+    outcomes[system]: top1_outcomes' frame over the same sets (sets[name][qid]: competing unit ids, or
+    None for the whole corpus). A question whose candidate list is empty has no negatives of that kind
+    and is left out of that row's n (never counted as a win). chance: top-1 of a random ranking over the
     same candidate sets (top1_chance), the figure each row is read against.
     """
-    qpos = {q: i for i, q in enumerate(query_ids)}
     rows = []
-    for name, matrix in scores.items():
+    for name, frame in outcomes.items():
         for c, (negs, cands) in enumerate(sets.items()):
-            keep = [q for q in query_ids if cands.get(q) is None or len(cands[q])]
-            top1 = top1_within(matrix[[qpos[q] for q in keep]], unit_ids, keep, gold, cands)
+            top1 = frame[negs].dropna()
+            keep = list(top1.index)
             ci = stats.bootstrap_ci(top1.to_numpy(), n_boot, rng=np.random.default_rng([seed, c]),
                                     clusters=stats.cluster_array(clusters, keep))
             rows.append({"system": name, "negatives": negs, "n": ci.n, "top1": ci.estimate, "top1_lo": ci.lo,

@@ -333,8 +333,8 @@ class CandidateSystems:
         """key -> name -> run, one per candidate set given (the questions encoded once). With depth,
         each run holds each question's canonical top depth only, and the encoded systems score the
         questions a block at a time (indexes.BLOCK_CELLS score cells at once), so no run lists every
-        (question, candidate) pair and no full score matrix is held (the document-context systems
-        still score every question at once: their context vectors are built per call)."""
+        (question, candidate) pair and no full score matrix is held (the document-context systems too:
+        their context vectors are found once)."""
         if depth is not None and depth < self.depth and self.fusions:
             raise ValueError(f"runs_for: depth {depth} is below the run depth {self.depth} the fused systems "
                              "fuse their parts at")
@@ -343,20 +343,22 @@ class CandidateSystems:
         qids, unit_ids = list(questions["query_id"]), list(self.units["unit_id"])
         qv = systems.encode_queries(questions, list(self.base), **self.settings)
         block = len(qids) if depth is None else max(1, retrieve.BLOCK_CELLS // max(1, len(unit_ids)))
-        scorers = {n: systems.scorer(v) for n, v in self.base.items()}
-        parts: dict[object, dict[str, list]] = {key: {n: [] for n in self.base} for key in candidate_sets}
+        # name -> (its scorer, whose query vectors it reads): the encoded systems, then the document-context ones
+        scorers = {n: (systems.scorer(v), n) for n, v in self.base.items()}
+        scorers.update({name: (doc_context.system_scorer(name, members, self.base, self.units["doc_id"], self.seed),
+                               members[0]) for name, members in self._rescored().items()})
+        parts: dict[object, dict[str, list]] = {key: {n: [] for n in scorers} for key in candidate_sets}
         for a in range(0, len(qids), block):
             rows = range(a, min(a + block, len(qids)))
-            for n, score in scorers.items():
-                scores = score(qv[n] if len(rows) == len(qids) else qv[n].take(rows))
+            for n, (score, reads) in scorers.items():
+                scores = score(qv[reads] if len(rows) == len(qids) else qv[reads].take(rows))
                 for key, candidates in candidate_sets.items():
                     parts[key][n].append(restricted_run(scores, qids[rows.start:rows.stop], unit_ids, candidates,
                                                         depth))
-        rescored = {name: doc_context.system_scores(name, members, qv, self.base, self.units["doc_id"], self.seed)
-                    for name, members in self._rescored().items()}
         out = {}
         for key, candidates in candidate_sets.items():
-            runs = {n: pd.concat(p, ignore_index=True) if len(p) > 1 else p[0] for n, p in parts[key].items()}
+            runs = {n: pd.concat(p, ignore_index=True) if len(p) > 1 else p[0] for n, p in parts[key].items()
+                    if n in self.base}
             for name, members in self.fusions.items():
                 # each part cut at the run depth first, as stages 02 and 06 fuse the runs they export:
                 # the full-corpus point of any view is then the exported fused run's own figure
@@ -364,8 +366,9 @@ class CandidateSystems:
                                          depth=self.depth)
             for name, run in self.external.items():
                 runs[name] = restrict_ranking(run, candidates, depth)
-            for name, scores in rescored.items():
-                runs[name] = restricted_run(scores, qids, unit_ids, candidates, depth)
+            for name in self._rescored():
+                p = parts[key][name]
+                runs[name] = pd.concat(p, ignore_index=True) if len(p) > 1 else p[0]
             out[key] = runs
         return out
 

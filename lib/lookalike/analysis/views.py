@@ -58,12 +58,28 @@ def context_runs(families: Sequence[str], unit_vectors: Mapping, query_vectors: 
             why[fam] = "its index does not hold every unit (some failed to encode)"
             continue
         pages = [np.asarray(vecs.data[order[u]]) for u in unit_ids]
-        page, ctx = doc_context.document_context_parts(list(query_vectors[fam].data), pages, units["doc_id"],
-                                                    n_context=n_context, seed=seed)
-        runs[f"{fam}+ctx-only"] = retrieve.run_from_scores(ctx, list(query_ids), unit_ids, depth)
+        scorer = doc_context.ContextScorer(pages, units["doc_id"], n_context=n_context, seed=seed)
         both = f"{fam}+doc-context"
-        runs[both] = have[both] if both in have else retrieve.run_from_scores(page + ctx, list(query_ids), unit_ids, depth)
+        ctx_only, summed = _context_settings(scorer, list(query_vectors[fam].data), list(query_ids), unit_ids, depth,
+                                             both not in have)
+        runs[f"{fam}+ctx-only"] = ctx_only
+        runs[both] = have[both] if both in have else summed
     return runs, why
+
+
+def _context_settings(scorer, queries: list, query_ids: list, unit_ids: list, depth: int, with_sum: bool
+                      ) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """(Ctx run, B+Ctx run or None) of these queries, a block of queries at a time: each block's page and
+    context scores found once, cut to the top depth and let go, so no question x page matrix is held."""
+    block = max(1, retrieve.BLOCK_CELLS // max(1, len(unit_ids)))
+    ctx_parts, sum_parts = [], []
+    for a in range(0, max(1, len(query_ids)), block):
+        page, ctx = scorer.parts(queries[a:a + block])
+        ctx_parts.append(retrieve.run_from_scores(ctx, query_ids[a:a + block], unit_ids, depth))
+        if with_sum:
+            sum_parts.append(retrieve.run_from_scores(page + ctx, query_ids[a:a + block], unit_ids, depth))
+    joined = [pd.concat(p, ignore_index=True) if len(p) > 1 else p[0] for p in (ctx_parts, sum_parts) if p]
+    return joined[0], (joined[1] if with_sum else None)
 
 
 def settings_table(families: Sequence[str], evidence: pd.DataFrame, extra_evidence: pd.DataFrame,

@@ -293,6 +293,17 @@ class BM25Index:
         return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
 
 
+def run_from_scorer(score_rows, query_ids: Sequence[str], unit_ids: Sequence[str], k: int = 100) -> pd.DataFrame:
+    """run_from_scores without the full matrix: score_rows(positions) scores the queries at those
+    positions of query_ids against every unit, called for a block of queries at a time."""
+    query_ids = list(query_ids)
+    block = max(1, BLOCK_CELLS // max(1, len(unit_ids)))
+    parts = [run_from_scores(score_rows(range(a, min(a + block, len(query_ids)))), query_ids[a:a + block], unit_ids, k)
+             for a in range(0, len(query_ids), block)]
+    return (pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]) if parts else \
+        run_from_scores(np.zeros((0, len(unit_ids))), [], unit_ids, k)
+
+
 def run_from_scores(scores: np.ndarray, query_ids: Sequence[str], unit_ids: Sequence[str], k: int = 100) -> pd.DataFrame:
     """A full score matrix (n_queries, n_units) as a run: each query's top k in canonical order."""
     scores = np.asarray(scores, dtype=np.float64)

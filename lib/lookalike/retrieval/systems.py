@@ -372,6 +372,15 @@ def score_matrix(unit_vectors, query_vectors) -> np.ndarray:
     return scorer(unit_vectors)(query_vectors)
 
 
+def score_rows(unit_vectors, query_vectors, positions: Sequence[int] | None = None):
+    """A function of positions that scores those queries (of positions, when given: the queries'
+    rows taken from query_vectors) against every unit — for scoring a block of queries at a time
+    (negatives.top1_outcomes) instead of holding the whole query x unit matrix."""
+    score = scorer(unit_vectors)
+    rows_of = list(range(len(query_vectors))) if positions is None else list(positions)
+    return lambda rows: score(query_vectors.take([rows_of[i] for i in rows]))
+
+
 def scorer(unit_vectors):
     """score_matrix against these units as a function of the query vectors, the units' side (a BM25
     index, the unit matrix) prepared once — so blocks of queries can be scored one at a time."""

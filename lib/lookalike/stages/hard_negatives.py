@@ -123,18 +123,18 @@ def top1_section(questions: pd.DataFrame, hard: pd.DataFrame, rand: pd.DataFrame
     by_gold_rand = rand.groupby("gold_unit_id")["unit_id"].apply(list).to_dict()
     unit_vectors = {name: Vectors.load(run_dir / "vectors" / f"{name}.npz") for name in pixel}
     query_vectors = systems.encode_queries(single, list(unit_vectors), **settings) if len(single) else {}
-    scores = {name: systems.score_matrix(unit_vectors[name], query_vectors[name]) for name in unit_vectors} if len(single) else {}
     sets = {"random": {q: by_gold_rand.get(g, []) for q, g in gold.items()},
             "hard": {q: by_gold_hard.get(g, []) for q, g in gold.items()},
             "corpus": {q: None for q in gold}}
-    top1_table = N.top1_table(scores, list(units["unit_id"]), list(single["query_id"]), gold, sets, seed,
-                              clusters=clusters_of(gold))
+    unit_ids, query_ids = list(units["unit_id"]), list(single["query_id"])
+    outcomes = {name: N.top1_outcomes(systems.score_rows(unit_vectors[name], query_vectors[name]), unit_ids,
+                                      query_ids, gold, sets) for name in unit_vectors} if len(single) else {}
+    top1_table = N.top1_table(outcomes, unit_ids, gold, sets, seed, clusters=clusters_of(gold))
     harder = ""
     # per system: is the hard set measurably harder than random negatives (paired top-1 difference)?
     harder_rows, by_system = [], {}
-    for name in sorted(scores) if len(single) else []:
-        hs = by_system[name] = N.harder(scores[name], list(units["unit_id"]), list(single["query_id"]), gold,
-                                        sets["random"], sets["hard"], seed, clusters=clusters_of(gold))
+    for name in sorted(outcomes):
+        hs = by_system[name] = N.harder(outcomes[name], "random", "hard", seed, clusters=clusters_of(gold))
         harder_rows.append({"system": name, "n": hs["n"], "difference": hs["difference"], "difference_lo": hs["lo"],
                             "difference_hi": hs["hi"], "harder": hs["harder"], "method": method})
     harder_table = pd.DataFrame(harder_rows, columns=["system", "n", "difference", "difference_lo", "difference_hi",
@@ -212,13 +212,15 @@ def documents_section(given: pd.DataFrame | None, units: pd.DataFrame, questions
         if len(doc_q) and names:
             vecs = {n: Vectors.load(run_dir / "vectors" / f"{n}.npz") for n in names}
             qv = systems.encode_queries(doc_q, names, **settings)
-            doc_scores = {}
-            for n in names:
-                matrix, doc_ids = N.document_scores(systems.score_matrix(vecs[n], qv[n]), units["doc_id"])
-                doc_scores[n] = matrix
             sets = {"random": {q: d_rand[q] for q in doc_q["query_id"]}, "hard": {q: d_hard[q] for q in doc_q["query_id"]},
                     "corpus": {q: None for q in doc_q["query_id"]}}
-            doc_table = N.top1_table(doc_scores, doc_ids, list(doc_q["query_id"]), doc_gold, sets, seed)
+            doc_ids = sorted(set(units["doc_id"]))
+            doc_outcomes = {}
+            for n in names:
+                pages = systems.score_rows(vecs[n], qv[n])
+                doc_outcomes[n] = N.top1_outcomes(lambda rows, pages=pages: N.document_scores(pages(rows), units["doc_id"])[0],
+                                                  doc_ids, list(doc_q["query_id"]), doc_gold, sets)
+            doc_table = N.top1_table(doc_outcomes, doc_ids, doc_gold, sets, seed)
         sec.say(f"document-level questions with one relevant document: {len(doc_gold)} of {len(rel)}; "
               f"mean hard negatives per question: {np.mean([len(v) for v in d_hard.values()]) if d_hard else 0:.1f}")
         with pd.option_context("display.float_format", "{:.3f}".format):

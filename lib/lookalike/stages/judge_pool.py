@@ -124,9 +124,10 @@ def systems_section(validated: pd.DataFrame, units: pd.DataFrame, cfg, settings:
         sec.say("\n".join(derived_plan.not_built.values()))
     for name, members in derived_plan.rescorings().items():
         if members[0] in runs:      # no questions, no runs
-            scores = doc_context.system_scores(name, members, query_vectors, unit_vectors, units["doc_id"], seed)
-            runs[name] = retrieve.run_from_scores(scores, list(validated["query_id"]), list(units["unit_id"]),
-                                                  retrieve_depth)
+            score = doc_context.system_scorer(name, members, unit_vectors, units["doc_id"], seed)
+            member = query_vectors[members[0]]
+            runs[name] = retrieve.run_from_scorer(lambda rows, score=score, member=member: score(member.take(rows)),
+                                                  list(validated["query_id"]), list(units["unit_id"]), retrieve_depth)
     sys_table = pd.DataFrame() if sys_table is None else sys_table
     external = (sorted(sys_table.loc[sys_table["provenance"] == "external", "system"])
                 if "provenance" in sys_table.columns else [])

@@ -239,7 +239,6 @@ def top1_section(validated: pd.DataFrame, distractors: pd.DataFrame, units: pd.D
     top1_rows = []
     if len(single) and names:
         qv = systems.encode_queries(single, names, **settings)
-        scores = {n: systems.score_matrix(unit_vectors[n], qv[n]) for n in names}
         strict = single[single["slice"] == "single-gold"]
         gold = dict(zip(strict["query_id"], strict["evidence_unit_ids"]))
         by_gold = {axis_set: distractors[distractors["axis"].isin(axis_set)].groupby("gold_unit_id")["unit_id"]
@@ -247,16 +246,20 @@ def top1_section(validated: pd.DataFrame, distractors: pd.DataFrame, units: pd.D
         sets = {"random": {q: by_gold[("random",)].get(g, []) for q, g in gold.items()},
                 "hard": {q: by_gold[tuple(Q.AXIS_ORDER)].get(g, []) for q, g in gold.items()},
                 "corpus": {q: None for q in gold}}
-        pos = [list(single["query_id"]).index(q) for q in strict["query_id"]]
-        t = N.top1_table({n: m[pos] for n, m in scores.items()}, list(units["unit_id"]), list(strict["query_id"]),
-                         gold, sets, seed, clusters=clusters_of(gold))
+        unit_ids, where = list(units["unit_id"]), {q: i for i, q in enumerate(single["query_id"])}
+        pos = [where[q] for q in strict["query_id"]]
+        outcomes = {n: N.top1_outcomes(systems.score_rows(unit_vectors[n], qv[n], pos), unit_ids,
+                                       list(strict["query_id"]), gold, sets) for n in names}
+        t = N.top1_table(outcomes, unit_ids, gold, sets, seed, clusters=clusters_of(gold))
         top1_rows.append(t.assign(question_set="validated"))
         loose = single[single["slice"] == "any-acceptable"]
         if len(loose):
-            pos = [list(single["query_id"]).index(q) for q in loose["query_id"]]
+            pos = [where[q] for q in loose["query_id"]]
             acc = {q: set(a.split(";")) for q, a in zip(loose["query_id"], loose["acceptable_unit_ids"])}
-            t = N.top1_table({n: m[pos] for n, m in scores.items()}, list(units["unit_id"]), list(loose["query_id"]),
-                             acc, {"corpus": {q: None for q in acc}}, seed,
+            corpus = {"corpus": {q: None for q in acc}}
+            outcomes = {n: N.top1_outcomes(systems.score_rows(unit_vectors[n], qv[n], pos), unit_ids,
+                                           list(loose["query_id"]), acc, corpus) for n in names}
+            t = N.top1_table(outcomes, unit_ids, acc, corpus, seed,
                              clusters=clusters_of(dict(zip(loose["query_id"], loose["evidence_unit_ids"]))))
             top1_rows.append(t.assign(question_set="any-acceptable"))
     as_generated = as_generated[as_generated["system"].isin(names)].assign(question_set="as generated")
@@ -307,8 +310,11 @@ def regressions_section(reg_path: Path | None, units: pd.DataFrame, names: list,
             qv = systems.encode_queries(rq, names, **settings)
             gold = dict(zip(rq["query_id"], rq["expected_unit_id"]))
             sets = {"hard": {q: hard_of.get(g, []) for q, g in gold.items()}, "corpus": {q: None for q in gold}}
+            # the reports a team filed: few, so each system's whole report x unit matrix is held (ranks need it)
             scores = {n: systems.score_matrix(unit_vectors[n], qv[n]) for n in names}
-            regression_summary = N.top1_table(scores, list(units["unit_id"]), list(rq["query_id"]), gold, sets, seed,
+            outcomes = {n: N.top1_outcomes(lambda rows, m=m: m[list(rows)], list(units["unit_id"]), list(rq["query_id"]),
+                                           gold, sets) for n, m in scores.items()}
+            regression_summary = N.top1_table(outcomes, list(units["unit_id"]), gold, sets, seed,
                                               clusters=clusters_of(gold))
             col = {u: i for i, u in enumerate(units["unit_id"])}
             unit_ids = units["unit_id"].to_numpy(dtype=object)
@@ -321,8 +327,7 @@ def regressions_section(reg_path: Path | None, units: pd.DataFrame, names: list,
                     above = "" if not r.returned_unit_id else ranking.ranks_above(
                         s[col[r.returned_unit_id]], r.returned_unit_id, e, r.expected_unit_id)
                     rows.append({"query_id": r.query_id, "system": n, "expected_rank": rank,
-                                 "top1_hard": float(N.top1_within(m[[i]], list(units["unit_id"]), [r.query_id], gold,
-                                                                  sets["hard"]).iloc[0]),
+                                 "top1_hard": outcomes[n].loc[r.query_id, "hard"],
                                  "top1_corpus": float(rank == 1), "returned_still_above": above})
             regression_rows = pd.DataFrame(rows, columns=regression_rows.columns)
             with pd.option_context("display.float_format", "{:.3f}".format):
