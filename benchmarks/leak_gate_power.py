@@ -36,7 +36,7 @@ from lookalike.analysis import leakage  # noqa: E402
 from lookalike.cli.leak_check import run_gate  # noqa: E402
 from lookalike.eval import stats  # noqa: E402
 from lookalike.io.cache import Cache  # noqa: E402
-from lookalike.stages import context, stratify  # noqa: E402
+from lookalike.stages import context, stratify_corpus  # noqa: E402
 
 CONDITIONS = ("clean",) + tuple(leakage.INJECTIONS)
 
@@ -53,7 +53,7 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         cache = Cache(prm["encode"]["cache_dir"] or Path(tmp) / "cache")
         run_dir = Path(tmp) / "run"
-        corpus = stratify.load_corpus(context(run_dir, prm))          # read the corpus once
+        corpus = stratify_corpus.load_corpus(context(run_dir, prm))          # read the corpus once
         t0 = time.perf_counter()
         run_gate(prm, "", seed=10_000, cache=cache, run_dir=run_dir, corpus=corpus)   # cold: fills the OCR cache
         cold = time.perf_counter() - t0

@@ -21,7 +21,7 @@ from PIL import Image
 
 from conftest import broken_png, make_png, truncated_jpeg
 from lookalike.cli import check
-from lookalike.stages import context, stratify
+from lookalike.stages import context, stratify_corpus
 
 UNITS = ["acme:1", "acme:2", "acme:3", "initech:1", "initech:2", "initech:3"]
 COLOURS = [(200, 30, 30), (30, 200, 30), (30, 30, 200), (200, 200, 30), (30, 200, 200), (200, 30, 200)]
@@ -334,7 +334,7 @@ def test_bad_input(tmp_path, capsys, name, build, code, words):
         from lookalike import params as P
 
         prm = P.load_params(params)
-        corpus = stratify.load_corpus(context(tmp_path / "run", prm))
+        corpus = stratify_corpus.load_corpus(context(tmp_path / "run", prm))
         assert len(corpus.units) >= 1
 
 

@@ -105,11 +105,11 @@ def test_scale_pipeline_corpus_is_read_whole_and_the_report_fits_each_stage(tmp_
     import pandas as pd
 
     from lookalike import params as P, stages
-    from lookalike.stages import stratify
+    from lookalike.stages import stratify_corpus
 
     bench = _load("scale_pipeline")
     params = bench.make_corpus(tmp_path / "c", 60)
-    units = stratify.run(stages.context(tmp_path / "run", P.load_params(params))).tables["units"]
+    units = stratify_corpus.run(stages.context(tmp_path / "run", P.load_params(params))).tables["units"]
     assert len(units) == 60 and units["unit_id"].is_unique and set(units["text_source"]) == {"text-layer"}
     assert len(pd.read_csv(tmp_path / "c" / "qrels.txt", sep=" ", header=None)) == 3
     assert len((tmp_path / "c" / "questions.jsonl").read_text().splitlines()) == 3

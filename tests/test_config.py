@@ -46,7 +46,7 @@ def test_every_stage_builds_encoders_from_the_users_settings(tmp_path):
                 offenders.append(f"{path.name}:{node.lineno}")
     assert offenders == [], f"stages building encoder settings on their own: {offenders}"
     users = [p.name for p in STAGES if "encoder_settings()" in p.read_text(encoding="utf-8")]
-    assert {"encode.py", "leak.py", "hard_negatives.py", "validate.py", "judge_pool.py", "metric_tables.py"} <= set(users)
+    assert {"encode.py", "leak_ablation.py", "hard_negatives.py", "validate_questions.py", "judge_pool.py", "metric_tables.py"} <= set(users)
     ctx = context(tmp_path, {"encode": {"device": "cpu", "batch_size": 7, "encoders": ["ocr-minilm", "appearance"]}})
     settings = ctx.encoder_settings()
     assert settings["device"] == "cpu" and settings["batch_size"] == 7

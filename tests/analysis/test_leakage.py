@@ -236,17 +236,17 @@ def test_leak_check_exits_3_when_no_pairs_can_be_built(monkeypatch, capsys):
     """A corpus without captions (and no blind query file) yields no pairs: the gate did not run —
     exit 3 and 'NOT EVALUATED', never 0 (a pass) or 1 (a leak)."""
     from lookalike.cli import leak_check
-    from lookalike.stages import leak, stratify
+    from lookalike.stages import leak_ablation, stratify_corpus
 
     nan = float("nan")
     empty = pd.DataFrame({"index": ["image", "image"], "query_set": ["blind", "caption-derived"], "n": [0, 0],
                           "recall_10": [nan, nan], "recall_10_lo": [nan, nan], "recall_10_hi": [nan, nan]})
     from lookalike.data.schema import Corpus
 
-    monkeypatch.setattr(stratify, "load_corpus", lambda ctx: Corpus(units=pd.DataFrame({"unit_id": [], "doc_id": []})))
+    monkeypatch.setattr(stratify_corpus, "load_corpus", lambda ctx: Corpus(units=pd.DataFrame({"unit_id": [], "doc_id": []})))
     no_pairs = pd.DataFrame(columns=["index", "query_id", "unit_id", "query_set", "recall_10"])
     fake = type("A", (), {"pixel_pq": no_pairs, "probe": {}, "not_evaluated": ""})()
-    monkeypatch.setattr(leak, "ablation", lambda *a, **k: (fake, None, None, empty, no_pairs))
+    monkeypatch.setattr(leak_ablation, "ablation", lambda *a, **k: (fake, None, None, empty, no_pairs))
     assert leak_check.main([str(REPO / "params" / "ci.yaml")]) == 3
     assert "NOT EVALUATED" in capsys.readouterr().out
 
@@ -335,7 +335,7 @@ def test_shuffled_corpus_then_the_gate_says_leak_for_a_run_that_reads_captions(t
     from lookalike import stages
     from lookalike.cli import leak_check
     from lookalike.judging.judges import content_words
-    from lookalike.stages import leak as stage_leak
+    from lookalike.stages import leak_ablation
 
     params = SHAPES["photos-captions"](tmp_path / "corpus", seed=11)
     out = tmp_path / "shuffled"
@@ -349,8 +349,8 @@ def test_shuffled_corpus_then_the_gate_says_leak_for_a_run_that_reads_captions(t
 
     prm = P.load_params(params)
     ctx = stages.context(tmp_path / "run", prm)
-    from lookalike.stages import stratify
-    units = stratify.load_corpus(ctx).units
+    from lookalike.stages import stratify_corpus
+    units = stratify_corpus.load_corpus(ctx).units
     original = units[["unit_id", "caption"]]
     questions = {f"q{i}": w for i, w in enumerate(sorted({w for c in units["caption"] for w in content_words(c)})[:12])}
 
@@ -377,12 +377,12 @@ def test_shuffled_corpus_then_the_gate_says_leak_for_a_run_that_reads_captions(t
     prm["leak"]["shuffled_runs"] = [f"captions={tmp_path / 'captions.shuffled.run'}",
                                     f"pixels={tmp_path / 'pixels.shuffled.run'}"]
     cfg = stages.context(tmp_path / "run", prm).config
-    results, notes = stage_leak.shuffled_run_probes(cfg, units, ctx.run_dir)
+    results, notes = leak_ablation.shuffled_run_probes(cfg, units, ctx.run_dir)
     verdicts = {g.index: g.verdict for g in results}
     assert verdicts == {"captions": "LEAK", "pixels": "PASS"}, [g.sentence() for g in results]
     prm["leak"]["shuffled_runs"] = ["nobody=x.run"]
     with pytest.raises(ValueError, match="'nobody' is not one of your runs"):
-        stage_leak.shuffled_run_probes(stages.context(tmp_path / "run", prm).config, units, ctx.run_dir)
+        leak_ablation.shuffled_run_probes(stages.context(tmp_path / "run", prm).config, units, ctx.run_dir)
 
 
 def test_the_power_measured_on_a_planted_leak_decides_underpowered():

@@ -58,8 +58,9 @@ def test_the_package_carries_its_schema_and_stages(installed):
     assert list((pkg / "report" / "templates").glob("*.j2"))
 
 
-@pytest.mark.slow
-def test_an_installed_lookalike_runs_the_ci_report_from_another_folder(installed, tmp_path):
+def test_an_installed_lookalike_runs_the_ci_report_from_another_folder_to_the_same_tables(installed, ci_run, tmp_path):
+    """The same params give the same tables byte for byte: the installed package's run, from another folder
+    in another process, against the checkout's run (the ci run the first part shares)."""
     work = tmp_path / "elsewhere"
     (work / "params" / "regressions").mkdir(parents=True)
     shutil.copy(REPO / "params" / "ci.yaml", work / "params" / "ci.yaml")
@@ -77,6 +78,11 @@ def test_an_installed_lookalike_runs_the_ci_report_from_another_folder(installed
         assert (run / rel).is_file(), rel
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["git_revision"] == "installed package"
+    tables = sorted((ci_run / "tables").glob("*.csv"))
+    assert tables and sorted(p.name for p in (run / "tables").glob("*.csv")) == [p.name for p in tables]
+    for table in tables:
+        assert table.read_bytes() == (run / "tables" / table.name).read_bytes(), table.name
+    assert manifest["corpus_fingerprint"] == json.loads((ci_run / "manifest.json").read_text())["corpus_fingerprint"]
     # the Python API of the installed copy reads the run it wrote, as the README shows
     code = ("import lookalike; r = lookalike.open_run('outputs/ci').compare(['recall@10', 'ndcg@10']); "
             "print(r.n_queries, len(r.systems))")

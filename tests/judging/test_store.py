@@ -206,7 +206,7 @@ def test_stage_02_reports_the_candidate_recall_of_a_candidate_based_system(tmp_p
     run_file.write_text(f'encode:\n  encoders: ["ocr-bm25", "appearance", "{tmp_path / "patches.py"}:Patches"]\n'
                         "retrieve:\n  search: candidates\n  candidates: 30\n  centroids: 4\n  recall_sample: 40\n")
     ctx = stages.context(tmp_path / "run", params.load_params(run_file))
-    for module in ("stratify", "encode", "leak", "hard_negatives"):
+    for module in ("stratify_corpus", "encode", "leak_ablation", "hard_negatives"):
         importlib.import_module(f"lookalike.stages.{module}").run(ctx).save()
     # the multi-vector pages live in the run's float16 store, which the later stages read (issue 18)
     assert Vectors.load(tmp_path / "run" / "vectors" / "patches.npz").stored

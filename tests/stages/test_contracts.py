@@ -84,3 +84,13 @@ def test_undeclared_files_are_named():
     bad = ["runs/ocr-bm25.run", "tables/pool.csv", "figures/07_sufficiency.svg"]
     assert contracts.undeclared_files("04_hard_negatives", ok + bad) == sorted(bad)
     assert contracts.undeclared_files("02_encode", ["runs/x.run", "vectors/a.pages/0.npy", "qrels/evidence.qrels"]) == []
+
+
+def test_each_stage_module_is_named_as_its_stage():
+    """03_leak_ablation's code is lookalike.stages.leak_ablation: one name for a stage, whether a reader
+    starts from the notebook, the run folder or the code."""
+    from lookalike.stages import STAGES
+
+    assert {stage: stage.split("_", 1)[1] for stage in STAGES} == STAGES
+    for module in STAGES.values():
+        assert (Path(contracts.__file__).parent / f"{module}.py").is_file(), module

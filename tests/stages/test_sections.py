@@ -146,29 +146,29 @@ def recorded_input(recorded, module: str, name: str, arg: str):
 
 def test_the_recording_sees_a_section_that_is_not_deterministic(recorded, monkeypatch):
     """The second-call check can fail: a section drawing from an unseeded generator gives other tables."""
-    units = recorded_input(recorded, "stratify", "sample_section", "units")
-    fn = MODULES["stratify"].sample_section
+    units = recorded_input(recorded, "stratify_corpus", "sample_section", "units")
+    fn = MODULES["stratify_corpus"].sample_section
     first = fn(units, 2, np.random.default_rng())[0].tables["sample"]
     assert any(not fn(units, 2, np.random.default_rng())[0].tables["sample"].equals(first) for _ in range(5))
 
 
 def test_sample_takes_at_most_per_stratum_units_of_each_content_type(recorded):
-    sec, sample = call(recorded, "stratify", "sample_section", per_stratum=1, rng=np.random.default_rng(0))
-    units = recorded_input(recorded, "stratify", "sample_section", "units")
+    sec, sample = call(recorded, "stratify_corpus", "sample_section", per_stratum=1, rng=np.random.default_rng(0))
+    units = recorded_input(recorded, "stratify_corpus", "sample_section", "units")
     assert len(sample) == units["content_type"].nunique() and sample["content_type"].is_unique
     assert sec.tables["sample"]["unit_id"].is_monotonic_increasing
 
 
 def test_questions_section_says_when_there_are_none(recorded):
-    sec, = call(recorded, "stratify", "questions_section", questions=pd.DataFrame())
+    sec, = call(recorded, "stratify_corpus", "questions_section", questions=pd.DataFrame())
     assert sec.text["questions"].strip() == "no questions supplied with this corpus"
 
 
 def test_stratify_headline_without_templates_says_strata_are_by_content_type(recorded):
-    strata = recorded_input(recorded, "stratify", "headline_section", "strata")
-    sec, = call(recorded, "stratify", "headline_section", strata=strata.assign(template_id=""))
+    strata = recorded_input(recorded, "stratify_corpus", "headline_section", "strata")
+    sec, = call(recorded, "stratify_corpus", "headline_section", strata=strata.assign(template_id=""))
     assert "no template metadata: strata are by content type only" in sec.sentence
-    assert sec.numbers["units"] == len(recorded_input(recorded, "stratify", "headline_section", "units"))
+    assert sec.numbers["units"] == len(recorded_input(recorded, "stratify_corpus", "headline_section", "units"))
 
 
 def test_top1_random_chance_is_one_over_the_candidates(recorded):
@@ -310,17 +310,17 @@ def test_appearance_check_without_templates_says_it_does_not_apply(recorded):
 
 
 def test_cleaning_in_drop_mode_leaves_the_flagged_questions_out(recorded):
-    asked = recorded_input(recorded, "validate", "cleaning_section", "questions")
+    asked = recorded_input(recorded, "validate_questions", "cleaning_section", "questions")
     pointing = asked.iloc[:2].assign(query_id=["zz-1", "zz-2"], text=["Describe the chart above.",
                                                                     "What does the table on this page show?"])
     asked = pd.concat([asked, pointing], ignore_index=True)
-    sec, kept = call(recorded, "validate", "cleaning_section", questions=asked, mode="drop")
+    sec, kept = call(recorded, "validate_questions", "cleaning_section", questions=asked, mode="drop")
     flagged = set(sec.tables["question_cleaning"]["query_id"])
     assert {"zz-1", "zz-2"} <= flagged
     assert flagged and not flagged & set(kept["query_id"])
     assert set(kept["query_id"]) | flagged == set(asked["query_id"])
     assert f"{len(flagged)} left out of validation" in sec.text["cleaning"]
-    flagged_only, kept_all = call(recorded, "validate", "cleaning_section", questions=asked, mode="flag")
+    flagged_only, kept_all = call(recorded, "validate_questions", "cleaning_section", questions=asked, mode="flag")
     assert len(kept_all) == len(asked)
 
 
@@ -334,10 +334,10 @@ def test_judged_at_k_is_a_share_and_falls_to_zero_without_labels(recorded):
 
 
 def test_leak_planted_section_without_a_planted_leak(recorded):
-    gates = recorded_input(recorded, "leak", "planted_section", "gates")
-    sec, = MODULES["leak"].planted_section(gates, None)
+    gates = recorded_input(recorded, "leak_ablation", "planted_section", "gates")
+    sec, = MODULES["leak_ablation"].planted_section(gates, None)
     assert sec.tables["leak_planted"].empty and "no planted leak on this corpus" in sec.text["planted"]
-    sec, = call(recorded, "leak", "planted_section")          # the demo plants one: the gate must catch it
+    sec, = call(recorded, "leak_ablation", "planted_section")          # the demo plants one: the gate must catch it
     planted = sec.tables["leak_planted"]
     assert (planted.loc[planted["input"] == "pixels + file name", "verdict"] == "LEAK").any()
 
@@ -345,12 +345,12 @@ def test_leak_planted_section_without_a_planted_leak(recorded):
 def test_leak_gate_fails_a_pixel_system_whose_blind_queries_lose(recorded):
     """The gate section's verdict follows its input: caption-derived queries that find every unit while
     blind ones find none is a leak, whatever the threshold allows for noise."""
-    ab = copy.copy(recorded_input(recorded, "leak", "gate_section", "ab"))
+    ab = copy.copy(recorded_input(recorded, "leak_ablation", "gate_section", "ab"))
     pq = ab.pixel_pq.copy()
     pq["recall_10"] = np.where(pq["query_set"] == "blind", 0.0, 1.0)
     ab.pixel_pq = pq
-    per_query = recorded_input(recorded, "leak", "gate_section", "per_query")
-    sec, gates, verdict, decision = call(recorded, "leak", "gate_section", ab=ab, per_query=per_query)
+    per_query = recorded_input(recorded, "leak_ablation", "gate_section", "per_query")
+    sec, gates, verdict, decision = call(recorded, "leak_ablation", "gate_section", ab=ab, per_query=per_query)
     assert decision == "LEAK" and "LEAK" in set(sec.tables["leak_gate"]["verdict"])
 
 
@@ -362,10 +362,10 @@ def test_stage_04_headline_without_scored_questions(recorded):
 
 
 def test_validate_setup_says_when_the_second_judge_is_the_first(recorded):
-    judge = recorded_input(recorded, "validate", "setup_section", "judge")
-    sec, = MODULES["validate"].setup_section(judge, None, judge.name)
+    judge = recorded_input(recorded, "validate_questions", "setup_section", "judge")
+    sec, = MODULES["validate_questions"].setup_section(judge, None, judge.name)
     assert "a judge is never compared with itself" in sec.text["setup"]
-    sec, = MODULES["validate"].setup_section(judge, None, "")
+    sec, = MODULES["validate_questions"].setup_section(judge, None, "")
     assert "never compared" not in sec.text["setup"] and "second judge: none" in sec.text["setup"]
 
 

@@ -39,21 +39,21 @@ def test_every_stage_returns_tables_figures_and_a_headline(results):
 
 def test_stratify_keeps_every_demo_unit_and_samples_each_stratum(results):
     _, out = results
-    units, sample = out["stratify"].tables["units"], out["stratify"].tables["sample"]
+    units, sample = out["stratify_corpus"].tables["units"], out["stratify_corpus"].tables["sample"]
     assert len(units) == units["unit_id"].nunique() > 100
     assert set(sample["content_type"]) == set(units["content_type"])
 
 
 def test_leak_gate_passes_on_the_clean_ci_run(results):
     _, out = results
-    assert "PASS" in out["leak"].text["gate"]
-    table = out["leak"].tables["leak_ablation"]
+    assert "PASS" in out["leak_ablation"].text["gate"]
+    table = out["leak_ablation"].tables["leak_ablation"]
     assert set(table["index"]) == {"image", "caption", "both"}
 
 
 def test_validation_statuses_and_validated_set_agree(results):
     _, out = results
-    v, validated = out["validate"].tables["question_validation"], out["validate"].tables["questions_validated"]
+    v, validated = out["validate_questions"].tables["question_validation"], out["validate_questions"].tables["questions_validated"]
     kept = v[v["slice"] != "dropped"]["query_id"]
     assert sorted(kept) == sorted(validated["query_id"])
 
@@ -67,7 +67,7 @@ def test_sufficiency_outcomes_add_up_to_one(results):
 
 def test_mined_rules_pick_the_same_count(results):
     _, out = results
-    rules = out["mined"].tables["negative_rules"]
+    rules = out["mined_candidates"].tables["negative_rules"]
     assert len(rules) and (rules["n_negatives"] <= rules["n_queries"] * 4).all()
 
 
@@ -84,10 +84,10 @@ def test_what_depends_on_the_machine_stays_out_of_tables_and_notebooks(results):
 
 def test_stage_03_labels_its_pool_with_the_three_labels(results):
     _, out = results
-    judgements = out["leak"].tables["judgements"]
+    judgements = out["leak_ablation"].tables["judgements"]
     assert set(judgements["label"]) <= {"sufficient", "supporting", "irrelevant"}
     assert (judgements["grade"] == judgements["label"].map({"sufficient": 2, "supporting": 1, "irrelevant": 0})).all()
-    assert list(out["leak"].tables["judging_sheet"].columns) == ["item", "query", "label"]
+    assert list(out["leak_ablation"].tables["judging_sheet"].columns) == ["item", "query", "label"]
 
 
 def test_headlines_hold_no_nan_and_no_empty_names(results):

@@ -30,7 +30,7 @@ from lookalike.io import inputs
 from lookalike.io import pagebase
 from lookalike.judging import judges
 from lookalike.judging import labeldb
-from lookalike.stages import context, stratify
+from lookalike.stages import context, stratify_corpus
 
 OK, REFUSED, BAD_PARAMS = 0, 1, 2
 
@@ -90,7 +90,7 @@ def check_inputs(prm: dict) -> list[Report]:
         corpus_report = Report(f"corpus ({prm['corpus']['source']})", str(ctx.path("corpus.root") or
                                                                          ctx.path("corpus.manifest") or ""))
         reports.append(corpus_report)
-        corpus = _guard(corpus_report, lambda: stratify.load_corpus(ctx, render=False))
+        corpus = _guard(corpus_report, lambda: stratify_corpus.load_corpus(ctx, render=False))
         if corpus is None:
             return reports
         units = corpus.units

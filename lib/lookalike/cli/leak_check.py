@@ -3,7 +3,7 @@
 Exit 0: no leak found; 1: a leak; 2: bad parameters; 3: not evaluated (no query pairs could be
 built, so nothing was measured — never reported as a leak or as a pass).
 
-It runs stage 03's own ablation (lookalike.stages.leak.ablation: the same indexes, query sets,
+It runs stage 03's own ablation (lookalike.stages.leak_ablation.ablation: the same indexes, query sets,
 pooled blind judging and table) on a seeded sample of leak.gate_units units, in a temporary run
 folder, and applies the same gate to every pixel system (lookalike.analysis.leakage.paired_gate):
 the metadata probe — the system's own input path run again with the caption fields shuffled among
@@ -27,7 +27,7 @@ from lookalike import params
 from lookalike.analysis import leakage
 from lookalike.eval import stats
 from lookalike.io.cache import Cache
-from lookalike.stages import context, leak, stratify
+from lookalike.stages import context, leak_ablation, stratify_corpus
 
 
 PASS, LEAK, BAD_PARAMS, NOT_EVALUATED = 0, 1, 2, 3
@@ -40,7 +40,7 @@ def run_gate(prm: dict, inject: str = "", seed: int | None = None, threshold: fl
     read) for checked params: stage 03's ablation on a seeded
     sample of leak.gate_units units, then ``paired_gate`` on the image index. seed: the gate's own
     seed (unit sample, query sets, bootstrap); default the run seed. run_dir and corpus: a run folder
-    that already holds the corpus (as stratify.load_corpus read it into that folder), to gate
+    that already holds the corpus (as stratify_corpus.load_corpus read it into that folder), to gate
     several times without reading it again; default a folder in the cache named after the run,
     where PDF renders are kept between calls (a changed file or dpi renders afresh). measure_power:
     when the image index passes, run the ablation again with a caption-index leak planted and state
@@ -52,8 +52,8 @@ def run_gate(prm: dict, inject: str = "", seed: int | None = None, threshold: fl
     keep = run_dir or cache.root / "leak-check" / re.sub(r"[^A-Za-z0-9._-]+", "_", str(prm["run"]))
     ctx = context(Path(keep), prm)
     if corpus is None:
-        corpus = stratify.load_corpus(ctx)      # what stage 01 reads: dpi, pages, max_pages, name_pattern ...
-    ab, _, _, table, per_query = leak.ablation(ctx, corpus.units, cache, max_units=prm["leak"]["gate_units"],
+        corpus = stratify_corpus.load_corpus(ctx)      # what stage 01 reads: dpi, pages, max_pages, name_pattern ...
+    ab, _, _, table, per_query = leak_ablation.ablation(ctx, corpus.units, cache, max_units=prm["leak"]["gate_units"],
                                                inject=inject, n_boot=n_boot, seed=seed, visible=corpus.visible,
                                                facts=corpus.facts)
     unit_clusters = stats.unit_clusters(corpus.units, prm["stats"]["cluster"])
@@ -61,7 +61,7 @@ def run_gate(prm: dict, inject: str = "", seed: int | None = None, threshold: fl
     table.attrs["not_evaluated"] = ab.not_evaluated     # why the retrieval half has no queries, if it has none
     results = leakage.gate_results(per_query, ab.pixel_pq, ab.probe, threshold, n_boot, seed, unit_clusters)
     if measure_power and results[0].index == "image" and results[0].verdict == "PASS":
-        power = leak.planted_power(ctx, corpus.units, cache, ab, threshold, max_units=prm["leak"]["gate_units"],
+        power = leak_ablation.planted_power(ctx, corpus.units, cache, ab, threshold, max_units=prm["leak"]["gate_units"],
                                    n_boot=n_boot, seed=seed, visible=corpus.visible, facts=corpus.facts,
                                    unit_clusters=unit_clusters)
         if power is not None:
@@ -84,7 +84,7 @@ def write_shuffled_corpus(prm: dict, out: Path) -> int:
     cache = Cache(prm["encode"]["cache_dir"] or None)
     keep = cache.root / "leak-check" / re.sub(r"[^A-Za-z0-9._-]+", "_", str(prm["run"]))
     ctx = context(keep, prm)
-    units = stratify.load_corpus(ctx).units
+    units = stratify_corpus.load_corpus(ctx).units
     fields = [c for c in CAPTION_COLUMNS if c in units.columns]
     if len(units) < 2 or not fields:
         print(f"lookalike leak-check: the corpus has {len(units)} unit(s) and caption fields "

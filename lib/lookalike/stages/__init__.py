@@ -8,14 +8,14 @@ stage notebook to its module.
 from lookalike.stages.base import StageContext, StageResult, context
 
 STAGES = {
-    "01_stratify_corpus": "stratify",
+    "01_stratify_corpus": "stratify_corpus",
     "02_encode": "encode",
-    "03_leak_ablation": "leak",
+    "03_leak_ablation": "leak_ablation",
     "04_hard_negatives": "hard_negatives",
-    "05_validate_questions": "validate",
+    "05_validate_questions": "validate_questions",
     "06_judge_pool": "judge_pool",
     "07_metric_tables": "metric_tables",
-    "08_mined_candidates": "mined",
+    "08_mined_candidates": "mined_candidates",
 }
 
 __all__ = ["STAGES", "StageContext", "StageResult", "context"]

@@ -37,7 +37,7 @@ _STORE = ("store/*",)
 
 CONTRACTS: dict[str, Contract] = {
     "01_stratify_corpus": _c(
-        "stratify", "",
+        "stratify_corpus", "",
         "answer_key duplicates facts planted qrels questions sample skipped strata units visible",
         ("corpus/*",)),
     "02_encode": _c(
@@ -45,7 +45,7 @@ CONTRACTS: dict[str, Contract] = {
         "derived_failed encoders query_splits rerank_scores systems",
         ("vectors/*", "runs/*", "qrels/evidence.qrels") + _STORE),
     "03_leak_ablation": _c(
-        "leak", "units facts planted visible",
+        "leak_ablation", "units facts planted visible",
         "judged_10 judgements judging_key judging_sheet leak_ablation leak_ablation_systems leak_blind_dropped "
         "leak_breakdown_register leak_breakdown_stratum leak_caption_overlap leak_gate leak_per_query leak_planted "
         "leak_queries",
@@ -56,7 +56,7 @@ CONTRACTS: dict[str, Contract] = {
         "validity_ladder",
         _STORE),
     "05_validate_questions": _c(
-        "validate", "units answer_key distractors facts questions top1_negatives",
+        "validate_questions", "units answer_key distractors facts questions top1_negatives",
         "judge_agreement question_cleaning question_cleaning_summary question_validation questions_validated "
         "regression_skipped regression_slice regression_summary top1_validated validation_judgements "
         "validation_tallies",
@@ -76,7 +76,7 @@ CONTRACTS: dict[str, Contract] = {
         "planted_effects recall_all_by_source sample_size settings significance sufficiency top1_random_original",
         ("browse/*", "qrels/evidence_validated.qrels", "runs_hard/*", "summary.html", "claims.json") + _STORE),
     "08_mined_candidates": _c(
-        "mined", "units answer_key facts label_agreement questions questions_validated",
+        "mined_candidates", "units answer_key facts label_agreement questions questions_validated",
         "incompleteness mined_agreement mined_candidates mined_judgements negative_rules negative_rules_by_judge "
         "negatives_chosen score_shape",
         ("qrels/mined.qrels", "training/*") + _STORE),
