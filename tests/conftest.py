@@ -102,11 +102,22 @@ def truncated_jpeg(path: Path) -> Path:
 __all__ = ["REPO", "write_params", "make_png", "shutil", "with_corrupt_page", "broken_png", "truncated_jpeg"]
 
 
+# make test runs on two pytest workers with --dist loadgroup: the tests that read the session's CI run or
+# its Ray cluster go to one worker as a group, so each is built once (a fixture is per worker), and the
+# stored CI notebooks nbval re-executes stay on one worker in their order (each reads the one before)
+CI_RUN_GROUP, NBVAL_GROUP = "ci-run", "nbval"
+
+
 def pytest_collection_modifyitems(config, items):
-    # every test that needs the whole CI run end to end is slow (make test-fast leaves it out)
     for item in items:
-        if "ci_run" in getattr(item, "fixturenames", ()):
+        used = set(getattr(item, "fixturenames", ()))
+        if "ci_run" in used:
+            # every test that needs the whole CI run end to end is slow (make test-fast leaves it out)
             item.add_marker(pytest.mark.slow)
+        if used & {"ci_run", "ray_cluster"}:
+            item.add_marker(pytest.mark.xdist_group(CI_RUN_GROUP))
+        elif str(getattr(item, "path", "")).endswith(".ipynb"):
+            item.add_marker(pytest.mark.xdist_group(NBVAL_GROUP))
 
 
 def chromium_binary() -> str | None:

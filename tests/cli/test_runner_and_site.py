@@ -99,7 +99,7 @@ def test_corpus_text_is_escaped_in_html(tmp_path):
     ]).to_csv(corpus / "manifest.csv", index=False)
     params = write_params(tmp_path / "mine.yaml", f"run: mine\ntitle: 'Mine <b>bold</b>'\ncorpus:\n"
                                                   f"  source: manifest\n  manifest: {corpus / 'manifest.csv'}\n")
-    out = run.execute(params, out_root=tmp_path / "out", log=lambda *_: None)
+    out = run.execute(params, out_root=tmp_path / "out", log=lambda *_: None, shared_kernel=True)
     html_files = _html_files(out)
     seen_escaped = False
     for f in html_files:

@@ -59,7 +59,7 @@ negatives:
 encode:
   encoders: [ocr-minilm, ocr-bm25, appearance]
 """)
-    out = run.execute(params, out_root=tmp_path / "out", log=lambda *_: None)
+    out = run.execute(params, out_root=tmp_path / "out", log=lambda *_: None, shared_kernel=True)
     t = lambda name: pd.read_csv(out / "tables" / f"{name}.csv", keep_default_na=False)  # noqa: E731
     questions = t("questions").set_index("query_id")
     assert questions.loc["u1", "evidence_unit_ids"] == "acme:2"          # 0-based page 1 -> unit acme:2

@@ -171,7 +171,7 @@ def test_the_example_plugin_runs_through_every_stage_with_rerank_and_split(tmp_p
                             url: {server.url}
                             model: toy-chat
                           """))
-        out = run.execute(params, out_root=tmp_path / "out", log=lambda *_: None)
+        out = run.execute(params, out_root=tmp_path / "out", log=lambda *_: None, shared_kernel=True)
     tables = out / "tables"
     read = lambda name: pd.read_csv(tables / f"{name}.csv", keep_default_na=False)  # noqa: E731
     systems_ = set(read("systems")["system"])
