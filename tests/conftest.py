@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,23 @@ def ci_run(tmp_path_factory) -> Path:
 
     out = tmp_path_factory.mktemp("outputs")
     return run.execute(REPO / "params" / "ci.yaml", out_root=out, log=lambda *_: None)
+
+
+def copy_of_checkout(dest: Path) -> Path:
+    """The checkout's files as git sees them (tracked and new, not ignored), symlinks kept: building
+    from it leaves no build/ or egg-info in the real checkout."""
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO, capture_output=True,
+                           check=True).stdout.decode().split("\0")
+    for rel in filter(None, files):
+        src, dst = REPO / rel, dest / rel
+        if not (src.exists() or src.is_symlink()) or rel.startswith("outputs/"):
+            continue
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_symlink():
+            os.symlink(os.readlink(src), dst)
+        else:
+            shutil.copy2(src, dst)
+    return dest
 
 
 def write_params(path: Path, text: str) -> Path:

@@ -67,7 +67,8 @@ def test_no_document_points_outside_the_repository(doc):
 
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
 def test_every_module_command_and_path_named_exists(doc):
-    text = _text(doc)
+    # a recipe's blocks write what does not exist yet (tests/test_recipes.py writes and runs them)
+    text = re.sub(r"```\w*\n# (?:file|append):.*?```", "", _text(doc), flags=re.S)
     missing = []
     for name in sorted(set(re.findall(r"\blookalike(?:\.[A-Za-z_][A-Za-z0-9_]*)+", text))):
         if not _exists_dotted(name):

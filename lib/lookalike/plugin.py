@@ -27,11 +27,21 @@ Judges (labels for (question, unit) pairs):
                  checked, and in every stage), then name it in params like any built-in judge
   A judge class is also named by import path, as an encoder is ("package.module:Class" or
   "path/to/file.py:Class"); see examples/plugin_judge/word_overlap.py.
+
+Corpus sources (where the units come from):
+
+  register_source(name, needs="root")   function decorator entering a corpus loader as
+                 ``corpus.source: name``: it takes (root folder, corpus options) and returns a
+                 DataFrame of manifest rows (image_path, unit_id or doc_id + page, optional metadata),
+                 checked as a manifest's rows are; list its module in ``plugins``. See
+                 examples/plugin_source/jsonl_pages.py.
+  CorpusError    raise it when the source as a whole cannot be read (a row's problem is said per row)
 """
 
 from __future__ import annotations
 
-from lookalike.data.schema import resolve_image
+from lookalike.data.schema import CorpusError, resolve_image
+from lookalike.io.corpus import register_source
 from lookalike.io.cache import Cache
 from lookalike.judging.judges import ABSTAIN, Capabilities, Judge, JudgeError, Judgement
 from lookalike.judging.judges import register as register_judge
@@ -40,4 +50,5 @@ from lookalike.retrieval.encoders.ocr import default_engine as default_ocr_engin
 from lookalike.retrieval.encoders.ocr import ocr_many as ocr_texts
 
 __all__ = ["Encoder", "Vectors", "EncodeError", "PROVENANCES", "Cache", "resolve_image", "ocr_texts",
-           "default_ocr_engine", "ABSTAIN", "Judge", "Judgement", "Capabilities", "JudgeError", "register_judge"]
+           "default_ocr_engine", "ABSTAIN", "Judge", "Judgement", "Capabilities", "JudgeError", "register_judge",
+           "register_source", "CorpusError"]

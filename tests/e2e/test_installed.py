@@ -12,31 +12,16 @@ from pathlib import Path
 
 import pytest
 
+from conftest import copy_of_checkout
+
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _copy_of_checkout(dest: Path) -> Path:
-    """The checkout's files as git sees them (tracked and new, not ignored), symlinks kept: building
-    from it leaves no build/ or egg-info in the real checkout."""
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO, capture_output=True,
-                           check=True).stdout.decode().split("\0")
-    for rel in filter(None, files):
-        src, dst = REPO / rel, dest / rel
-        if not (src.exists() or src.is_symlink()) or rel.startswith("outputs/"):
-            continue
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        if src.is_symlink():
-            os.symlink(os.readlink(src), dst)
-        else:
-            shutil.copy2(src, dst)
-    return dest
 
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> Path:
     """`pip install --target` of a copy of the checkout (no deps: they are this environment's)."""
     root = tmp_path_factory.mktemp("install")
-    src = _copy_of_checkout(root / "src")
+    src = copy_of_checkout(root / "src")
     target = root / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
                     "--target", str(target), str(src)], check=True, capture_output=True)

@@ -265,6 +265,40 @@ corpus:
 """)
 
 
+PLUGIN_SOURCE = Path(__file__).resolve().parents[2] / "examples" / "plugin_source" / "jsonl_pages.py"
+
+
+def plugin_source(folder: Path, seed: int) -> Path:
+    """Filing pages from a corpus source a plug-in registers (examples/plugin_source: pages.jsonl listing
+    PNGs with template, company, metric and period), one listed page whose image is missing (skipped and
+    named, the run goes on), and questions with answers and qrels."""
+    rng = np.random.default_rng(seed)
+    docs, facts = _filings(rng, ENTITIES[:3])
+    root = folder / "listed"
+    (root / "pages").mkdir(parents=True)
+    listing = []
+    meta = {(doc, page): (ent, per, m) for doc, page, ent, per, m, _ in facts}
+    for doc, pages in docs.items():
+        for p, lines in enumerate(pages, start=1):
+            _page(lines).save(root / "pages" / f"{doc}-{p}.png")
+            ent, per, m = meta.get((doc, p), ("", "", ""))
+            listing.append({"file": f"pages/{doc}-{p}.png", "document": doc, "page": p, "company": ent,
+                            "period": per, "metric": m, "template": f"{m.replace(' ', '-')}-page" if m else "cover"})
+    listing.append({"file": "pages/never-written.png", "document": "lost", "page": 1})
+    (root / "pages.jsonl").write_text("".join(json.dumps(r) + "\n" for r in listing))
+    qs, qr = _filing_questions(facts, rng, n=10)
+    _questions(folder / "q.jsonl", qs)
+    _qrels(folder / "q.qrels", qr)
+    return _params(folder, "plugin-source", f"""
+plugins: [{PLUGIN_SOURCE}]
+corpus:
+  source: jsonl-pages
+  root: {root}
+  questions: {folder / 'q.jsonl'}
+  qrels: {folder / 'q.qrels'}
+""")
+
+
 def demo_seed(seed: int):
     """The built-in demo generator (ci size) with another seed: a calibration corpus the project's
     configuration was not written against (every planted effect must be recovered on it too)."""
@@ -315,6 +349,7 @@ SHAPES = {
     "beir": beir_folder,
     "vidore": vidore_parquet,
     "external-ties": external_run_with_ties,
+    "plugin-source": plugin_source,
     "demo-seed-1": demo_seed(1),
     "demo-seed-2": demo_seed(2),
     "demo-seed-3": demo_seed(3),

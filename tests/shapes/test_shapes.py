@@ -16,6 +16,7 @@ import pytest
 from lookalike.cli import run
 from lookalike.report import audit
 
+from lookalike.data.examples import METRICS, PERIODS
 from shape_corpora import SHAPES
 
 pytestmark = [pytest.mark.slow, pytest.mark.shapes]
@@ -79,6 +80,14 @@ EXPECT = {
                                   ("appearance" in _summary(d), "the summary says which distractor method ran")],
     "pdf-full-metadata": lambda d: [(bool(set(_table(d, "distractors")["axis"]) - {"cluster", "random"}),
                                      "per-axis distractors from the template metadata")],
+    "plugin-source": lambda d: [
+        (len(_table(d, "units")) == 3 * len(PERIODS) * (1 + len(METRICS)),
+         "every page the plug-in source listed with an image is a unit"),
+        (_table(d, "skipped")["source"].tolist() == ["corpus.source jsonl-pages"]
+         and "never-written.png" in _table(d, "skipped")["problem"].iloc[0],
+         "the listed page without an image is skipped and named with the source"),
+        (set(_table(d, "distractors")["axis"]) - {"cluster", "random"} != set(),
+         "the source's template, company, metric and period give per-axis distractors")],
     "external-ties": lambda d: [((d / "runs" / "tied.run").is_file(), "your run is exported"),
                                 ("tied" in set(_table(d, "sufficiency")["system"]), "and scored")],
 }

@@ -35,8 +35,15 @@ def read_manifest(path: Path | str, root: Path | str | None = None, strict: bool
     max_pixels is skipped. A manifest with no data row is refused.
     """
     path = Path(path)
-    root = Path(root) if root else path.parent
-    raw = read_table(path).fillna("")
+    return manifest_rows(read_table(path), str(path), Path(root) if root else path.parent, strict, max_pixels)
+
+
+def manifest_rows(raw: pd.DataFrame, path: str, root: Path, strict: bool = False,
+                  max_pixels: int = 40_000_000) -> Corpus:
+    """Units from a manifest's rows (read_manifest's checks, each problem naming path — the file, or the
+    plug-in source that gave the rows — and the 1-based row): what a manifest file and a plug-in corpus
+    source (register_source) hand over is checked one way."""
+    raw = raw.fillna("")
     raw.columns = [str(c).strip() for c in raw.columns]
     if "image_path" not in raw.columns:
         raise CorpusError(f"{path}: required column 'image_path' is missing (columns: {', '.join(raw.columns)})")
@@ -83,7 +90,7 @@ def read_manifest(path: Path | str, root: Path | str | None = None, strict: bool
             msg = f"{path}: row {i} (unit_id {uid!r}): {problem}"
             if strict:
                 raise CorpusError(msg)
-            skipped.append(dict(source=str(path), row=i, unit_id=uid, problem=problem))
+            skipped.append(dict(source=path, row=i, unit_id=uid, problem=problem))
             continue
         seen[uid] = i
         row = {c: rec.get(c, "") for c in UNIT_COLUMNS}
@@ -120,6 +127,36 @@ SOURCES.register(SourceSpec("beir", "root", lambda root, out_dir, o: ingest.beir
     root, out_dir, max_pixels=o["max_pixels"]), "a BEIR-style folder (corpus, queries, qrels)"))
 SOURCES.register(SourceSpec("vidore", "root", lambda root, out_dir, o: ingest.vidore_parquet(
     root, out_dir, max_pixels=o["max_pixels"]), "a ViDoRe-style parquet file"))
+
+
+def register_source(name: str, needs: str = "root", what: str = ""):
+    """Decorator: enter a function as the corpus source ``name`` (a plug-in lists its module in the run's
+    ``plugins`` key, then sets ``corpus.source: name``). The function takes (root, options) — root the
+    corpus.root folder as a Path (needs="root"; "" when needs=""), options the corpus settings (seed,
+    strict, max_pixels, ...) — and returns a DataFrame of manifest rows: image_path (relative to root),
+    unit_id or doc_id + page, and any optional manifest column. Those rows are checked as a manifest's
+    are (manifest_rows): a bad row is skipped and named, with the source's name in place of a file."""
+    if needs not in ("root", ""):
+        raise ValueError(f"register_source({name!r}): needs must be 'root' or '', got {needs!r}")
+
+    def enter(fn: Callable) -> Callable:
+        def load(root, out_dir, o):
+            folder = Path(root) if root else Path(".")
+            rows = fn(folder, dict(o))
+            if not isinstance(rows, pd.DataFrame):
+                raise CorpusError(f"corpus.source {name!r} ({fn.__module__}.{fn.__qualname__}) returned "
+                                  f"{type(rows).__name__}, expected a DataFrame of manifest rows")
+            return manifest_rows(rows, f"corpus.source {name}", folder, o["strict"], o["max_pixels"])
+        load.plugin = (fn.__module__, fn.__qualname__)           # type: ignore[attr-defined]
+        doc = (fn.__doc__ or "").strip().split("\n")[0]
+        spec = SourceSpec(name, needs, load, what or doc or f"the plug-in source {name}")
+        held = SOURCES[name] if name in SOURCES else None
+        if held is not None and getattr(held.load, "plugin", None) == load.plugin:
+            SOURCES.replace(spec)         # the same module imported again (a plug-in file read anew)
+        else:
+            SOURCES.register(spec)        # a taken name (a built-in's or another plug-in's) is refused
+        return fn
+    return enter
 
 
 def load(source: str, seed: int, out_dir: Path | str, demo_size: str = "ci", manifest: str = "",
