@@ -112,3 +112,12 @@ def test_the_people_who_labelled_are_on_the_summary():
     assert ("the judge door with people: relevant 0.10 [0.00, 0.20] of pairs blind, 0.28 [0.15, 0.40] with file name "
             "and caption, difference +0.18 [+0.05, +0.30] over 19 pairs (7 gained, 0 lost)") in text
     assert summary.people_words(agreement.head(0), door.head(1)) == ""
+
+
+def test_planner_words_name_the_interval_once():
+    """Read on a photo shape: "(95%, bootstrap 95%, questions resampled, ...)" said the level twice."""
+    plan = pd.DataFrame([{"measure": "sufficient@5 (hard)", "system": "a", "minus": "b", "n": 12, "difference": 0.1,
+                          "se": 0.05, "resolvable": 0.14, "n_needed": 40.0}])
+    said = summary.planner_words(plan, None)
+    assert "(median over the 1 pair with any variance; bootstrap 95%, questions resampled, one comparison" in said
+    assert said.count("95%") == 1

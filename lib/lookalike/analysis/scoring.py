@@ -212,6 +212,11 @@ def macro_weights(evidence: pd.DataFrame, few: int = 10) -> str:
     if st.empty:
         return "Macro: no evidence structures."
     n = st.groupby("evidence_structure")["n"].max().sort_index()
+    if len(n) == 1:
+        # one structure: nothing to weigh against, and the two aggregates are the same mean
+        return (f"Macro and Micro are the same figure here: every question has the one evidence structure "
+                f"{n.index[0]} (n = {int(n.iloc[0])})."
+                + (" It has no interval: one question cannot measure its own uncertainty." if n.iloc[0] < 2 else ""))
     said = (f"Macro averages {len(n)} evidence structures with equal weight (questions: "
             + ", ".join(f"{k} n = {v}" for k, v in n.items()) + f"; Micro averages all {int(n.sum())}).")
     single = n[n < 2]

@@ -144,7 +144,8 @@ def _planner_words(plan: pd.DataFrame, interval: str) -> str:
     else:
         text = (f"With {int(hard_plan['n'].iloc[0])} validated questions, sufficient@5 under hard negatives resolves "
                 f"differences of about {resolvable[resolvable > 0].median():.2f} between two systems (median over "
-                f"the {int((resolvable > 0).sum())} pairs with any variance; 95%, {interval}, "
+                f"the {int((resolvable > 0).sum())} pair{'' if int((resolvable > 0).sum()) == 1 else 's'} with any "
+                f"variance; {interval}, "
                 "one comparison before Holm's adjustment).")
     if len(open_pairs):
         top = open_pairs.loc[open_pairs["difference"].abs().idxmax()]
