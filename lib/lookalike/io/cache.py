@@ -23,10 +23,12 @@ DIGEST = 32
 
 
 def default_cache_dir() -> Path:
+    """The cache folder: LOOKALIKE_CACHE when set, else ~/.cache/lookalike."""
     return Path(os.environ.get("LOOKALIKE_CACHE") or Path.home() / ".cache" / "lookalike")
 
 
 def image_sha256(path: Path | str) -> str:
+    """The sha256 (hex) of a file's bytes: what a cache entry of its image is keyed by."""
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
@@ -65,11 +67,14 @@ class Cache:
         self.writes += 1
 
     def get_text(self, image_sha: str, encoder_id: str) -> str | None:
+        """The text cached for this image and encoder (OCR, a text layer), or None; counted as a hit or a
+        miss."""
         payload = self._read(self._path(image_sha, encoder_id, "txt"))
         self._count(payload)
         return None if payload is None else payload.decode("utf-8")
 
     def put_text(self, image_sha: str, encoder_id: str, text: str) -> None:
+        """Cache this image's text for this encoder (written to a temporary file, renamed into place)."""
         self._write(self._path(image_sha, encoder_id, "txt"), text.encode("utf-8"))
 
     def holds_array(self, image_sha: str, encoder_id: str) -> bool:
@@ -78,6 +83,7 @@ class Cache:
         return self._path(image_sha, encoder_id, "npy").is_file()
 
     def get_array(self, image_sha: str, encoder_id: str) -> np.ndarray | None:
+        """The array cached for this image and encoder, or None (a missing or corrupt entry); counted."""
         payload = self._read(self._path(image_sha, encoder_id, "npy"))
         self._count(payload)
         if payload is None:
@@ -85,6 +91,7 @@ class Cache:
         return np.load(io.BytesIO(payload), allow_pickle=False)
 
     def put_array(self, image_sha: str, encoder_id: str, array: np.ndarray) -> None:
+        """Cache this image's array for this encoder (written to a temporary file, renamed into place)."""
         buf = io.BytesIO()
         np.save(buf, np.ascontiguousarray(array), allow_pickle=False)
         self._write(self._path(image_sha, encoder_id, "npy"), buf.getvalue())
@@ -96,7 +103,9 @@ class Cache:
             self.hits += 1
 
     def stats(self) -> dict:
+        """Hits, misses and corrupt entries met so far (a corrupt entry is recomputed, not trusted)."""
         return {"hits": self.hits, "misses": self.misses, "corrupt": self.corrupt}
 
     def describe(self) -> str:
+        """stats() as one line of JSON, for a stage's encoders table."""
         return json.dumps(self.stats())

@@ -115,6 +115,7 @@ class Assignment:
 
 
 def now_iso() -> str:
+    """Now, in UTC, to the millisecond: the time every label and event in the database is stamped with."""
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
@@ -287,6 +288,7 @@ class LabelDB:
             con.close()
 
     def query(self, sql: str, params: Iterable = ()) -> pd.DataFrame:
+        """Rows of a SELECT as a frame (parameters bound by the driver's own style)."""
         con = self._connect()
         try:
             cur = con.execute(self._sql(sql), tuple(params))
@@ -298,6 +300,7 @@ class LabelDB:
     # ------------------------------------------------------------------ schema
 
     def version(self) -> int:
+        """The schema version this database is at (0 before any migration ran)."""
         with self.transaction() as tx:
             if not tx.table_exists("schema_migrations"):
                 return 0
@@ -405,6 +408,8 @@ class LabelDB:
         return _person(df.iloc[0])
 
     def annotator(self, name: str) -> dict:
+        """The person named name (name, pool, role, joined, lead); LabelDBError (401) when nobody of that name
+        exists."""
         df = self.query("SELECT name, pool, role, joined, lead FROM annotators WHERE name = ?", (name,))
         if df.empty:
             raise LabelDBError(f"nobody named {name!r} is in this label database", 401)
@@ -580,6 +585,8 @@ class LabelDB:
     # ------------------------------------------------------------------ reading
 
     def pairs(self) -> pd.DataFrame:
+        """Every pair the database serves (pair id, question, unit, the question's sha, whether it is
+        flagged)."""
         return self.query("SELECT pair_id, query_id, unit_id, question_sha, question, flagged FROM pairs ORDER BY pair_id")
 
     def labels(self, live: bool = True) -> pd.DataFrame:
@@ -590,6 +597,7 @@ class LabelDB:
                           f"ON p.pair_id = l.pair_id {where} ORDER BY l.id")
 
     def machine_labels(self) -> pd.DataFrame:
+        """The machine judges' labels loaded with the pool, per pair and judge."""
         return self.query("SELECT pair_id, judge, label FROM machine_labels ORDER BY pair_id, judge")
 
     def annotators(self) -> pd.DataFrame:
@@ -652,6 +660,7 @@ def to_paramstyle(sql: str, style: str) -> str:
 
 
 def token_digest(token: str) -> str:
+    """The sha256 of a token: the database keeps only this, never the token."""
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
@@ -665,6 +674,8 @@ def _text(value) -> str:
 
 
 def check_request_id(request_id: str) -> None:
+    """Refuse a request id that is not 8 to 80 letters, digits or . _ : - (one fresh id per change; a retry
+    resends it)."""
     if not isinstance(request_id, str) or not REQUEST_ID.fullmatch(request_id):
         raise LabelDBError("request_id must be 8 to 80 letters, digits or . _ : - (one fresh id per change; "
                            "a retry sends the same one)")

@@ -102,6 +102,8 @@ class DenseIndex:
         self._index = None
 
     def add(self, vectors: Vectors) -> DenseIndex:
+        """Index these single vectors (their provenance checked against what this index accepts); returns the
+        index."""
         import faiss
 
         _check(vectors, self.accepts, self.allow_foreign_provenance, self.name)
@@ -121,6 +123,7 @@ class DenseIndex:
         return q @ self._index.reconstruct_n(0, len(self.unit_ids)).T
 
     def search(self, queries: Vectors, k: int = 100) -> pd.DataFrame:
+        """Each query's top k by inner product in the canonical order (score, then unit id, both descending)."""
         q = np.ascontiguousarray(queries.data, dtype=np.float32)
         # Ask faiss for more than k until no question's tie at the cut runs past what came back, so
         # the canonical rule (not faiss' internal order) picks among tied units: a caption index
@@ -173,9 +176,11 @@ class MultiVectorIndex:
 
     @property
     def stored(self) -> bool:
+        """Whether the pages are read from a float16 page store on disk rather than held in memory."""
         return hasattr(self.pages, "store")
 
     def scores(self, queries: Vectors) -> np.ndarray:
+        """Every query's MaxSim score against every page, (n_queries, n_pages) float32."""
         return maxsim(queries.data, self.pages, self.memory_budget_mb, self.device)
 
     def search(self, queries: Vectors, k: int = 100) -> pd.DataFrame:
@@ -253,6 +258,8 @@ class BM25Index:
         self._retriever = None
 
     def add(self, vectors: Vectors) -> BM25Index:
+        """Index these texts for BM25 (their provenance checked against what this index accepts); returns the
+        index."""
         import bm25s
 
         _check(vectors, self.accepts, self.allow_foreign_provenance, self.name)
@@ -270,6 +277,7 @@ class BM25Index:
         return self
 
     def scores(self, queries: Vectors) -> np.ndarray:
+        """Every query's BM25 score against every unit, (n_queries, n_units) float32."""
         return self._scores(list(queries.data))
 
     def _scores(self, texts: list) -> np.ndarray:
@@ -285,6 +293,7 @@ class BM25Index:
         return out
 
     def search(self, queries: Vectors, k: int = 100) -> pd.DataFrame:
+        """Each query's top k by BM25 in the canonical order, a block of queries at a time."""
         # a block of questions at a time: the (questions x units) matrix is never held whole
         block = max(1, BLOCK_CELLS // max(1, len(self.unit_ids)))
         ids, texts = list(queries.ids), list(queries.data)

@@ -130,6 +130,7 @@ class Int8Centroids:
 
     @property
     def nbytes(self) -> int:
+        """Bytes these pages' vectors hold in memory."""
         return int(self.tensor.numel())
 
     def scores(self, queries: Sequence[np.ndarray], memory_budget_mb: float = 8.0) -> np.ndarray:
@@ -176,6 +177,7 @@ class StoredPages(Sequence):
         return self.store.read(int(self.index[i]))
 
     def lengths(self) -> np.ndarray:
+        """Each page's number of vectors (tokens), in this view's order."""
         o = self.store.offsets
         return (o[self.index + 1] - o[self.index]).astype(np.int64)
 
@@ -239,6 +241,7 @@ class PageStore:
 
     @property
     def nbytes(self) -> int:
+        """Bytes the stored pages take on disk (float16)."""
         return int(self.offsets[-1]) * self.dim * 2
 
     def read(self, i: int) -> np.ndarray:
@@ -279,9 +282,11 @@ class PageStore:
         return half_t if keep_half else half_t.float()
 
     def pages(self, index: Sequence[int] | None = None) -> StoredPages:
+        """A view of the stored pages (all, or those at index), read from disk as they are indexed."""
         return StoredPages(self, index)
 
     def close(self) -> None:
+        """Close the store's file (reading a page opens it again)."""
         if self._fh is not None:
             self._fh.close()
             self._fh = None
@@ -307,9 +312,12 @@ class PageWriter:
 
     @property
     def count(self) -> int:
+        """Pages written so far."""
         return len(self.ids)
 
     def append(self, unit_id: str, page) -> None:
+        """Write one page's vectors (tokens, dim) at the end of the store under unit_id; the dimension is
+        fixed by the first page."""
         page = np.asarray(page)
         if self.dim is None and page.ndim == 2:
             self.dim = int(page.shape[1])
@@ -327,6 +335,7 @@ class PageWriter:
         self.offsets.append(self.offsets[-1] + len(page))
 
     def close(self) -> PageStore:
+        """Finish the store (offsets, ids and metadata written beside the vectors) and open it for reading."""
         self._fh.close()
         np.save(self.folder / OFFSETS, np.asarray(self.offsets, dtype=np.int64))
         (self.folder / IDS).write_text(json.dumps(self.ids))
@@ -335,6 +344,7 @@ class PageWriter:
         return PageStore(self.folder)
 
     def abort(self) -> None:
+        """Close the file without writing the offsets, ids and metadata: a refused page leaves no finished store."""
         if not self._fh.closed:
             self._fh.close()
 
@@ -404,6 +414,8 @@ class CentroidIndex:
 
     @classmethod
     def build(cls, pages: PageStore, folder: Path | str, clusters: int = 64) -> CentroidIndex:
+        """Build the centroid index of a page store: each page's vectors reduced to at most `clusters`
+        centroids, written to folder."""
         import time
 
         t0 = time.perf_counter()

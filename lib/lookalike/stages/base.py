@@ -74,6 +74,7 @@ class StageContext:
 
     @property
     def seed(self) -> int:
+        """The run's seed: every random draw of every stage starts from it."""
         return int(self.params["seed"])
 
     def table(self, name: str) -> pd.DataFrame:
@@ -89,6 +90,7 @@ class StageContext:
         return self.table(name) if self.has_table(name) else None
 
     def has_table(self, name: str) -> bool:
+        """Whether an earlier stage wrote this table (tables/<name>.csv)."""
         return (self.run_dir / "tables" / f"{name}.csv").is_file()
 
     def clusters(self, gold: Mapping[str, str]) -> pd.Series | None:
@@ -101,6 +103,7 @@ class StageContext:
         return stats.unit_clusters(self.units(), self.get("stats.cluster"))
 
     def units(self) -> pd.DataFrame:
+        """tables/units.csv as stage 01 wrote it (page and revision as integers, empty cells as '')."""
         return pd.read_csv(self.run_dir / "tables" / "units.csv", keep_default_na=False,
                            dtype={"page": int, "revision": int})
 
@@ -200,6 +203,8 @@ class StageResult:
         self.text[self._section] = self.text.get(self._section, "") + nouned(said, self.noun) + end
 
     def table(self, name: str, df: pd.DataFrame, sort_by: list[str] | None = None) -> pd.DataFrame:
+        """Record a table this section writes (tables/<name>.csv when its stage saves), sorted stably by
+        sort_by."""
         if sort_by:
             df = df.sort_values(sort_by, kind="mergesort")
         self.tables[name] = df.reset_index(drop=True)
@@ -226,6 +231,8 @@ class StageResult:
             self.figures[name] = fig
 
     def headline(self, sentence: str, figure: str = "", numbers: dict[str, Any] | None = None) -> None:
+        """The section's one-line headline for index.html, in this run's noun (page, image, photo), its figure
+        and numbers."""
         self.sentence, self.headline_figure = nouned(sentence, self.noun), figure
         self.numbers = {nouned(str(k), self.noun): v for k, v in (numbers or {}).items()}
 
@@ -319,4 +326,5 @@ class Section(StageResult):
         self.section(name)
 
     def save(self) -> None:
+        """Refused: a section is saved with its stage's result (StageResult.add), never on its own."""
         raise TypeError(f"section {self.name!r} of {self.stage} is saved with its stage's result (StageResult.add)")
