@@ -51,13 +51,15 @@ report: setup
 # tests leave the working tree as they found it.
 NBVAL_DIR := build/nbval/ci/notebooks
 
-# One pytest run on two workers: the unit tests, the stored CI notebooks (nbval) and the corpus-shape lane.
-# --dist loadgroup keeps the tests that share the session's CI run and Ray cluster on one worker (each is
-# built once) and the notebooks on one worker in their order (tests/conftest.py groups them).
+# The stored CI notebooks re-executed with nbval, in one process and in order (each reads what the one
+# before wrote); then every test, the corpus-shape lane included, on two pytest workers. (xdist's
+# --dist loadgroup, which could have kept the notebooks on one worker, groups nothing under pytest 9:
+# measured, each cell went to either worker.)
 test: setup
 	rm -rf build/nbval && mkdir -p $(NBVAL_DIR) && cp outputs/ci/notebooks/*.ipynb $(NBVAL_DIR)/
-	$(PY) -m pytest -n 2 --dist loadgroup --durations=25 --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg tests $(NBVAL_DIR)
+	$(PY) -m pytest --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg $(NBVAL_DIR)
 	rm -rf build/nbval
+	$(PY) -m pytest -n 2 --durations=25 tests
 
 # the corpus-shape lane: every stage on every generated corpus shape, then lookalike audit's invariants
 # (and, on the demo generator's other seeds, every planted effect); two shapes at a time

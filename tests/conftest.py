@@ -15,12 +15,24 @@ SHARED_DATA = REPO.parent / "shared" / "data"
 
 
 @pytest.fixture(scope="session")
-def ci_run(tmp_path_factory) -> Path:
-    """The CI configuration run end to end (runner + report site) into a temporary output root."""
+def ci_run(tmp_path_factory, worker_id) -> Path:
+    """The CI configuration run end to end (runner + report site) into a temporary output root. On two
+    pytest workers (make test) it is built once: the first worker to ask builds it under a file lock,
+    the other waits and reads the same folder (tests copy it before changing anything in it)."""
+    from filelock import FileLock
+
     from lookalike.cli import run
 
-    out = tmp_path_factory.mktemp("outputs")
-    return run.execute(REPO / "params" / "ci.yaml", out_root=out, log=lambda *_: None)
+    if worker_id == "master":
+        return run.execute(REPO / "params" / "ci.yaml", out_root=tmp_path_factory.mktemp("outputs"),
+                           log=lambda *_: None)
+    shared = tmp_path_factory.getbasetemp().parent          # the same folder for every worker of this session
+    done = shared / "ci_run.path"
+    with FileLock(str(shared / "ci_run.lock")):
+        if not done.is_file():
+            run_dir = run.execute(REPO / "params" / "ci.yaml", out_root=shared / "ci_outputs", log=lambda *_: None)
+            done.write_text(str(run_dir), encoding="utf-8")
+    return Path(done.read_text(encoding="utf-8"))
 
 
 def copy_of_checkout(dest: Path) -> Path:
@@ -120,22 +132,11 @@ def truncated_jpeg(path: Path) -> Path:
 __all__ = ["REPO", "write_params", "make_png", "shutil", "with_corrupt_page", "broken_png", "truncated_jpeg"]
 
 
-# make test runs on two pytest workers with --dist loadgroup: the tests that read the session's CI run or
-# its Ray cluster go to one worker as a group, so each is built once (a fixture is per worker), and the
-# stored CI notebooks nbval re-executes stay on one worker in their order (each reads the one before)
-CI_RUN_GROUP, NBVAL_GROUP = "ci-run", "nbval"
-
-
 def pytest_collection_modifyitems(config, items):
+    # every test that needs the whole CI run end to end is slow (make test-fast leaves it out)
     for item in items:
-        used = set(getattr(item, "fixturenames", ()))
-        if "ci_run" in used:
-            # every test that needs the whole CI run end to end is slow (make test-fast leaves it out)
+        if "ci_run" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
-        if used & {"ci_run", "ray_cluster"}:
-            item.add_marker(pytest.mark.xdist_group(CI_RUN_GROUP))
-        elif str(getattr(item, "path", "")).endswith(".ipynb"):
-            item.add_marker(pytest.mark.xdist_group(NBVAL_GROUP))
 
 
 def chromium_binary() -> str | None:
