@@ -260,3 +260,24 @@ def test_what_the_labels_rest_on_is_derived_again(run_copy):
     _rehash(run_copy, "tables/labels_current.csv")
     lines = _lines(run_copy)
     assert any(line.startswith("claims: claims.json: claim labels_rest_on: derived again") for line in lines), lines
+
+
+def test_the_lead_says_what_a_best_system_reads_when_not_the_pixels_and_a_ceiling():
+    """Read on the photos-blind-queries shape: the lead named caption-minilm best at 1.00 [1.00, 1.00]
+    without saying it reads the captions, nor that a figure at the ceiling cannot rank it against a better one."""
+    suff = pd.DataFrame([{"system": s, "negatives": "hard", "k": 5, "n": 14, "sufficient": v, "sufficient_lo": lo,
+                          "sufficient_hi": hi} for s, v, lo, hi in (("caption-minilm", 1.0, 1.0, 1.0),
+                                                                    ("ocr-bm25", 0.5, 0.29, 0.79))])
+    hard = pd.DataFrame({"query_id": [f"q{i}" for i in range(14)], "in_hard": "True", "candidates": 13})
+    sig = pd.DataFrame([{"measure": "sufficient@5 (hard)", "system": "caption-minilm", "baseline": "ocr-bm25",
+                         "p_holm": 0.001}])
+    systems = pd.DataFrame({"system": ["caption-minilm", "ocr-bm25"], "provenance": ["caption-text", "pixels"]})
+    claim = claims.verdict_claim(suff, sig, hard, noun="image", reads=claims.reads_of(systems))
+    said = claims.render(claim)
+    assert claim["reads"] == "the caption fields" and claim["ceiling"] is True
+    assert said.startswith("Best under hard negatives: caption-minilm (which reads the caption fields, not the "
+                           "image's pixels) puts a sufficient image in its top 5")
+    assert "caption-minilm is at the ceiling" in said
+    pixels = claims.verdict_claim(suff.assign(system=["ocr-minilm", "ocr-bm25"]), sig.assign(system="ocr-minilm"),
+                                  hard, reads=claims.reads_of(systems))
+    assert "reads" not in pixels and "which reads" not in claims.render(pixels)

@@ -686,14 +686,15 @@ def check_claims(run_dir: Path, cfg) -> list[Violation]:
             if path.is_file():
                 ties[system] = CL.tie_settled(_trec(run_dir, path, "run")[0], gold, k)
         again = CL.verdict_claim(suff, sig, hard_sets, k=k, alpha=float(verdict.get("alpha", CL.ALPHA)),
-                                 noun=str(verdict.get("noun", "page")), ties=ties)
+                                 noun=str(verdict.get("noun", "page")), ties=ties,
+                                 reads=CL.reads_of(_read(run_dir, "systems")))
         for f in verdict.get("figures", []):
             system = f["key"]["system"]
             if "ties" in f and system in ties and int(f["ties"]) != ties[system]:
                 out.append(Violation("claims", "claims.json", f"claim verdict, {system} ties",
                                      f"{f['ties']} questions settled by tie order in the claim, {ties[system]} in "
                                      f"runs_hard/{system}.run"))
-        fields = ("kind", "best", "peers", "behind", "at_chance", "n")
+        fields = ("kind", "best", "peers", "behind", "at_chance", "n", "reads", "ceiling")
         if any(again.get(x) != verdict.get(x) for x in fields):
             out.append(Violation("claims", "claims.json", "claim verdict",
                                  f"derived again from the tables it says '{CL.render(again)}', not "

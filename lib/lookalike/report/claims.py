@@ -88,11 +88,26 @@ def _p_of(significance: pd.DataFrame, a: str, b: str, measure: str) -> dict:
             "p_holm": _num(r["p_holm"])}
 
 
+# what a system whose index is not built from the pixels reads, in the lead's words (systems.csv's provenance)
+READS = {"caption-text": "the caption fields", "metadata": "the metadata fields"}
+
+
+def reads_of(systems: pd.DataFrame | None) -> dict[str, str]:
+    """system -> what it reads, for the systems stage 02's systems table records as reading something other
+    than the pixels (caption-text, metadata): the lead names it beside the best system."""
+    if systems is None or not len(systems) or "provenance" not in systems.columns:
+        return {}
+    return {str(s): READS[str(p)] for s, p in zip(systems["system"], systems["provenance"]) if str(p) in READS}
+
+
 def verdict_claim(sufficiency: pd.DataFrame, significance: pd.DataFrame, hard_sets: pd.DataFrame,
                   k: int = VERDICT_K, alpha: float = ALPHA, noun: str = "page",
-                  ties: Mapping[str, int] | None = None) -> dict:
+                  ties: Mapping[str, int] | None = None, reads: Mapping[str, str] | None = None) -> dict:
     """The verdict as a claim record (rendered by ``render``), from stage 07's tables as written. ties:
-    per system, the questions whose figure tie order settled (tie_settled over runs_hard/)."""
+    per system, the questions whose figure tie order settled (tie_settled over runs_hard/). reads: what a
+    system reads when it is not the pixels (reads_of); the best system's is said beside its name, and a
+    best figure whose interval is [1.00, 1.00] is said to be at the ceiling (its set cannot rank it
+    against a better system)."""
     measure = f"sufficient@{k} (hard)"
     rows = (sufficiency[(sufficiency["negatives"].astype(str) == "hard")
                         & (pd.to_numeric(sufficiency["k"], errors="coerce") == k)] if len(sufficiency) else sufficiency)
@@ -127,8 +142,10 @@ def verdict_claim(sufficiency: pd.DataFrame, significance: pd.DataFrame, hard_se
         tests.append(t | {"pair": [best, other]} if t else {"pair": [best, other]})
         (behind if t and t["p_holm"] < alpha else peers).append(other)
     kind = "only" if len(above) == 1 else "ahead" if not peers else "not-distinguishable"
-    return out | {"kind": kind, "best": best, "peers": peers, "behind": behind,
-                  "figures": [figs[s] for s in [best] + peers + behind + at_chance], "tests": tests}
+    said_of_best = ({"reads": str(reads[best])} if reads and best in reads else {}) \
+        | ({"ceiling": True} if figs[best]["lo"] >= 1.0 else {})
+    return out | said_of_best | {"kind": kind, "best": best, "peers": peers, "behind": behind,
+                                 "figures": [figs[s] for s in [best] + peers + behind + at_chance], "tests": tests}
 
 
 def render(claim: Mapping) -> str:
@@ -148,6 +165,8 @@ def render(claim: Mapping) -> str:
     best = claim["best"]
     share = (f"puts a sufficient {noun} in its top {k} for a share of {_ci(figs[best])} (95% CI) of the {n} "
              f"questions in the hard columns")
+    if claim.get("reads") and kind != "chance":
+        share = f"(which reads {claim['reads']}, not the {noun}'s pixels) {share}"
     rest = [s for s in claim.get("at_chance", []) if s != best]
     chance_tail = (f" {_names(rest)} {'is' if len(rest) == 1 else 'are'} indistinguishable from chance there."
                    if rest else "")
@@ -173,7 +192,9 @@ def render(claim: Mapping) -> str:
                  if claim["behind"] else "")
         said = (f"No single best under hard negatives: {best} {share}, and is not distinguishable from "
                 f"{_names(peers)}{ahead}; {chance_words}.")
-    return said + chance_tail + _ties_words(claim, n, k)
+    ceiling = (f" {best} is at the ceiling — every question's sufficient {noun} is in its top {k} — so these "
+               f"questions cannot tell it from a better system." if claim.get("ceiling") else "")
+    return said + ceiling + chance_tail + _ties_words(claim, n, k)
 
 
 def _ties_words(claim: Mapping, n: int, k: int) -> str:
@@ -317,4 +338,4 @@ def finite(claim: Mapping) -> bool:
     return all(v is None or (isinstance(v, (int, float)) and math.isfinite(v)) for v in vals)
 
 
-__all__ = ["verdict_claim", "scored_claim", "render", "claims_record", "hard_chance", "ALPHA", "VERDICT_K"]
+__all__ = ["verdict_claim", "scored_claim", "render", "claims_record", "hard_chance", "reads_of", "ALPHA", "VERDICT_K"]

@@ -157,7 +157,7 @@ def read_inputs(ctx: StageContext) -> MetricInputs:
                "leak_planted": optional("leak_planted"), "leak_per_query": optional("leak_per_query"),
                "judge_door_summary": optional("judge_door_summary"), "validity_ladder": optional("validity_ladder"),
                "hard_vs_random": optional("hard_vs_random"), "label_agreement": optional("label_agreement"),
-               "annotator_agreement": optional("annotator_agreement")}
+               "annotator_agreement": optional("annotator_agreement"), "systems": optional("systems")}
     return MetricInputs(run_dir, units, questions, validated, distractors, read("labels_current"), clusters,
                         ctx.unit_clusters(), base, unit_vectors, corpus_runs, external, derived_plan,
                         dict(ctx.encoder_settings(), run_dir=run_dir), earlier)
@@ -621,7 +621,8 @@ def summary_section(x: MetricInputs, t: dict, cfg) -> tuple[Section, dict]:
     made = ([CL.scored_claim(x.questions, x.earlier["question_validation"], x.strict["query_id"], x.one_unit["query_id"],
                              t["hard_sets"], int(pd.to_numeric(t["top1_random"]["n"], errors="coerce").max())
                              if len(t["top1_random"]) else 0, noun=noun),
-             CL.verdict_claim(t["sufficiency"], t["significance"], t["hard_sets"], noun=noun, ties=t["ties"])]
+             CL.verdict_claim(t["sufficiency"], t["significance"], t["hard_sets"], noun=noun, ties=t["ties"],
+                              reads=CL.reads_of(x.earlier["systems"]))]
             + derived_claims(x, t, cfg.corpus.source, noun))
     record = CL.claims_record(made)
     claims = {c["id"]: c for c in record["claims"]}
