@@ -123,7 +123,7 @@ def test_a_corpus_source_registered_when_the_run_is_checked_is_allowed(monkeypat
     checked: a source registered in lookalike.io.corpus.SOURCES is accepted without touching the schema."""
     monkeypatch.setattr(corpus.SOURCES, "_specs", dict(corpus.SOURCES._specs))
     with pytest.raises(params.ParamsError, match="key 'corpus.source' must be one of demo, manifest, pdf, images, beir, "
-                                                 "vidore.*got 'jsonl-pages'"):
-        params.check({"corpus": {"source": "jsonl-pages"}})
-    corpus.SOURCES.register(corpus.SourceSpec("jsonl-pages", "manifest", lambda root, out_dir, o: None, "a test's"))
-    assert params.check({"corpus": {"source": "jsonl-pages"}})["corpus"]["source"] == "jsonl-pages"
+                                                 "vidore.*got 'a-test-only-source'"):
+        params.check({"corpus": {"source": "a-test-only-source"}})
+    corpus.SOURCES.register(corpus.SourceSpec("a-test-only-source", "manifest", lambda root, out_dir, o: None, "a test's"))
+    assert params.check({"corpus": {"source": "a-test-only-source"}})["corpus"]["source"] == "a-test-only-source"
