@@ -52,14 +52,16 @@ report: setup
 NBVAL_DIR := build/nbval/ci/notebooks
 
 # The stored CI notebooks re-executed with nbval, in one process and in order (each reads what the one
-# before wrote); then every test, the corpus-shape lane included, on two pytest workers. (xdist's
-# --dist loadgroup, which could have kept the notebooks on one worker, groups nothing under pytest 9:
-# measured, each cell went to either worker.)
+# before wrote); the tests that drive a real browser, in one process (the label page through a kill -9
+# timed out with the other worker's load beside it, in two fresh-clone runs); then every other test, the
+# corpus-shape lane included, on two pytest workers. (xdist's --dist loadgroup, which could have kept the
+# notebooks on one worker, groups nothing under pytest 9: measured, each cell went to either worker.)
 test: setup
 	rm -rf build/nbval && mkdir -p $(NBVAL_DIR) && cp outputs/ci/notebooks/*.ipynb $(NBVAL_DIR)/
 	$(PY) -m pytest --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg $(NBVAL_DIR)
 	rm -rf build/nbval
-	$(PY) -m pytest -n 2 --durations=25 tests
+	$(PY) -m pytest -m browser --durations=5 tests
+	$(PY) -m pytest -n 2 -m "not browser" --durations=25 tests
 
 # the corpus-shape lane: every stage on every generated corpus shape, then lookalike audit's invariants
 # (and, on the demo generator's other seeds, every planted effect); two shapes at a time
