@@ -30,19 +30,21 @@ def test_ruff_would_catch_an_unused_import(tmp_path):
     assert done.returncode == 1 and "F401" in done.stdout
 
 
-def test_a_public_function_of_the_plug_in_surface_needs_a_docstring(tmp_path):
-    """ruff's D1 rules hold on the public API, the plug-in interfaces, the registries and the parameters
-    (pyproject.toml lists them) and on no other module yet."""
+def test_a_public_function_of_the_package_needs_a_docstring(tmp_path):
+    """ruff's D1 rules hold on every module of the package (a public function, class, method or module
+    without a docstring fails the lint) and on no test file."""
     import shutil as sh
 
     sh.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
-    pkg = tmp_path / "lib" / "lookalike"
-    pkg.mkdir(parents=True)
-    for name in ("plugin.py", "elsewhere.py"):
-        (pkg / name).write_text('"""A module."""\n\n\ndef public(x):\n    return x\n')
-    done = subprocess.run([*_ruff(), "check", "--output-format", "concise", "lib"], cwd=tmp_path, capture_output=True,
-                          text=True)
-    assert done.returncode == 1 and "plugin.py:4:5: D103" in done.stdout and "elsewhere.py" not in done.stdout
+    body = '"""A module."""\n\n\ndef public(x):\n    return x\n'
+    for where in ("lib/lookalike/plugin.py", "lib/lookalike/analysis/elsewhere.py", "tests/test_elsewhere.py"):
+        (tmp_path / where).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / where).write_text(body)
+    done = subprocess.run([*_ruff(), "check", "--output-format", "concise", "lib", "tests"], cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert done.returncode == 1, done.stdout
+    assert "plugin.py:4:5: D103" in done.stdout and "elsewhere.py:4:5: D103" in done.stdout
+    assert "test_elsewhere.py" not in done.stdout
 
 
 def test_mypy_passes_on_the_typed_surfaces():

@@ -34,6 +34,8 @@ def _normalise(x: np.ndarray) -> np.ndarray:
 
 @dataclass
 class AblationIndexes:
+    """The leak ablation's three indexes over the same units: image only, caption only, and both; injected when the
+    image index was built with a planted leak (fault injection)."""
     image: retrieve.DenseIndex
     caption: retrieve.DenseIndex
     both: retrieve.DenseIndex
@@ -197,6 +199,8 @@ def judged_at_k(runs: dict[str, pd.DataFrame], judgements: pd.DataFrame, k: int 
 
 @dataclass
 class Ablation:
+    """One leak ablation's result: the queries it ran, each index's run, the recall table with intervals, the
+    per-query figures the intervals resample, and what was planted or dropped."""
     queries: pd.DataFrame
     runs: dict
     table: pd.DataFrame

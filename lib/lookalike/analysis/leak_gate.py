@@ -56,6 +56,9 @@ _Z95, _Z80 = 1.959963984540054, 0.8416212335729143
 
 @dataclass(frozen=True)
 class GateResult:
+    """The leak gate's verdict for one index: the paired caption-derived − blind recall@10 difference with its
+    interval, the rule's threshold, the metadata probe's count and, when planted, the retrieval test's
+    measured power."""
     index: str
     n_pairs: int
     blind: float
@@ -97,6 +100,7 @@ class GateResult:
         return d == d and d > 0 and d > 1.0 - self.blind
 
     def planted_words(self) -> str:
+        """The planted leak's result in words (empty when none was planted)."""
         if self.planted is None:
             return ""
         diff, lo, hi, caught = self.planted
@@ -130,17 +134,20 @@ class GateResult:
 
     @property
     def rule(self) -> str:
+        """The gate's rule in words, with this run's threshold."""
         return (f"LEAK when shuffling the caption fields among units changes what the system's index holds for any "
                 f"unit, or when the paired difference's 95% bootstrap CI lies above 0 and its estimate exceeds "
                 f"{self.threshold:.2f}")
 
     def probe_words(self) -> str:
+        """The metadata probe's count in words (or that it did not run)."""
         if self.probe_changed < 0:
             return "metadata probe not run"
         return (f"metadata probe: {self.probe_changed} of {self.probe_n} {self.probe_of} changed with shuffled "
                 "caption fields")
 
     def sentence(self) -> str:
+        """The verdict in one sentence: the figure, its interval and n, and why when it is NOT EVALUATED."""
         if self.verdict == "NOT EVALUATED" and self.n_pairs:
             return (f"{self.index}: caption-derived − blind recall@10 {self.difference:+.3f} "
                     f"[{self.lo:+.3f}, {self.hi:+.3f}] over {self.n_pairs} paired units: NOT EVALUATED "

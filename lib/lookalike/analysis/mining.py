@@ -67,6 +67,7 @@ def mine(run: pd.DataFrame, gold: Mapping[str, set], n: int = 100) -> pd.DataFra
 
 
 def is_relevant(labels: pd.Series) -> pd.Series:
+    """Whether each label counts as relevant for mining (sufficient or supporting)."""
     return labels.isin(RELEVANT)
 
 

@@ -45,6 +45,8 @@ JUDGEMENT_COLUMNS = ["query_id", "attempt", "role", "axis", "gold_unit_id", "uni
 
 @dataclass
 class Verdict:
+    """One question's validation: its status, the axes its gold fails on, the distractors that answer it, and every
+    judgement made on the way."""
     status: str                                     # ok | gold_fails | gold_unread | answerable_from_distractor
     axes: list = field(default_factory=list)        # failing axes, in AXIS_ORDER
     answering: list = field(default_factory=list)   # (gold_unit_id, unit_id, axis, answer) per answering distractor

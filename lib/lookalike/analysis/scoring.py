@@ -324,6 +324,8 @@ class CandidateSystems:
 
     @property
     def names(self) -> list[str]:
+        """Every system this scorer ranks, in order: encoded, fused, rescored by document context, then brought-in
+        runs."""
         return list(self.base) + list(self.fusions) + list(self._rescored()) + list(self.external)
 
     def _rescored(self) -> dict[str, Sequence[str]]:

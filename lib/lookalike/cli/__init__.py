@@ -18,6 +18,7 @@ def _version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``lookalike <command>``: dispatch to the subcommand named first; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "eval":
         from lookalike.cli.eval import main as eval_main

@@ -33,6 +33,8 @@ def full(run_dir) -> list[audit.Violation]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``lookalike audit RUN_DIR``: re-derive every checked figure and claim of a run folder; exit 1 on a
+    violation."""
     parser = argparse.ArgumentParser(prog="lookalike audit", description=__doc__.split("\n\n")[0])
     parser.add_argument("run_dir", help="a run folder, e.g. outputs/demo")
     args = parser.parse_args(argv)

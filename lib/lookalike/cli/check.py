@@ -48,6 +48,7 @@ class Report:
     heading_only: bool = False      # a section of notes, not an input (no rows to count)
 
     def lines(self) -> list[str]:
+        """The report lines for this input: what was read, what was skipped and why, or why it was refused."""
         head = f"{self.name}{f' ({self.path})' if self.path else ''}: "
         if self.refused:
             return [head + "REFUSED", f"  {self.refused}"]
@@ -292,6 +293,8 @@ def _endpoint(url: str, model: str) -> Report:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``lookalike check PARAMS``: read every input a run would read and report per file; exit 1 when one is
+    refused."""
     ap = argparse.ArgumentParser(prog="lookalike check", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("params", help="run parameter file (deep-merged over params/base.yaml)")

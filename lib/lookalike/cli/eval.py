@@ -142,6 +142,8 @@ def page_base_note(judged_ids, ranked_ids) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``lookalike eval``: trec_eval's command line (and its dialects) over qrels and run files; returns the exit
+    status."""
     parser = _parser()
     args = parser.parse_args(argv)
     if args.n_boot < stats.MIN_RESAMPLES:

@@ -19,6 +19,7 @@ from lookalike.judging.store import LabelError, LabelStore, import_export
 
 
 def main(argv: list[str]) -> int:
+    """``lookalike labels``: the label store's commands and the team label server; returns the exit status."""
     parser = argparse.ArgumentParser(prog="lookalike labels", description="The label store and the team label server.")
     sub = parser.add_subparsers(dest="command", required=True)
     s = sub.add_parser("serve", help="serve the team label server for a run (after stage 06)")

@@ -257,6 +257,8 @@ def _check_contract(stage: str, before: set[str], after: set[str], out_nb: Path,
 
 
 def main(params_file: str, out_root: str | None = None, stages: list[str] | None = None) -> int:
+    """``lookalike run PARAMS``: every stage (or those named) into the run folder; 1 when a stage failed, 2 on bad
+    params or outputs."""
     try:
         execute(params_file, out_root or params.PROJECT_ROOT / "outputs", stages)
     except (params.ParamsError, StageFailed, OutputError) as exc:

@@ -49,6 +49,8 @@ class Style:
 
 @dataclass(frozen=True)
 class Entity:
+    """A company in the demo corpus: its name, kind, segments, page style and revenue scale (subsidiaries name
+    their parent)."""
     slug: str
     name: str
     kind: str            # consolidated | subsidiary | independent
@@ -212,6 +214,7 @@ class Book:
     restated: dict = field(default_factory=dict)   # same keys, the revision-2 value
 
     def get(self, entity, metric, period, member="total", revision=1):
+        """One simulated figure; revision 2 reads a restated value where the entity restated it."""
         key = (entity, metric, period, member)
         if revision >= 2 and key in self.restated:
             return self.restated[key]
@@ -403,9 +406,11 @@ class Printed:
         self.by_key = {(f["metric"], f["period"], f["member"]): f["value"] for f in facts}
 
     def __call__(self, metric: str, period: str, member: str = "total") -> float | None:
+        """The value printed for (metric, period, member), or None when the page has no such fact."""
         return self.by_key.get((metric, period, member))
 
     def text(self, metric: str, period: str, member: str = "total", fmt=None) -> str:
+        """The value as the page prints it (the metric's own format unless fmt is given); '' when absent."""
         value = self(metric, period, member)
         if value is None:
             return ""

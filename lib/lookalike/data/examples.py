@@ -44,6 +44,7 @@ def page(lines: list[str], size=(700, 420)) -> Image.Image:
 
 
 def value(rng: np.random.Generator, metric: str) -> str:
+    """A made-up figure for a metric, in the unit it is reported in."""
     return f"{int(rng.integers(1000, 9999))} employees" if metric == "headcount" else f"{int(rng.integers(100, 999))} million"
 
 
@@ -66,6 +67,7 @@ FIXED_DATE = time.strptime("2024-01-01", "%Y-%m-%d")     # Pillow writes a struc
 
 
 def write_pdfs(folder: Path, docs: dict, name=lambda doc: doc) -> None:
+    """Each document as a PDF of its rendered pages (fixed dates, so the same seed gives the same bytes)."""
     folder.mkdir(parents=True, exist_ok=True)
     for doc, pages in docs.items():
         imgs = [page(p) for p in pages]
@@ -76,11 +78,13 @@ def write_pdfs(folder: Path, docs: dict, name=lambda doc: doc) -> None:
 
 
 def write_questions(path: Path, rows: list[dict]) -> Path:
+    """Questions as JSON lines at path; returns path."""
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return path
 
 
 def write_qrels(path: Path, lines: list[tuple[str, str, int]]) -> Path:
+    """TREC qrels lines (query, 0, unit, relevance) at path; returns path."""
     path.write_text("".join(f"{q} 0 {u} {r}\n" for q, u, r in lines), encoding="utf-8")
     return path
 
@@ -203,6 +207,8 @@ class ExampleError(ValueError):
 
 @dataclass
 class Written:
+    """What writing an example corpus did: its folder, the files written, and which of them replaced a file that
+    was there."""
     folder: Path
     files: list[str]               # relative paths written
     replaced: list[str]            # of those, files that were there before (--force, or the example's own)

@@ -59,6 +59,8 @@ class CorpusError(ValueError):
 
 @dataclass
 class Corpus:
+    """A loaded corpus: units, questions, facts, the answer key, qrels, the visible caption fields, and the rows
+    skipped with the reason."""
     units: pd.DataFrame
     questions: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=QUESTION_COLUMNS))
     facts: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=FACT_COLUMNS))
@@ -85,6 +87,7 @@ def read_required_csv(path: Path | str, columns, what: str, error: type[Exceptio
 
 
 def read_table(path: Path) -> pd.DataFrame:
+    """A manifest table (CSV as text, or Parquet); a missing or non-UTF-8 file is a CorpusError naming it."""
     if not path.is_file():
         raise CorpusError(f"{path}: manifest not found")
     try:
@@ -126,6 +129,7 @@ def fit(im: Image.Image, width: int, height: int) -> Image.Image:
 
 
 def resolve_image(image_path: str, base_dir: Path) -> Path:
+    """An image path as written in a manifest, resolved against the manifest's folder when relative."""
     p = Path(image_path)
     return p if p.is_absolute() else Path(base_dir) / p
 

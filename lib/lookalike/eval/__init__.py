@@ -1,0 +1,1 @@
+"""The exact evaluator: TREC files, measures in every dialect, paired comparisons and their intervals."""

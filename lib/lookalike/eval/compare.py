@@ -112,6 +112,8 @@ class Report:
         return "\n".join(lines) + "\n"
 
     def to_json(self) -> str:
+        """The comparison as JSON: baseline, systems, measures, n, the interval's method, notes and one object per
+        row (missing values null)."""
         rows = [{k: (None if v is pd.NA or (isinstance(v, float) and not np.isfinite(v)) else
                      int(v) if isinstance(v, (np.integer,)) else v) for k, v in r.items()}
                 for r in self.table.astype(object).to_dict("records")]

@@ -42,6 +42,8 @@ class MeasureError(ValueError):
 
 @dataclass(frozen=True)
 class Family:
+    """A measure family (nDCG, P, recall, ...): its names in trec_eval's and ir_measures' spelling, whether it
+    takes a cutoff, how it aggregates over queries, and what judgements it needs."""
     name: str              # trec-style base: "ndcg_cut"
     pretty: str            # ir_measures-style base: "nDCG"
     cutoff: str            # "required" (P@k), "none" (map), or "recall" (iprec_at_recall_x)
@@ -186,22 +188,27 @@ class Measure:
     opts: tuple = ()
 
     def opt(self, key: str, default=None):
+        """The value of a dialect's keyword option (``opts``), or default."""
         return dict(self.opts).get(key, default)
 
     @property
     def info(self) -> Family:
+        """The measure's family."""
         return FAMILIES[self.family]
 
     @property
     def aggregation(self) -> str:
+        """How the family aggregates over queries (mean, sum, ...)."""
         return self.info.aggregation
 
     @property
     def needs(self) -> str:
+        """What judgements the family needs (binary or graded)."""
         return self.info.needs
 
     @property
     def integer(self) -> bool:
+        """Whether the value is a count (printed as an integer)."""
         return self.info.integer
 
     @property

@@ -203,6 +203,7 @@ class Run:
 
     @property
     def unit_ids(self) -> np.ndarray:
+        """Each row's unit id, in the run's row order."""
         if self._unit_hash is None:
             return self._vocab[self._unit_codes]
         if self._units is None:
@@ -212,6 +213,7 @@ class Run:
 
     @property
     def vocab_index(self) -> pd.Index:
+        """The run's unit ids as a pandas Index (built once, for lookups)."""
         if self._vocab_index is None:
             self._vocab_index = pd.Index(self.vocab, dtype=object)
         return self._vocab_index

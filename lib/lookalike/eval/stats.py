@@ -59,6 +59,8 @@ def bootstrap_means(values: np.ndarray, n_boot: int, rng: np.random.Generator, c
 
 @dataclass(frozen=True)
 class Interval:
+    """A figure with its 95% interval: the estimate, the interval's ends, the n it rests on and the method that
+    made it."""
     estimate: float
     lo: float
     hi: float

@@ -47,6 +47,7 @@ SKIP_COLUMNS = ["source", "row", "unit_id", "problem"]
 
 
 def doc_id_from(path: Path) -> str:
+    """A document id from a file name: its stem with runs of whitespace as underscores."""
     return re.sub(r"\s+", "_", path.stem.strip())
 
 

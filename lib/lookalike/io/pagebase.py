@@ -35,6 +35,8 @@ def split(unit_id: str) -> tuple[str, int] | None:
 
 
 def shift(unit_id: str, by: int) -> str:
+    """The unit id with its page number moved by ``by`` (another page base); an id that is not doc:page is returned
+    as is."""
     parts = split(unit_id)
     return f"{parts[0]}:{parts[1] + by}" if parts else unit_id
 

@@ -123,6 +123,8 @@ class AnswerStringJudge:
 
     @classmethod
     def from_resources(cls, units=None, **_):
+        """The judge for a run: the entity names and metric words of the corpus's units, which its reading looks
+        for."""
         if units is None or not len(units):
             return cls()
         metrics = [METRIC_LABELS.get(m, str(m).replace("_", " ")) for m in units["metric"].astype(str).unique() if m]
@@ -144,6 +146,9 @@ class AnswerStringJudge:
         return self._asked[asked]
 
     def judge(self, question: Mapping, unit: Mapping) -> Judgement:
+        """Sufficient when the unit's text holds the answer; supporting when it names what the question asks
+        about (its entity and metric, or most of its subject words) without the answer; irrelevant
+        otherwise. Abstains without an answer to look for or text to read."""
         text = str(unit.get("text", ""))
         answer = str(question.get("answer", ""))
         # it reads for the answer in OCR text: without either it cannot see what a label needs

@@ -17,6 +17,7 @@ class HumanJudge:
 
     @classmethod
     def from_resources(cls, labels="", units=None, page_base=1, **_):
+        """The human judge for a run: the label file named by validate.labels, read against the corpus's unit ids."""
         if not labels:
             raise JudgeError("the human judge needs validate.labels: a CSV of query_id, unit_id, label")
         return cls(labels, None if units is None else units["unit_id"], page_base)
@@ -29,6 +30,7 @@ class HumanJudge:
         self.labels, self.skipped = read_label_file(path, unit_ids, query_ids, page_base, JudgeError)
 
     def judge(self, question: Mapping, unit: Mapping) -> Judgement:
+        """The person's label for this pair; a pair nobody labelled is a JudgeError naming it."""
         key = (question["query_id"], unit["unit_id"])
         if key not in self.labels:
             raise JudgeError(f"no human label for query {key[0]!r} and unit {key[1]!r}")

@@ -77,6 +77,7 @@ class OpenAICompatibleJudge:
     @classmethod
     def from_resources(cls, url="", model="", cache_dir=None, samples=1, temperature=0.0, timeout_s=60.0,
                        max_attempts=4, **_):
+        """The model judge for a run, from the judges.* settings (url and model required)."""
         if not url or not model:
             raise JudgeError("the openai-compatible judge needs judges.url and judges.model")
         return cls(url, model, cache_dir=cache_dir, samples=samples, temperature=temperature, timeout=float(timeout_s),
@@ -104,6 +105,7 @@ class OpenAICompatibleJudge:
         return h.hexdigest()
 
     def judge(self, question: Mapping, unit: Mapping) -> Judgement:
+        """The model's label for the unit's image(s) and the question, from the reply cache when it holds one."""
         paths = [Path(p) for p in (unit.get("image_paths") or [unit["image_path"]])]
         qtext = str(question["text"])
         key = self._key(qtext, [p.read_bytes() for p in paths]) if self.cache.folder else ""

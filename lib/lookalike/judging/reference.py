@@ -62,6 +62,7 @@ class ReferenceJudge:
 
     @classmethod
     def from_resources(cls, facts=None, answer_key=None, units=None, regions=(), **_):
+        """The reference judge for a run: the corpus's facts and answer key (the demo's ground truth)."""
         return cls(facts if facts is not None else pd.DataFrame(),
                    answer_key if answer_key is not None else pd.DataFrame(), units, regions)
 
@@ -95,6 +96,8 @@ class ReferenceJudge:
         raise JudgeError(f"answer key: unknown op {op!r}")
 
     def judge(self, question: Mapping, unit: Mapping) -> Judgement:
+        """The label the answer key gives: sufficient when the unit's facts answer the question as asked,
+        supporting when they answer part of it, irrelevant otherwise."""
         qid = question["query_id"]
         if qid not in self.key:
             raise JudgeError(f"question {qid!r} is not in the answer key")

@@ -79,10 +79,12 @@ class Settings:
 
     @property
     def separate_pools(self) -> bool:
+        """Whether the two pools (image only, image with metadata) are kept apart: the door's rule."""
         return self.door
 
     @property
     def pools(self) -> int:
+        """How many pools labels are counted in: two behind the door, else one."""
         return 2 if self.door else 1
 
 
@@ -237,6 +239,8 @@ class TokenBackend(AuthenticationBackend):
     person answer 401 with the reason (the sign-in page itself needs nobody)."""
 
     async def authenticate(self, conn):
+        """The person the request's token names, or None (anonymous); a token the database refuses is recorded for
+        the 401's reason."""
         token = bearer(conn)
         if not token:
             return None
@@ -297,10 +301,12 @@ def _counts(r: _Round, name: str) -> dict:
 
 
 async def index(request: Request):
+    """The label page (its script asks the other routes for work)."""
     return HTMLResponse(pages.label_server_page(noun=_round(request).run.noun))
 
 
 async def signin(request: Request):
+    """Sign in with a personal token: sets the session cookie; answers who the token names."""
     data = await body(request, "token")
     token = data["token"]
     r = _round(request)
@@ -311,16 +317,20 @@ async def signin(request: Request):
 
 
 async def signout(request: Request):
+    """Sign out: the session cookie is cleared."""
     out = JSONResponse({"signed_out": True})
     out.delete_cookie(COOKIE, path="/")
     return out
 
 
 async def me(request: Request):
+    """Who is signed in, with their counts."""
     return JSONResponse(_whoami(_round(request), person(request)))
 
 
 async def next_pair(request: Request):
+    """The next pair for this person (leased for lease_s), with the question and, for the metadata pool only, the
+    file name and caption."""
     who, r = person(request), _round(request)
     s = r.settings
     got = r.db.next_pair(who["name"], s.per_pair, s.lease_s, s.seed, s.separate_pools)
@@ -334,6 +344,7 @@ async def next_pair(request: Request):
 
 
 async def image(request: Request):
+    """A pair's image, to a signed-in person; a pair outside the run's pool is 404."""
     person(request)
     r, pid = _round(request), request.path_params["pair_id"]
     if pid not in r.known:
@@ -346,6 +357,7 @@ async def image(request: Request):
 
 
 async def label(request: Request):
+    """Record a label for a leased pair (request_id makes a retry count once)."""
     who, r = person(request), _round(request)
     data = await body(request, "pair_id", "label", "request_id")
     seconds = data.get("seconds")
@@ -362,6 +374,7 @@ async def label(request: Request):
 
 
 async def undo(request: Request):
+    """Take back this person's label (or adjudication) made with request_id, while its lease holds."""
     who, r = person(request), _round(request)
     data = await body(request, "request_id")
     pid = r.db.undo(who["name"], data["request_id"], r.settings.lease_s, kind=str(data.get("kind", "label")))
@@ -369,6 +382,7 @@ async def undo(request: Request):
 
 
 async def adjudicate_next(request: Request):
+    """The next disagreement to settle, to an adjudicator only."""
     who, r = person(request), _round(request)
     if who["role"] != "adjudicator":
         raise LabelDBError(f"{who['name']} is not an adjudicator (the lead adds one with --adjudicator)", 403)
@@ -381,12 +395,14 @@ async def adjudicate_next(request: Request):
 
 
 async def progress_page(request: Request):
+    """The round's progress per person and pool."""
     who, r = person(request), _round(request)
     prog = team.progress(r.db.labels(), r.db.pairs(), r.db.annotators(), r.settings.per_pair, r.settings.pools)
     return HTMLResponse(pages.label_progress_page(prog, r.settings.per_pair, r.settings.pools, lead=who["lead"]))
 
 
 async def agreement_page(request: Request):
+    """Agreement per pool between people and with the model judge, to the lead only."""
     who, r = person(request), _round(request)
     if not who["lead"]:           # its rows are per pool: who is in which pool is the lead's to know
         raise LabelDBError("agreement is shown to the lead (lookalike labels add … --lead)", 403)

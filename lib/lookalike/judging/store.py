@@ -118,6 +118,7 @@ class LabelStore:
         return len(new)
 
     def frame(self) -> pd.DataFrame:
+        """Every line of the store as a frame (STORE_COLUMNS), in the order written."""
         return pd.DataFrame(self.rows, columns=STORE_COLUMNS)
 
     def current(self, question_shas: Mapping[str, str] | None = None) -> pd.DataFrame:
@@ -172,6 +173,7 @@ def _identity(row: Mapping) -> tuple:
 
 
 def question_sha(text: str) -> str:
+    """A short hash of a question's wording: labels record which wording they were given for."""
     return hashlib.sha256(str(text).encode("utf-8")).hexdigest()[:12]
 
 
@@ -207,6 +209,7 @@ def qrels_from(current: pd.DataFrame) -> pd.DataFrame:
 # ----------------------------------------------------------------------------- labelling page
 
 def pair_id(query_id: str, unit_id: str, question: str = "") -> str:
+    """A pair's short id from its query, unit and the question's wording."""
     return hashlib.sha256(f"{query_id}\0{unit_id}\0{question}".encode()).hexdigest()[:12]
 
 

@@ -44,12 +44,14 @@ TOLERANCE = 1e-9
 
 @dataclass(frozen=True)
 class Violation:
+    """One failed invariant: which, the file and figure it concerns, and what is wrong."""
     invariant: str
     file: str
     figure: str
     problem: str
 
     def line(self) -> str:
+        """The violation as one printed line."""
         return f"{self.invariant}: {self.file}: {self.figure}: {self.problem}"
 
 

@@ -18,12 +18,14 @@ LABEL_KEYS = {"sufficient": ("1", "s"), "supporting": ("2", "p"), "irrelevant": 
 
 @lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
+    """The jinja2 environment over the package's templates: autoescaped, strict about undefined names."""
     return jinja2.Environment(loader=jinja2.PackageLoader("lookalike", "report/templates"),
                               autoescape=jinja2.select_autoescape(["html", "html.j2"], default_for_string=True),
                               keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
 
 
 def render(template: str, **context) -> str:
+    """A template rendered with these values."""
     return environment().get_template(template).render(**context)
 
 

@@ -151,6 +151,7 @@ def _git_revision(repo: Path) -> str:
 
 
 def package_versions() -> dict[str, str]:
+    """Python's version and each key package's (or 'not installed'), recorded in the run's manifest."""
     out = {"python": platform.python_version()}
     for name in KEY_PACKAGES:
         try:

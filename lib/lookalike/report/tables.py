@@ -114,6 +114,7 @@ class Readable:
         self.df, self.table_id, self.what, self.digits = _plain(df), table_id, what or table_id, digits
 
     def empty_words(self) -> str:
+        """The sentence shown instead of an empty table."""
         return f"No rows: {self.what} has nothing to show on this run."
 
     def _repr_html_(self) -> str:

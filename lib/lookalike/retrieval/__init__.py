@@ -1,0 +1,1 @@
+"""Encoders, indexes, derived systems (fusion, document context, reranking, splitting) and their runs."""

@@ -19,6 +19,8 @@ from lookalike.registry import Registry
 
 @dataclass(frozen=True)
 class SystemSpec:
+    """A derived system: how it is built (rrf fusion or document-context rescoring), from which encoded systems,
+    what their provenance must include, and the first stage that ranks with it."""
     name: str
     how: str                         # rrf (fusion of the members' runs) | doc-context (rescoring a member)
     members: tuple[str, ...] = ()    # the encoded systems it is built from; () = every encoded system
@@ -58,10 +60,12 @@ def provenance(name: str, members: Sequence[str], of: Mapping[str, str]) -> str:
 
 @dataclass
 class Plan:
+    """Which derived systems a stage builds (name -> members) and why each other one is not built."""
     built: dict[str, list[str]]      # name -> members, in registry order
     not_built: dict[str, str]        # name -> why not
 
     def fusions(self) -> dict[str, list[str]]:
+        """The fusion systems built (name -> the members they fuse)."""
         return {n: m for n, m in self.built.items() if SYSTEMS[n].how == "rrf"}
 
     def rescorings(self) -> dict[str, list[str]]:
@@ -69,6 +73,7 @@ class Plan:
         return {n: m for n, m in self.built.items() if SYSTEMS[n].how == "doc-context"}
 
     def has(self, name: str) -> bool:
+        """Whether the system named was built."""
         return name in self.built
 
 

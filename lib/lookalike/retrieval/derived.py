@@ -28,6 +28,8 @@ FAILED_COLUMNS = ["system", "query_id", "reason"]
 
 @dataclass
 class Derived:
+    """What stage 07's derived systems gave: their runs, notes in words, reranking scores, sub-queries and the
+    questions that failed."""
     runs: dict = field(default_factory=dict)                     # name -> run
     notes: list = field(default_factory=list)                    # what was built or skipped, in words
     rerank_scores: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=RERANK_SCORE_COLUMNS))

@@ -62,6 +62,8 @@ class ContextScorer:
         return page_scores, doc_scores[:, self.codes]
 
     def __call__(self, queries: Sequence[np.ndarray]) -> np.ndarray:
+        """Scores over every unit for a block of questions' vectors: each page's own score plus its document's
+        context score."""
         page_scores, context_scores = self.parts(queries)
         return page_scores + context_scores
 

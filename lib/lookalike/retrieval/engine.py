@@ -81,6 +81,7 @@ def distributable(spec: str) -> bool:
 
 
 def needs_ocr(spec: str) -> bool:
+    """Whether the encode.encoders entry reads OCR text (and so needs the page text first)."""
     return bool(getattr(encoders.encoder_class(spec), "reads_ocr", False))
 
 

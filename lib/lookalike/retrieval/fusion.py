@@ -79,6 +79,7 @@ def score_sum(runs: Mapping[str, pd.DataFrame] | Sequence[pd.DataFrame], method:
 
 @dataclass(frozen=True)
 class FusionSpec:
+    """A fusion method: its name, the function that fuses runs, and one line saying how."""
     name: str
     fuse: Callable[[list, int, int], pd.DataFrame]     # (runs, rrf_k, depth) -> fused run
     what: str                                          # one line: how the runs are combined

@@ -73,6 +73,8 @@ class JsonClient:
             raise self.refused(f"{self.url}: the reply is not JSON: {body[:120]!r}") from None
 
     def request(self, payload: dict) -> dict:
+        """POST payload and return the reply's JSON; transient failures are retried with backoff, then raised as
+        unavailable."""
         last = ""
         for attempt in range(self.retries + 1):
             try:
@@ -120,6 +122,7 @@ class ReplyCache:
         return None
 
     def put(self, key: str, value: Any) -> None:
+        """Keep a reply under key (written to a temporary file first, so a crash never leaves half a reply)."""
         if self.folder is None:
             return
         self.folder.mkdir(parents=True, exist_ok=True)

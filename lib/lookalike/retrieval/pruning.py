@@ -86,6 +86,7 @@ class TopK:
 
     @property
     def share_pruned(self) -> float:
+        """The share of (query, page) pairs the bounds let go unscored."""
         return 1.0 - self.pairs_scored / self.pairs_total if self.pairs_total else 0.0
 
     def ranked(self, k: int) -> tuple[np.ndarray, np.ndarray]:

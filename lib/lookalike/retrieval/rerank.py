@@ -56,6 +56,7 @@ class EndpointReranker:
         self.cache = ReplyCache(Path(cache_dir) / "rerank" if cache_dir else None)
 
     def score(self, query: str, documents: Sequence[str]) -> np.ndarray:
+        """The endpoint's relevance score for each document, in the documents' order (cached)."""
         key = ReplyCache.key(self.id, query, list(documents), ensure_ascii=False)
         held = self.cache.get(key, lambda v: isinstance(v, list) and len(v) == len(documents))
         if held is not None:
@@ -106,6 +107,7 @@ class CrossEncoderReranker:
         return self._model
 
     def score(self, query: str, documents: Sequence[str]) -> np.ndarray:
+        """The cross-encoder's score for each (query, document) pair, in the documents' order (cached)."""
         key = ReplyCache.key(self.id, query, list(documents), ensure_ascii=False)
         held = self.cache.get(key, lambda v: isinstance(v, list) and len(v) == len(documents))
         if held is not None:
@@ -124,6 +126,8 @@ class MaxSimReranker:
         self.pages, self.queries = page_vectors, query_vectors
 
     def score_ids(self, query_id: str, unit_ids: Sequence[str]) -> np.ndarray:
+        """The exact MaxSim of the question's vectors against each unit's; missing vectors are a RerankError naming
+        them."""
         from lookalike.retrieval.late_interaction import maxsim
 
         missing = [u for u in unit_ids if u not in self.pages]
@@ -134,6 +138,8 @@ class MaxSimReranker:
 
 @dataclass
 class RerankResult:
+    """A reranked run, each question's scores before and after, and the questions kept in base order with the
+    reason."""
     run: pd.DataFrame                                   # query_id, unit_id, score (positions)
     scores: pd.DataFrame                                # query_id, unit_id, base_rank, rerank_score, new_rank
     failed: list = field(default_factory=list)          # (query_id, reason): kept in base order

@@ -83,6 +83,7 @@ class ChatSplitter:
         self.cache = ReplyCache(Path(cache_dir) / "split" if cache_dir else None)
 
     def reply(self, question: str) -> str:
+        """The chat endpoint's reply for a question (cached)."""
         key = ReplyCache.key(self.id, question)
         held = self.cache.get(key, lambda v: isinstance(v, dict) and isinstance(v.get("reply"), str))
         if held is not None:
@@ -99,11 +100,13 @@ class ChatSplitter:
         return text
 
     def split(self, question: str) -> list[str]:
+        """The question's sub-queries as the endpoint splits it (at most max_subqueries)."""
         return parse_subqueries(self.reply(question), self.max_subqueries)
 
 
 @dataclass
 class Splits:
+    """Every question's sub-queries, and the questions retrieved unsplit with the reason."""
     table: pd.DataFrame                              # query_id, sub_id, position, text
     failed: list = field(default_factory=list)       # (query_id, reason): retrieved unsplit
 

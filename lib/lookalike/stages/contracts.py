@@ -21,6 +21,7 @@ from fnmatch import fnmatch
 
 @dataclass(frozen=True)
 class Contract:
+    """What a stage reads from earlier stages, what tables it writes, and which other run-folder files."""
     module: str                       # lookalike.stages.<module>
     reads: frozenset[str]             # tables of earlier stages (tables/NAME.csv)
     writes: frozenset[str]            # tables this stage writes

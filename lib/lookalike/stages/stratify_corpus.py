@@ -79,6 +79,7 @@ class YourQuestions:
 
 
 def your_questions(questions: str, qrels: str, corpus) -> YourQuestions:
+    """Your questions and qrels files, read with the corpus's question columns, ids, qrels level and page base."""
     return YourQuestions(questions, qrels, corpus.question_columns, corpus.question_ids, corpus.qrels_level,
                          corpus.page_base)
 

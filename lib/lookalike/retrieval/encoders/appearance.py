@@ -27,6 +27,8 @@ def _unit(v: np.ndarray) -> np.ndarray:
 
 
 def appearance_vector(img: Image.Image) -> np.ndarray:
+    """A page's appearance vector: a grey thumbnail of its layout, ink profiles by row and column, and colour
+    statistics (what look-alike pages share)."""
     rgb = img.convert("RGB")
     grey = ImageOps.grayscale(rgb)
     layout = np.asarray(grey.resize(THUMB, Image.BILINEAR), dtype=np.float64).ravel() / 255.0

@@ -55,6 +55,7 @@ class ClipEncoder(Encoder):
         self._processor = None
 
     def load(self):
+        """The model and its processor, loaded once (a local folder or a hub name; offline here)."""
         if self._model is None:
             import torch
             import transformers as tf
@@ -88,6 +89,7 @@ class ClipEncoder(Encoder):
         return out.cpu().numpy().astype(np.float32)
 
     def encode_images(self, images: Sequence[Image.Image]) -> np.ndarray:
+        """One normalised vector per image from the image tower."""
         _, processor = self.load()
         return self._run("get_image_features", processor(images=list(images), return_tensors="pt"))
 
@@ -104,15 +106,19 @@ class ClipEncoder(Encoder):
         return np.concatenate(out) if out else np.zeros((0, 0), np.float32)
 
     def pending(self, units: pd.DataFrame, base_dir: Path, cache) -> list[int]:
+        """Positions of the units whose page vectors the cache does not hold."""
         return pending_pages(units, base_dir, cache, self.id)
 
     def encode_units(self, units: pd.DataFrame, base_dir: Path, cache: Cache | None = None) -> Vectors:
+        """One vector per page from its pixels (cached by image hash)."""
         ids, vecs, stats = cached_pages(self, units, base_dir, cache or Cache(), self.encode_images)
         data = np.stack(vecs).astype(np.float32) if vecs else np.zeros((0, 0), np.float32)
         return Vectors(self.id, self.provenance, ids, data, "single", stats)
 
     def encode_queries(self, texts: Sequence[str], ids: Sequence[str]) -> Vectors:
+        """One vector per question from the text tower."""
         return Vectors(self.id, "query-text", list(ids), self._texts(texts), "single")
 
     def encode_captions(self, texts: Sequence[str], ids: Sequence[str], cache: Cache | None = None) -> Vectors:
+        """Caption text through the text tower: the leak ablation's caption index for this model."""
         return Vectors(self.id, "caption-text", list(ids), self._texts(texts), "single")

@@ -95,6 +95,7 @@ class ColPaliEncoder(Encoder):
         self._processor = None
 
     def load(self):
+        """The model and its processor for this family, loaded once (a local folder or a hub name; offline here)."""
         if self._model is None:
             import colpali_engine.models as cm
             import torch
@@ -145,6 +146,7 @@ class ColPaliEncoder(Encoder):
         return [pooler.pool_embeddings([torch.from_numpy(v)], pool_factor=factor)[0].numpy() for v in vecs]
 
     def encode_images(self, images: Sequence[Image.Image]) -> list[np.ndarray]:
+        """The page images' embeddings in batches of batch_size (pooled to the encoder's kind)."""
         _, processor = self.load()
         out = []
         for start in range(0, len(images), self.batch_size):
@@ -153,6 +155,7 @@ class ColPaliEncoder(Encoder):
         return self._pool(out)
 
     def pending(self, units: pd.DataFrame, base_dir: Path, cache) -> list[int]:
+        """Positions of the units whose page vectors the cache does not hold."""
         return pending_pages(units, base_dir, cache, self.id)
 
     streams_to_store = True
@@ -185,6 +188,7 @@ class ColPaliEncoder(Encoder):
         return out
 
     def encode_queries(self, texts: Sequence[str], ids: Sequence[str]) -> Vectors:
+        """The questions through the model's query tower."""
         return Vectors(self.id, "query-text", list(ids), self._data(self._texts(texts)), self.kind)
 
 
@@ -201,6 +205,7 @@ class BiEncoder(ColPaliEncoder):
     captions = True
 
     def encode_captions(self, texts: Sequence[str], ids: Sequence[str], cache: Cache | None = None) -> Vectors:
+        """Caption text through the query tower: the leak ablation's caption index for this model."""
         return Vectors(self.id, "caption-text", list(ids), self._data(self._texts(texts)), self.kind)
 
 

@@ -72,6 +72,7 @@ class EndpointEncoder(Encoder):
 
     @property
     def requests(self) -> int:
+        """How many requests the endpoint has been sent (cache hits send none)."""
         return self.client.requests
 
     def _vectors(self, reply: dict, n: int) -> list[np.ndarray]:
@@ -152,6 +153,7 @@ class EndpointEncoder(Encoder):
         return Vectors(self.id, provenance, [ids[i] for i in keep], data, "single", stats)
 
     def encode_units(self, units: pd.DataFrame, base_dir: Path, cache: Cache | None = None) -> Vectors:
+        """One vector per page image from the endpoint, cached by the image's hash."""
         cache = cache or Cache()
         paths = [resolve_image(p, base_dir) for p in units["image_path"]]
         keys = [image_sha256(str(p)) for p in paths]
@@ -160,12 +162,14 @@ class EndpointEncoder(Encoder):
 
     def encode_texts(self, texts: Sequence[str], ids: Sequence[str], provenance: str,
                      cache: Cache | None = None) -> Vectors:
+        """One vector per text from the endpoint, cached by the text's hash, with this provenance."""
         texts = [str(t) for t in texts]
         keys = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts]
         return self._cached(list(ids), keys, lambda chunk: self._embed_texts([texts[i] for i in chunk]),
                             cache or Cache(), provenance, "texts")
 
     def encode_queries(self, texts: Sequence[str], ids: Sequence[str]) -> Vectors:
+        """The questions embedded as text (held in memory for this call only, never in the run's cache)."""
         return self.encode_texts(texts, ids, "query-text", Cache())
 
     def encode_captions(self, texts: Sequence[str], ids: Sequence[str], cache: Cache | None = None) -> Vectors:

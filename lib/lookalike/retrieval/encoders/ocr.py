@@ -34,10 +34,12 @@ ENGINES = ("tesseract", "rapidocr")
 
 
 def tesseract_available() -> bool:
+    """Whether the tesseract binary is on PATH."""
     return shutil.which("tesseract") is not None
 
 
 def default_engine() -> str:
+    """tesseract where it is installed, else rapidocr (a pip package)."""
     return "tesseract" if tesseract_available() else "rapidocr"
 
 
@@ -57,6 +59,7 @@ def _rapid():
 
 
 def engine_id(engine: str) -> str:
+    """The engine with its version and this module's preprocessing version: part of every OCR cache key."""
     if engine == "tesseract":
         import pytesseract
 

