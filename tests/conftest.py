@@ -231,3 +231,25 @@ def make_label_run(root: Path, questions: int = 4, per_question: int = 3, seed: 
     pd.DataFrame(pool).to_csv(root / "tables" / "pool.csv", index=False)
     (root / "manifest.json").write_text(json.dumps({"params": {"seed": seed}}), encoding="utf-8")
     return root
+
+
+def run_from_rankings(rankings: dict):
+    """A run frame (query_id, unit_id, score) from each question's ranking, best first."""
+    import pandas as pd
+
+    return pd.DataFrame([(q, u, float(len(us) - i)) for q, us in rankings.items() for i, u in enumerate(us)],
+                        columns=["query_id", "unit_id", "score"])
+
+
+# the ci configuration's demo corpus, generated once a session for the tests that read it (none changes it)
+@pytest.fixture(scope="session")
+def ci_corpus(tmp_path_factory):
+    from lookalike.data import demo
+
+    out = tmp_path_factory.mktemp("leak")
+    return demo.generate("ci", 7, out / "corpus"), out
+
+
+@pytest.fixture(scope="session")
+def ci_units(ci_corpus):
+    return ci_corpus[0].units, ci_corpus[1]

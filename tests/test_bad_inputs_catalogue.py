@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from conftest import broken_png, make_png, truncated_jpeg
+from tests.conftest import broken_png, make_png, truncated_jpeg
 from lookalike.cli import check
 from lookalike.stages import context, stratify_corpus
 
@@ -446,7 +446,7 @@ def _run_into_a_users_folder(tmp_path, capsys):
 def _label_client(tmp_path, questions: int = 2, per_question: int = 2, **settings):
     from starlette.testclient import TestClient
 
-    from conftest import make_label_run
+    from tests.conftest import make_label_run
     from lookalike.judging import server
     from lookalike.judging.labeldb import LabelDB
 
@@ -523,7 +523,7 @@ def _server_read_only_db(tmp_path, capsys):
 
 @surface("label server: --db below a file, or at a user's file")
 def _server_db_paths(tmp_path, capsys):
-    from conftest import make_label_run
+    from tests.conftest import make_label_run
 
     run_dir = make_label_run(tmp_path / "run", questions=2, per_question=2)
     (tmp_path / "notes.txt").write_text("x")                 # short: SQLite would make it a database

@@ -10,7 +10,7 @@ import ast
 import nbformat
 import pytest
 
-from conftest import REPO
+from tests.conftest import REPO
 from lookalike import stages
 
 

@@ -8,7 +8,7 @@ import pytest
 from lookalike import params
 from lookalike.cli import run
 
-from conftest import REPO, write_params
+from tests.conftest import REPO, write_params
 
 
 def test_deep_merge_keeps_unset_nested_defaults(tmp_path):

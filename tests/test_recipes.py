@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conftest import REPO, copy_of_checkout
+from tests.conftest import REPO, copy_of_checkout
 
 DOC = REPO / "docs" / "development.md"
 FENCE = re.compile(r"```(\w+)\n(.*?)```", re.S)

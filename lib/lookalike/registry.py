@@ -33,7 +33,7 @@ class UnknownName(KeyError, ValueError):
 class Registry(Mapping[str, T]):
     """name -> spec, in registration order, read like a mapping (iterating gives the names, ``values()``
     the specs). ``what`` names the kind of thing in errors; the parameter schema's allowed values for a
-    key that names one of these things are checked against ``names()`` (tests/retrieval/test_registries.py)."""
+    key that names one of these things are checked against ``names()`` (tests/test_registry.py)."""
 
     def __init__(self, what: str):
         self.what = what

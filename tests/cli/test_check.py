@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw
 
-from conftest import REPO
+from tests.conftest import REPO
 
 DOCS = [f"filing_{i}" for i in range(5)]
 

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from PIL import Image
 
-from conftest import REPO, broken_png, make_png, truncated_jpeg
+from tests.conftest import REPO, broken_png, make_png, truncated_jpeg
 from lookalike import params
 from lookalike.data.schema import CorpusError
 from lookalike.eval import metrics

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import copy_of_checkout
+from tests.conftest import copy_of_checkout
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -47,7 +47,7 @@ def _commands(shared_dir):
 
 @pytest.fixture(scope="module")
 def trec_dir(request):
-    from conftest import SHARED_DATA
+    from tests.conftest import SHARED_DATA
 
     d = SHARED_DATA / "trec_eval"
     if not d.is_dir():

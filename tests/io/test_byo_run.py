@@ -10,7 +10,7 @@ from lookalike.cli import run
 from lookalike.eval import trec
 from PIL import Image, ImageDraw, ImageFont
 
-from conftest import write_params
+from tests.conftest import write_params
 
 pytestmark = pytest.mark.slow   # runs the stages end to end
 

@@ -1,10 +1,9 @@
-import numpy as np
 import pandas as pd
 import pytest
 from lookalike.data import schema
 from lookalike.io import corpus as corpus_io
 
-from conftest import make_png
+from tests.conftest import make_png
 
 
 def _manifest(tmp_path, rows, name="manifest.csv"):
@@ -70,17 +69,3 @@ def test_structural_problems_raise(tmp_path):
         corpus_io.read_manifest(bad)
 
 
-def test_stratified_sample_takes_up_to_n_per_stratum_deterministically():
-    units = pd.DataFrame({"unit_id": [f"u{i:02d}" for i in range(30)],
-                          "content_type": ["chart"] * 20 + ["table"] * 8 + ["text"] * 2})
-    a = schema.stratified_sample(units, 5, np.random.default_rng(3))
-    b = schema.stratified_sample(units, 5, np.random.default_rng(3))
-    assert a.equals(b)
-    assert a.groupby("content_type").size().to_dict() == {"chart": 5, "table": 5, "text": 2}
-    assert a["unit_id"].is_monotonic_increasing
-
-
-def test_strata_counts_sorted():
-    units = pd.DataFrame({"content_type": ["table", "chart", "chart"], "template_id": ["t", "b", "a"]})
-    counts = schema.strata_counts(units)
-    assert counts.values.tolist() == [["chart", "a", 1], ["chart", "b", 1], ["table", "t", 1]]

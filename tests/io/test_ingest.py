@@ -9,7 +9,7 @@ from PIL import Image
 from lookalike.io import corpus as corpus_io
 from lookalike.io import ingest
 
-from conftest import make_png
+from tests.conftest import make_png
 
 
 def make_pdf(path, pages=3, size=(300, 200)):

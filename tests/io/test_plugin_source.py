@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from conftest import REPO, make_png, write_params
+from tests.conftest import REPO, make_png, write_params
 from lookalike import params as P
 from lookalike.io import corpus as corpus_io
 from lookalike.plugin import CorpusError, register_source

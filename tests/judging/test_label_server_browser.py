@@ -18,9 +18,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import REPO, headless_chrome, make_label_run, needs_chromium
+from tests.conftest import REPO, headless_chrome, make_label_run, needs_chromium
 from lookalike.judging.labeldb import LabelDB
-from test_label_server import free_port, start
+from tests.judging.test_server import free_port, start
 
 pytestmark = [needs_chromium, pytest.mark.browser]
 

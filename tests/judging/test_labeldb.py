@@ -11,7 +11,7 @@ import time
 import pandas as pd
 import pytest
 
-from conftest import make_label_run
+from tests.conftest import make_label_run
 from lookalike.judging import labeldb
 from lookalike.judging import team
 from lookalike.judging.labeldb import LabelDB, LabelDBError, Replay

@@ -86,33 +86,6 @@ def test_a_plugin_judge_whose_labels_are_peoples_is_refused_as_the_model_judge(t
         P.check({"labels": {"model_judge": spec}})
 
 
-@pytest.mark.parametrize("body, message", [
-    ("class J:\n    name = 'x'\n", "set a class attribute capabilities"),
-    ("from lookalike.plugin import Capabilities\nclass J:\n    name = 'a b'\n    capabilities = Capabilities('model')\n",
-     "set a class attribute name"),
-    ("from lookalike.plugin import Capabilities\nclass J:\n    name = 'j'\n    capabilities = Capabilities('model')\n",
-     "no from_resources method"),
-    ("class K:\n    pass\n", "has no 'J'"),
-    ("raise RuntimeError('boom')\n", "importing .*bad.py failed: RuntimeError: boom"),
-])
-def test_a_plugin_judge_that_declares_wrongly_is_refused_with_the_reason(tmp_path, body, message):
-    (tmp_path / "bad.py").write_text(body)
-    spec = f"{tmp_path / 'bad.py'}:J"
-    with pytest.raises(judges.JudgeError, match=message):
-        judges.resolve_name(spec)
-    with pytest.raises(P.ParamsError, match=f"key 'validate.judge' names a plug-in judge that does not load: .*{message}"):
-        P.check({"validate": {"judge": spec}})
-
-
-def test_a_second_judge_under_a_taken_name_is_refused(tmp_path):
-    (tmp_path / "clash.py").write_text("from lookalike.plugin import Capabilities\nclass J:\n    name = 'human'\n"
-                                       "    capabilities = Capabilities('model')\n    @classmethod\n"
-                                       "    def from_resources(cls, **_):\n        return cls()\n"
-                                       "    def judge(self, q, u):\n        pass\n")
-    with pytest.raises(judges.JudgeError, match="name 'human' is already another judge's"):
-        judges.resolve_name(f"{tmp_path / 'clash.py'}:J")
-
-
 def test_lookalike_check_accepts_a_run_naming_plugin_judges_and_plans_with_their_names(tmp_path, capsys):
     params = tmp_path / "judges.yaml"
     # without plugins the name is unknown (checked first: in one process a module, once imported, stays)

@@ -1,217 +1,213 @@
-"""The float16 page store, exact MaxSim over it, and candidate search with its measured recall."""
+"""The judge pool, the append-only label store, import, and the labelling page in a real browser."""
 
-from __future__ import annotations
+import json
+import shutil
+import time
 
-import sys
-
-import numpy as np
 import pandas as pd
 import pytest
-from lookalike.retrieval import indexes as retrieve
-from lookalike.retrieval import store
-from lookalike.retrieval import systems
-from lookalike.retrieval.encoders.base import Vectors
-from lookalike.retrieval.late_interaction import maxsim, padded_block
+from lookalike.judging import store as L
 
-from conftest import REPO
-
-sys.path.insert(0, str(REPO / "benchmarks"))
-import corpora  # noqa: E402
+from tests.conftest import headless_chrome, make_png, needs_chromium
 
 
-def ragged(rng, n=30, dim=16):
-    pages = [rng.standard_normal((int(rng.integers(1, 40)), dim)).astype(np.float32) for _ in range(n)]
-    pages[3] = np.zeros((0, dim), np.float32)                 # an empty page
-    return pages
+def lab(q, u, label, source="model", judge="answer-string", note=""):
+    return {"query_id": q, "unit_id": u, "label": label, "judge": judge, "source": source, "note": note}
 
 
-def test_store_round_trips_pages_as_float16_and_builds_the_same_blocks(tmp_path):
-    rng = np.random.default_rng(0)
-    pages = ragged(rng)
-    store.PageStore.write(tmp_path / "s", [f"u{i}" for i in range(len(pages))], iter(pages), 16, "enc")
-    half = [p.astype(np.float16).astype(np.float32) for p in pages]
-    again = store.PageStore(tmp_path / "s")
-    assert again.ids[5] == "u5" and again.encoder_id == "enc" and len(again) == 30
-    assert again.nbytes == sum(len(p) for p in pages) * 16 * 2
-    for i in (0, 3, 29):
-        np.testing.assert_array_equal(again.read(i), half[i])
-    idx = [0, 3, 7, 29]
-    assert bool((again.pages().block(idx) == padded_block(half, idx, 16)).all())
-    assert list(again.pages().lengths()) == [len(p) for p in pages]
+def test_store_is_append_only_and_people_win(tmp_path):
+    store = L.LabelStore(tmp_path / "store.jsonl")
+    assert store.append([lab("q1", "u1", "sufficient"), lab("q1", "u2", "irrelevant")]) == 2
+    assert store.append([lab("q1", "u1", "sufficient")]) == 0            # identical: nothing added
+    assert store.append([lab("q1", "u1", "supporting", "human", "ana")]) == 1
+    # a later model label never overrides a person's
+    assert store.append([lab("q1", "u1", "irrelevant", "model", "vlm")]) == 1
+    cur = L.LabelStore(tmp_path / "store.jsonl").current().set_index("unit_id")
+    assert cur.loc["u1", "label"] == "supporting" and cur.loc["u1", "source"] == "human"
+    assert cur.loc["u2", "label"] == "irrelevant" and not cur.loc["u2", "adjudicated"]
+    # the file only grew: every line written is still there, in order
+    lines = (tmp_path / "store.jsonl").read_text().splitlines()
+    assert [json.loads(x)["label"] for x in lines] == ["sufficient", "irrelevant", "supporting", "irrelevant"]
+    # two people disagreeing: both kept, the latest is current, the pair is flagged
+    store.append([lab("q1", "u1", "sufficient", "human", "ben")])
+    cur = store.current().set_index("unit_id")
+    assert cur.loc["u1", "label"] == "sufficient" and cur.loc["u1", "conflict"]
+    assert len(store.conflicts()) == 2
 
 
-def test_exact_scores_over_the_store_equal_maxsim_in_memory_bit_for_bit(tmp_path):
-    rng = np.random.default_rng(1)
-    pages = ragged(rng)
-    queries = [rng.standard_normal((int(rng.integers(1, 9)), 16)).astype(np.float32) for _ in range(7)]
-    st = store.PageStore.write(tmp_path / "s", [f"u{i}" for i in range(len(pages))], pages, 16)
-    half = [p.astype(np.float16).astype(np.float32) for p in pages]
-    np.testing.assert_array_equal(store.exact_scores(queries, st, memory_budget_mb=0.01), maxsim(queries, half))
+def test_store_errors_name_the_file_and_line(tmp_path):
+    path = tmp_path / "store.jsonl"
+    # a damaged line inside the store stops the read (only a torn last line is set aside by itself)
+    path.write_text(json.dumps(lab("q", "u", "sufficient")) + "\n{not json\n" + json.dumps(lab("q", "v", "supporting")) + "\n")
+    with pytest.raises(L.LabelError, match="store.jsonl: line 2 is not JSON"):
+        L.LabelStore(path)
+    path.write_text(json.dumps(lab("q", "u", "relevant")) + "\n")
+    with pytest.raises(L.LabelError, match="line 1: label 'relevant' is not one of"):
+        L.LabelStore(path)
+    with pytest.raises(L.LabelError, match="source 'robot'"):
+        L.LabelStore(tmp_path / "new.jsonl").append([lab("q", "u", "sufficient", "robot")])
 
 
-def test_candidate_search_is_exact_when_every_page_is_a_candidate_and_rescore_agrees(tmp_path):
-    rng = np.random.default_rng(2)
-    pages = ragged(rng, n=40)
-    pages[10] = pages[11].copy()                                # a tie
-    queries = [rng.standard_normal((5, 16)).astype(np.float32) for _ in range(6)]
-    st = store.PageStore.write(tmp_path / "s", [f"u{i}" for i in range(40)], pages, 16)
-    cent = store.CentroidIndex.build(st, tmp_path / "c", clusters=4)
-    exact = store.exact_scores(queries, st)
-    idx, scores, cand = store.candidate_search(queries, st, cent, k=10, n_candidates=40)
-    np.testing.assert_array_equal(idx, store.topk(exact, 10))
-    np.testing.assert_array_equal(scores, np.take_along_axis(exact, idx, axis=1))
-    assert store.candidate_recall(store.topk(exact, 100), cand) == {10: 1.0, 100: 1.0}
-    # rescore multiplies only the queries that asked for a page, so its GEMMs have other shapes than
-    # exact MaxSim's. Whether that moves the last bit depends on the CPU's BLAS kernels: on the
-    # Intel machines of earlier sessions it did not; on an AMD EPYC, with this 16-dim toy, it did (up
-    # to 3.8e-6 on scores near 30). So here the scores must agree to float32 rounding.
-    some = np.sort(rng.choice(40, size=(6, 9)), axis=1)
-    np.testing.assert_allclose(store.rescore(queries, st, some), np.take_along_axis(exact, some, axis=1),
-                               rtol=4e-7, atol=0)
+def test_qrels_from_current_labels_use_the_three_way_grades(tmp_path):
+    store = L.LabelStore(tmp_path / "s.jsonl")
+    store.append([lab("q", "a", "sufficient"), lab("q", "b", "supporting"), lab("q", "c", "irrelevant")])
+    q = L.qrels_from(store.current())
+    assert dict(zip(q["unit_id"], q["relevance"])) == {"a": 2, "b": 1, "c": 0}
 
 
-def test_candidate_recall_counts_what_the_candidates_miss():
-    exact_top = np.array([[0, 1, 2, 3], [4, 5, 6, 7]])
-    cand = np.array([[0, 1, 9], [4, 5, 6]])
-    assert store.candidate_recall(exact_top, cand, ks=(2, 4)) == {2: 1.0, 4: (2 / 4 + 3 / 4) / 2}
+@pytest.fixture
+def page_setup(tmp_path):
+    units = pd.DataFrame({"unit_id": [f"doc:{i}" for i in range(1, 5)],
+                          "image_path": [f"img/p{i}.png" for i in range(1, 5)],
+                          "filename": ["secret-name.png"] * 4, "caption": ["a caption nobody may see"] * 4})
+    for i, color in enumerate([(200, 0, 0), (0, 200, 0), (0, 0, 200), (90, 90, 90)], start=1):
+        make_png(tmp_path / "img" / f"p{i}.png", color, (120, 80))
+    questions = pd.DataFrame({"query_id": ["q1", "q2"],
+                              "text": ['Revenue </script><script>alert("x")</script> & more?', "Operating income?"]})
+    pairs = pd.DataFrame({"query_id": ["q1", "q1", "q2", "q2"], "unit_id": ["doc:1", "doc:2", "doc:3", "doc:4"]})
+    page = L.labelling_page(pairs, questions, units, tmp_path, tmp_path / "labelling", seed=3)
+    return tmp_path, page, pairs
 
 
-def test_candidates_find_the_exact_top_10_on_structured_pages(tmp_path):
-    queries, pages, _ = corpora.structured(400, 30, page_tokens=120, dim=64, seed=3)
-    st = store.PageStore.write(tmp_path / "s", [f"u{i}" for i in range(400)], pages, 64)
-    cent = store.CentroidIndex.build(st, tmp_path / "c", clusters=16)
-    exact = store.topk(store.exact_scores(queries, st), 100)
-    _, _, cand = store.candidate_search(queries, st, cent, k=10, n_candidates=60)
-    assert store.candidate_recall(exact, cand)[10] >= 0.95
+def test_page_is_blind_self_contained_and_escaped(page_setup):
+    root, page, pairs = page_setup
+    html = page.read_text()
+    assert "secret-name" not in html and "a caption nobody" not in html and "doc:1" not in html
+    assert "http://" not in html and "https://" not in html            # opens offline
+    assert "</script><script>alert" not in html                         # corpus text cannot close the script
+    key = pd.read_csv(root / "labelling" / "key.csv")
+    assert len(key) == 4 and set(key["unit_id"]) == set(pairs["unit_id"])
 
 
-def test_a_truncated_store_names_the_page(tmp_path):
-    st = store.PageStore.write(tmp_path / "s", ["a", "b"], [np.ones((3, 4)), np.ones((5, 4))], 4)
-    with open(tmp_path / "s" / store.VECTORS, "r+b") as fh:
-        fh.truncate(3 * 4 * 2 + 8)
-    with pytest.raises(OSError, match="page 1 is cut short"):
-        store.PageStore(tmp_path / "s").read(1)
-    with pytest.raises(ValueError, match="expected \\(tokens, 4\\)"):
-        store.PageStore.write(tmp_path / "t", ["a"], [np.ones((3, 5))], 4)
-    assert len(st) == 2
+def test_import_merges_and_keeps_conflicts(page_setup, tmp_path):
+    root, page, pairs = page_setup
+    key = pd.read_csv(root / "labelling" / "key.csv")
+    store = L.LabelStore(tmp_path / "store.jsonl")
+    store.append([{"query_id": "q1", "unit_id": "doc:1", "label": "irrelevant", "judge": "ana", "source": "human"}])
+    export = tmp_path / "export.csv"
+    pid = dict(zip(zip(key["query_id"], key["unit_id"]), key["pair_id"]))
+    export.write_text("pair_id,label,note,time\n"
+                      f"{pid[('q1', 'doc:1')]},sufficient,\"looks right, I think\",2026-11-30T10:00:00Z\n"
+                      f"{pid[('q2', 'doc:3')]},supporting,,2026-11-30T10:00:05Z\n"
+                      "ffffffffffff,irrelevant,,\n")
+    result = L.import_export(export, root / "labelling" / "key.csv", store)
+    assert result["added"] == 2 and result["unknown"] == ["ffffffffffff"] and result["conflicting_pairs"] == 1
+    again = L.import_export(export, root / "labelling" / "key.csv", store)
+    assert again["added"] == 0 and again["already_held"] == 2
+    rows = store.frame()
+    assert (rows["label"] == "irrelevant").sum() == 1                    # the earlier human label is still there
+    assert rows.iloc[1]["note"] == "looks right, I think" and rows.iloc[1]["time"] == "2026-11-30T10:00:00Z"
+    bad = tmp_path / "bad.csv"
+    bad.write_text("pair_id,label\nabc,maybe\n")
+    with pytest.raises(L.LabelError, match="bad.csv: row 1 label 'maybe'"):
+        L.import_export(bad, root / "labelling" / "key.csv", store)
 
 
-def test_a_candidate_system_reports_its_candidate_recall_against_exact(tmp_path):
-    queries, pages, targets = corpora.structured(300, 12, page_tokens=80, dim=32, seed=4)
-    units = Vectors("toy-multi", "pixels", [f"u{i:03d}" for i in range(300)], pages, "multi")
-    qv = Vectors("toy-multi", "query-text", [f"q{i}" for i in range(12)], queries, "multi")
-    runs, recall = systems.search_systems({"toy": units}, {"toy": qv}, depth=20, search="candidates", n_candidates=40,
-                                          clusters=8, recall_sample=12)
-    assert set(recall) == {"toy"} and recall["toy"]["n"] == 12 and recall["toy"]["candidates"] == 40
-    assert 0.0 <= recall["toy"]["recall_100"] <= recall["toy"]["recall_10"] <= 1.0
-    assert len(runs["toy"]) == 12 * 20
-    exact, plain = systems.search_systems({"toy": units}, {"toy": qv}, depth=20)
-    assert plain == {}                                   # an exact search has nothing to report
-    top1 = lambda r: r.sort_values(["query_id", "score"], ascending=[True, False]).groupby("query_id").head(1)  # noqa: E731
-    agree = (top1(runs["toy"]).set_index("query_id")["unit_id"] == top1(exact["toy"]).set_index("query_id")["unit_id"])
-    assert agree.mean() >= 0.9
-    with pytest.raises(ValueError, match="search must be"):
-        retrieve.MultiVectorIndex(search="approximate")
-    assert isinstance(runs["toy"], pd.DataFrame)
-
-
-def test_maxsim_scores_an_empty_page_alone_in_a_block_as_zero():
-    """A defect found here: with a budget so small that an empty page got a block of its own, the
-    similarity view used width 0 and maxsim raised."""
-    q = [np.ones((3, 4), np.float32)]
-    pages = [np.ones((2, 4), np.float32), np.zeros((0, 4), np.float32)]
-    np.testing.assert_array_equal(maxsim(q, pages, memory_budget_mb=1e-6), np.array([[12.0, 0.0]], np.float32))
-
-
-def test_int8_centroids_from_disk_equal_those_from_memory(tmp_path):
-    rng = np.random.default_rng(5)
-    pages = [rng.standard_normal((int(rng.integers(1, 6)), 8)).astype(np.float32) for _ in range(9)]
-    st = store.PageStore.write(tmp_path / "c", [f"u{i}" for i in range(9)], pages, 8)
-    a, b = store.Int8Centroids(st, 8, block_pages=4), store.Int8Centroids([st.read(i) for i in range(9)], 8)
-    assert bool((a.tensor == b.tensor).all()) and a.width == 5 and a.scale == b.scale
-    assert int(a.tensor.abs().max()) == 127 and a.nbytes == 9 * 5 * 8
-    # a page's padding repeats its first vector; the quantized values are within half a step
-    lengths = [len(p) for p in pages]
-    two = a.tensor[2].float() * a.scale
-    np.testing.assert_allclose(two[: lengths[2]].numpy(), st.read(2), atol=a.scale / 2 + 1e-7)
-    assert bool((a.tensor[2, lengths[2]:] == a.tensor[2, 0]).all())
-
-
-def test_the_int8_first_stage_is_exact_integer_arithmetic_whatever_the_gemm_or_blocking(tmp_path, monkeypatch):
-    """Its scores equal a plain recomputation (float64 from the same integers), do not depend on
-    the block size, and the float32 fallback (a torch without _int_mm) gives the same bits."""
-    rng = np.random.default_rng(6)
-    pages = [rng.standard_normal((int(rng.integers(1, 7)), 16)).astype(np.float32) for _ in range(50)]
-    queries = [rng.standard_normal((int(rng.integers(1, 9)), 16)).astype(np.float32) for _ in range(7)]
-    queries[3][1] = 0.0                                   # a zero token contributes 0
-    c = store.Int8Centroids(pages, 16)
-    got = c.scores(queries, memory_budget_mb=64)
-    np.testing.assert_array_equal(c.scores(queries, memory_budget_mb=1e-6), got)
-    C = c.tensor.numpy().astype(np.float64)
-    for qi, q in enumerate(queries):
-        qs = np.abs(q).max(axis=1) / 127
-        qi8 = np.round(q / np.where(qs > 0, qs, 1)[:, None]).clip(-127, 127)
-        dots = np.einsum("td,pkd->tpk", qi8, C).max(axis=2)          # (tokens, pages) integers
-        np.testing.assert_allclose(got[qi], (dots * qs[:, None]).sum(axis=0) * c.scale, rtol=1e-6, atol=1e-5)
-    monkeypatch.setattr(store, "_INT_MM", False)
-    np.testing.assert_array_equal(c.scores(queries), got)
-    # and it tracks float MaxSim against the centroids closely
-    np.testing.assert_allclose(got, maxsim(queries, [p.astype(np.float16).astype(np.float32) for p in pages]),
-                               atol=0.05 * max(len(q) for q in queries))
-    with pytest.raises(ValueError, match="at most 1040"):
-        store.Int8Centroids([np.zeros((2, 2000), np.float32)], 2000)
-
-
-MULTI_PLUGIN = '''
-import hashlib
-import numpy as np
-from PIL import Image
-from lookalike.retrieval.encoders import Encoder, Vectors
-
-def _word(w):
-    h = hashlib.blake2b(w.encode(), digest_size=8).digest()
-    v = np.frombuffer(h, dtype=np.uint8).astype(np.float32) - 127.5
-    return v / np.linalg.norm(v)
-
-class Patches(Encoder):
-    """A toy multi-vector encoder: 8-dim vectors of a page's 4 x 4 grid of patches; words hashed."""
-    name, provenance, kind = "patches", "pixels", "multi"
-
-    def encode_units(self, units, base_dir, cache=None):
-        from lookalike.data.schema import resolve_image
-        out = []
-        for p in units["image_path"]:
-            with Image.open(resolve_image(p, base_dir)) as im:
-                a = np.asarray(im.convert("L").resize((32, 32)), np.float32) / 255
-            cells = a.reshape(4, 8, 4, 8).transpose(0, 2, 1, 3).reshape(16, 64)
-            v = cells[:, ::8] - cells.mean()
-            out.append((v / (np.linalg.norm(v, axis=1, keepdims=True) + 1e-6)).astype(np.float32))
-        return Vectors(self.id, self.provenance, list(units["unit_id"]), out, "multi")
-
-    def encode_queries(self, texts, ids):
-        return Vectors(self.id, "query-text", list(ids),
-                       [np.stack([_word(w) for w in (t.split() or ["?"])]) for t in texts], "multi")
-'''
-
-
+@pytest.mark.browser
 @pytest.mark.slow
-def test_stage_02_reports_the_candidate_recall_of_a_candidate_based_system(tmp_path):
-    import importlib
+@needs_chromium
+def test_labelling_page_end_to_end_in_headless_chromium(page_setup, tmp_path):
+    from selenium.webdriver.common.by import By
 
-    from lookalike import params
-    from lookalike import stages
+    root, page, pairs = page_setup
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    driver = headless_chrome(prefs={"download.default_directory": str(downloads),
+                                    "download.prompt_for_download": False})
+    try:
+        driver.get(page.as_uri())
+        body = driver.find_element(By.TAG_NAME, "body")
+        assert driver.find_element(By.ID, "progress").text == "0 of 4 labelled"
+        shown = driver.find_element(By.ID, "q").text
+        assert shown in ('Revenue </script><script>alert("x")</script> & more?', "Operating income?")
+        body.send_keys("1")                                   # sufficient
+        driver.find_element(By.ID, "note").send_keys("checked the footnote")
+        body.send_keys("3")                                   # irrelevant, with the note
+        body.send_keys("u")                                   # undo it
+        assert driver.find_element(By.ID, "progress").text == "1 of 4 labelled"
+        driver.find_element(By.ID, "note").send_keys("checked the footnote")
+        body.send_keys("p")                                   # supporting, with the note
+        body.send_keys("i")
+        body.send_keys("2")
+        assert driver.find_element(By.ID, "progress").text == "4 of 4 labelled"
+        driver.find_element(By.ID, "csv").click()
+        driver.find_element(By.ID, "json").click()
+        deadline = time.time() + 20
+        while time.time() < deadline and (len(list(downloads.glob("*.csv"))) < 1 or len(list(downloads.glob("*.json"))) < 1
+                                          or list(downloads.glob("*.crdownload"))):
+            time.sleep(0.2)
+    finally:
+        driver.quit()
+    csv_file, json_file = next(downloads.glob("*.csv")), next(downloads.glob("*.json"))
+    exported = pd.read_csv(csv_file, dtype=str, keep_default_na=False)
+    assert list(exported["label"]) == ["sufficient", "supporting", "irrelevant", "supporting"]
+    assert list(exported["note"]) == ["", "checked the footnote", "", ""]
+    assert [r["label"] for r in json.loads(json_file.read_text())] == list(exported["label"])
+    # import into the store and check what it holds
+    store = L.LabelStore(tmp_path / "store.jsonl")
+    result = L.import_export(csv_file, root / "labelling" / "key.csv", store)
+    assert result["added"] == 4 and not result["unknown"]
+    key = pd.read_csv(root / "labelling" / "key.csv").set_index("pair_id")
+    held = store.frame()
+    assert set(held["source"]) == {"human"}
+    expected = {(key.loc[p, "query_id"], key.loc[p, "unit_id"]): lab for p, lab in zip(exported["pair_id"], exported["label"])}
+    assert {(q, u): lab for q, u, lab in zip(held["query_id"], held["unit_id"], held["label"])} == expected
+    # the CLI does the same for a run folder
+    from lookalike.cli import main
 
-    (tmp_path / "patches.py").write_text(MULTI_PLUGIN)
-    run_file = tmp_path / "run.yaml"
-    run_file.write_text(f'encode:\n  encoders: ["ocr-bm25", "appearance", "{tmp_path / "patches.py"}:Patches"]\n'
-                        "retrieve:\n  search: candidates\n  candidates: 30\n  centroids: 4\n  recall_sample: 40\n")
-    ctx = stages.context(tmp_path / "run", params.load_params(run_file))
-    for module in ("stratify_corpus", "encode", "leak_ablation", "hard_negatives"):
-        importlib.import_module(f"lookalike.stages.{module}").run(ctx).save()
-    # the multi-vector pages live in the run's float16 store, which the later stages read (issue 18)
-    assert Vectors.load(tmp_path / "run" / "vectors" / "patches.npz").stored
-    assert (tmp_path / "run" / "vectors" / "patches.pages" / "centroids-4" / store.VECTORS).is_file()
-    table = pd.read_csv(tmp_path / "run" / "tables" / "systems.csv").set_index("system")
-    assert table.loc["patches", "search"] == "candidates" and table.loc["ocr-bm25", "search"] == "exact"
-    assert 0.0 <= table.loc["patches", "candidate_recall_100"] <= table.loc["patches", "candidate_recall_10"] <= 1.0
-    assert pd.isna(table.loc["ocr-bm25", "candidate_recall_10"])
+    run_dir = tmp_path / "run"
+    (run_dir / "labelling").mkdir(parents=True)
+    shutil.copy(root / "labelling" / "key.csv", run_dir / "labelling" / "key.csv")
+    assert main(["labels", "import", str(json_file), "--run-dir", str(run_dir)]) == 0
+    assert len(L.LabelStore(run_dir / "labels" / "store.jsonl").current()) == 4
+
+
+def test_labels_for_another_wording_do_not_count(tmp_path):
+    store = L.LabelStore(tmp_path / "s.jsonl")
+    old, new = L.question_sha("Which segment sold most?"), L.question_sha("Which segment sold most in Q2 FY2024?")
+    store.append([{**lab("q", "a", "sufficient", "human", "ana"), "question_sha": old}])
+    store.append([{**lab("q", "a", "irrelevant", "model"), "question_sha": new}])
+    assert store.current({"q": old}).loc[0, "label"] == "sufficient"
+    cur = store.current({"q": new})
+    assert cur.loc[0, "label"] == "irrelevant" and not cur.loc[0, "adjudicated"]
+    assert len(store.frame()) == 2                                     # nothing was dropped from the store
+
+
+@pytest.mark.parametrize("order", ["human first", "reference first", "model last", "re-run after import"])
+def test_a_persons_label_is_never_overridden_in_any_order(tmp_path, order):
+    human = {"query_id": "q", "unit_id": "u", "label": "supporting", "judge": "human", "source": "human"}
+    reference = {"query_id": "q", "unit_id": "u", "label": "sufficient", "judge": "reference", "source": "reference"}
+    model = {"query_id": "q", "unit_id": "u", "label": "irrelevant", "judge": "answer-string", "source": "model"}
+    writes = {"human first": [human, reference, model], "reference first": [reference, model, human],
+              "model last": [reference, human, model],
+              "re-run after import": [model, reference, human, {**reference, "note": "re-run"}, {**model, "note": "x"}]}
+    store = L.LabelStore(tmp_path / "store.jsonl")
+    for row in writes[order]:
+        store.append([row])
+    for s in (store, L.LabelStore(tmp_path / "store.jsonl")):        # in memory and read back
+        cur = s.current().iloc[0]
+        assert (cur["label"], cur["source"]) == ("supporting", "human")
+        assert cur["conflict"]                                   # the reference disagrees: both kept, flagged
+
+
+def test_the_reference_settles_a_pair_over_a_model_whatever_comes_later(tmp_path):
+    store = L.LabelStore(tmp_path / "store.jsonl")
+    store.append([{"query_id": "q", "unit_id": "u", "label": "sufficient", "judge": "reference", "source": "reference"}])
+    store.append([{"query_id": "q", "unit_id": "u", "label": "irrelevant", "judge": "vlm", "source": "model"}])
+    cur = store.current().iloc[0]
+    assert (cur["label"], cur["source"], cur["adjudicated"], cur["conflict"]) == ("sufficient", "reference", True, False)
+
+
+def test_your_qrels_enter_the_store_as_peoples_labels_and_win(tmp_path):
+    graded = pd.DataFrame({"query_id": ["q1", "q1", "q2"], "unit_id": ["a:1", "a:2", "b:1"], "relevance": [2, 1, 0]})
+    rows = L.labels_from_qrels(graded, "mine.qrels")
+    assert [r["label"] for r in rows] == ["sufficient", "supporting", "irrelevant"]
+    assert {r["source"] for r in rows} == {"human"} and {r["judge"] for r in rows} == {"qrels:mine.qrels"}
+    binary = graded.assign(relevance=[1, 1, 0])
+    assert [r["label"] for r in L.labels_from_qrels(binary, "b.qrels")] == ["sufficient", "sufficient", "irrelevant"]
+    store = L.LabelStore(tmp_path / "store.jsonl")
+    store.append([{"query_id": "q1", "unit_id": "a:1", "label": "irrelevant", "judge": "answer-string",
+                   "source": "model"}])
+    store.append(rows)
+    cur = store.current().set_index("unit_id")
+    assert cur.loc["a:1", "label"] == "sufficient" and cur.loc["a:1", "judge"] == "qrels:mine.qrels"

@@ -8,24 +8,8 @@ import math
 import pandas as pd
 import pytest
 
-from lookalike.judging import door
 from lookalike.judging import team
-from lookalike.judging.judges import AnswerStringJudge
-
-
-def frame(rows, pairs=None) -> pd.DataFrame:
-    """Labels like LabelDB.labels(): (annotator, pair, label[, pool, kind, minute])."""
-    out = []
-    for i, r in enumerate(rows):
-        name, pid, label = r[:3]
-        pool = r[3] if len(r) > 3 else "blind"
-        kind = r[4] if len(r) > 4 else "label"
-        minute = r[5] if len(r) > 5 else i
-        q = pid.split("-")[0]
-        out.append({"id": i + 1, "pair_id": pid, "query_id": q, "unit_id": pid.split("-")[1], "question_sha": "x",
-                    "annotator": name, "pool": pool, "kind": kind, "label": label, "note": "",
-                    "time": f"2026-12-04T10:{minute:02d}:00.000+00:00", "seconds": 3.0, "retracted": 0})
-    return pd.DataFrame(out)
+from tests.judging.label_rows import frame
 
 
 def test_fleiss_kappa_matches_the_hand_computation():
@@ -112,42 +96,6 @@ def test_progress_counts_slots_rates_and_time_left():
     assert math.isnan(per_a.loc["b", "labels_per_hour"])      # one label: no rate
 
 
-def _door_units():
-    return pd.DataFrame({"unit_id": [f"u{i}" for i in range(8)], "doc_id": [f"d{i // 2}" for i in range(8)],
-                         "filename": ["revenue_table.png" if i % 2 == 0 else "scan.png" for i in range(8)],
-                         "caption": [""] * 8})
-
-
-def test_people_door_compares_the_pools_on_pairs_both_labelled():
-    questions = pd.DataFrame({"query_id": [f"q{i}" for i in range(8)], "text": ["What was the revenue?"] * 8})
-    rows = []
-    for i in range(8):
-        pid = f"q{i}-u{i}"
-        rows.append(("blind1", pid, "irrelevant", "blind"))
-        # seeing the file name, the metadata pool calls the revenue_* pages relevant
-        rows.append(("meta1", pid, "supporting" if i % 2 == 0 else "irrelevant", "metadata"))
-    rows.append(("blind1", "q9-u9", "irrelevant", "blind"))     # labelled in one pool only: not compared
-    per_pair, summary, why = door.people_door(frame(rows), questions, _door_units())
-    assert why == ""
-    s = summary.iloc[0]
-    assert s["judge"].startswith("people (1 blind, 1 seeing file name and caption")
-    assert (s["n_pairs"], s["relevant_blind"], s["relevant_with_metadata"], s["gained"], s["lost"]) == (8, 0, 4, 4, 0)
-    assert s["gained_with_term"] == 1.0 and s["others_with_term"] == 0.0
-    assert s["share_with_metadata"] == 0.5 and s["share_with_metadata_lo"] <= 0.5 <= s["share_with_metadata_hi"]
-    assert list(per_pair.columns) == door.DOOR_COLUMNS and per_pair["term_in_metadata"].sum() == 4
-
-
-def test_people_door_says_why_when_a_pool_is_empty():
-    questions = pd.DataFrame({"query_id": ["q1"], "text": ["What was the revenue?"]})
-    only_blind = frame([("a", "q1-u1", "irrelevant", "blind")])
-    _, summary, why = door.people_door(only_blind, questions, _door_units())
-    assert summary.empty and "no labels yet from the metadata pool" in why
-    _, _, why = door.people_door(frame([]), questions, _door_units())
-    assert why == "no people's labels from either pool yet"
-    apart = frame([("a", "q1-u1", "irrelevant", "blind"), ("b", "q2-u2", "irrelevant", "metadata")])
-    assert "no pair has a label from both pools" in door.people_door(apart, questions, _door_units())[2]
-
-
 def test_with_two_pools_people_agree_within_a_pool_and_the_model_meets_the_blind_pool():
     rows = []
     for i in range(6):
@@ -178,44 +126,6 @@ def test_the_metadata_pool_never_reaches_adjudication():
     queue = team.disagreements(labels, pairs)
     assert list(queue["pair_id"]) == ["q2-u2"]
     assert queue["labels"].iloc[0] == "ann1: irrelevant; ann2: sufficient" and "ann3" not in queue["labels"].iloc[0]
-
-
-def test_people_door_counts_a_split_pool_as_its_share_instead_of_dropping_the_pair():
-    """Two people per pool: where one person seeing captions moves to 'supporting' the pool splits —
-    the very effect the door measures — and the pair counts half, not as a tie left out (seen on photos:
-    12 split pairs dropped, the people row 'relevant 0 blind, 0 with metadata')."""
-    questions = pd.DataFrame({"query_id": [f"q{i}" for i in range(4)], "text": ["What was the revenue?"] * 4})
-    rows = []
-    for i in range(4):
-        pid = f"q{i}-u{i}"
-        rows += [("b1", pid, "irrelevant", "blind"), ("b2", pid, "irrelevant", "blind"),
-                 ("m1", pid, "supporting", "metadata"), ("m2", pid, "irrelevant", "metadata")]
-    per_pair, summary, why = door.people_door(frame(rows), questions, _door_units())
-    s = summary.iloc[0]
-    assert why == "" and s["n_pairs"] == 4 and s["gained"] == 4 and s["lost"] == 0
-    assert (s["relevant_blind"], s["relevant_with_metadata"]) == (0, 2)
-    assert s["share_blind"] == 0.0 and s["share_with_metadata"] == 0.5
-    assert s["difference"] == pytest.approx(0.5) and s["difference_lo"] <= 0.5 <= s["difference_hi"]
-    assert per_pair["with_metadata"].iloc[0] == "1 of 2 relevant (irrelevant, supporting)"
-
-
-def test_stage_06_measures_the_door_the_label_database_ran_with():
-    """Served with --door, then stage 06 run with labels.door off in the params: the database holds a
-    metadata pool, so the door is measured and the mismatch said (it once said 'labels.door is off, so
-    everyone labelled blind' beside 61 labels from the metadata pool)."""
-    from lookalike.stages import judge_pool
-
-    questions = pd.DataFrame({"query_id": ["q0", "q1"], "text": ["What was the revenue?"] * 2})
-    rows = [("b1", "q0-u0", "irrelevant", "blind"), ("m1", "q0-u0", "supporting", "metadata"),
-            ("b1", "q1-u1", "irrelevant", "blind"), ("m1", "q1-u1", "irrelevant", "metadata")]
-    sec, _, summary = judge_pool.door_section(AnswerStringJudge(), None, pd.DataFrame(), questions, None, _door_units(),
-                                              pd.DataFrame(), frame(rows), people_door=False)
-    assert "the labels are what happened, so the door is measured" in sec.text["door"]
-    assert list(summary["judge"].str.startswith("people")) == [True] and summary["gained"].iloc[0] == 1
-    blind_only = frame([("b1", "q0-u0", "irrelevant", "blind")])
-    sec, _, summary = judge_pool.door_section(AnswerStringJudge(), None, pd.DataFrame(), questions, None,
-                                              _door_units(), pd.DataFrame(), blind_only, people_door=False)
-    assert summary.empty and "holds no metadata pool" in sec.text["door"]
 
 
 def test_a_round_of_labelling_says_what_it_costs_before_anyone_labels():

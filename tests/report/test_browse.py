@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from conftest import headless_chrome, make_png, needs_chromium
+from tests.conftest import headless_chrome, make_png, needs_chromium
 from lookalike.report import browse
 
 

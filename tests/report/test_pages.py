@@ -41,3 +41,17 @@ def test_judging_sheet_escapes_and_uses_the_three_labels():
 def test_the_vlm_rubric_uses_the_same_meanings():
     for lab in LABELS:
         assert f'"{lab}" if {LABEL_MEANINGS[lab]}' in judges.RUBRIC
+
+
+def test_photos_are_labelled_by_the_photo_rubric():
+    """Seen on photos with captions: the rubric asked whether a photo 'answers' a descriptive query,
+    in words written for financial filings."""
+    from lookalike.report import pages
+    from lookalike.vocab import label_meanings, unit_noun
+
+    assert unit_noun("manifest", ["photo", "photo"]) == "photo" and unit_noun("images") == "image"
+    assert unit_noun("pdf", ["chart", "photo"]) == "page"
+    data = {"page": "p", "items": [], "images": {}}
+    photo = pages.labelling_page("t", data, "photo") + pages.label_server_page("image")
+    assert label_meanings("photo")["sufficient"] in photo and "competent reader" not in photo
+    assert "competent reader" in pages.labelling_page("t", data)

@@ -9,7 +9,7 @@ import pytest
 from lookalike.report import site
 from lookalike.report import summary
 
-from conftest import headless_chrome, needs_chromium, sideways
+from tests.conftest import headless_chrome, needs_chromium, sideways
 
 
 def test_headline_columns_sit_under_their_question_set():

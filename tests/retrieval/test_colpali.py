@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-import tiny_colpali
+from tests import tiny_colpali
 import torch
 from lookalike.io.cache import Cache
 from lookalike.retrieval import encoders
@@ -10,7 +10,11 @@ from lookalike.retrieval import indexes as retrieve
 from lookalike.retrieval.encoders.colpali import detect_family
 from PIL import Image
 
-from conftest import with_corrupt_page
+from tests.conftest import with_corrupt_page
+import pandas as pd
+from lookalike.retrieval import systems
+from lookalike.retrieval.encoders.base import EncodeError, Vectors
+from lookalike.stages.base import context
 
 pytestmark = pytest.mark.slow
 
@@ -100,3 +104,66 @@ def test_a_corrupt_page_is_reported_and_skipped_not_the_whole_pass(tmp_path, tin
     vecs = enc.encode_units(more, root, Cache(tmp_path / "c"))
     assert vecs.ids == list(units["unit_id"]) and len(vecs.data) == 3
     assert [u for u, _ in vecs.stats["failed"]] == ["doc:9"]
+
+
+@pytest.mark.parametrize("family", tiny_colpali.BI_FAMILIES)
+def test_bi_family_encodes_single_vectors_offline_and_round_trips(family, tmp_path, tiny_pages):
+    units, root = tiny_pages
+    model, proc = tiny_colpali.save_bi(family, tmp_path / "model")
+    from lookalike.retrieval.encoders.colpali import BI_FAMILIES, detect_family
+
+    assert detect_family(tmp_path / "model", BI_FAMILIES) == family
+    enc = encoders.make_encoder("bi", model=str(tmp_path / "model"), device="cpu", batch_size=2, progress=False)
+    if family == "BiQwen2":
+        # colpali-engine 0.3.18 cannot load BiQwen2 under transformers 5: named as its defect, not ours
+        with pytest.raises(EncodeError, match="defect of the installed colpali-engine"):
+            enc.encode_units(units, root, Cache(tmp_path / "cache"))
+        return
+    images = [Image.open(root / p).convert("RGB") for p in units["image_path"]]
+    with torch.no_grad():
+        direct = model(**proc.process_images(images)).numpy()
+        direct_q = model(**proc.process_queries(["revenue by segment", "quarter"])).numpy()
+    cache = Cache(tmp_path / "cache")
+    vecs = enc.encode_units(units, root, cache)
+    assert vecs.kind == "single" and vecs.provenance == "pixels" and vecs.data.shape == direct.shape
+    np.testing.assert_allclose(vecs.data, direct, atol=1e-5)
+    again = enc.encode_units(units, root, cache)
+    assert again.stats["computed"] == 0
+    np.testing.assert_array_equal(again.data, vecs.data)
+    queries = enc.encode_queries(["revenue by segment", "quarter"], ["q1", "q2"])
+    np.testing.assert_allclose(queries.data, direct_q, atol=1e-5)
+    caps = enc.encode_captions(["revenue by segment", "quarter"], ["doc:1", "doc:2"])
+    assert caps.provenance == "caption-text"
+    np.testing.assert_array_equal(caps.data, queries.data)
+    vecs.save(tmp_path / "v", "bi")
+    np.testing.assert_array_equal(Vectors.load(tmp_path / "v" / "bi.npz").data, vecs.data)
+
+
+def test_bi_and_colpali_compare_on_one_corpus_through_the_run_settings(tmp_path, tiny_pages):
+    """A single- and a multi-vector model of one family, both from encode.settings / colpali_model."""
+    units, root = tiny_pages
+    tiny_colpali.save_bi("BiIdefics3", tmp_path / "bi")
+    tiny_colpali.save("ColIdefics3", tmp_path / "col")
+    ctx = context(tmp_path, {"encode": {"encoders": ["bi", "colpali"], "colpali_model": str(tmp_path / "col"),
+                                        "device": "cpu", "settings": {"bi": {"model": str(tmp_path / "bi")}}}})
+    settings = ctx.encoder_settings()
+    vecs, table, _ = systems.encode_units(units, root, ["bi", "colpali"], Cache(tmp_path / "c"), **settings)
+    assert list(table["kind"]) == ["single", "multi"]
+    questions = pd.DataFrame({"query_id": ["q1"], "text": ["revenue"]})
+    runs = systems.build_runs(vecs, systems.encode_queries(questions, ["bi", "colpali"], **settings), depth=3)
+    assert set(runs) == {"bi", "colpali"} and all(len(r) == 3 for r in runs.values())
+    with pytest.raises(EncodeError, match="encode.settings.bi"):
+        systems.make_encoder("bi", **dict(settings, settings={"bi": {"model": str(tmp_path / "bi"), "colour": 1}}))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_bi_on_cuda_bf16_agrees_with_cpu(tmp_path, tiny_pages):
+    units, root = tiny_pages
+    tiny_colpali.save_bi("BiIdefics3", tmp_path / "model")
+    gpu = encoders.make_encoder("bi", model=str(tmp_path / "model"), device="auto", progress=False)
+    cpu = encoders.make_encoder("bi", model=str(tmp_path / "model"), device="cpu", progress=False)
+    a = gpu.encode_units(units, root, Cache(tmp_path / "g")).data
+    b = cpu.encode_units(units, root, Cache(tmp_path / "c")).data
+    cos = (a * b).sum(axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+    assert cos.min() > 0.98

@@ -15,7 +15,7 @@ from lookalike.retrieval import systems
 from lookalike.retrieval.encoders.base import EncodeError
 from lookalike.stages.base import context
 
-from conftest import REPO, make_png
+from tests.conftest import REPO, make_png
 
 EXAMPLE = "examples/plugin_encoder/hashed_ocr.py:HashedOcr"
 
@@ -154,7 +154,7 @@ def test_the_example_plugin_runs_through_every_stage_with_rerank_and_split(tmp_p
     plug-in and its +rerank / +split systems are in stage 02's systems and runs, its own leak
     ablation (image / caption / both) and gate in stage 03, the validated runs and pool of stage 06,
     the metric tables and settings view of stage 07 and the mining of stage 08."""
-    from fake_services import Services
+    from tests.fake_services import Services
     from lookalike.cli import run
 
     with Services() as server:

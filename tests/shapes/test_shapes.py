@@ -17,7 +17,7 @@ from lookalike.cli import run
 from lookalike.report import audit
 
 from lookalike.data.examples import METRICS, PERIODS
-from shape_corpora import SHAPES
+from tests.shapes.shape_corpora import SHAPES
 
 pytestmark = [pytest.mark.slow, pytest.mark.shapes]
 
@@ -136,7 +136,7 @@ def test_every_invariant_holds_on_the_shape(shape, tmp_path):
 def _width_lines(run_dir: Path) -> list[str]:
     """No page of the run and no table box on it scrolls sideways at 1,300 px (where Chromium is installed:
     make setup installs it; without it the browser lane says so and this check is not made)."""
-    from conftest import chromium_binary, sideways
+    from tests.conftest import chromium_binary, sideways
     import shutil
 
     if chromium_binary() is None or shutil.which("chromedriver") is None:

@@ -47,7 +47,10 @@ def context_runs(families: Sequence[str], unit_vectors: Mapping, query_vectors: 
     unit_ids = list(units["unit_id"])
     for fam in families:
         vecs = unit_vectors.get(fam)
-        if vecs is None or vecs.kind == "text":
+        if vecs is None:
+            why[fam] = "no vectors of it in this run (it was not encoded)"
+            continue
+        if vecs.kind == "text":
             why[fam] = "a text (BM25) system has no vectors to build document context from"
             continue
         if fam not in query_vectors:
