@@ -109,3 +109,39 @@ def test_missing_colpali_model_says_how_to_provide_one(tmp_path):
 def test_caption_text_joins_the_caption_fields():
     row = {"filename": "hg_2024q2_deck_p03.png", "alt_text": "bar chart", "caption": ""}
     assert encoders.caption_text(row) == "hg 2024q2 deck p03 bar chart"
+
+
+def test_each_built_in_declares_the_settings_its_constructor_takes():
+    """An encoder made on first use names its settings in its spec (its module imports heavy packages):
+    they must be what its class's constructor takes, with the same types and defaults."""
+    from lookalike.retrieval.encoders.clip import ClipEncoder
+    from lookalike.retrieval.encoders.colpali import BiEncoder, ColPaliEncoder
+    from lookalike.retrieval.encoders.endpoint import EndpointEncoder
+
+    classes = {"colpali": ColPaliEncoder, "bi": BiEncoder, "clip": ClipEncoder, "endpoint": EndpointEncoder}
+    for name, spec in encoders.ENCODERS.items():
+        cls = classes.get(name, spec.make)
+        assert spec.declared() == encoders.declared_settings(cls), name
+        assert {"device", "batch_size"} <= set(spec.declared()) and "progress" not in spec.declared(), name
+
+
+def test_a_setting_of_the_wrong_type_is_refused_naming_its_key():
+    with pytest.raises(encoders.EncodeError, match=r"encode.settings.ocr-bm25.workers: expected a whole number \(int\), "
+                                                   r"got 'two'"):
+        systems.make_encoder("ocr-bm25", settings={"ocr-bm25": {"workers": "two"}})
+    with pytest.raises(encoders.EncodeError, match=r"ocr-bm25.workers: expected a whole number \(int\), got True"):
+        systems.make_encoder("ocr-bm25", settings={"ocr-bm25": {"workers": True}})
+    assert systems.make_encoder("ocr-bm25", settings={"ocr-bm25": {"workers": 1}}).workers == 1
+    timeout = encoders.ENCODERS["endpoint"].declared()["timeout_s"]
+    timeout.check(30, "encode.settings.endpoint")                    # a whole number is a float's value too
+    with pytest.raises(encoders.EncodeError, match=r"endpoint.timeout_s: expected a number \(float\), got '30s'"):
+        timeout.check("30s", "encode.settings.endpoint")
+
+
+def test_a_plug_ins_settings_are_its_constructors():
+    spec = str(Path(__file__).resolve().parents[1] / "plugins" / "word_vectors.py") + ":WordVectors"
+    declared = encoders.declared_settings(encoders.encoder_class(spec))
+    assert declared["dim"] == encoders.Setting("dim", int, 32)
+    name = encoders.system_name(spec)
+    with pytest.raises(encoders.EncodeError, match=rf"encode.settings.{name}.dim: expected a whole number"):
+        systems.make_encoder(spec, encoders=[spec], settings={name: {"dim": "wide"}})

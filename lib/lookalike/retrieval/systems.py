@@ -12,7 +12,6 @@ Systems (each a TREC run over the questions):
 
 from __future__ import annotations
 
-import inspect
 import shutil
 import time
 from pathlib import Path
@@ -80,31 +79,25 @@ def spec_of(name: str, encoders: Sequence[str] = ()) -> str:
 
 def make_encoder(name: str, **kw) -> E.Encoder:
     """The encoder behind a system name or encode.encoders entry, built with the run's settings
-    (kw: run_settings); a setting it does not take is named with the key to fix."""
+    (kw: run_settings). Its encode.settings are checked against what the encoder declares
+    (``EncoderSpec.settings``, a plug-in's constructor): a value of another type is refused naming its
+    key, and so is a key a built-in encoder does not take."""
     spec = spec_of(name, kw.get("encoders", ()))
-    built = encoder_settings(spec, **kw)
-    try:
-        enc = E.make_encoder(spec, **built)
-    except TypeError as exc:
-        raise E.EncodeError(f"encoder {E.system_name(spec)}: {exc} (check encode.settings."
-                            f"{E.system_name(spec)})") from exc
-    own = set((kw.get("settings") or {}).get(E.system_name(spec), {}))
-    unknown = sorted(own - _keywords(type(enc))) if spec in E.ENCODERS else []
+    system = E.system_name(spec)
+    declared = E.ENCODERS[spec].declared() if spec in E.ENCODERS else E.declared_settings(E.encoder_class(spec))
+    own = (kw.get("settings") or {}).get(system, {})
+    unknown = sorted(set(own) - set(declared)) if spec in E.ENCODERS and isinstance(own, dict) else []
     if unknown:        # a built-in encoder would carry a typo into its id and act on nothing: refuse it
         raise E.EncodeError(f"encode.settings.{spec}: {', '.join(map(repr, unknown))} is not a setting of the {spec} "
-                            f"encoder; it takes {', '.join(sorted(_keywords(type(enc)) - {'progress'}))}")
-    return enc
-
-
-def _keywords(cls) -> set[str]:
-    """The named keywords the __init__ methods of cls and its bases take."""
-    names: set[str] = set()
-    for klass in cls.__mro__:
-        init = klass.__dict__.get("__init__")
-        if init is not None and klass is not object:
-            params = inspect.signature(init).parameters.values()
-            names |= {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)} - {"self"}
-    return names
+                            f"encoder; it takes {', '.join(sorted(declared))}")
+    built = encoder_settings(spec, **kw)
+    for key, value in (own.items() if isinstance(own, dict) else ()):
+        if key in declared:
+            declared[key].check(value, f"encode.settings.{system}")
+    try:
+        return E.make_encoder(spec, **built)
+    except TypeError as exc:
+        raise E.EncodeError(f"encoder {system}: {exc} (check encode.settings.{system})") from exc
 
 
 def base_systems(run_dir: Path, encoders: Sequence[str]) -> list[str]:

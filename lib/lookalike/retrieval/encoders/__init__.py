@@ -12,6 +12,7 @@ Your own: a plug-in named by import path, "package.module:Class" or "path/to/fil
 from __future__ import annotations
 
 import functools
+import inspect
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -212,6 +213,58 @@ def _clip(**kw):
     return ClipEncoder(**kw)
 
 
+@dataclass(frozen=True)
+class Setting:
+    """One setting an encoder is built with: its keyword (the key under encode.settings.<system>), the
+    type its value must have, and its default."""
+
+    name: str
+    type: type
+    default: object
+
+    def check(self, value, where: str) -> None:
+        """Refuse a value of another type, naming where it was set (a bool is not a number here, and a
+        whole number is a float's value too)."""
+        if self.type is float and isinstance(value, int) and not isinstance(value, bool):
+            return
+        if isinstance(value, self.type) and not (self.type is not bool and isinstance(value, bool)):
+            return
+        raise EncodeError(f"{where}.{self.name}: expected {_TYPE_WORDS.get(self.type, self.type.__name__)}, "
+                          f"got {value!r}")
+
+
+_TYPE_WORDS = {str: "text (str)", int: "a whole number (int)", float: "a number (float)", bool: "true or false (bool)"}
+# keywords every encoder takes that are not its settings: the base class's progress bar switch
+NOT_SETTINGS = frozenset({"self", "progress"})
+
+
+def declared_settings(cls) -> dict[str, Setting]:
+    """The settings an encoder class declares: the named keywords of the __init__ methods of it and its
+    bases (the subclass's default wins), each with the type of its default (or its annotation when the
+    default is None). What lookalike checks a run's encode.settings against."""
+    out: dict[str, Setting] = {}
+    for klass in reversed(cls.__mro__):
+        init = klass.__dict__.get("__init__")
+        if init is None or klass is object:
+            continue
+        for p in inspect.signature(init).parameters.values():
+            if p.kind not in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) or p.name in NOT_SETTINGS:
+                continue
+            default = None if p.default is p.empty else p.default
+            kind = type(default) if default is not None else _annotated(p.annotation)
+            out[p.name] = Setting(p.name, kind, default)
+    return out
+
+
+def _annotated(annotation) -> type:
+    """The first of str, int, float, bool an annotation (a string under postponed evaluation) names."""
+    text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", str(annotation))
+    for kind in (bool, int, float, str):
+        if re.search(rf"\b{kind.__name__}\b", text):
+            return kind
+    return object
+
+
 # what an encoder that reads OCR text is built with: the OCR engine, its worker processes, and whether a
 # PDF page's text layer stands in for OCR
 OCR_RUN_KEYS = (("ocr_engine", "ocr_engine"), ("workers", "workers"), ("text_source", "text_source"))
@@ -224,8 +277,10 @@ class EncoderSpec:
     caption text into its query space (the leak ablation's caption index for that model), whether
     retrieval.engine may run it on Ray, whether it reads OCR text, and which of the run's encode.*
     parameters it is built with (``run_keys``: its keyword, then the run settings' key —
-    retrieval.systems.run_settings — a dotted key reading into a nested one). Calling the spec makes
-    the encoder."""
+    retrieval.systems.run_settings — a dotted key reading into a nested one), and the settings it takes
+    (``settings``: key, type and default of each; a built-in class's come from its constructor, and an
+    encoder made on first use — its module imports heavy packages — names them here, which a test holds
+    to the class's constructor). Calling the spec makes the encoder."""
 
     name: str
     make: Callable[..., Encoder]
@@ -236,9 +291,14 @@ class EncoderSpec:
     reads_ocr: bool = False
     run_keys: tuple[tuple[str, str], ...] = ()
     answers_queries: bool = True
+    settings: tuple[Setting, ...] = ()
 
     def __call__(self, **settings) -> Encoder:
         return self.make(**settings)
+
+    def declared(self) -> dict[str, Setting]:
+        """The settings this encoder takes, by key."""
+        return {s.name: s for s in self.settings}
 
     @classmethod
     def of(cls, enc: type) -> EncoderSpec:
@@ -247,7 +307,7 @@ class EncoderSpec:
         return cls(enc.name, enc, enc.provenance, enc.kind,
                    bool(getattr(enc, "captions", callable(getattr(enc, "encode_captions", None)))),
                    bool(getattr(enc, "distributable", False)), reads_ocr, OCR_RUN_KEYS if reads_ocr else (),
-                   bool(getattr(enc, "answers_queries", True)))
+                   bool(getattr(enc, "answers_queries", True)), tuple(declared_settings(enc).values()))
 
 
 ENCODERS: Registry[EncoderSpec] = Registry("encoder")
@@ -255,13 +315,21 @@ for _cls in (OcrMiniLM, OcrBM25, CaptionMiniLM, Appearance):
     ENCODERS.register(EncoderSpec.of(_cls))
 # the page encoders whose modules import heavy packages: made on first use; the endpoint's work is a
 # server's, so it does not run on Ray
+_BASE = (Setting("device", str, "auto"), Setting("batch_size", int, 32))
+_MODEL = (*_BASE, Setting("model", str, ""), Setting("family", str, ""), Setting("pool_factor", int, 1))
 ENCODERS.register(EncoderSpec("colpali", _colpali, "pixels", "multi", captions=False, distributable=True,
-                              run_keys=(("model", "colpali_model"), ("family", "colpali_family"))))
-ENCODERS.register(EncoderSpec("bi", _bi, "pixels", "single", captions=True, distributable=True))
-ENCODERS.register(EncoderSpec("clip", _clip, "pixels", "single", captions=True, distributable=True))
+                              run_keys=(("model", "colpali_model"), ("family", "colpali_family")), settings=_MODEL))
+ENCODERS.register(EncoderSpec("bi", _bi, "pixels", "single", captions=True, distributable=True, settings=_MODEL))
+ENCODERS.register(EncoderSpec("clip", _clip, "pixels", "single", captions=True, distributable=True,
+                              settings=(*_BASE, Setting("model", str, ""), Setting("max_length", int, 64))))
 ENCODERS.register(EncoderSpec("endpoint", _endpoint, "pixels", "single", captions=True, distributable=False,
                               run_keys=tuple((k, f"endpoint.{k}") for k in ("url", "model", "api_key_env", "dimensions",
-                                                                           "image_prompt"))))
+                                                                           "image_prompt")),
+                              settings=(*_BASE, Setting("url", str, ""), Setting("model", str, ""),
+                                        Setting("api_key_env", str, "LOOKALIKE_EMBEDDINGS_API_KEY"),
+                                        Setting("dimensions", int, 0), Setting("image_prompt", str, ""),
+                                        Setting("timeout_s", float, 60.0), Setting("retries", int, 4),
+                                        Setting("backoff_s", float, 1.0))))
 
 KINDS = ("single", "multi", "text")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
