@@ -98,6 +98,48 @@ def _copy_run(ci_run: Path, root: Path) -> Path:
     return out
 
 
+def test_a_pair_whose_image_has_not_arrived_cannot_be_labelled(tmp_path):
+    """The next pair's image lost on its way (a server restarting, a dropped connection: the browser
+    blocks it here): the page asks for it again, keeps showing the pair it showed, and a key pressed
+    meanwhile labels nothing. The page once offered the next pair as soon as the image request failed,
+    while it still showed the previous pair's id, so the next key labelled a page nobody had seen (and
+    the kill -9 test below waited for a pair id that never came when the kill fell between the two
+    requests)."""
+    run_dir = make_label_run(tmp_path / "run", questions=2, per_question=2)
+    port = free_port()
+    db = LabelDB(run_dir / "labels" / "labels.sqlite")
+    _, token = db.add_person("ana", "blind")
+    proc = start(run_dir, port)
+    driver = open_page(port, token)
+    try:
+        first = shown_pair(driver)
+        driver.execute_cdp_cmd("Network.enable", {})
+        driver.execute_cdp_cmd("Network.setBlockedURLs", {"urls": ["*/api/image/*"]})
+        from selenium.webdriver.common.by import By
+
+        driver.find_element(By.TAG_NAME, "body").send_keys("3")
+        deadline = time.time() + 30
+        while time.time() < deadline and len(db.labels()) < 1:
+            time.sleep(0.05)
+        time.sleep(1.5)                                    # the next pair's image is being asked for, blocked
+        driver.find_element(By.TAG_NAME, "body").send_keys("1")
+        time.sleep(1.5)
+        labels = db.labels()
+        assert list(labels["pair_id"]) == [first] and shown_pair(driver) == first, labels
+        driver.execute_cdp_cmd("Network.setBlockedURLs", {"urls": []})
+        from selenium.webdriver.support.ui import WebDriverWait
+
+        WebDriverWait(driver, 60, poll_frequency=0.05).until(lambda d: shown_pair(d) != first)
+        second = shown_pair(driver)
+        assert list(db.labels()["pair_id"]) == [first]     # shown at last, and still unlabelled
+        press(driver, "2", second)
+        assert list(db.labels()["pair_id"]) == [first, second]
+    finally:
+        driver.quit()
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+
+
 def test_two_people_label_the_ci_run_at_once_through_a_kill_9(ci_run, tmp_path):
     run_dir = _copy_run(ci_run, tmp_path / "outputs")
     port = free_port()
