@@ -201,38 +201,40 @@ def pool_summary(pool_sizes: pd.DataFrame) -> pd.DataFrame:
 
 
 def top1_within(scores: np.ndarray, unit_ids, query_ids, gold: dict, candidates: dict,
-                id_rank: np.ndarray | None = None) -> pd.Series:
+                corpus: _Corpus | None = None) -> pd.Series:
     """1 when a gold unit outranks every candidate for the query (score desc, ties by unit id desc).
 
     scores: (n_queries, n_units) system scores; gold[qid]: the gold unit id, or a set of acceptable
     unit ids (any of them counts); candidates[qid]: unit ids competing with the gold (None: the
-    whole corpus). id_rank: each unit's position in the sorted unit ids (computed when not given;
-    top1_outcomes passes it once for every block). Returns a 0/1 Series indexed by query id.
+    whole corpus). corpus: the unit ids' lookups (made here when not given; top1_outcomes makes them
+    once for every block). Returns a 0/1 Series indexed by query id.
     """
-    col = {u: i for i, u in enumerate(unit_ids)}
-    ids = np.asarray(list(unit_ids), dtype=object)
+    corpus = corpus or _Corpus(unit_ids)
     out = {}
     for qi, q in enumerate(query_ids):
         golds = {gold[q]} if isinstance(gold[q], str) else set(gold[q])
         if candidates.get(q) is None:
             # the whole corpus: the highest score, and among units tied on it the greatest unit id
-            if id_rank is None:
-                id_rank = _id_rank(ids)
             row = np.asarray(scores[qi])
             tied = np.flatnonzero(row == row.max()) if len(row) else np.array([], dtype=np.int64)
-            out[q] = float(len(tied) > 0 and ids[tied[np.argmax(id_rank[tied])]] in golds)
+            out[q] = float(len(tied) > 0 and corpus.ids[tied[np.argmax(corpus.id_rank[tied])]] in golds)
             continue
         pool = sorted(set(candidates[q]) | golds)
-        s = scores[qi, [col[u] for u in pool]]
+        s = scores[qi, [corpus.column[u] for u in pool]]
         best = max(zip(s, pool))                          # score, then unit id, both descending
         out[q] = float(best[1] in golds)
     return pd.Series(out, dtype="float64")
 
 
-def _id_rank(ids: np.ndarray) -> np.ndarray:
-    rank = np.empty(len(ids), dtype=np.int64)
-    rank[np.argsort(ids, kind="stable")] = np.arange(len(ids))
-    return rank
+class _Corpus:
+    """The unit ids as top1_within reads them: an array, each id's column, and each id's position in
+    the sorted ids (the tie rule) — made once per corpus, not once per block of questions."""
+
+    def __init__(self, unit_ids):
+        self.ids = np.asarray(list(unit_ids), dtype=object)
+        self.column = {u: i for i, u in enumerate(self.ids)}
+        self.id_rank = np.empty(len(self.ids), dtype=np.int64)
+        self.id_rank[np.argsort(self.ids, kind="stable")] = np.arange(len(self.ids))
 
 
 # score cells of one block of questions held at once (64 MB of float32): the whole-corpus top-1 needs every
@@ -248,7 +250,7 @@ def top1_outcomes(score_rows, unit_ids, query_ids, gold: dict, sets: dict) -> pd
     questions at those positions of query_ids scored against every unit, (len(positions), n_units); it
     is called for a block of questions at a time, so no question x unit matrix is held."""
     query_ids, unit_ids = list(query_ids), list(unit_ids)
-    id_rank = _id_rank(np.asarray(unit_ids, dtype=object))
+    corpus = _Corpus(unit_ids)
     block = max(1, TOP1_BLOCK_CELLS // max(1, len(unit_ids)))
     parts: dict[str, list[pd.Series]] = {name: [] for name in sets}
     for a in range(0, len(query_ids), block):
@@ -257,7 +259,7 @@ def top1_outcomes(score_rows, unit_ids, query_ids, gold: dict, sets: dict) -> pd
         qs = query_ids[rows.start:rows.stop]
         for name, cands in sets.items():
             keep = [i for i, q in enumerate(qs) if cands.get(q) is None or len(cands[q])]
-            parts[name].append(top1_within(matrix[keep], unit_ids, [qs[i] for i in keep], gold, cands, id_rank))
+            parts[name].append(top1_within(matrix[keep], unit_ids, [qs[i] for i in keep], gold, cands, corpus))
     return pd.DataFrame({name: pd.concat(p).reindex(query_ids) if p else pd.Series(dtype="float64")
                          for name, p in parts.items()}, index=pd.Index(query_ids, name="query_id"), dtype="float64")
 
