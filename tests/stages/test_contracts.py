@@ -5,6 +5,7 @@ the runtime checks refuse what a contract does not declare."""
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -65,7 +66,7 @@ def test_the_order_check_fails_when_a_stage_reads_a_later_table():
 def test_the_source_reader_sees_reads_and_writes(tmp_path, monkeypatch):
     (tmp_path / "fake.py").write_text("def run(ctx):\n    read = ctx.table\n    a = read('pool')\n"
                                       "    b = ctx.optional_table('qrels')\n    ctx.units()\n    res.table('out', a)\n")
-    monkeypatch.setattr(__import__(__name__), "LIB", tmp_path)
+    monkeypatch.setattr(sys.modules[__name__], "LIB", tmp_path)
     assert source_tables("fake") == ({"pool", "qrels", "units"}, {"out"})
 
 
