@@ -110,7 +110,10 @@ def _type_name(value: Any) -> str:
             dict: "mapping", type(None): "null"}.get(type(value), type(value).__name__)
 
 
-def _compatible(default: Any, value: Any) -> bool:
+def compatible(default: Any, value: Any) -> bool:
+    """Whether value may stand where default is: the same type, a whole number for a float, never a
+    boolean for a number (or the other way), anything where the default is None. The one rule for a
+    parameter's type and an encoder setting's (retrieval.encoders.Setting)."""
     if isinstance(default, bool) or isinstance(value, bool):
         return isinstance(default, bool) and isinstance(value, bool)
     if isinstance(default, float):
@@ -142,7 +145,7 @@ def deep_merge(base: dict[str, Any], override: dict[str, Any], source: Path, pre
                 raise ParamsError(f"{source}: key '{dotted}' must be a mapping, got {_type_name(value)}")
             # an empty default mapping is an open one (its keys are names the owner checks)
             merged[key] = dict(value) if not default else deep_merge(default, value, source, prefix=f"{dotted}.")
-        elif not _compatible(default, value):
+        elif not compatible(default, value):
             raise ParamsError(
                 f"{source}: key '{dotted}' must be a {_type_name(default)} "
                 f"(like the default {default!r}), got {_type_name(value)} {value!r}"

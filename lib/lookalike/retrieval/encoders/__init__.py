@@ -223,11 +223,11 @@ class Setting:
     default: object
 
     def check(self, value, where: str) -> None:
-        """Refuse a value of another type, naming where it was set (a bool is not a number here, and a
-        whole number is a float's value too)."""
-        if self.type is float and isinstance(value, int) and not isinstance(value, bool):
-            return
-        if isinstance(value, self.type) and not (self.type is not bool and isinstance(value, bool)):
+        """Refuse a value of another type, naming where it was set, by the parameters' rule
+        (params.compatible: a bool is not a number here, and a whole number is a float's value too)."""
+        from lookalike.params import compatible
+
+        if self.type not in (bool, int, float, str) or compatible(self.type(), value):
             return
         raise EncodeError(f"{where}.{self.name}: expected {_TYPE_WORDS.get(self.type, self.type.__name__)}, "
                           f"got {value!r}")
