@@ -61,7 +61,7 @@ test: setup
 	$(PY) -m pytest --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg $(NBVAL_DIR)
 	rm -rf build/nbval
 	$(PY) -m pytest -m browser --durations=5 tests
-	$(PY) -m pytest -n 2 -m "not browser" --durations=25 tests
+	$(PY) -m pytest -n 2 --maxschedchunk 1 -m "not browser" --durations=25 tests
 
 # the corpus-shape lane: every stage on every generated corpus shape, then lookalike audit's invariants
 # (and, on the demo generator's other seeds, every planted effect); two shapes at a time

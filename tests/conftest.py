@@ -14,25 +14,109 @@ os.environ.setdefault("LOOKALIKE_STRICT_CONTRACTS", "1")
 SHARED_DATA = REPO.parent / "shared" / "data"
 
 
+# The CI configuration's run, end to end (runner + report site), is what the slowest tests read. It is built
+# once a session by a child process that starts with the first test of a session that selected any of them
+# (so it overlaps other tests instead of holding a worker idle), into a folder both pytest workers share;
+# a test that needs it waits for it. The child dies with the worker that started it.
+CI_BUILD = """
+import sys, traceback
+from pathlib import Path
+from lookalike.cli import run
+folder = Path(sys.argv[1])
+try:
+    run_dir = run.execute(Path(sys.argv[2]), out_root=folder / "ci_outputs", log=lambda *_: None)
+except BaseException:
+    (folder / "ci_run.failed").write_text(traceback.format_exc(), encoding="utf-8")
+    raise SystemExit(1)
+(folder / "ci_run.path").write_text(str(run_dir), encoding="utf-8")
+"""
+
+
+class CiRunBuild:
+    """The session's CI run, built in the background: start() once for all workers (a file lock decides who
+    starts it), wait() for the run folder; a build that failed or died fails the test that waits, with
+    the child's output."""
+
+    child: subprocess.Popen | None = None          # in the worker that started it
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+
+    def start(self) -> None:
+        """Start the build unless a worker of this session already has."""
+        import sys
+
+        from filelock import FileLock
+
+        from lookalike.cli.run import _tie_to
+
+        with FileLock(str(self.folder / "ci_run.lock")):
+            if (self.folder / "ci_run.pid").is_file():
+                return
+            log = (self.folder / "ci_run.log").open("wb")
+            CiRunBuild.child = subprocess.Popen([sys.executable, "-c", CI_BUILD, str(self.folder),
+                                                 str(REPO / "params" / "ci.yaml")], cwd=REPO, stdout=log,
+                                                stderr=subprocess.STDOUT, preexec_fn=_tie_to(os.getpid()))
+            (self.folder / "ci_run.pid").write_text(str(CiRunBuild.child.pid), encoding="utf-8")
+
+    def _gone(self) -> bool:
+        if CiRunBuild.child is not None:
+            return CiRunBuild.child.poll() is not None
+        stat = Path(f"/proc/{(self.folder / 'ci_run.pid').read_text(encoding='utf-8')}/stat")
+        try:
+            return stat.read_text().split(") ")[-1][:1] in ("Z", "X")      # exited, not yet reaped
+        except OSError:
+            return True
+
+    def wait(self, timeout: float = 1800) -> Path:
+        """The run folder, once the build wrote it."""
+        import time
+
+        self.start()
+        deadline = time.monotonic() + timeout
+        while True:
+            if (self.folder / "ci_run.path").is_file():
+                return Path((self.folder / "ci_run.path").read_text(encoding="utf-8"))
+            gone = self._gone()
+            if (self.folder / "ci_run.path").is_file():
+                continue
+            if gone or (self.folder / "ci_run.failed").is_file() or time.monotonic() > deadline:
+                tail = (self.folder / "ci_run.log").read_text(encoding="utf-8", errors="replace")[-4000:]
+                failed = (self.folder / "ci_run.failed")
+                why = failed.read_text(encoding="utf-8") if failed.is_file() else "it ended without a word"
+                pytest.fail(f"the CI run's build failed ({self.folder}): {why}\n{tail}")
+            time.sleep(0.5)
+
+    @staticmethod
+    def finish(interrupted: bool) -> None:
+        """Session end in the worker that started the build: the other worker may still be waiting for it."""
+        if CiRunBuild.child is not None and CiRunBuild.child.poll() is None:
+            if interrupted:
+                CiRunBuild.child.kill()
+            CiRunBuild.child.wait()
+
+
+def _ci_build(tmp_path_factory, worker_id) -> CiRunBuild:
+    base = tmp_path_factory.getbasetemp()
+    return CiRunBuild(base if worker_id == "master" else base.parent)      # the parent: every worker's
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _ci_run_started(request, tmp_path_factory, worker_id):
+    """With the session's first test: start the CI run's build if any selected test reads it."""
+    if any("ci_run" in getattr(item, "fixturenames", ()) for item in request.session.items):
+        _ci_build(tmp_path_factory, worker_id).start()
+
+
 @pytest.fixture(scope="session")
 def ci_run(tmp_path_factory, worker_id) -> Path:
-    """The CI configuration run end to end (runner + report site) into a temporary output root. On two
-    pytest workers (make test) it is built once: the first worker to ask builds it under a file lock,
-    the other waits and reads the same folder (tests copy it before changing anything in it)."""
-    from filelock import FileLock
+    """The CI configuration run end to end (runner + report site) into a temporary output root, built once a
+    session for every worker (tests copy it before changing anything in it)."""
+    return _ci_build(tmp_path_factory, worker_id).wait()
 
-    from lookalike.cli import run
 
-    if worker_id == "master":
-        return run.execute(REPO / "params" / "ci.yaml", out_root=tmp_path_factory.mktemp("outputs"),
-                           log=lambda *_: None)
-    shared = tmp_path_factory.getbasetemp().parent          # the same folder for every worker of this session
-    done = shared / "ci_run.path"
-    with FileLock(str(shared / "ci_run.lock")):
-        if not done.is_file():
-            run_dir = run.execute(REPO / "params" / "ci.yaml", out_root=shared / "ci_outputs", log=lambda *_: None)
-            done.write_text(str(run_dir), encoding="utf-8")
-    return Path(done.read_text(encoding="utf-8"))
+def pytest_sessionfinish(session, exitstatus):
+    CiRunBuild.finish(interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)
 
 
 def copy_of_checkout(dest: Path) -> Path:
@@ -137,6 +221,15 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "ci_run" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
+    # the order tests are handed out in (make test gives workers one test at a time): the slow ones first,
+    # those that read the CI run after the others (its build runs beside them meanwhile), then the rest, so
+    # the last tests of a session are short ones and neither worker idles while the other ends a long one
+    def rank(item) -> int:
+        if "ci_run" in getattr(item, "fixturenames", ()):
+            return 1
+        return 0 if item.get_closest_marker("slow") else 2
+
+    items.sort(key=rank)
 
 
 def chromium_binary() -> str | None:
