@@ -52,25 +52,24 @@ report: setup
 NBVAL_DIR := build/nbval/ci/notebooks
 
 # The stored CI notebooks re-executed with nbval, in one process and in order (each reads what the one
-# before wrote); the tests that drive a real browser, in one process (the label page through a kill -9
-# timed out with the other worker's load beside it, in two fresh-clone runs); then every other test, the
-# corpus-shape lane included, on two pytest workers. (xdist's --dist loadgroup, which could have kept the
-# notebooks on one worker, groups nothing under pytest 9: measured, each cell went to either worker.)
+# before wrote); then every other test (the browser tests and the corpus-shape lane included) on two pytest
+# workers, handed out one at a time with the slow ones first (tests/conftest.py orders them), so both
+# workers stay busy to the end. (xdist's --dist loadgroup, which could have kept the notebooks on one
+# worker, groups nothing under pytest 9: measured, each cell went to either worker.)
 test: setup
 	rm -rf build/nbval && mkdir -p $(NBVAL_DIR) && cp outputs/ci/notebooks/*.ipynb $(NBVAL_DIR)/
 	$(PY) -m pytest --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg $(NBVAL_DIR)
 	rm -rf build/nbval
-	$(PY) -m pytest -m browser --durations=5 tests
-	$(PY) -m pytest -n 2 --maxschedchunk 1 -m "not browser" --durations=25 tests
+	$(PY) -m pytest -n 2 --maxschedchunk 1 --durations=25 tests
 
 # the corpus-shape lane: every stage on every generated corpus shape, then lookalike audit's invariants
 # (and, on the demo generator's other seeds, every planted effect); two shapes at a time
 test-shapes: setup
-	$(PY) -m pytest -n 2 --durations=10 tests/shapes
+	$(PY) -m pytest -n 2 --maxschedchunk 1 --durations=10 tests/shapes
 
 # unit tests only: no notebook execution, no browser, no GPU; two workers (about 4.5 minutes on 2 cores)
 test-fast: setup
-	$(PY) -m pytest -n 2 -m "not slow and not browser and not gpu" tests
+	$(PY) -m pytest -n 2 --maxschedchunk 1 -m "not slow and not browser and not gpu" tests
 
 # lib/lookalike/base.yaml and docs/parameters.md are written from the schema's declared types
 # (lib/lookalike/config.py); a test checks both are current

@@ -14,28 +14,49 @@ os.environ.setdefault("LOOKALIKE_STRICT_CONTRACTS", "1")
 SHARED_DATA = REPO.parent / "shared" / "data"
 
 
-# The CI configuration's run, end to end (runner + report site), is what the slowest tests read. It is built
-# once a session by a child process that starts with the first test of a session that selected any of them
-# (so it overlaps other tests instead of holding a worker idle), into a folder both pytest workers share;
-# a test that needs it waits for it. The child dies with the worker that started it.
+# The CI configuration's run, end to end (runner + report site), is what the slowest tests read. It is the run
+# of lookalike installed as a package (pip install --target of a copy of the checkout, no dependencies: they
+# are this environment's) from another folder, so it also is the installed package's test
+# (tests/e2e/test_installed.py compares its tables with the checkout's stages called directly). It is built
+# once a session by a child process that starts with the first test of a session that selected any test
+# that reads it (so it overlaps other tests instead of holding a worker idle), in a folder both pytest
+# workers share; a test that needs it waits for it. The child dies with the worker that started it.
 CI_BUILD = """
-import sys, traceback
+import os, shutil, subprocess, sys, traceback
 from pathlib import Path
-from lookalike.cli import run
-folder = Path(sys.argv[1])
+folder, repo = Path(sys.argv[1]), Path(sys.argv[2])
 try:
-    run_dir = run.execute(Path(sys.argv[2]), out_root=folder / "ci_outputs", log=lambda *_: None)
+    sys.path.insert(0, str(repo))
+    from tests.conftest import copy_of_checkout, installed_env
+    src = copy_of_checkout(folder / "src")
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "--target",
+                    str(folder / "site"), str(src)], check=True)
+    (folder / "ci_run.installed").write_text(str(folder / "site"), encoding="utf-8")
+    work = folder / "elsewhere"
+    (work / "params" / "regressions").mkdir(parents=True)
+    shutil.copy(repo / "params" / "ci.yaml", work / "params" / "ci.yaml")
+    shutil.copy(repo / "params" / "regressions" / "demo.csv", work / "params" / "regressions" / "demo.csv")
+    subprocess.run([sys.executable, "-m", "lookalike", "run", "params/ci.yaml"], cwd=work,
+                   env=installed_env(folder / "site"), check=True)
 except BaseException:
     (folder / "ci_run.failed").write_text(traceback.format_exc(), encoding="utf-8")
     raise SystemExit(1)
-(folder / "ci_run.path").write_text(str(run_dir), encoding="utf-8")
+(folder / "ci_run.path").write_text(str(work / "outputs" / "ci"), encoding="utf-8")
 """
+
+
+def installed_env(site: Path) -> dict:
+    """The environment of a process that runs the installed copy in `site`, not the checkout."""
+    env = dict(os.environ, PYTHONPATH=str(site))
+    for name in ("LOOKALIKE_PROGRESS", "LOOKALIKE_PROJECT_ROOT"):
+        env.pop(name, None)
+    return env
 
 
 class CiRunBuild:
     """The session's CI run, built in the background: start() once for all workers (a file lock decides who
-    starts it), wait() for the run folder; a build that failed or died fails the test that waits, with
-    the child's output."""
+    starts it), wait() for the installed package's folder or for the run folder; a build that failed or
+    died fails the test that waits, with the child's output."""
 
     child: subprocess.Popen | None = None          # in the worker that started it
 
@@ -54,9 +75,8 @@ class CiRunBuild:
             if (self.folder / "ci_run.pid").is_file():
                 return
             log = (self.folder / "ci_run.log").open("wb")
-            CiRunBuild.child = subprocess.Popen([sys.executable, "-c", CI_BUILD, str(self.folder),
-                                                 str(REPO / "params" / "ci.yaml")], cwd=REPO, stdout=log,
-                                                stderr=subprocess.STDOUT, preexec_fn=_tie_to(os.getpid()))
+            CiRunBuild.child = subprocess.Popen([sys.executable, "-c", CI_BUILD, str(self.folder), str(REPO)], cwd=REPO,
+                                                stdout=log, stderr=subprocess.STDOUT, preexec_fn=_tie_to(os.getpid()))
             (self.folder / "ci_run.pid").write_text(str(CiRunBuild.child.pid), encoding="utf-8")
 
     def _gone(self) -> bool:
@@ -68,17 +88,19 @@ class CiRunBuild:
         except OSError:
             return True
 
-    def wait(self, timeout: float = 1800) -> Path:
-        """The run folder, once the build wrote it."""
+    def wait(self, what: str = "ci_run.path", timeout: float = 1800) -> Path:
+        """The folder the build names in `what` (ci_run.path: the run; ci_run.installed: the package), once
+        written."""
         import time
 
         self.start()
         deadline = time.monotonic() + timeout
+        done = self.folder / what
         while True:
-            if (self.folder / "ci_run.path").is_file():
-                return Path((self.folder / "ci_run.path").read_text(encoding="utf-8"))
+            if done.is_file():
+                return Path(done.read_text(encoding="utf-8"))
             gone = self._gone()
-            if (self.folder / "ci_run.path").is_file():
+            if done.is_file():
                 continue
             if gone or (self.folder / "ci_run.failed").is_file() or time.monotonic() > deadline:
                 tail = (self.folder / "ci_run.log").read_text(encoding="utf-8", errors="replace")[-4000:]
@@ -104,15 +126,62 @@ def _ci_build(tmp_path_factory, worker_id) -> CiRunBuild:
 @pytest.fixture(scope="session", autouse=True)
 def _ci_run_started(request, tmp_path_factory, worker_id):
     """With the session's first test: start the CI run's build if any selected test reads it."""
-    if any("ci_run" in getattr(item, "fixturenames", ()) for item in request.session.items):
+    if any({"ci_run", "installed"} & set(getattr(item, "fixturenames", ())) for item in request.session.items):
         _ci_build(tmp_path_factory, worker_id).start()
 
 
 @pytest.fixture(scope="session")
 def ci_run(tmp_path_factory, worker_id) -> Path:
-    """The CI configuration run end to end (runner + report site) into a temporary output root, built once a
-    session for every worker (tests copy it before changing anything in it)."""
+    """The CI configuration run end to end (runner + report site) by the installed package, from another
+    folder; built once a session for every worker (tests copy it before changing anything in it)."""
     return _ci_build(tmp_path_factory, worker_id).wait()
+
+
+@pytest.fixture(scope="session")
+def installed(tmp_path_factory, worker_id) -> Path:
+    """The folder lookalike was installed into (`pip install --target`) for the CI run."""
+    return _ci_build(tmp_path_factory, worker_id).wait("ci_run.installed")
+
+
+def _stage_results(run_dir):
+    import importlib
+
+    from lookalike import params, stages
+
+    ctx = stages.context(run_dir, params.load_params(REPO / "params" / "ci.yaml"))
+    out = {}
+    for _notebook, module in stages.STAGES.items():
+        res = importlib.import_module(f"lookalike.stages.{module}").run(ctx)
+        res.save()
+        out[module] = res
+    return ctx, out
+
+
+@pytest.fixture(scope="session")
+def results(tmp_path_factory, worker_id):
+    """Every stage called directly (no notebooks) on the ci configuration: (ctx, {module: StageResult}).
+    Built once a session: on two workers the first to ask builds it under a file lock and pickles it, the
+    other reads the pickle (about 35 s a build on 2 cores)."""
+    import dataclasses
+    import pickle
+
+    from filelock import FileLock
+
+    from lookalike import params, stages
+
+    if worker_id == "master":
+        return _stage_results(tmp_path_factory.mktemp("stages") / "ci")
+
+    shared = tmp_path_factory.getbasetemp().parent
+    done = shared / "stage_results.pickle"
+    run_dir = shared / "stages" / "ci"
+    with FileLock(str(shared / "stage_results.lock")):
+        if not done.is_file():
+            ctx, out = _stage_results(run_dir)
+            # what a stage does after its files are saved has run (and is a closure pickle cannot take)
+            done.write_bytes(pickle.dumps({m: dataclasses.replace(r, after_save=[]) for m, r in out.items()}))
+            return ctx, out
+    return stages.context(run_dir, params.load_params(REPO / "params" / "ci.yaml")), pickle.loads(done.read_bytes())
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -225,7 +294,7 @@ def pytest_collection_modifyitems(config, items):
     # those that read the CI run after the others (its build runs beside them meanwhile), then the rest, so
     # the last tests of a session are short ones and neither worker idles while the other ends a long one
     def rank(item) -> int:
-        if "ci_run" in getattr(item, "fixturenames", ()):
+        if {"ci_run", "installed"} & set(getattr(item, "fixturenames", ())):
             return 1
         return 0 if item.get_closest_marker("slow") else 2
 
