@@ -11,6 +11,13 @@ REPO = Path(__file__).resolve().parents[1]
 # every run the tests make (the CI run, the corpus-shape lane) stops on a file a stage's contract does
 # not declare (lookalike.stages.contracts), instead of naming it and going on as a user's run does
 os.environ.setdefault("LOOKALIKE_STRICT_CONTRACTS", "1")
+# pytest workers share the machine's cores: each (and every kernel, Ray actor and tesseract it starts) computes
+# on its share of them. Left at their defaults, torch's and the BLAS's thread pools in two workers asked for
+# every core each, and waited on one another (two torch-heavy tests side by side: 47 s, against 29 s so)
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    _share = str(max(1, (os.cpu_count() or 1) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))))
+    for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_var, _share)
 SHARED_DATA = REPO.parent / "shared" / "data"
 
 
