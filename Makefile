@@ -52,15 +52,18 @@ report: setup
 NBVAL_DIR := build/nbval/ci/notebooks
 
 # The stored CI notebooks re-executed with nbval, in one process and in order (each reads what the one
-# before wrote); then every other test (the browser tests and the corpus-shape lane included) on two pytest
-# workers, handed out one at a time with the slow ones first (tests/conftest.py orders them), so both
-# workers stay busy to the end. (xdist's --dist loadgroup, which could have kept the notebooks on one
-# worker, groups nothing under pytest 9: measured, each cell went to either worker.)
+# before wrote), beside every other test (the browser tests and the corpus-shape lane included) on two
+# pytest workers, handed out one at a time with the slow ones first (tests/conftest.py orders them), so
+# both workers stay busy to the end. nbval keeps about one core busy for a minute, on one thread as each
+# worker does; its report is printed after the workers'. (xdist's --dist loadgroup, which could have kept
+# the notebooks on one worker, groups nothing under pytest 9: measured, each cell went to either worker.)
 test: setup
 	rm -rf build/nbval && mkdir -p $(NBVAL_DIR) && cp outputs/ci/notebooks/*.ipynb $(NBVAL_DIR)/
-	$(PY) -m pytest --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg $(NBVAL_DIR)
-	rm -rf build/nbval
-	$(PY) -m pytest -n 2 --maxschedchunk 1 --durations=25 tests
+	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest -p no:cacheprovider --nbval-lax \
+	  --nbval-sanitize-with tests/nbval_sanitize.cfg $(NBVAL_DIR) > build/nbval.log 2>&1 & nbval=$$!; \
+	$(PY) -m pytest -n 2 --maxschedchunk 1 --durations=25 tests; tests=$$?; \
+	wait $$nbval; notebooks=$$?; echo "--- nbval: the stored CI notebooks re-executed ---"; cat build/nbval.log; \
+	rm -rf build/nbval build/nbval.log; test $$tests -eq 0 -a $$notebooks -eq 0
 
 # the corpus-shape lane: every stage on every generated corpus shape, then lookalike audit's invariants
 # (and, on the demo generator's other seeds, every planted effect); two shapes at a time

@@ -336,11 +336,18 @@ def headless_chrome(*extra_args: str, prefs: dict | None = None):
 BOX_SELECTOR = ".wide, pre, .output_html"
 
 
-def sideways(run_dir: Path, width: int = 1300) -> list[str]:
+def wide_window(width: int = 1300):
+    """A headless Chromium window `width` px wide that opens local files (the caller quits it)."""
+    return headless_chrome("--allow-file-access-from-files", f"--window-size={width},900")
+
+
+def sideways(run_dir: Path, width: int = 1300, driver=None) -> list[str]:
     """What scrolls sideways in a window `width` px wide, on summary.html, index.html and every stage
-    report of a run: the page itself, or a table's box (its content wider than the box)."""
+    report of a run: the page itself, or a table's box (its content wider than the box). driver: a
+    wide_window(width) to use (and leave open), else one is started and quit here."""
     pages = [run_dir / "summary.html", run_dir / "index.html", *sorted((run_dir / "html").glob("*.report.html"))]
-    driver = headless_chrome("--allow-file-access-from-files", f"--window-size={width},900")
+    own = driver is None
+    driver = wide_window(width) if own else driver
     out = []
     try:
         for page in [p for p in pages if p.is_file()]:
@@ -354,7 +361,8 @@ def sideways(run_dir: Path, width: int = 1300) -> list[str]:
                 "[e.textContent.trim().slice(0, 60), e.scrollWidth, e.clientWidth])")
             out += [f"{page.name}: a box scrolls sideways ({w} px in {c} px): {t!r}" for t, w, c in boxes if w > c + 1]
     finally:
-        driver.quit()
+        if own:
+            driver.quit()
     return out
 
 

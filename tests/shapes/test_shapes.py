@@ -111,8 +111,23 @@ def _expectations(shape: str, run_dir: Path) -> list[str]:
     return [f"shape {shape}: expected: {what}" for ok, what in checks if not ok]
 
 
+@pytest.fixture(scope="session")
+def window():
+    """One headless Chromium window for every shape's width check (a browser started per shape took about
+    a second and a half each); None where Chromium is not installed."""
+    from tests.conftest import chromium_binary, wide_window
+    import shutil
+
+    if chromium_binary() is None or shutil.which("chromedriver") is None:
+        yield None
+        return
+    driver = wide_window()
+    yield driver
+    driver.quit()
+
+
 @pytest.mark.parametrize("shape", sorted(SHAPES))
-def test_every_invariant_holds_on_the_shape(shape, tmp_path):
+def test_every_invariant_holds_on_the_shape(shape, tmp_path, window):
     params = SHAPES[shape](tmp_path / "corpus", seed=11)
     failed = ""
     try:
@@ -127,21 +142,20 @@ def test_every_invariant_holds_on_the_shape(shape, tmp_path):
         lines += _calibration_lines(run_dir)
     if not failed:
         lines += _expectations(shape, run_dir)
-        lines += _width_lines(run_dir)
+        lines += _width_lines(run_dir, window)
         lines += _label_server_lines(run_dir)       # after the audit: it writes to the run's label store
     _record(shape, lines)
     assert not lines, f"{shape}: {len(lines)} violation(s):\n" + "\n".join(lines)
 
 
-def _width_lines(run_dir: Path) -> list[str]:
+def _width_lines(run_dir: Path, window) -> list[str]:
     """No page of the run and no table box on it scrolls sideways at 1,300 px (where Chromium is installed:
     make setup installs it; without it the browser lane says so and this check is not made)."""
-    from tests.conftest import chromium_binary, sideways
-    import shutil
+    from tests.conftest import sideways
 
-    if chromium_binary() is None or shutil.which("chromedriver") is None:
+    if window is None:
         return []
-    return [f"width: {line}" for line in sideways(run_dir)]
+    return [f"width: {line}" for line in sideways(run_dir, driver=window)]
 
 
 def _calibration_lines(run_dir: Path) -> list[str]:
