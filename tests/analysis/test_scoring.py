@@ -177,3 +177,45 @@ def test_scoring_question_blocks_at_depth_gives_each_system_the_full_rankings_to
     pd.testing.assert_frame_equal(cut["half"]["dense+bm25"], full["half"]["dense+bm25"])
     with pytest.raises(ValueError, match="below the run depth"):
         scorer.runs_for(questions, sets, depth=5)
+
+
+def test_scoring_question_blocks_without_depth_holds_no_question_by_unit_matrix(monkeypatch):
+    """The candidate views (top-1 under random negatives, sufficiency) ask for every candidate, no depth:
+    they too score a block of questions at a time. Scored all at once, 5,000 questions over 100,000 units
+    held 2 GB per system (9.47 GiB at the peak of stage 07)."""
+    from lookalike.retrieval import indexes, systems
+    from lookalike.retrieval.encoders.base import Vectors
+
+    rng = np.random.default_rng(11)
+    unit_ids = [f"p{i:02d}" for i in range(40)]
+    units = pd.DataFrame({"unit_id": unit_ids, "doc_id": [f"d{i // 4}" for i in range(40)]})
+    words = ["tax", "rate", "fee", "sum", "net", "cash"]
+    questions = pd.DataFrame({"query_id": [f"q{i}" for i in range(9)],
+                              "text": [" ".join(rng.choice(words, 2)) for _ in range(9)]})
+    qids = list(questions["query_id"])
+    base = {"dense": Vectors("dense", "pixels", unit_ids, rng.normal(size=(40, 6)).astype(np.float32)),
+            "bm25": Vectors("bm25", "pixels", unit_ids, [" ".join(rng.choice(words, 5)) for _ in unit_ids],
+                            kind="text")}
+    qv = {"dense": Vectors("dense", "pixels", qids, rng.normal(size=(9, 6)).astype(np.float32)),
+          "bm25": Vectors("bm25", "pixels", qids, list(questions["text"]), kind="text")}
+    monkeypatch.setattr(systems, "encode_queries", lambda q, names, **kw: qv)
+    seen = []
+    real = systems.scorer
+
+    def counting(vectors):
+        score = real(vectors)
+        return lambda queries: seen.append(len(queries.ids)) or score(queries)
+
+    monkeypatch.setattr(systems, "scorer", counting)
+    scorer = scoring.CandidateSystems(units, base, fusions={"dense+bm25": ["dense", "bm25"]}, depth=10)
+    cands = {q: list(rng.choice(unit_ids, 6, replace=False)) for q in qids}
+    whole = scorer.runs(questions, cands)
+    assert max(seen) == 9                                       # 9 x 40 cells: one block holds them all
+    seen.clear()
+    monkeypatch.setattr(indexes, "BLOCK_CELLS", 2 * 40)         # 2 questions a block: 5 blocks
+    blocked = scorer.runs(questions, cands)
+    assert max(seen) == 2 and sum(seen) == 9 * len(base)
+    assert set(blocked) == set(whole) == {"dense", "bm25", "dense+bm25"}
+    for name in whole:
+        pd.testing.assert_frame_equal(blocked[name], whole[name])
+    assert len(whole["dense"]) == 9 * 6 and set(whole["dense"]["query_id"]) == set(qids)

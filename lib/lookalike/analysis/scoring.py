@@ -60,14 +60,17 @@ def restricted_run(scores: np.ndarray, query_ids: Sequence[str], unit_ids: Seque
     only each question's canonical top depth of them. scores: (query_ids, unit_ids)."""
     if isinstance(candidates, SharedCandidates) and depth is not None:
         return _shared_top(np.asarray(scores), list(query_ids), unit_ids, candidates, depth)
-    col = {u: i for i, u in enumerate(unit_ids)}
-    rows_q, rows_u, rows_s = [], [], []
+    rows_q, rows_u, at = [], [], []
     for qi, q in enumerate(query_ids):
-        for u in sorted(set(candidates.get(q, []))):
-            rows_q.append(q)
-            rows_u.append(u)
-            rows_s.append(float(scores[qi, col[u]]))
-    run = pd.DataFrame({"query_id": rows_q, "unit_id": rows_u, "score": rows_s})
+        mine = sorted(set(candidates.get(q, [])))
+        rows_q.extend([q] * len(mine))
+        rows_u.extend(mine)
+        at.extend([qi] * len(mine))
+    cols = pd.Index(unit_ids).get_indexer(rows_u) if rows_u else np.empty(0, dtype=np.int64)
+    if (cols < 0).any():
+        raise KeyError(rows_u[int(np.flatnonzero(cols < 0)[0])])
+    picked = np.asarray(scores)[np.asarray(at, dtype=np.int64), cols] if rows_u else np.empty(0)
+    run = pd.DataFrame({"query_id": rows_q, "unit_id": rows_u, "score": picked.astype(np.float64)})
     return run if depth is None else cut(run, depth)
 
 
@@ -337,11 +340,12 @@ class CandidateSystems:
 
     def runs_for(self, questions: pd.DataFrame, candidate_sets: Mapping[object, Mapping[str, Sequence[str]]],
                  depth: int | None = None) -> dict[object, dict[str, pd.DataFrame]]:
-        """key -> name -> run, one per candidate set given (the questions encoded once). With depth,
-        each run holds each question's canonical top depth only, and the encoded systems score the
-        questions a block at a time (indexes.BLOCK_CELLS score cells at once), so no run lists every
-        (question, candidate) pair and no full score matrix is held (the document-context systems too:
-        their context vectors are found once)."""
+        """key -> name -> run, one per candidate set given (the questions encoded once). The encoded and
+        document-context systems score the questions a block at a time (indexes.BLOCK_CELLS score cells
+        at once; the context vectors are found once), so no question x unit matrix is held: 5,000
+        questions over 100,000 units would be 2 GB of float32 per system, three of them at once for a
+        document-context system. With depth, each run holds each question's canonical top depth only,
+        so no run lists every (question, candidate) pair either."""
         if depth is not None and depth < self.depth and self.fusions:
             raise ValueError(f"runs_for: depth {depth} is below the run depth {self.depth} the fused systems "
                              "fuse their parts at")
@@ -349,7 +353,7 @@ class CandidateSystems:
             return {key: {} for key in candidate_sets}
         qids, unit_ids = list(questions["query_id"]), list(self.units["unit_id"])
         qv = systems.encode_queries(questions, list(self.base), **self.settings)
-        block = len(qids) if depth is None else max(1, retrieve.BLOCK_CELLS // max(1, len(unit_ids)))
+        block = max(1, retrieve.BLOCK_CELLS // max(1, len(unit_ids)))
         # name -> (its scorer, whose query vectors it reads): the encoded systems, then the document-context ones
         scorers = {n: (systems.scorer(v), n) for n, v in self.base.items()}
         scorers.update({name: (doc_context.system_scorer(name, members, self.base, self.units["doc_id"], self.seed),
