@@ -125,9 +125,15 @@ class CiRunBuild:
             CiRunBuild.child.wait()
 
 
-def _ci_build(tmp_path_factory, worker_id) -> CiRunBuild:
+def _shared_dir(tmp_path_factory, worker_id) -> Path:
+    """The folder every process of this session sees: pytest's base temp folder in one process, its parent
+    (which holds each worker's own) under xdist."""
     base = tmp_path_factory.getbasetemp()
-    return CiRunBuild(base if worker_id == "master" else base.parent)      # the parent: every worker's
+    return base if worker_id == "master" else base.parent
+
+
+def _ci_build(tmp_path_factory, worker_id) -> CiRunBuild:
+    return CiRunBuild(_shared_dir(tmp_path_factory, worker_id))
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -167,8 +173,8 @@ def _stage_results(run_dir):
 @pytest.fixture(scope="session")
 def results(tmp_path_factory, worker_id):
     """Every stage called directly (no notebooks) on the ci configuration: (ctx, {module: StageResult}).
-    Built once a session: on two workers the first to ask builds it under a file lock and pickles it, the
-    other reads the pickle (about 35 s a build on 2 cores)."""
+    Built once a session: the first process to ask builds it under a file lock and pickles it, another
+    worker reads the pickle (about 35 s a build on 2 cores)."""
     import dataclasses
     import pickle
 
@@ -176,10 +182,7 @@ def results(tmp_path_factory, worker_id):
 
     from lookalike import params, stages
 
-    if worker_id == "master":
-        return _stage_results(tmp_path_factory.mktemp("stages") / "ci")
-
-    shared = tmp_path_factory.getbasetemp().parent
+    shared = _shared_dir(tmp_path_factory, worker_id)
     done = shared / "stage_results.pickle"
     run_dir = shared / "stages" / "ci"
     with FileLock(str(shared / "stage_results.lock")):

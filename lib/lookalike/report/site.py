@@ -9,7 +9,6 @@ Every HTML file opens offline (no http(s) script or stylesheet) and escapes corp
 from __future__ import annotations
 
 import functools
-
 import json
 import re
 from pathlib import Path
