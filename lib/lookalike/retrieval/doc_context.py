@@ -12,7 +12,7 @@ import pandas as pd
 
 from lookalike.retrieval import catalog
 from lookalike.retrieval.clustering import spherical_kmeans
-from lookalike.retrieval.late_interaction import maxsim
+from lookalike.retrieval.late_interaction import EqualPages, maxsim
 
 
 def document_context_scores(queries: Sequence[np.ndarray], pages: Sequence[np.ndarray], doc_ids: Sequence[str],
@@ -42,7 +42,8 @@ class ContextScorer:
 
     def __init__(self, pages: Sequence[np.ndarray], doc_ids: Sequence[str], n_context: int = 8, seed: int = 0,
                  memory_budget_mb: float = 512.0):
-        self.pages = [p if p.ndim == 2 else p[None, :] for p in pages]
+        listed = [p if p.ndim == 2 else p[None, :] for p in pages]
+        self.pages = EqualPages(listed) if EqualPages.fits(listed) else listed
         self.memory_budget_mb = memory_budget_mb
         # each document's pages found in one pass (sorted document ids, pages in corpus order within each),
         # not one scan of the corpus per document, which grows with documents x pages

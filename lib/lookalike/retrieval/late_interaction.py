@@ -33,6 +33,43 @@ def padded_block(pages: Sequence[np.ndarray], idx: Sequence[int], dim: int):
     return block
 
 
+class EqualPages(Sequence):
+    """Pages that all hold the same number of vectors (at least one), kept as one (n, tokens, dim) float32
+    array: a block of them is a slice of it, where padded_block would copy page by page. Single-vector
+    pages scored by MaxSim (document context over a dense encoder's pages) are the case: 100,000 of them
+    were copied one at a time into every block of every block of questions, the stage's time went there,
+    and the many small copies left the allocator holding memory that nothing used."""
+
+    def __init__(self, pages: Sequence[np.ndarray]):
+        self.data = np.ascontiguousarray(np.stack([np.asarray(p, dtype=np.float32) for p in pages]))
+        if self.data.ndim != 3 or self.data.shape[1] == 0:
+            raise ValueError(f"EqualPages: pages of shape (tokens >= 1, dim) expected, got {self.data.shape[1:]}")
+
+    @staticmethod
+    def fits(pages: Sequence[np.ndarray]) -> bool:
+        """Whether every page has the same (tokens >= 1, dim) shape."""
+        shapes = {np.shape(p) for p in pages}
+        return len(shapes) == 1 and len(next(iter(shapes))) == 2 and next(iter(shapes))[0] > 0
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __getitem__(self, i):
+        return self.data[i]
+
+    def lengths(self) -> np.ndarray:
+        """Each page's number of vectors (all the same)."""
+        return np.full(len(self.data), self.data.shape[1], dtype=np.int64)
+
+    def block(self, idx: Sequence[int]):
+        """Pages idx as the (m, tokens, dim) float32 tensor padded_block gives (no page needs padding)."""
+        import torch
+
+        if isinstance(idx, range) and idx.step == 1:
+            return torch.from_numpy(self.data[idx.start:idx.stop])
+        return torch.from_numpy(self.data[np.asarray(idx, dtype=np.int64)])
+
+
 def padded_queries(queries: Sequence[np.ndarray], dim: int):
     """Queries as one (nq, longest, d) float32 tensor (at least 1 token wide), padded with zero
     tokens: a zero token adds exactly 0 to a MaxSim sum."""
