@@ -4,9 +4,9 @@ The package is layered; a module imports only from its own subpackage and from t
 its own (tests/test_layers.py walks the import graph, function-level imports included, and fails
 on any cycle or any import against this order). Lowest first:
 
-  vocab, progress, registry  the project's words (labels and grades, registers), the terminal's
-                 progress bars, and the one registry shape (name -> spec) pluggable things use, with
-                 plug-ins named by import path
+  vocab, progress, registry, memory  the project's words (labels and grades, registers), the
+                 terminal's progress bars, the one registry shape (name -> spec) pluggable things use,
+                 with plug-ins named by import path, and the allocator setting stages run under
   params         the run parameters' schema and typed configuration (a key naming a judge allows
                  what the registry holds when the run is checked)
   eval           the ranking rule, TREC formats, the measure registry and engine, statistics
@@ -25,7 +25,7 @@ on any cycle or any import against this order). Lowest first:
 
 __version__ = "0.1.0"
 
-LAYERS = (("vocab", "progress", "registry", "config"), ("params",), ("eval",), ("data",), ("io",), ("report",), ("retrieval",), ("judging",),
+LAYERS = (("vocab", "progress", "registry", "config", "memory"), ("params",), ("eval",), ("data",), ("io",), ("report",), ("retrieval",), ("judging",),
           ("analysis",), ("stages",), ("api", "plugin"), ("cli",), ("__main__",))
 
 # The public API (lookalike.api), loaded on first use so that `import lookalike` and the command line's
