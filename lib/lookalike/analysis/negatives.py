@@ -23,6 +23,7 @@ import hashlib
 import numpy as np
 import pandas as pd
 
+from lookalike import memory
 from lookalike.eval import stats
 from lookalike.retrieval.clustering import spherical_kmeans
 
@@ -253,13 +254,14 @@ def top1_outcomes(score_rows, unit_ids, query_ids, gold: dict, sets: dict) -> pd
     corpus = _Corpus(unit_ids)
     block = max(1, TOP1_BLOCK_CELLS // max(1, len(unit_ids)))
     parts: dict[str, list[pd.Series]] = {name: [] for name in sets}
-    for a in range(0, len(query_ids), block):
-        rows = range(a, min(a + block, len(query_ids)))
-        matrix = score_rows(rows)
-        qs = query_ids[rows.start:rows.stop]
-        for name, cands in sets.items():
-            keep = [i for i, q in enumerate(qs) if cands.get(q) is None or len(cands[q])]
-            parts[name].append(top1_within(matrix[keep], unit_ids, [qs[i] for i in keep], gold, cands, corpus))
+    with memory.returning_freed_blocks():
+        for a in range(0, len(query_ids), block):
+            rows = range(a, min(a + block, len(query_ids)))
+            matrix = score_rows(rows)
+            qs = query_ids[rows.start:rows.stop]
+            for name, cands in sets.items():
+                keep = [i for i, q in enumerate(qs) if cands.get(q) is None or len(cands[q])]
+                parts[name].append(top1_within(matrix[keep], unit_ids, [qs[i] for i in keep], gold, cands, corpus))
     return pd.DataFrame({name: pd.concat(p).reindex(query_ids) if p else pd.Series(dtype="float64")
                          for name, p in parts.items()}, index=pd.Index(query_ids, name="query_id"), dtype="float64")
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from lookalike import memory
 from lookalike.eval import metrics
 from lookalike.eval import ranking
 from lookalike.eval import stats
@@ -359,13 +360,14 @@ class CandidateSystems:
         scorers.update({name: (doc_context.system_scorer(name, members, self.base, self.units["doc_id"], self.seed),
                                members[0]) for name, members in self._rescored().items()})
         parts: dict[object, dict[str, list]] = {key: {n: [] for n in scorers} for key in candidate_sets}
-        for a in range(0, len(qids), block):
-            rows = range(a, min(a + block, len(qids)))
-            for n, (score, reads) in scorers.items():
-                scores = score(qv[reads] if len(rows) == len(qids) else qv[reads].take(rows))
-                for key, candidates in candidate_sets.items():
-                    parts[key][n].append(restricted_run(scores, qids[rows.start:rows.stop], unit_ids, candidates,
-                                                        depth))
+        with memory.returning_freed_blocks():
+            for a in range(0, len(qids), block):
+                rows = range(a, min(a + block, len(qids)))
+                for n, (score, reads) in scorers.items():
+                    scores = score(qv[reads] if len(rows) == len(qids) else qv[reads].take(rows))
+                    for key, candidates in candidate_sets.items():
+                        parts[key][n].append(restricted_run(scores, qids[rows.start:rows.stop], unit_ids,
+                                                            candidates, depth))
         out = {}
         for key, candidates in candidate_sets.items():
             runs = {n: pd.concat(p, ignore_index=True) if len(p) > 1 else p[0] for n, p in parts[key].items()

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from lookalike import memory
 from lookalike.report.tables import fmt_ci
 from lookalike.eval import stats
 from lookalike.retrieval import catalog, doc_context
@@ -76,11 +77,12 @@ def _context_settings(scorer, queries: list, query_ids: list, unit_ids: list, de
     context scores found once, cut to the top depth and let go, so no question x page matrix is held."""
     block = max(1, retrieve.BLOCK_CELLS // max(1, len(unit_ids)))
     ctx_parts, sum_parts = [], []
-    for a in range(0, max(1, len(query_ids)), block):
-        page, ctx = scorer.parts(queries[a:a + block])
-        ctx_parts.append(retrieve.run_from_scores(ctx, query_ids[a:a + block], unit_ids, depth))
-        if with_sum:
-            sum_parts.append(retrieve.run_from_scores(page + ctx, query_ids[a:a + block], unit_ids, depth))
+    with memory.returning_freed_blocks():
+        for a in range(0, max(1, len(query_ids)), block):
+            page, ctx = scorer.parts(queries[a:a + block])
+            ctx_parts.append(retrieve.run_from_scores(ctx, query_ids[a:a + block], unit_ids, depth))
+            if with_sum:
+                sum_parts.append(retrieve.run_from_scores(page + ctx, query_ids[a:a + block], unit_ids, depth))
     joined = [pd.concat(p, ignore_index=True) if len(p) > 1 else p[0] for p in (ctx_parts, sum_parts) if p]
     return joined[0], (joined[1] if with_sum else None)
 

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from lookalike import memory
 from lookalike.eval.metrics import rank
 from lookalike.eval.ranking import _factorize_sorted
 from lookalike.retrieval.encoders.base import Vectors
@@ -68,11 +69,12 @@ def _run_frame_full(query_ids, unit_ids, scores: np.ndarray, k: int) -> pd.DataF
     unit_rank = _factorize_sorted(np.asarray(unit_ids, dtype=object))[0]
     block = max(1, BLOCK_CELLS // n)
     parts = []
-    for a in range(0, len(query_ids), block):
-        s = np.asarray(scores[a:a + block])
-        cand = top_columns(s, k, unit_rank)
-        got = np.where(cand >= 0, s[np.arange(len(s))[:, None], np.maximum(cand, 0)], 0.0)
-        parts.append(_run_frame(list(query_ids[a:a + block]), unit_ids, got, cand, k))
+    with memory.returning_freed_blocks():
+        for a in range(0, len(query_ids), block):
+            s = np.asarray(scores[a:a + block])
+            cand = top_columns(s, k, unit_rank)
+            got = np.where(cand >= 0, s[np.arange(len(s))[:, None], np.maximum(cand, 0)], 0.0)
+            parts.append(_run_frame(list(query_ids[a:a + block]), unit_ids, got, cand, k))
     return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
 
 
@@ -297,8 +299,9 @@ class BM25Index:
         # a block of questions at a time: the (questions x units) matrix is never held whole
         block = max(1, BLOCK_CELLS // max(1, len(self.unit_ids)))
         ids, texts = list(queries.ids), list(queries.data)
-        parts = [_run_frame_full(ids[a:a + block], self.unit_ids, self._scores(texts[a:a + block]), k)
-                 for a in range(0, len(ids), block)] or [_run_frame_full([], self.unit_ids, np.zeros((0, 0)), k)]
+        with memory.returning_freed_blocks():
+            parts = [_run_frame_full(ids[a:a + block], self.unit_ids, self._scores(texts[a:a + block]), k)
+                     for a in range(0, len(ids), block)] or [_run_frame_full([], self.unit_ids, np.zeros((0, 0)), k)]
         return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
 
 
@@ -307,8 +310,9 @@ def run_from_scorer(score_rows, query_ids: Sequence[str], unit_ids: Sequence[str
     positions of query_ids against every unit, called for a block of queries at a time."""
     query_ids = list(query_ids)
     block = max(1, BLOCK_CELLS // max(1, len(unit_ids)))
-    parts = [run_from_scores(score_rows(range(a, min(a + block, len(query_ids)))), query_ids[a:a + block], unit_ids, k)
-             for a in range(0, len(query_ids), block)]
+    with memory.returning_freed_blocks():
+        parts = [run_from_scores(score_rows(range(a, min(a + block, len(query_ids)))), query_ids[a:a + block],
+                                 unit_ids, k) for a in range(0, len(query_ids), block)]
     return (pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]) if parts else \
         run_from_scores(np.zeros((0, len(unit_ids))), [], unit_ids, k)
 

@@ -20,7 +20,6 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from lookalike import memory
 from lookalike import params as P
 from lookalike.config import Config
 from lookalike.eval import stats
@@ -124,9 +123,7 @@ class StageContext:
 
 def context(run_dir: Path | str, params: dict[str, Any] | None = None) -> StageContext:
     """A stage's context: params as the runner injects them (the full merged set), or, when none
-    are given, params/base.yaml's defaults (every value checked either way). The process's freed large
-    blocks go back to the system from here on (lookalike.memory)."""
-    memory.return_freed_blocks()
+    are given, params/base.yaml's defaults (every value checked either way)."""
     return StageContext(Path(run_dir), P.check(params or {}))
 
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 from PIL import Image, ImageFilter, ImageOps
 
+from lookalike import memory
+
 VERSION = "1"
 THUMB = (32, 18)
 WEIGHTS = {"layout": 1.0, "profile": 0.7, "edges": 0.7, "colour": 0.5}
@@ -63,11 +65,12 @@ def same_template_neighbour_rate(vectors: np.ndarray, templates, sample: int = N
     rows = (np.arange(n) if n <= sample else np.sort(np.random.default_rng(seed).choice(n, size=sample, replace=False)))
     step = max(1, NEIGHBOUR_BLOCK_CELLS // max(n, 1))
     nearest = np.empty(len(rows), dtype=np.int64)
-    for start in range(0, len(rows), step):
-        block = rows[start:start + step]
-        sims = vectors[block] @ vectors.T
-        sims[np.arange(len(block)), block] = -np.inf
-        nearest[start:start + step] = sims.argmax(axis=1)
+    with memory.returning_freed_blocks():
+        for start in range(0, len(rows), step):
+            block = rows[start:start + step]
+            sims = vectors[block] @ vectors.T
+            sims[np.arange(len(block)), block] = -np.inf
+            nearest[start:start + step] = sims.argmax(axis=1)
     observed = float(np.mean(templates[nearest] == templates[rows])) if len(rows) else 0.0
     _, counts = np.unique(templates, return_counts=True)
     chance = float(np.sum(counts * (counts - 1)) / (n * (n - 1))) if n > 1 else 0.0
