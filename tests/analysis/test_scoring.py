@@ -42,6 +42,17 @@ def test_restricted_run_keeps_only_candidates_with_their_scores():
     assert list(zip(r["query_id"], r["unit_id"], r["score"])) == [("q1", "a", 0.1), ("q1", "c", 0.5), ("q2", "b", 0.2)]
 
 
+def test_a_candidate_missing_from_the_scored_units_is_named_in_every_path():
+    scores = np.array([[0.1, 0.9, 0.5], [0.3, 0.2, 0.7]])
+    units = ["a", "b", "c"]
+    with pytest.raises(KeyError, match="'zz'"):
+        scoring.restricted_run(scores, ["q1", "q2"], units, {"q1": ["a", "zz"], "q2": ["b"]})
+    with pytest.raises(KeyError, match="'zz'"):
+        scoring.restricted_run(scores, ["q1", "q2"], units, scoring.SharedCandidates(["a", "zz"], {"q1": [], "q2": []}), 2)
+    with pytest.raises(KeyError, match="'zz'"):
+        scoring.restricted_run(scores, ["q1", "q2"], units, scoring.SharedCandidates(["a"], {"q1": ["zz"], "q2": []}), 2)
+
+
 def test_evidence_complete_macro_and_micro():
     qrels = pd.DataFrame({"query_id": ["s1", "s2", "m1", "m1"], "unit_id": ["a", "b", "c", "d"], "relevance": [1] * 4})
     questions = pd.DataFrame({"query_id": ["s1", "s2", "m1"],

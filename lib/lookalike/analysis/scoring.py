@@ -67,12 +67,18 @@ def restricted_run(scores: np.ndarray, query_ids: Sequence[str], unit_ids: Seque
         rows_q.extend([q] * len(mine))
         rows_u.extend(mine)
         at.extend([qi] * len(mine))
-    cols = pd.Index(unit_ids).get_indexer(rows_u) if rows_u else np.empty(0, dtype=np.int64)
-    if (cols < 0).any():
-        raise KeyError(rows_u[int(np.flatnonzero(cols < 0)[0])])
+    cols = _positions(pd.Index(unit_ids), rows_u)
     picked = np.asarray(scores)[np.asarray(at, dtype=np.int64), cols] if rows_u else np.empty(0)
     run = pd.DataFrame({"query_id": rows_q, "unit_id": rows_u, "score": picked.astype(np.float64)})
     return run if depth is None else cut(run, depth)
+
+
+def _positions(where: pd.Index, ids: Sequence[str]) -> np.ndarray:
+    """Each id's position in where; KeyError naming the first id that is not there."""
+    at = where.get_indexer(list(ids)) if len(ids) else np.empty(0, dtype=np.int64)
+    if (at < 0).any():
+        raise KeyError(ids[int(np.flatnonzero(at < 0)[0])])
+    return at
 
 
 def _shared_top(scores: np.ndarray, query_ids: list[str], unit_ids: Sequence[str], candidates: SharedCandidates,
@@ -82,9 +88,7 @@ def _shared_top(scores: np.ndarray, query_ids: list[str], unit_ids: Sequence[str
     disjoint from the shared list, so this is the top depth of all its candidates."""
     ids = np.asarray(unit_ids, dtype=object)
     where = pd.Index(ids)
-    shared = where.get_indexer(candidates.shared)
-    if (shared < 0).any():
-        raise KeyError(candidates.shared[int(np.flatnonzero(shared < 0)[0])])
+    shared = _positions(where, candidates.shared)
     rows = np.asarray([i for i, q in enumerate(query_ids) if q in candidates.extra], dtype=np.int64)
     if not len(rows):
         return pd.DataFrame({"query_id": pd.Series([], dtype=object), "unit_id": pd.Series([], dtype=object),
@@ -100,9 +104,7 @@ def _shared_top(scores: np.ndarray, query_ids: list[str], unit_ids: Sequence[str
     c_idx = top.ravel()[keep.ravel()]
     more_r, more_c = [], []
     for r in rows:
-        extra = where.get_indexer(candidates.extra[query_ids[r]])
-        if (extra < 0).any():
-            raise KeyError(candidates.extra[query_ids[r]][int(np.flatnonzero(extra < 0)[0])])
+        extra = _positions(where, candidates.extra[query_ids[r]])
         more_r.extend([r] * len(extra))
         more_c.extend(extra.tolist())
     more_r, more_c = np.asarray(more_r, dtype=np.int64), np.asarray(more_c, dtype=np.int64)
