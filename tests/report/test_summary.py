@@ -138,3 +138,20 @@ def test_provenance_says_what_the_labels_rest_on_and_flags_unverified_ones():
     assert L.provenance(cur, ref)[1]                      # agreement with the answer key is not agreement with people
     demo = cur.assign(source="reference", judge="reference")
     assert L.provenance(demo) == ("labels: 3 from the demo's answer key of 3 pairs", False)
+
+
+def test_the_macro_evidence_table_counts_structures_and_questions_apart():
+    """A Macro row's n is the evidence structures it averages: shown as a bare n it read "1" beside
+    "n = 14 questions" on a corpus with one structure."""
+    rows = []
+    for system in ("a", "b"):
+        for agg, n in (("macro", 1), ("micro", 14), ("structure", 14)):
+            for measure in ("Recall", "RecallAll"):
+                for k in (5, 10):
+                    rows.append({"system": system, "aggregate": agg, "evidence_structure":
+                                 "page-single" if agg == "structure" else "all", "measure": measure, "k": k,
+                                 "value": 0.5, "value_lo": 0.25, "value_hi": 0.75, "n": n})
+    wide = summary.evidence_macro(pd.DataFrame(rows))
+    assert list(wide.columns[:3]) == ["system", "questions", "structures"] and "n" not in wide.columns
+    assert wide["structures"].tolist() == [1, 1] and wide["questions"].tolist() == [14, 14]
+    assert summary.evidence_macro(pd.DataFrame(rows).iloc[:0]).empty

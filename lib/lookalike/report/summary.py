@@ -413,6 +413,19 @@ UNSCORED = ("What was scored", "How the labels were made", "The people who label
             "People-judged questions a machine judge flagged")
 
 
+def evidence_macro(evidence: pd.DataFrame) -> pd.DataFrame:
+    """The Macro evidence-complete figures at k = 10, one row per system, with the number of evidence
+    structures they average and of questions under them (the table's own n counts structures for a Macro
+    row: shown as a bare "n" beside the questions' n everywhere else, 1 read as one question)."""
+    ten = evidence[evidence["k"] == 10] if len(evidence) else evidence
+    if not len(ten):
+        return pd.DataFrame()
+    wide = ci_pivot(ten[ten["aggregate"] == "macro"], ["system", "n"]).rename(columns={"n": "structures"})
+    questions = ten[ten["aggregate"] == "micro"].groupby("system")["n"].max()
+    wide.insert(1, "questions", wide["system"].map(questions).astype("Int64"))
+    return wide
+
+
 def blocks(s: SummaryInputs) -> list[Block]:
     """The summary page's blocks, in order: what was scored, the headline, the ladder and hard-vs-random
     when stage 04 measured them, calibration when the corpus plants effects, evidence-complete retrieval,
@@ -422,8 +435,7 @@ def blocks(s: SummaryInputs) -> list[Block]:
         return s.claims[rule]["text"] if rule in s.claims else ""
 
     evidence = s.evidence
-    macro = (ci_pivot(evidence[(evidence["aggregate"] == "macro") & (evidence["k"] == 10)], ["system", "n"])
-             if len(evidence) else pd.DataFrame())
+    macro = evidence_macro(evidence)
     settings_ran, settings_not_run = split_not_run(s.settings_view)
     lost = (s.trace_counts.pivot_table(index="component", columns="method", values="questions_lost", aggfunc="sum")
             .astype(int).reset_index() if len(s.trace_counts) else None)

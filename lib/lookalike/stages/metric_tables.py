@@ -411,6 +411,9 @@ def evidence_section(evidence: pd.DataFrame) -> tuple[Section]:
               if len(agg) else "no validated questions")
         if len(agg):
             wide = readable.ci_pivot(agg, ["system", "aggregate", "n"])
+            # a Macro row's n is the evidence structures it averages, a Micro row's its questions
+            wide.insert(wide.columns.get_loc("n") + 1, "n counts",
+                        wide["aggregate"].map({"macro": "structures", "micro": "questions"}))
             sec.html_table("evidence", wide, caption="each cell: estimate [95% CI]; Macro resamples each evidence "
                                                      "structure on its own (stratified), Micro all questions")
         sec.say()
