@@ -6,7 +6,8 @@ on any cycle or any import against this order). Lowest first:
 
   vocab, progress, registry, memory  the project's words (labels and grades, registers), the
                  terminal's progress bars, the one registry shape (name -> spec) pluggable things use,
-                 with plug-ins named by import path, and the allocator setting stages run under
+                 with plug-ins named by import path, and the allocator setting the whole-corpus scoring
+                 loops run under
   params         the run parameters' schema and typed configuration (a key naming a judge allows
                  what the registry holds when the run is checked)
   eval           the ranking rule, TREC formats, the measure registry and engine, statistics

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import functools
 import platform
 import threading
 from collections.abc import Iterator
@@ -30,20 +31,17 @@ HEAP_THRESHOLD = 32 << 20         # bytes: outside, glibc's DEFAULT_MMAP_THRESHO
 _M_MMAP_THRESHOLD = -3            # glibc malloc.h's mallopt parameter number
 _lock = threading.Lock()
 _depth = 0
-_libc: ctypes.CDLL | None | bool = None
 
 
+@functools.cache
 def _glibc() -> ctypes.CDLL | None:
     """The C library when it is glibc (None on musl, macOS, Windows, which keep their own policies)."""
-    global _libc
-    if _libc is None:
-        _libc = False
-        if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
-            try:
-                _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-            except OSError:
-                _libc = False
-    return _libc or None
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        return None
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    except OSError:
+        return None
 
 
 def _threshold(size: int) -> bool:
