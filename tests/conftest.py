@@ -370,6 +370,18 @@ def sideways(run_dir: Path, width: int = 1300, driver=None) -> list[str]:
 
 
 @pytest.fixture(scope="session")
+def stage_kernel():
+    """One stage kernel per test worker for the runs the tests make of generated corpora (the shape lane,
+    the plug-in example, your own run ...): run.SharedKernel, which clears every name and sets the working
+    folder and the runner's environment before each stage, so only the imported modules carry over (a
+    fresh kernel spent about 6 s of a shape's 20 on starting and importing)."""
+    from lookalike.cli import run
+
+    with run.SharedKernel() as kernel:
+        yield kernel
+
+
+@pytest.fixture(scope="session")
 def ray_cluster():
     """One local Ray cluster for the whole test session (Ray has no local mode): 2 CPUs and an object
     store sized explicitly (a container's small /dev/shm is a known trap). Yields its address, which

@@ -27,7 +27,7 @@ def _page(path, text):
     img.save(path)
 
 
-def test_your_corpus_questions_judgements_and_run_flow_through_every_stage(tmp_path):
+def test_your_corpus_questions_judgements_and_run_flow_through_every_stage(tmp_path, stage_kernel):
     folder = tmp_path / "images"
     folder.mkdir()
     manifest = ["image_path,doc_id,page,entity"]
@@ -59,7 +59,7 @@ negatives:
 encode:
   encoders: [ocr-minilm, ocr-bm25, appearance]
 """)
-    out = run.execute(params, out_root=tmp_path / "out", log=lambda *_: None, shared_kernel=True)
+    out = run.execute(params, out_root=tmp_path / "out", log=lambda *_: None, shared_kernel=stage_kernel)
     t = lambda name: pd.read_csv(out / "tables" / f"{name}.csv", keep_default_na=False)  # noqa: E731
     questions = t("questions").set_index("query_id")
     assert questions.loc["u1", "evidence_unit_ids"] == "acme:2"          # 0-based page 1 -> unit acme:2

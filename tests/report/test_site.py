@@ -60,7 +60,7 @@ def test_external_ref_pattern_catches_cdn_links():
 
 
 @pytest.mark.slow
-def test_corpus_text_is_escaped_in_html(tmp_path):
+def test_corpus_text_is_escaped_in_html(tmp_path, stage_kernel):
     corpus = tmp_path / "corpus"
     make_png(corpus / "a.png")
     make_png(corpus / "b.png", color=(0, 90, 200))
@@ -72,7 +72,7 @@ def test_corpus_text_is_escaped_in_html(tmp_path):
     ]).to_csv(corpus / "manifest.csv", index=False)
     params = write_params(tmp_path / "mine.yaml", f"run: mine\ntitle: 'Mine <b>bold</b>'\ncorpus:\n"
                                                   f"  source: manifest\n  manifest: {corpus / 'manifest.csv'}\n")
-    out = run.execute(params, out_root=tmp_path / "out", log=lambda *_: None, shared_kernel=True)
+    out = run.execute(params, out_root=tmp_path / "out", log=lambda *_: None, shared_kernel=stage_kernel)
     html_files = _html_files(out)
     seen_escaped = False
     for f in html_files:

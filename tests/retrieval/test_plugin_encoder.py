@@ -147,7 +147,7 @@ def test_the_example_plugin_hashes_pages_queries_and_captions_into_one_space(tmp
 
 
 @pytest.mark.slow
-def test_the_example_plugin_runs_through_every_stage_with_rerank_and_split(tmp_path):
+def test_the_example_plugin_runs_through_every_stage_with_rerank_and_split(tmp_path, stage_kernel):
     """make report PARAMS=params/examples/plugin-encoder.yaml (its plug-in judge included), with the
     plug-in encoder also reranked (a
     /v1/rerank server) and split (a chat server) — both local stand-ins this test starts: the
@@ -171,7 +171,7 @@ def test_the_example_plugin_runs_through_every_stage_with_rerank_and_split(tmp_p
                             url: {server.url}
                             model: toy-chat
                           """))
-        out = run.execute(params, out_root=tmp_path / "out", log=lambda *_: None, shared_kernel=True)
+        out = run.execute(params, out_root=tmp_path / "out", log=lambda *_: None, shared_kernel=stage_kernel)
     tables = out / "tables"
     read = lambda name: pd.read_csv(tables / f"{name}.csv", keep_default_na=False)  # noqa: E731
     systems_ = set(read("systems")["system"])

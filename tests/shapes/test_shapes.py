@@ -1,7 +1,8 @@
 """The corpus-shape lane (make test-shapes): every stage on every shape, then every invariant.
 
 Each shape (shape_corpora.SHAPES) is built at test time, run end to end through the runner (every stage
-in one kernel), and audited with lookalike audit's checks; the built-in ci configuration is audited in
+in the test worker's one stage kernel, conftest.stage_kernel, which starts each stage with no earlier
+name defined), and audited with lookalike audit's checks; the built-in ci configuration is audited in
 the first part of make test (tests/report/test_claims.py), on the run its other tests share. A stage
 that fails is itself a violation (the run must still leave its pages, which the audit reads)."""
 
@@ -127,13 +128,13 @@ def window():
 
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
-def test_every_invariant_holds_on_the_shape(shape, tmp_path, window):
+def test_every_invariant_holds_on_the_shape(shape, tmp_path, window, stage_kernel):
     params = SHAPES[shape](tmp_path / "corpus", seed=11)
     failed = ""
     try:
-        # every shape runs its stages in one kernel: the path lookalike run takes (a kernel per stage) is
-        # the ci run's, in the first part of make test (its fixture, nbval and the installed package)
-        run_dir = run.execute(params, out_root=tmp_path / "out", log=lambda *_: None, shared_kernel=True)
+        # every shape runs its stages in the worker's one kernel: the path lookalike run takes (a kernel per
+        # stage) is the ci run's, in the first part of make test (its fixture, nbval and the installed package)
+        run_dir = run.execute(params, out_root=tmp_path / "out", log=lambda *_: None, shared_kernel=stage_kernel)
     except run.StageFailed as exc:
         failed = f"stage failed: {exc.stage}: {exc.reason}"
         run_dir = tmp_path / "out" / shape
@@ -167,7 +168,7 @@ def _calibration_lines(run_dir: Path) -> list[str]:
             f"{r.recovered} [{r.lo}, {r.hi}]; {r.check})" for r in effects.itertuples() if str(r.ok) != "True"]
 
 
-def test_peoples_labels_imported_between_two_runs_are_kept_and_used(tmp_path):
+def test_peoples_labels_imported_between_two_runs_are_kept_and_used(tmp_path, stage_kernel):
     """A team labels the first run's labelling page; the second run keeps every label they wrote (never
     overwritten by a model or a rule), counts them as people's, and its figures still hold every invariant."""
     import pandas as pd
@@ -175,7 +176,7 @@ def test_peoples_labels_imported_between_two_runs_are_kept_and_used(tmp_path):
     from lookalike.cli import labels as labels_cli
 
     params = SHAPES["pdf-full-metadata"](tmp_path / "corpus", seed=11)
-    run_dir = run.execute(params, out_root=tmp_path / "out", log=lambda *_: None, shared_kernel=True)
+    run_dir = run.execute(params, out_root=tmp_path / "out", log=lambda *_: None, shared_kernel=stage_kernel)
     key = pd.read_csv(run_dir / "labelling" / "key.csv", dtype=str, keep_default_na=False)
     judged = {tuple(line.split()[::2][:2]) for line in (tmp_path / "corpus" / "q.qrels").read_text().splitlines()}
     chosen = key[[(q, u) not in judged for q, u in zip(key["query_id"], key["unit_id"])]].head(8)   # pairs nobody judged yet
@@ -184,7 +185,7 @@ def test_peoples_labels_imported_between_two_runs_are_kept_and_used(tmp_path):
     pd.DataFrame({"pair_id": chosen["pair_id"], "label": people, "note": "checked by hand",
                   "time": "2026-12-03T10:00:00+00:00"}).to_csv(export, index=False)
     assert labels_cli.main(["import", str(export), "--run-dir", str(run_dir)]) == 0
-    run_dir = run.execute(params, out_root=tmp_path / "out", log=lambda *_: None, shared_kernel=True)
+    run_dir = run.execute(params, out_root=tmp_path / "out", log=lambda *_: None, shared_kernel=stage_kernel)
     current = pd.read_csv(run_dir / "tables" / "labels_current.csv", dtype=str, keep_default_na=False)
     mine = current.merge(chosen[["query_id", "unit_id"]].assign(people=people), on=["query_id", "unit_id"])
     assert len(mine) == 8
@@ -248,7 +249,7 @@ def _label_server_lines(run_dir: Path) -> list[str]:
     return lines
 
 
-def test_a_team_labels_with_the_door_on_between_two_runs(tmp_path):
+def test_a_team_labels_with_the_door_on_between_two_runs(tmp_path, stage_kernel):
     """Photos with captions: four scripted people, two blind and two who see file names and captions,
     label the whole pool on a server started with --door while the params leave labels.door off; the
     second run (the same params) takes the door from the label database, exports their labels, keeps
@@ -261,7 +262,7 @@ def test_a_team_labels_with_the_door_on_between_two_runs(tmp_path):
     from lookalike.judging.labeldb import LabelDB
 
     params = SHAPES["photos-captions"](tmp_path / "corpus", seed=11)       # labels.door stays off in the params
-    run_dir = run.execute(params, out_root=tmp_path / "out", log=lambda *_: None, shared_kernel=True)
+    run_dir = run.execute(params, out_root=tmp_path / "out", log=lambda *_: None, shared_kernel=stage_kernel)
     gold = {tuple(line.split()[::2][:2]) for line in (tmp_path / "corpus" / "q.qrels").read_text().splitlines()}
     loaded = server.load_run(run_dir)
     db = LabelDB(run_dir / "labels" / "labels.sqlite")
@@ -287,7 +288,7 @@ def test_a_team_labels_with_the_door_on_between_two_runs(tmp_path):
             assert r.status_code == 200, r.text
             i += 1
     assert len(blind_labels) == len(loaded.pairs)
-    run_dir = run.execute(params, out_root=tmp_path / "out", log=lambda *_: None, shared_kernel=True)
+    run_dir = run.execute(params, out_root=tmp_path / "out", log=lambda *_: None, shared_kernel=stage_kernel)
     summary = _table(run_dir, "judge_door_summary")
     people = summary[summary["judge"].str.startswith("people (1 blind, 1 seeing")]    # p1 and p2 labelled each pool's whole share
     assert len(people) == 1, summary["judge"].tolist()

@@ -8,6 +8,7 @@ notebook to notebooks/ and its function module to lookalike.stages.STAGES.
 from __future__ import annotations
 
 import os
+import queue
 import sys
 import time
 from datetime import datetime, UTC
@@ -83,14 +84,15 @@ def _normalise(nb_path: Path) -> None:
 
 
 def execute(params_file: Path | str, out_root: Path | str = params.PROJECT_ROOT / "outputs", stages: list[str] | None = None,
-            log=print, shared_kernel: bool = False) -> Path:
+            log=print, shared_kernel: bool | SharedKernel = False) -> Path:
     """Run the stages for one parameter file; returns the run folder. Raises StageFailed or ParamsError.
 
-    shared_kernel: every stage notebook in one kernel, started once, instead of a fresh kernel per
-    stage (about 4 s of start-up and imports each). A stage then starts with the earlier stages'
-    names still defined, so a notebook that used a name it never set would not fail here: the test
-    lane uses it for generated corpora; ``lookalike run``, the stored CI notebooks and the shapes whose
-    point is the notebook path keep one kernel per stage."""
+    shared_kernel: True runs every stage notebook in one kernel, started once and shut down at the end,
+    instead of a fresh kernel per stage (about 4 s of start-up and imports each); a SharedKernel the
+    caller holds runs the stages of several runs in turn and stays up. Either way each stage starts
+    with no name an earlier notebook defined (see SharedKernel): only imported modules carry over. The
+    test lane uses it for generated corpora; ``lookalike run``, the stored CI notebooks and the shapes
+    whose point is the notebook path keep one kernel per stage."""
     merged = params.load_params(params_file)
     # Kernels inherit this environment: no progress bars with rates and timings in the stored
     # notebooks, and no warning that prints the install path (tqdm's "IProgress not found" names the
@@ -170,28 +172,110 @@ def _tie_to(parent: int):
 
 
 def kernel_manager_class(blocking: bool = False):
-    """jupyter_client's kernel manager whose kernels die with the runner (see _tie_to); the stock
-    one elsewhere than Linux, where prctl does not exist. blocking: the synchronous manager (a
+    """jupyter_client's kernel manager whose kernels die with the runner (see _tie_to; on Linux, where
+    prctl exists) and are not interrupted on their way down. blocking: the synchronous manager (a
     kernel the runner itself shuts down, outside any event loop: shared_kernel)."""
     from jupyter_client.manager import AsyncKernelManager, KernelManager
 
     base = KernelManager if blocking else AsyncKernelManager
-    if not sys.platform.startswith("linux"):
-        return base
+    tie = sys.platform.startswith("linux")
 
-    class TiedKernelManager(base):  # type: ignore[valid-type,misc]  # the base is picked at run time
+    class RunnerKernelManager(base):  # type: ignore[valid-type,misc]  # the base is picked at run time
         async def _async_launch_kernel(self, kernel_cmd, **kw):
-            kw.setdefault("preexec_fn", _tie_to(os.getpid()))
+            if tie:
+                kw.setdefault("preexec_fn", _tie_to(os.getpid()))
             return await super()._async_launch_kernel(kernel_cmd, **kw)
 
-    return TiedKernelManager
+        async def _async_interrupt_kernel(self):
+            # jupyter_client interrupts (SIGINT) every kernel it shuts down, in case a cell still runs.
+            # A stage's kernel is shut down after its last cell, and a SIGINT that lands while the kernel
+            # answers a message (nbclient's last requests) printed "[IPKernelApp] ERROR | KeyboardInterrupt
+            # caught in kernel." on the terminal of a run that went well, now and then. A kernel still
+            # busy at shutdown is killed once the shutdown request's wait is over, as before.
+            if self.shutting_down:
+                return
+            await super()._async_interrupt_kernel()
+
+    return RunnerKernelManager
+
+
+# the runner's environment that a stage's kernel reads: a kernel that outlives a run takes the next
+# run's values before each stage (the progress channel is a fresh file per run)
+KERNEL_ENVIRONMENT = (progress.CHANNEL, params.PROJECT_ENV, "TQDM_DISABLE", "HF_HUB_DISABLE_PROGRESS_BARS",
+                      "TRANSFORMERS_VERBOSITY", "PYTHONWARNINGS")
+
+
+class SharedKernel:
+    """One kernel for the stage notebooks of one run or of several in turn (execute's shared_kernel).
+    nbclient starts it for the first stage; before every later stage it is made to look fresh: the
+    names earlier notebooks defined and their outputs are removed, its working folder is that stage's
+    notebooks folder and the runner's environment (KERNEL_ENVIRONMENT) is the current one. What carries
+    over is what a fresh kernel spends its first seconds on: the modules already imported (and what
+    they cache, such as a loaded model), and IPython's input history. close() shuts it down."""
+
+    def __init__(self) -> None:
+        self.km = kernel_manager_class(blocking=True)(kernel_name="python3")
+
+    def prepare(self, cwd: Path) -> None:
+        """Make the kernel, if one is running, ready for a stage whose notebook runs in cwd; a kernel
+        that died is shut down so that the stage starts a new one."""
+        if not self.km.has_kernel:
+            return
+        if not self.km.is_alive():
+            # shutting a kernel down closes its manager's ZMQ context: the next stage's kernel needs a new one
+            self.km.shutdown_kernel(now=True)
+            self.km = kernel_manager_class(blocking=True)(kernel_name="python3")
+            return
+        env = {key: os.environ.get(key) for key in KERNEL_ENVIRONMENT}
+        # IPython's %reset would do the clearing too, but it ends in a full garbage collection: 0.65 s a
+        # stage after a run, against 6 ms for removing the names and the output history directly
+        code = ("def _lookalike_fresh(shell, cwd, env):\n"
+                "    import os\n"
+                "    keep = set(shell.user_ns_hidden) | {'__builtin__', '__builtins__', '__name__'}\n"
+                "    for name in [n for n in shell.user_ns if n not in keep]:\n"
+                "        del shell.user_ns[name]\n"
+                "    shell.history_manager.output_hist.clear()\n"
+                "    shell.user_ns.update({'_': '', '__': '', '___': ''})\n"
+                "    os.chdir(cwd)\n"
+                "    for key, value in env.items():\n"
+                "        os.environ.pop(key, None) if value is None else os.environ.__setitem__(key, value)\n"
+                f"_lookalike_fresh(get_ipython(), {str(cwd)!r}, {env!r})\n")   # it removes its own name too
+        # the shell channel only: its requests queue until it connects, and the reply is all this needs
+        # (a client's wait_for_ready spends about 0.2 s on IOPub each time)
+        kc = self.km.client()
+        kc.start_channels(iopub=False, stdin=False, hb=False, control=False)
+        try:
+            sent = kc.execute(code, store_history=False)
+            deadline = time.monotonic() + 120
+            reply: dict = {}
+            while reply.get("parent_header", {}).get("msg_id") != sent:
+                reply = kc.get_shell_msg(timeout=max(0.1, deadline - time.monotonic()))
+        except queue.Empty:
+            raise RuntimeError(f"the shared stage kernel did not answer in 120 s while being reset for {cwd}") from None
+        finally:
+            kc.stop_channels()
+        if reply["content"]["status"] != "ok":
+            raise RuntimeError(f"the shared stage kernel could not be reset for {cwd}: "
+                               f"{reply['content'].get('ename')}: {reply['content'].get('evalue')}")
+
+    def close(self) -> None:
+        """Shut the kernel down (nothing to do when none is running)."""
+        if self.km.has_kernel:
+            self.km.shutdown_kernel(now=True)
+
+    def __enter__(self) -> SharedKernel:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def _run_stages(stages: list[str], plan: dict, merged: dict, nb_dir: Path, run_dir: Path, log,
-                timings: dict[str, float] | None = None, shared_kernel: bool = False) -> dict[str, float]:
+                timings: dict[str, float] | None = None, shared_kernel: bool | SharedKernel = False) -> dict[str, float]:
     """Execute each stage notebook with papermill, normalise it and export its HTML; fills timings
     (stage -> seconds) as stages finish, so a failure still leaves the times of those that ran.
-    shared_kernel: one kernel for every stage (see execute), shut down when the stages end."""
+    shared_kernel: one kernel for every stage (see execute); one made here is shut down when the
+    stages end, one handed in stays up."""
     if params.CHECKOUT is None:
         # an installed lookalike: the kernels (started in the run's notebooks folder) resolve
         # relative paths from the folder the runner started in
@@ -199,17 +283,18 @@ def _run_stages(stages: list[str], plan: dict, merged: dict, nb_dir: Path, run_d
     manager = kernel_manager_class()
     timings = {} if timings is None else timings
     # a kernel manager handed to papermill is used and left running (nbclient shuts down only the
-    # kernels it started itself): the first stage starts the kernel, the last one's end shuts it down
-    km = kernel_manager_class(blocking=True)(kernel_name="python3") if shared_kernel else None
+    # kernels it started itself): the first stage starts the kernel, SharedKernel.close shuts it down
+    kernel = shared_kernel if isinstance(shared_kernel, SharedKernel) else SharedKernel() if shared_kernel else None
     try:
-        _each_stage(stages, plan, merged, nb_dir, run_dir, log, timings, manager, km)
+        _each_stage(stages, plan, merged, nb_dir, run_dir, log, timings, manager, kernel)
     finally:
-        if km is not None and km.has_kernel:
-            km.shutdown_kernel(now=True)
+        if kernel is not None and kernel is not shared_kernel:
+            kernel.close()
     return timings
 
 
-def _each_stage(stages, plan, merged, nb_dir: Path, run_dir: Path, log, timings: dict, manager, km) -> None:
+def _each_stage(stages, plan, merged, nb_dir: Path, run_dir: Path, log, timings: dict, manager,
+                kernel: SharedKernel | None) -> None:
     import papermill as pm
 
     for stage in stages:
@@ -217,6 +302,8 @@ def _each_stage(stages, plan, merged, nb_dir: Path, run_dir: Path, log, timings:
         before = _files(run_dir)
         log(f"[lookalike] {merged['run']}: stage {stage} ...")
         t0 = time.perf_counter()
+        if kernel is not None:
+            kernel.prepare(nb_dir)
         try:
             # the notebook is written once, when it ends (or fails): saving it after every cell, as
             # papermill does by default, rewrote the growing notebook dozens of times per stage
@@ -224,7 +311,7 @@ def _each_stage(stages, plan, merged, nb_dir: Path, run_dir: Path, log, timings:
                                 cwd=str(nb_dir), kernel_name="python3", progress_bar=False, log_output=False,
                                 request_save_on_cell_execute=False, autosave_cell_every=0,
                                 kernel_manager_class=manager, extra_arguments=KERNEL_ARGUMENTS,
-                                **({"km": km} if km is not None else {}))
+                                **({"km": kernel.km} if kernel is not None else {}))
         except pm.PapermillExecutionError as exc:
             raise StageFailed(stage, out_nb, f"{exc.ename}: {exc.evalue}") from None
         timings[stage] = time.perf_counter() - t0
