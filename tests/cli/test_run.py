@@ -127,22 +127,28 @@ def test_a_shared_kernel_starts_each_stage_with_no_earlier_name_in_the_stages_fo
     first, later = tmp_path / "first", tmp_path / "later"
     first.mkdir()
     later.mkdir()
+    monkeypatch.setenv("LOOKALIKE_TEST_GONE_LATER", "1")
+    monkeypatch.setenv(P.PROJECT_ENV, "elsewhere")                     # an earlier run's project root
     with run.SharedKernel() as kernel:
         kernel.prepare(first)                       # no kernel yet: nothing to do, nbclient starts it
         assert not kernel.km.has_kernel
         kernel.km.start_kernel(cwd=str(first), extra_arguments=run.KERNEL_ARGUMENTS)
-        # what an earlier run left: a name, and its progress channel and project root in the environment
-        left = ("import os\nleftover = 1\nos.environ['LOOKALIKE_PROGRESS'] = 'stale'\n"
-                "os.environ['LOOKALIKE_PROJECT_ROOT'] = 'elsewhere'\n")
-        assert _in_kernel(kernel.km, left, "'leftover' in globals()") == "True"
+        # what an earlier run left: a name, its output, and its progress channel
+        left = "import os\nleftover = 1\nos.environ['LOOKALIKE_PROGRESS'] = 'stale'\nleftover\n"
+        assert _in_kernel(kernel.km, left, "'leftover' in globals() and 'LOOKALIKE_TEST_GONE_LATER' in os.environ") == "True"
         monkeypatch.setenv(progress.CHANNEL, str(tmp_path / "this-run.txt"))
         monkeypatch.delenv(P.PROJECT_ENV, raising=False)
+        monkeypatch.delenv("LOOKALIKE_TEST_GONE_LATER")
+        monkeypatch.setenv("LOOKALIKE_TEST_SET_LATER", "yes")       # as a test that sets a variable before a run
         kernel.prepare(later)
         assert _in_kernel(kernel.km, expression="'leftover' in globals() or 'os' in globals()") == "False"
+        assert _in_kernel(kernel.km, expression="len(Out)") == "0"
         assert _in_kernel(kernel.km, expression="__import__('os').getcwd()") == repr(str(later))
         env = "__import__('os').environ.get('{}')"
         assert _in_kernel(kernel.km, expression=env.format(progress.CHANNEL)) == repr(str(tmp_path / "this-run.txt"))
         assert _in_kernel(kernel.km, expression=env.format(P.PROJECT_ENV)) == "None"
+        assert _in_kernel(kernel.km, expression=env.format("LOOKALIKE_TEST_GONE_LATER")) == "None"
+        assert _in_kernel(kernel.km, expression=env.format("LOOKALIKE_TEST_SET_LATER")) == "'yes'"
         kernel.km.signal_kernel(signal.SIGKILL)     # a kernel that died: the next stage starts a new one
         deadline = time.monotonic() + 30
         while kernel.km.is_alive() and time.monotonic() < deadline:

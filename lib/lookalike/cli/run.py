@@ -199,34 +199,32 @@ def kernel_manager_class(blocking: bool = False):
     return RunnerKernelManager
 
 
-# the runner's environment that a stage's kernel reads: a kernel that outlives a run takes the next
-# run's values before each stage (the progress channel is a fresh file per run)
-KERNEL_ENVIRONMENT = (progress.CHANNEL, params.PROJECT_ENV, "TQDM_DISABLE", "HF_HUB_DISABLE_PROGRESS_BARS",
-                      "TRANSFORMERS_VERBOSITY", "PYTHONWARNINGS")
-
-
 class SharedKernel:
     """One kernel for the stage notebooks of one run or of several in turn (execute's shared_kernel).
     nbclient starts it for the first stage; before every later stage it is made to look fresh: the
     names earlier notebooks defined and their outputs are removed, its working folder is that stage's
-    notebooks folder and the runner's environment (KERNEL_ENVIRONMENT) is the current one. What carries
+    notebooks folder, and its environment is the runner's now, as a kernel started now would inherit
+    it (the progress channel is a fresh file per run; a test may set a variable). What carries
     over is what a fresh kernel spends its first seconds on: the modules already imported (and what
     they cache, such as a loaded model), and IPython's input history. close() shuts it down."""
 
     def __init__(self) -> None:
         self.km = kernel_manager_class(blocking=True)(kernel_name="python3")
+        self.inherited: set[str] = set()       # the runner's variables the kernel was started with
 
     def prepare(self, cwd: Path) -> None:
         """Make the kernel, if one is running, ready for a stage whose notebook runs in cwd; a kernel
         that died is shut down so that the stage starts a new one."""
-        if not self.km.has_kernel:
-            return
-        if not self.km.is_alive():
+        if self.km.has_kernel and not self.km.is_alive():
             # shutting a kernel down closes its manager's ZMQ context: the next stage's kernel needs a new one
             self.km.shutdown_kernel(now=True)
             self.km = kernel_manager_class(blocking=True)(kernel_name="python3")
+        if not self.km.has_kernel:
+            self.inherited = set(os.environ)    # nbclient starts it next, with this environment
             return
-        env = {key: os.environ.get(key) for key in KERNEL_ENVIRONMENT}
+        # variables the kernel set itself (ipykernel's own) are left alone; the runner's are made current
+        env = {key: os.environ.get(key) for key in sorted(self.inherited | set(os.environ))}
+        self.inherited |= set(os.environ)
         # IPython's %reset would do the clearing too, but it ends in a full garbage collection: 0.65 s a
         # stage after a run, against 6 ms for removing the names and the output history directly
         code = ("def _lookalike_fresh(shell, cwd, env):\n"
