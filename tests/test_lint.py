@@ -47,16 +47,24 @@ def test_a_public_function_of_the_package_needs_a_docstring(tmp_path):
     assert "test_elsewhere.py" not in done.stdout
 
 
+def _mypy(*args: str) -> list[str]:
+    """The mypy command with a cache of this test worker's own: two mypy processes writing one cache at
+    once (the two pytest workers) ended in an INTERNAL ERROR on a fresh clone."""
+    import os
+
+    cache = REPO / ".mypy_cache" / f"tests-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
+    return [sys.executable, "-m", "mypy", "--cache-dir", str(cache), *args]
+
+
 def test_mypy_passes_on_the_typed_surfaces():
-    done = subprocess.run([sys.executable, "-m", "mypy", "--no-error-summary"], cwd=REPO, capture_output=True,
-                          text=True)
+    done = subprocess.run(_mypy("--no-error-summary"), cwd=REPO, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
 
 
 def test_mypy_would_catch_a_wrong_type(tmp_path):
     (tmp_path / "bad.py").write_text("def f(n: int) -> str:\n    return n\n")
-    done = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(REPO / "pyproject.toml"),
-                           "--no-error-summary", str(tmp_path / "bad.py")], cwd=REPO, capture_output=True, text=True)
+    done = subprocess.run(_mypy("--config-file", str(REPO / "pyproject.toml"), "--no-error-summary", str(tmp_path / "bad.py")),
+                          cwd=REPO, capture_output=True, text=True)
     assert done.returncode == 1 and "Incompatible return value type" in done.stdout
 
 
@@ -67,9 +75,8 @@ def test_mypy_sees_the_declared_parameters(tmp_path):
 
     (tmp_path / "probe.py").write_text("from lookalike import params as P\n\ncfg = P.typed(P.check({}))\n"
                                        "n: int = cfg.encode.device\nx = cfg.encode.devise\n")
-    done = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(REPO / "pyproject.toml"),
-                           "--no-error-summary", str(tmp_path / "probe.py")], cwd=REPO, capture_output=True, text=True,
-                          env=dict(os.environ, MYPYPATH=str(REPO / "lib")))
+    done = subprocess.run(_mypy("--config-file", str(REPO / "pyproject.toml"), "--no-error-summary", str(tmp_path / "probe.py")),
+                          cwd=REPO, capture_output=True, text=True, env=dict(os.environ, MYPYPATH=str(REPO / "lib")))
     assert done.returncode == 1, done.stdout + done.stderr
     assert '"EncodeParams" has no attribute "devise"' in done.stdout and "Incompatible types in assignment" in done.stdout
 
