@@ -176,3 +176,15 @@ def test_a_mean_over_no_query_is_nan_with_its_reason():
     with pytest.warns(metrics.EmptyEvaluation, match="share no query id"):
         mean = ev.mean()
     assert np.isnan(mean["map"]) and mean["num_q"] == 0 and mean["num_ret"] == 0
+
+
+# ------------------------------------------------------------------ queries with nothing relevant or no ranking
+
+def test_ndcg_rel_under_complete_on_a_query_with_nothing_relevant_and_no_ranking(tmp_path, capsys):
+    """The crash: ndcg_rel divided a Python 0.0 by 0.0 for a qrels query with no relevant unit and an empty
+    ranking (-c). trec_eval 10.0 prints q2 0.0000 and all 0.5000 for these two files."""
+    (tmp_path / "q").write_text("q1 0 d1 1\nq2 0 d2 0\n")
+    (tmp_path / "r").write_text("q1 Q0 d1 1 1.0 r\n")
+    assert eval_main(["-q", "-c", "-m", "ndcg_rel", str(tmp_path / "q"), str(tmp_path / "r")]) == 0
+    lines = [line.split() for line in capsys.readouterr().out.splitlines()]
+    assert lines == [["ndcg_rel", "q1", "1.0000"], ["ndcg_rel", "q2", "0.0000"], ["ndcg_rel", "all", "0.5000"]]

@@ -170,3 +170,53 @@ def test_differential_against_pytrec_eval_property(seed, n_queries, level):
     if not (set(qrels) & set(run)):
         return
     _compare(qrels, run, level)
+
+
+def _files_of(trec_dir):
+    """trec_eval's own test qrels and runs as frames (the files every conformance case reads)."""
+    import pandas as pd
+
+    q = pd.read_csv(trec_dir / "qrels.test", sep=r"\s+", header=None, usecols=[0, 2, 3],
+                    names=["query_id", "it", "unit_id", "relevance"], dtype={"query_id": str, "unit_id": str})
+    r = pd.read_csv(trec_dir / "results.test", sep=r"\s+", header=None, usecols=[0, 2, 4],
+                    names=["query_id", "q0", "unit_id", "rank", "score", "tag"],
+                    dtype={"query_id": str, "unit_id": str})
+    return q, r
+
+
+@pytest.mark.shared_data
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_all_trec_never_crashes_on_reshaped_trec_eval_files(trec_dir, data):
+    """Random files drawn from trec_eval's own test files: queries dropped from the run or from the qrels,
+    rankings emptied, every judgement of a query made irrelevant — every all_trec measure under -c, -J, -M
+    and -l2 gives a number (or trec_eval's text) for every query, and never raises."""
+    import pandas as pd
+
+    qrels, run = _files_of(trec_dir)
+    qids = sorted(set(qrels["query_id"]) | set(run["query_id"]))
+    pick = data.draw(st.lists(st.sampled_from(qids), min_size=1, max_size=6, unique=True))
+    kind = data.draw(st.lists(st.sampled_from(["drop-run", "drop-qrels", "irrelevant", "keep"]),
+                              min_size=len(pick), max_size=len(pick)))
+    q, r = qrels[qrels["query_id"].isin(pick)].copy(), run[run["query_id"].isin(pick)].copy()
+    for qid, what in zip(pick, kind):
+        if what == "drop-run":
+            r = r[r["query_id"] != qid]
+        elif what == "drop-qrels":
+            q = q[q["query_id"] != qid]
+        elif what == "irrelevant":
+            q.loc[q["query_id"] == qid, "relevance"] = 0
+    if q.empty:
+        return
+    opts = data.draw(st.fixed_dictionaries({"complete": st.booleans(), "judged_only": st.booleans(),
+                                            "max_docs": st.sampled_from([None, 1, 5, 1000]),
+                                            "level": st.sampled_from([1, 2])}))
+    r = r[["query_id", "unit_id", "score"]].reset_index(drop=True)
+    if r.empty:
+        r = pd.DataFrame({"query_id": pd.Series([], dtype=object), "unit_id": pd.Series([], dtype=object),
+                          "score": pd.Series([], dtype="float64")})
+    ev = metrics.evaluate(q[["query_id", "unit_id", "relevance"]].reset_index(drop=True), r, ["all_trec"], **opts)
+    assert len(ev.per_query.columns) > 40
+    if len(ev.per_query):
+        assert np.isfinite(ev.per_query.to_numpy(dtype=np.float64)).all(), ev.per_query.columns[
+            ~np.isfinite(ev.per_query.to_numpy(dtype=np.float64)).all(axis=0)].tolist()

@@ -471,7 +471,11 @@ class _Context:
             pos = gains > 0
             with np.errstate(divide="ignore", invalid="ignore"):
                 total = float(np.sum(dcg[pos] / ideal_at[pos]))
-                total += (len(ideal) - int(pos.sum())) * (dcg[-1] if n else 0.0) / (idcg[-1] if len(ideal) else 0.0)
+                # relevant units the ranking never reached score the whole ranking's DCG each; a query with
+                # nothing relevant has none (trec_eval adds nothing, and an empty ranking must not divide)
+                missing = len(ideal) - int(pos.sum())
+                if missing > 0 and idcg[-1] > 0:
+                    total += missing * (float(dcg[-1]) if n else 0.0) / float(idcg[-1])
             return total / len(ideal) if total > 0 else 0.0
         return self._per_query(one)
 
