@@ -232,3 +232,51 @@ def test_scoring_question_blocks_without_depth_holds_no_question_by_unit_matrix(
     for name in whole:
         pd.testing.assert_frame_equal(blocked[name], whole[name])
     assert len(whole["dense"]) == 9 * 6 and set(whole["dense"]["query_id"]) == set(qids)
+
+
+def test_views_follow_the_exported_runs_tie_order_when_recomputed_scores_differ_in_the_last_bit(monkeypatch):
+    """The audit failed untouched runs: where a system scores many units alike (photos whose OCR reads
+    nothing), computing the same score again in another block shape moved it by a bit, the ties broke
+    another way and the haystack's full-corpus point (and top-1, sufficiency) disagreed with the exported
+    run. With the exported run given as the order, every view ranks as the exported run does."""
+    from lookalike.eval import ranking
+    from lookalike.retrieval import systems
+    from lookalike.retrieval.encoders.base import Vectors
+
+    rng = np.random.default_rng(3)
+    unit_ids = [f"p{i:02d}" for i in range(30)]
+    units = pd.DataFrame({"unit_id": unit_ids, "doc_id": unit_ids})
+    qids = [f"q{i}" for i in range(4)]
+    questions = pd.DataFrame({"query_id": qids, "text": ["x"] * 4})
+    same = np.ones((30, 3), dtype=np.float32)                    # every unit alike: one long tie
+    base = {"ocr": Vectors("ocr", "ocr-of-pixels", unit_ids, same)}
+    qv = {"ocr": Vectors("ocr", "ocr-of-pixels", qids, np.ones((4, 3), dtype=np.float32))}
+    monkeypatch.setattr(systems, "encode_queries", lambda q, names, **kw: qv)
+    tie = np.full((4, 30), 0.5)
+    # the exported run: the tie broken as trec_eval breaks it (unit id, descending), cut at 10
+    exported = scoring.cut(run([(q, u, 0.5) for q in qids for u in unit_ids]), 10)
+    # the same scores computed again, each a bit apart (as another BLAS path gives them)
+    noisy = tie + rng.integers(-2, 3, size=tie.shape) * np.spacing(0.5)
+    monkeypatch.setattr(systems, "scorer", lambda v: (lambda queries: noisy[[qids.index(q) for q in queries.ids]]))
+    scorer = scoring.CandidateSystems(units, base, depth=10)
+    whole = {q: unit_ids for q in qids}
+    following = scorer.runs(questions, whole, order={"ocr": exported})["ocr"]
+    pd.testing.assert_frame_equal(scoring.cut(following, 10)[["query_id", "unit_id"]],
+                                  exported[["query_id", "unit_id"]])
+    # a subsample keeps the exported order of the units it holds, then the others in their own order
+    half = scoring.SharedCandidates(unit_ids[::2], {q: [] for q in qids})
+    sub = scorer.runs_for(questions, {"half": half}, depth=10, order={"ocr": exported})["half"]["ocr"]
+    want = [u for u in ranking.rank(exported).query("query_id == 'q0'")["unit_id"] if u in set(unit_ids[::2])]
+    assert sub[sub["query_id"] == "q0"]["unit_id"].tolist()[:len(want)] == want
+    # without the order the recomputed bits decide, and the full-corpus view is not the exported run
+    free = scorer.runs(questions, whole)["ocr"]
+    assert not scoring.cut(free, 10)[["query_id", "unit_id"]].equals(exported[["query_id", "unit_id"]])
+
+
+def test_follow_exported_keeps_every_unexported_unit_below_the_exported_ones():
+    scores = np.array([[0.9, 0.1, 0.5, 0.5], [0.2, 0.2, 0.2, 0.2]])
+    q_at, u_at, v = np.array([0, 0]), np.array([2, 3]), np.array([0.5, 0.5])
+    out = scoring.follow_exported(scores, range(0, 2), q_at, u_at, v)
+    assert out[0, 2] == out[0, 3] == 0.5 and out[0, 0] < 0.5 and out[0, 1] == 0.1
+    assert out[1].tolist() == [0.2] * 4                           # a question the run does not hold
+    assert scores[0, 0] == 0.9                                     # the input is not changed

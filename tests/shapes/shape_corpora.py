@@ -131,6 +131,23 @@ def photos_blind_queries(folder: Path, seed: int) -> Path:
                          f"leak:\n  blind_queries: {folder / 'blind.csv'}\n")
 
 
+def photos_no_text(folder: Path, seed: int) -> Path:
+    """Photos smoothed to a few blended colours, so OCR reads nothing on any of them: every OCR system scores
+    every photo alike for every question (each ranking one long tie), so only the tie rule orders them;
+    captions, qrels only."""
+    from PIL import Image
+
+    rng = np.random.default_rng(seed)
+    rows = _photos(folder, rng, 30)
+    for r in rows:
+        path = folder / "photos" / f"{r['doc_id']}.jpg"
+        with Image.open(path) as img:
+            img.resize((3, 3)).resize(img.size, Image.Resampling.BILINEAR).save(path, quality=90)
+    pd.DataFrame(rows)[["unit_id", "caption", "alt_text"]].to_csv(folder / "meta.csv", index=False)
+    qs, qr = _photo_questions(rows, rng, 12)
+    return _photo_params(folder, "photos-no-text", qs, qr)
+
+
 def photos_template_entity(folder: Path, seed: int) -> Path:
     """Photos whose metadata names a template and an entity only (no period, no metric)."""
     rng = np.random.default_rng(seed)
@@ -342,6 +359,7 @@ SHAPES = {
     "photos-template-entity": photos_template_entity,
     "photos-blind-queries": photos_blind_queries,
     "photos-partial-metadata": photos_partial_metadata,
+    "photos-no-text": photos_no_text,
     "answers-only": answers_only,
     "multi-page": multi_page_evidence,
     "one-document": one_document,

@@ -73,6 +73,11 @@ EXPECT = {
     "photos-template-entity": lambda d: [
         (set(_table(d, "hard_sets")["method"]) == {"template"}, "the template stands in for per-axis pools"),
         ("none were found" not in _summary(d), "the summary does not say no look-alikes were found")],
+    "photos-no-text": lambda d: [
+        (len({line.split()[4] for line in (d / "runs_validated" / "ocr-minilm.run").read_text().splitlines()}) == 1,
+         "OCR reads nothing: every photo ties under ocr-minilm, so the tie rule alone orders the rankings"),
+        ((_table(d, "haystack_curve")["corpus_size"] == len(_table(d, "units"))).any(),
+         "the haystack curve has its full-corpus point, which the audit scores again from runs_validated/")],
     "answers-only": lambda d: [("no page judgements" in _summary(d), "the summary says why nothing is scored")],
     "multi-page": lambda d: [((_table(d, "validation_judgements")["role"] == "rest").any(),
                               "the other gold pages are judged alone")],

@@ -114,6 +114,39 @@ def _shared_top(scores: np.ndarray, query_ids: list[str], unit_ids: Sequence[str
     return cut(run, depth)
 
 
+def _exported_positions(run: pd.DataFrame, query_ids: Sequence[str], unit_index: pd.Index
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """An exported run as (question row, unit column, score) arrays over query_ids x unit_index; units
+    the corpus does not hold and questions not asked are left out."""
+    q_at = pd.Index(list(query_ids)).get_indexer(run["query_id"].tolist())
+    u_at = unit_index.get_indexer(run["unit_id"].tolist())
+    keep = (q_at >= 0) & (u_at >= 0)
+    return q_at[keep], u_at[keep], run["score"].to_numpy(dtype=np.float64)[keep]
+
+
+def follow_exported(scores: np.ndarray, rows: range, q_at: np.ndarray, u_at: np.ndarray,
+                    exported: np.ndarray) -> np.ndarray:
+    """A block of scores (rows of the questions, every unit) made to agree with an exported run: each
+    exported unit takes its exported score, and every other unit of that question a score no higher than
+    just below the question's lowest exported score, so the canonical order of any subset of units is the
+    exported run's order (ties included) followed by the units it did not export, in their own order. Two
+    computations of one score can differ in the last bit (another block shape, another BLAS path); where
+    many units tie that moved whole rankings, and a view's full-corpus figure differed from the exported
+    run's. Returns a float64 copy; a question the run does not hold is left as computed."""
+    out = np.array(scores, dtype=np.float64)
+    mine = (q_at >= rows.start) & (q_at < rows.stop)
+    if not mine.any():
+        return out
+    r, c, v = q_at[mine] - rows.start, u_at[mine], exported[mine]
+    floor = np.full(out.shape[0], np.inf)
+    np.minimum.at(floor, r, v)
+    has = np.isfinite(floor)
+    ceiling = np.nextafter(floor[has], -np.inf)[:, None]
+    out[has] = np.minimum(out[has], ceiling)
+    out[r, c] = v
+    return out
+
+
 def cut(run: pd.DataFrame, depth: int) -> pd.DataFrame:
     """Each question's canonical top depth of a run (query_id, unit_id, score)."""
     if run.empty:
@@ -337,18 +370,24 @@ class CandidateSystems:
     def _rescored(self) -> dict[str, Sequence[str]]:
         return {n: m for n, m in self.doc_context.items() if m[0] in self.base}
 
-    def runs(self, questions: pd.DataFrame, candidates: Mapping[str, Sequence[str]]) -> dict[str, pd.DataFrame]:
-        """name -> run over the questions, each question's ranking holding its candidates only."""
-        return self.runs_for(questions, {"": candidates})[""]
+    def runs(self, questions: pd.DataFrame, candidates: Mapping[str, Sequence[str]],
+             order: Mapping[str, pd.DataFrame] | None = None) -> dict[str, pd.DataFrame]:
+        """name -> run over the questions, each question's ranking holding its candidates only (order:
+        as runs_for)."""
+        return self.runs_for(questions, {"": candidates}, order=order)[""]
 
     def runs_for(self, questions: pd.DataFrame, candidate_sets: Mapping[object, Mapping[str, Sequence[str]]],
-                 depth: int | None = None) -> dict[object, dict[str, pd.DataFrame]]:
+                 depth: int | None = None, order: Mapping[str, pd.DataFrame] | None = None
+                 ) -> dict[object, dict[str, pd.DataFrame]]:
         """key -> name -> run, one per candidate set given (the questions encoded once). The encoded and
         document-context systems score the questions a block at a time (indexes.BLOCK_CELLS score cells
         at once; the context vectors are found once), so no question x unit matrix is held: 5,000
         questions over 100,000 units would be 2 GB of float32 per system, three of them at once for a
         document-context system. With depth, each run holds each question's canonical top depth only,
-        so no run lists every (question, candidate) pair either."""
+        so no run lists every (question, candidate) pair either. order: system -> the exported corpus run
+        of these questions (runs/ or runs_validated/); a system named there ranks its exported units in the
+        exported order, above every unit it did not export (follow_exported), so a view's tie order is
+        the exported runs' and the full-corpus point of any view equals the exported run's figure."""
         if depth is not None and depth < self.depth and self.fusions:
             raise ValueError(f"runs_for: depth {depth} is below the run depth {self.depth} the fused systems "
                              "fuse their parts at")
@@ -357,6 +396,9 @@ class CandidateSystems:
         qids, unit_ids = list(questions["query_id"]), list(self.units["unit_id"])
         qv = systems.encode_queries(questions, list(self.base), **self.settings)
         block = max(1, retrieve.BLOCK_CELLS // max(1, len(unit_ids)))
+        unit_index = pd.Index(unit_ids)
+        exported = {n: _exported_positions(order[n], qids, unit_index) for n in (order or {}) if n in self.base
+                    or n in self._rescored()}
         # name -> (its scorer, whose query vectors it reads): the encoded systems, then the document-context ones
         scorers = {n: (systems.scorer(v), n) for n, v in self.base.items()}
         scorers.update({name: (doc_context.system_scorer(name, members, self.base, self.units["doc_id"], self.seed),
@@ -367,6 +409,8 @@ class CandidateSystems:
                 rows = range(a, min(a + block, len(qids)))
                 for n, (score, reads) in scorers.items():
                     scores = score(qv[reads] if len(rows) == len(qids) else qv[reads].take(rows))
+                    if n in exported:
+                        scores = follow_exported(scores, rows, *exported[n])
                     for key, candidates in candidate_sets.items():
                         parts[key][n].append(restricted_run(scores, qids[rows.start:rows.stop], unit_ids,
                                                             candidates, depth))

@@ -46,7 +46,8 @@ def run(ctx: StageContext) -> StageResult:
     cfg, res = ctx.config, ctx.result(STAGE, TITLE)
     x = read_inputs(ctx)
     scorer = res.add(*setup_section(x, cfg.retrieve.rrf_k, cfg.retrieve.depth, cfg.seed))
-    top1_random = res.add(*top1_random_section(x.questions, x.distractors, scorer, cfg.seed, x.clusters))
+    top1_random = res.add(*top1_random_section(x.questions, x.distractors, scorer, cfg.seed, x.clusters,
+                                               x.generated_runs))
     hard_runs, suff_hard, frames_hard, sufficiency, hard_sets = res.add(*sufficiency_section(
         x.questions, x.one_unit, x.distractors, x.units, scorer, x.corpus_runs, x.qrels_labels, cfg.seed, x.clusters,
         x.run_dir, cfg.negatives.template_k))
@@ -67,7 +68,8 @@ def run(ctx: StageContext) -> StageResult:
     res.add(*kinds_section(x.unit_vectors, evidence))
     res.add(*failures_section(x))
     haystack = res.add(*haystack_section(x.units, x.distractors, x.strict, cfg.seed, scorer, evidence_qrels,
-                                         x.clusters, cfg.report.target_corpus_size, cfg.report.haystack_fractions))
+                                         x.clusters, cfg.report.target_corpus_size, cfg.report.haystack_fractions,
+                                         x.corpus_runs))
     trace_counts = res.add(*fusion_section(x.base, x.corpus_runs, x.current, x.strict, cfg.retrieve.rrf_k,
                                            cfg.retrieve.depth))
     res.add(*qrels_section(evidence_qrels, x.run_dir))
@@ -102,6 +104,9 @@ class MetricInputs:
     external: dict
     derived_plan: Any
     settings: dict
+    # the systems' exported runs of the questions as generated (runs/): the order top-1 under random
+    # negatives follows, as corpus_runs (runs_validated/) is the order of every validated view
+    generated_runs: dict = field(default_factory=dict)
     # optional tables of earlier stages, empty when that stage did not write them on this corpus
     earlier: dict = field(default_factory=dict)
 
@@ -158,9 +163,12 @@ def read_inputs(ctx: StageContext) -> MetricInputs:
                "judge_door_summary": optional("judge_door_summary"), "validity_ladder": optional("validity_ladder"),
                "hard_vs_random": optional("hard_vs_random"), "label_agreement": optional("label_agreement"),
                "annotator_agreement": optional("annotator_agreement"), "systems": optional("systems")}
+    generated_runs = {name: trec.read_run_file(run_dir / "runs" / f"{name}.run")[0]
+                      for name in list(base) + list(derived_plan.rescorings())
+                      if (run_dir / "runs" / f"{name}.run").is_file()}
     return MetricInputs(run_dir, units, questions, validated, distractors, read("labels_current"), clusters,
                         ctx.unit_clusters(), base, unit_vectors, corpus_runs, external, derived_plan,
-                        dict(ctx.encoder_settings(), run_dir=run_dir), earlier)
+                        dict(ctx.encoder_settings(), run_dir=run_dir), generated_runs, earlier)
 
 
 def setup_section(x: MetricInputs, rrf_k: int, depth: int, seed: int) -> tuple[Section, scoring.CandidateSystems]:
@@ -176,7 +184,7 @@ def setup_section(x: MetricInputs, rrf_k: int, depth: int, seed: int) -> tuple[S
 
 
 def top1_random_section(questions: pd.DataFrame, distractors: pd.DataFrame, scorer, seed: int,
-                        clusters) -> tuple[Section, Any]:
+                        clusters, generated_runs: dict | None = None) -> tuple[Section, Any]:
     """Top-1 under random negatives, questions as generated (page-single): each system's share
     with its CI beside chance (one over the candidates). Writes top1_random_original."""
     sec = Section(STAGE, "top1_random")
@@ -185,7 +193,7 @@ def top1_random_section(questions: pd.DataFrame, distractors: pd.DataFrame, scor
     rand_c = {q: [g] + list(rand[rand["query_id"] == q]["unit_id"]) for q, g in zip(orig["query_id"], orig["evidence_unit_ids"])}
     orig_qrels = systems.evidence_qrels(orig)
     random_rows = []
-    for name, run in sorted(scorer.runs(orig, rand_c).items()):
+    for name, run in sorted(scorer.runs(orig, rand_c, order=generated_runs).items()):
         pq = scoring.per_query(orig_qrels, run, ["top1"], list(orig["query_id"]))
         ci = stats.bootstrap_ci(pq["top1"].to_numpy(), 2000, rng=np.random.default_rng([seed, 70]),
                                 clusters=stats.cluster_array(clusters, list(pq.index)))
@@ -226,7 +234,7 @@ def sufficiency_section(questions: pd.DataFrame, one_unit: pd.DataFrame, distrac
         sec.say(f"outside the hard columns ({len(outside)}): " + "; ".join(
             f"{q} ({r})" for q, r in zip(outside["query_id"].head(10), outside["reason"].head(10)))
             + (" …" if len(outside) > 10 else ""))
-    hard_runs = scorer.runs(in_hard, hard_c)
+    hard_runs = scorer.runs(in_hard, hard_c, order=corpus_runs)
     suff_hard, frames_hard = scoring.sufficiency(qrels_labels, hard_runs, list(in_hard["query_id"]), "hard",
                                            ks=scoring.HARD_KS, seed=seed, clusters=clusters)
     suff_corpus, frames_corpus = scoring.sufficiency(qrels_labels, corpus_runs, list(one_unit["query_id"]), "corpus", seed=seed,
@@ -525,7 +533,7 @@ def failures_section(x: MetricInputs) -> tuple[Section]:
 
 def haystack_section(units: pd.DataFrame, distractors: pd.DataFrame, strict: pd.DataFrame, seed: int, scorer,
                      evidence_qrels: pd.DataFrame, clusters, target_size: int,
-                     fractions) -> tuple[Section, pd.DataFrame]:
+                     fractions, corpus_runs: dict | None = None) -> tuple[Section, pd.DataFrame]:
     """The haystack curve: the same questions against nested random subsamples of the corpus (gold and
     hard distractors always kept), extrapolated to target_size when it is larger. Writes haystack_curve."""
     sec = Section(STAGE, "haystack")
@@ -537,7 +545,8 @@ def haystack_section(units: pd.DataFrame, distractors: pd.DataFrame, strict: pd.
             for q, ev in zip(strict["query_id"], strict["evidence_unit_ids"])}
     hay_sets = H.candidate_sets(kept, H.nested_subsamples(list(units["unit_id"]), sizes, seed))
     # recall@10 and top-1 read nothing below the run depth: each ranking is cut there
-    hay_runs = scorer.runs_for(strict, hay_sets, depth=max(scorer.depth, 10))
+    # the exported runs' order decides every tie, so the 100% point is runs_validated/'s own figure
+    hay_runs = scorer.runs_for(strict, hay_sets, depth=max(scorer.depth, 10), order=corpus_runs)
     hay_pq: dict[tuple[str, str], dict[int, pd.Series]] = {}
     for size, runs in hay_runs.items():
         for name, run in runs.items():
