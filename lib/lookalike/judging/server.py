@@ -67,6 +67,26 @@ def _depth(value: Any, limit: int) -> int:
     return deepest
 
 
+def _not_unicode(value: Any) -> str | None:
+    """Where a parsed body holds a string UTF-8 cannot encode (a lone surrogate, which JSON's \\u escapes
+    can spell): 'field "token"', 'a field name', or None when every string is text."""
+    stack: list[tuple[Any, str]] = [(value, "the body")]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return where
+        elif isinstance(item, dict):
+            for k, v in item.items():
+                stack.append((k, "a field name"))
+                stack.append((v, f"field {k!r}" if where == "the body" else where))
+        elif isinstance(item, list):
+            stack.extend((v, where) for v in item)
+    return None
+
+
 @dataclass
 class Settings:
     """The label server's settings: the round's (per_pair, door: the database's, seeded by the run's
@@ -283,6 +303,10 @@ async def body(request: Request, *fields: str) -> dict:
                            ) from None
     if _depth(data, MAX_DEPTH) > MAX_DEPTH:
         raise LabelDBError(f"the request body nests lists or objects more than {MAX_DEPTH} levels deep")
+    bad = _not_unicode(data)
+    if bad is not None:
+        raise LabelDBError(f"the request body holds text that is not valid Unicode ({bad}: a lone surrogate "
+                           "such as \\ud800, which JSON can spell but no text can hold)")
     if not isinstance(data, dict):
         raise LabelDBError(f"the request body must be a JSON object with {', '.join(fields)}")
     missing = [f for f in fields if f not in data]
