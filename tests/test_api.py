@@ -69,3 +69,39 @@ def test_open_run_reads_a_finished_run_back(tmp_path):
         lookalike.open_run(tmp_path)
 
 
+
+
+def _any_argument():
+    from hypothesis import strategies as st
+
+    scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=6)
+    nested = st.dictionaries(st.text(max_size=4), st.dictionaries(st.text(max_size=4), scalars, max_size=3)
+                             | scalars | st.lists(scalars, max_size=3), max_size=3)
+    return nested | scalars | st.lists(scalars, max_size=3) | st.dictionaries(st.integers(), scalars, max_size=2)
+
+
+def test_the_api_refuses_any_argument_of_the_wrong_shape_in_words():
+    """evaluate and compare, given qrels and runs of any shape hypothesis draws (the catalogue's {'q1': 'd1'}
+    among them): a result, or a TypeError / ValueError whose message names the argument or the row —
+    never an AttributeError from deep inside (``'str' object has no attribute 'keys'``)."""
+    import warnings
+
+    from hypothesis import HealthCheck, example, given, settings
+
+    good_q, good_r = {"q1": {"d1": 1}}, {"q1": {"d1": 1.0}}
+
+    @settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(qrels=_any_argument(), run=_any_argument())
+    @example(qrels={"q1": "d1"}, run=good_r)
+    @example(qrels=good_q, run={"q1": ["d1"]})
+    @example(qrels={"q1": {"d1": "x"}}, run=good_r)
+    def check(qrels, run):
+        for q, r in ((qrels, good_r), (good_q, run), (qrels, run)):
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    lookalike.evaluate(q, r, ["map", "ndcg@10"])
+            except (TypeError, ValueError) as exc:
+                assert str(exc) and "object has no attribute" not in str(exc), (q, r, exc)
+
+    check()

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from lookalike.cli import options
 from lookalike.eval import measures as measures_mod
 from lookalike.eval import metrics
 from lookalike.eval import ranking, stats, trec
@@ -42,16 +43,16 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-q", action="store_true", help="print per-query values too")
     p.add_argument("-c", action="store_true", help="average over every qrels query (missing ones score 0)")
     p.add_argument("-l", type=int, default=1, metavar="LEVEL", help="smallest grade counted relevant (default 1)")
-    p.add_argument("-M", type=int, default=None, metavar="N", help="use only the top N units of each ranking")
+    p.add_argument("-M", type=options.whole(0), default=None, metavar="N", help="use only the top N units of each ranking")
     p.add_argument("-J", action="store_true", help="judged units only: drop unjudged units from each ranking first "
                                                    "(trec_eval -J)")
-    p.add_argument("-N", type=int, default=0, metavar="N",
+    p.add_argument("-N", type=options.whole(0), default=0, metavar="N",
                    help="the collection's size, for utility's fourth coefficient (default 0, as trec_eval)")
     p.add_argument("--group-by", metavar="FILE:COLUMN",
                    help="table (csv/tsv/parquet) with query_id and COLUMN: per-group and macro blocks")
     p.add_argument("--ci", action="store_true", help="append the bootstrap 95%% CI of each mean")
-    p.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples for --ci (default 2000)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
+    p.add_argument("--n-boot", type=options.whole(1), default=2000, help="bootstrap resamples for --ci (default 2000)")
+    p.add_argument("--seed", type=options.whole(0), default=0, help="seed of the bootstrap (default 0)")
     p.add_argument("--format", choices=("text", "json", "csv"), default="text",
                    help="text: trec_eval's lines (default); csv: measure,query,value[,ci_lo,ci_hi] at full "
                         "precision; json: the same rows in one object with the run's id")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from lookalike.cli import options
 from lookalike.judging.store import LabelError, LabelStore, import_export
 
 
@@ -27,10 +28,10 @@ def main(argv: list[str]) -> int:
     s.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only; "
                                                        "0.0.0.0 lets the team reach it — behind TLS outside a "
                                                        "trusted network)")
-    s.add_argument("--port", type=int, default=8750)
+    s.add_argument("--port", type=options.whole(1, 65535), default=8750)
     s.add_argument("--db", default=None, help="the database: a file (default <run>/labels/labels.sqlite, or the run's "
                                               "labels.db) or postgresql://user:password@host/name")
-    s.add_argument("--per-pair", type=int, default=None,
+    s.add_argument("--per-pair", type=options.whole(1), default=None,
                    help="people per pair in each pool (default: the label database's; a new one takes the run's "
                         "labels.per_pair); a change is recorded in the database")
     s.add_argument("--door", action=argparse.BooleanOptionalAction, default=None,
@@ -50,12 +51,12 @@ def main(argv: list[str]) -> int:
                                               "<run>/labels/labels.sqlite)")
     pl = sub.add_parser("plan", help="what a round of labelling costs, before the first label")
     pl.add_argument("run_dir", help="the run folder, e.g. outputs/demo (after stage 06)")
-    pl.add_argument("--people", type=int, required=True, help="people who will label")
-    pl.add_argument("--per-pair", type=int, default=None, help="people per pair in each pool (default: the "
+    pl.add_argument("--people", type=options.whole(1), required=True, help="people who will label")
+    pl.add_argument("--per-pair", type=options.whole(1), default=None, help="people per pair in each pool (default: the "
                                                                 "database's, else the run's labels.per_pair)")
     pl.add_argument("--door", action=argparse.BooleanOptionalAction, default=None,
                     help="two pools (default: the database's, else the run's labels.door)")
-    pl.add_argument("--labels-per-hour", type=float, default=None,
+    pl.add_argument("--labels-per-hour", type=options.number(above=0), default=None,
                     help="one person's pace (default: the pace measured in the label database; without one the "
                          "hours are given at several paces)")
     pl.add_argument("--db", default=None)

@@ -24,6 +24,7 @@ import re
 from pathlib import Path
 
 from lookalike import params
+from lookalike.cli import options
 from lookalike.analysis import leakage
 from lookalike.eval import stats
 from lookalike.io.cache import Cache
@@ -124,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
                          "pixels), or caption / filename / alt-text appended to what the image path reads")
     ap.add_argument("--inject-caption-leak", action="store_true",
                     help="the same as --inject-leak caption-index (its meaning before the partial injections)")
-    ap.add_argument("--threshold", type=float, default=None, help="override leak.threshold")
+    ap.add_argument("--threshold", type=options.number(low=0, high=1), default=None, help="override leak.threshold")
     ap.add_argument("--shuffled-corpus", metavar="OUT", default=None,
                     help="write the corpus with the caption fields shuffled among units to the new folder OUT (a "
                          "manifest.csv of every unit's image and its shuffled file name, alt text and caption), for "

@@ -119,14 +119,17 @@ class Run:
         more than the rest of the evaluation. Unit ids are sorted only where two scores of a query
         tie (the canonical tie-break), and codes are made only if something asks for them
         (unit_codes, vocab)."""
-        qids = sorted(nested)
-        inner = [nested[q] for q in qids]
-        lengths = np.fromiter(map(len, inner), dtype=np.int64, count=len(inner))
-        n = int(lengths.sum())
-        flat: list = []
-        for d in inner:                 # list.extend over each dict: faster than one chained iterator
-            flat.extend(d)
-        scores = np.fromiter(chain.from_iterable(d.values() for d in inner), dtype=np.float64, count=n)
+        try:
+            qids = sorted(nested)
+            inner = [nested[q] for q in qids]
+            lengths = np.fromiter(map(len, inner), dtype=np.int64, count=len(inner))
+            n = int(lengths.sum())
+            flat: list = []
+            for d in inner:                 # list.extend over each dict: faster than one chained iterator
+                flat.extend(d)
+            scores = np.fromiter(chain.from_iterable(d.values() for d in inner), dtype=np.float64, count=n)
+        except (AttributeError, TypeError, ValueError):
+            raise TypeError(nested_problem(nested)) from None
         query_ids = np.asarray(qids, dtype=object)
         qcode = np.repeat(np.arange(len(qids), dtype=np.int64), lengths)
         if not np.isfinite(scores).all():
@@ -231,12 +234,33 @@ class Run:
 
 def _flatten_nested(nested: Mapping) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """{qid: {uid: value}} -> (sorted query ids, per-query lengths, unit ids, float64 values), grouped by query."""
-    qids = sorted(nested)
-    lengths = np.fromiter((len(nested[q]) for q in qids), dtype=np.int64, count=len(qids))
-    n = int(lengths.sum())
-    units = np.fromiter(chain.from_iterable(nested[q].keys() for q in qids), dtype=object, count=n)
-    values = np.fromiter(chain.from_iterable(nested[q].values() for q in qids), dtype=np.float64, count=n)
+    try:
+        qids = sorted(nested)
+        lengths = np.fromiter((len(nested[q]) for q in qids), dtype=np.int64, count=len(qids))
+        n = int(lengths.sum())
+        units = np.fromiter(chain.from_iterable(nested[q].keys() for q in qids), dtype=object, count=n)
+        values = np.fromiter(chain.from_iterable(nested[q].values() for q in qids), dtype=np.float64, count=n)
+    except (AttributeError, TypeError, ValueError):
+        raise TypeError(nested_problem(nested)) from None
     return np.asarray(qids, dtype=object), lengths, units, values
+
+
+def nested_problem(nested: Mapping) -> str:
+    """What makes a dict not {query: {unit: value}}: the first query that maps to something else, or the
+    first value that is not a number (said where dicts failed to read, so the scan costs nothing otherwise)."""
+    expected = "(expected {query: {unit: value}})"
+    kinds = {type(q).__name__ for q in nested}
+    if len(kinds) > 1:
+        return f"query ids of more than one type ({', '.join(sorted(kinds))}) {expected}"
+    for q, inner in nested.items():
+        if not isinstance(inner, Mapping):
+            return f"query {q!r} maps to {type(inner).__name__} ({inner!r:.40}), not to a dict unit -> value {expected}"
+        for u, v in inner.items():
+            try:
+                float(v)
+            except (TypeError, ValueError):
+                return f"query {q!r}, unit {u!r}: {v!r:.40} is not a number {expected}"
+    return f"not a dict of dicts {expected}"
 
 
 def _is_clean_run_frame(run) -> bool:
@@ -394,7 +418,10 @@ def as_qrels(value, argument: str = "qrels", grades: Mapping[str, int] | None = 
     if isinstance(value, (str, os.PathLike)):
         return Qrels.read(value)
     if isinstance(value, (pd.DataFrame, Mapping)):
-        return Qrels(value, grades=grades)
+        try:
+            return Qrels(value, grades=grades)
+        except TypeError as exc:
+            raise TypeError(f"{argument}: {exc}") from None
     raise TypeError(f"{argument}: expected Qrels, a path to a TREC qrels file, a frame (query_id, unit_id, "
                     f"relevance or label) or a dict query -> unit -> grade; got {type(value).__name__}")
 
@@ -407,7 +434,10 @@ def as_run(value, argument: str = "run", name: str | None = None) -> Run:
     if isinstance(value, (str, os.PathLike)):
         return Run.read(value, name=name)
     if isinstance(value, (pd.DataFrame, Mapping)):
-        return Run(value, name=name or "run")
+        try:
+            return Run(value, name=name or "run")
+        except TypeError as exc:
+            raise TypeError(f"{argument}: {exc}") from None
     raise TypeError(f"{argument}: expected a Run, a path to a TREC run file, a frame (query_id, unit_id, score) "
                     f"or a dict query -> unit -> score; got {type(value).__name__}")
 
