@@ -125,3 +125,19 @@ def test_the_audit_checks_peoples_figures_against_the_label_database(run_dir):
     db.undo(first["annotator"], "undo-after-stage-06", 60)           # a label taken back after the run
     found = team.check_run(run_dir, params)
     assert found and all(f[0] in ("tables/annotator_agreement.csv", "tables/judge_door_summary.csv") for f in found)
+
+
+def test_labels_add_and_serve_on_a_folder_that_is_no_run_refuse_and_write_nothing(tmp_path, capsys):
+    """`labels add` on a corpus folder answered with a token and made a label database inside it; `labels serve`
+    on a missing path made a database there before refusing."""
+    corpus = tmp_path / "my-photos"
+    corpus.mkdir()
+    (corpus / "a.jpg").write_bytes(b"\xff\xd8\xff")
+    before = sorted(p.relative_to(corpus).as_posix() for p in corpus.rglob("*"))
+    assert labels_cli.main(["add", str(corpus), "ann", "--pool", "blind"]) == 2
+    out = capsys.readouterr().out
+    assert "holds no lookalike run with a judged pool" in out and "token" not in out.lower().replace("no tables", "")
+    assert sorted(p.relative_to(corpus).as_posix() for p in corpus.rglob("*")) == before
+    missing = tmp_path / "nowhere"
+    assert labels_cli.main(["serve", str(missing)]) == 2
+    assert "does not exist" in capsys.readouterr().out and not missing.exists()

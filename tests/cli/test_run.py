@@ -284,3 +284,26 @@ def test_evidence_qrels_reproduce_the_first_look_with_the_cli(ci_run, capsys):
         printed = {line.split()[0]: line.split()[2] for line in capsys.readouterr().out.splitlines()}
         assert printed == {"recall_10": f"{row.recall_10:.4f}", "ndcg_cut_10": f"{row.ndcg_cut_10:.4f}",
                            "recall_all_10": f"{row.recall_all_10:.4f}"}, row.system
+
+
+def test_a_second_run_of_a_folder_being_written_is_refused_and_a_misspelt_stage_makes_no_folder(tmp_path, capsys):
+    """Two `lookalike run`s of one run name at once both reported success, the folder holding the second's
+    files only; `run --stage 09_bogus` made the run folder before refusing the name."""
+    from lookalike.cli import main
+    from tests.report.test_run_folder import _hold_lock
+
+    params = write_params(tmp_path / "mine.yaml", f"run: mine\ncorpus:\n  source: manifest\n"
+                                                   f"  manifest: {tmp_path / 'absent.csv'}\n")
+    assert main(["run", str(params), "--out", str(tmp_path / "out"), "--stage", "09_bogus"]) == 2
+    assert "unknown stage(s) ['09_bogus']" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+    (tmp_path / "out" / "mine" / "notebooks").mkdir(parents=True)
+    holder = _hold_lock(tmp_path / "out" / "mine")
+    try:
+        assert main(["run", str(params), "--out", str(tmp_path / "out")]) == 2
+        err = capsys.readouterr().err
+        assert "is being written by another lookalike run" in err and f"process {holder.pid}" in err
+        assert sorted(p.name for p in (tmp_path / "out" / "mine").iterdir()) == [".lookalike-run.lock", "notebooks"]
+    finally:
+        holder.kill()
+        holder.wait()

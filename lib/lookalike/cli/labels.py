@@ -147,10 +147,11 @@ def _export(args) -> int:
 
 def _add(args) -> int:
     from lookalike.judging.labeldb import LabelDBError, describe
-    from lookalike.judging.server import open_db, run_params, settings_from
+    from lookalike.judging.server import open_db, require_run, run_params, settings_from
 
     run_dir = Path(args.run_dir)
     try:
+        require_run(run_dir)
         cfg = run_params(run_dir)
         db = open_db(run_dir, cfg, args.db)
         settings_from(cfg, db)          # a new database takes the run's settings before anyone is in it

@@ -101,6 +101,10 @@ def execute(params_file: Path | str, out_root: Path | str = params.PROJECT_ROOT 
     for key, value in (("TQDM_DISABLE", "1"), ("HF_HUB_DISABLE_PROGRESS_BARS", "1"), ("TRANSFORMERS_VERBOSITY", "error"),
                        ("PYTHONWARNINGS", "ignore:IProgress not found")):
         os.environ.setdefault(key, value)
+    stages = stages or STAGES
+    unknown = [s for s in stages if s not in STAGES]
+    if unknown:          # before the folder is made: a misspelt stage writes nothing
+        raise params.ParamsError(f"unknown stage(s) {unknown}; stages are {STAGES}")
     run_dir = Path(out_root) / merged["run"]
     nb_dir = run_dir / "notebooks"
     if run_dir.is_file() or (run_dir.is_dir() and any(run_dir.iterdir()) and not nb_dir.is_dir()
@@ -116,12 +120,21 @@ def execute(params_file: Path | str, out_root: Path | str = params.PROJECT_ROOT 
     except OSError as exc:
         raise OutputError(f"cannot write the run folder {run_dir} ({exc.strerror or exc}); give --out a folder "
                           "you can write") from None
-    run_folder.run_dirs(run_dir)
-    stages = stages or STAGES
-    unknown = [s for s in stages if s not in STAGES]
-    if unknown:
-        raise params.ParamsError(f"unknown stage(s) {unknown}; stages are {STAGES}")
     plan = {stage: stage_parameters(stage, merged) for stage in stages}   # fail on params before running anything
+    try:
+        with run_folder.one_writer(run_dir) as stale:
+            if stale:
+                log(f"[lookalike] {merged['run']}: the last run of this folder ({stale}) was killed before it ended "
+                    "(its files may be half old, half new); this run writes them again")
+            return _execute_locked(merged, run_dir, nb_dir, stages, plan, log, shared_kernel)
+    except run_folder.RunFolderBusy as exc:
+        raise OutputError(str(exc)) from None
+
+
+def _execute_locked(merged: dict, run_dir: Path, nb_dir: Path, stages: list[str], plan: dict, log,
+                    shared_kernel: bool | SharedKernel) -> Path:
+    """execute's run, with the run folder's lock held."""
+    run_folder.run_dirs(run_dir)
     started = datetime.now(UTC).isoformat(timespec="seconds")
     timings: dict[str, float] = {}
     failed: StageFailed | None = None

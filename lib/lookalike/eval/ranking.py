@@ -387,10 +387,16 @@ def write_run(run, path: Path | str, tag: str = "lookalike") -> Path:
     ranked = rank(run)
     path = Path(path)
     trec.check_writable_ids(set(ranked["query_id"].tolist()) | set(ranked["unit_id"].tolist()), str(path))
-    with path.open("w", encoding="utf-8", newline="\n") as fh:
-        # lists, not the columns: iterating pandas 3's Arrow-backed strings costs ~1 µs an item
-        for q, u, r, s in zip(*(ranked[c].tolist() for c in ("query_id", "unit_id", "rank", "score"))):
-            fh.write(f"{q} Q0 {u} {int(r)} {float(s)!r} {tag}\n")
+    # whole or not at all: a full disk or a kill leaves the old file (or none), never half a run
+    tmp = path.with_name(f".{path.name}.partial-{os.getpid()}")
+    try:
+        with tmp.open("w", encoding="utf-8", newline="\n") as fh:
+            # lists, not the columns: iterating pandas 3's Arrow-backed strings costs ~1 µs an item
+            for q, u, r, s in zip(*(ranked[c].tolist() for c in ("query_id", "unit_id", "rank", "score"))):
+                fh.write(f"{q} Q0 {u} {int(r)} {float(s)!r} {tag}\n")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
     return path
 
 

@@ -149,6 +149,16 @@ def flagged_pairs(validation: pd.DataFrame, judgements: pd.DataFrame) -> dict[tu
     return out
 
 
+def require_run(run_dir: Path | str) -> None:
+    """Refuse, before anything is written, a folder that holds no run with a judged pool (stage 06's
+    tables/pool.csv): a label database or a token made there would sit in someone's corpus folder."""
+    run_dir = Path(run_dir)
+    if not (run_dir / "tables" / "pool.csv").is_file():
+        what = "does not exist" if not run_dir.exists() else "holds no lookalike run with a judged pool (no tables/pool.csv)"
+        raise LabelDBError(f"{run_dir} {what}: give a run folder such as outputs/demo, after stage 06 (judge pool) "
+                           "ran; nothing was written", 404)
+
+
 def load_run(run_dir: Path | str) -> RunPairs:
     """The run's pooled pairs (stage 06's tables/pool.csv), their images and metadata, and the model's
     pre-labels from the store (for agreement with people; never shown to anyone labelling)."""
@@ -484,10 +494,11 @@ def serve(run_dir: Path | str, host: str = "127.0.0.1", port: int = 8750, db: st
     import uvicorn
 
     run_dir = Path(run_dir)
+    require_run(run_dir)
     params = run_params(run_dir)
+    loaded = load_run(run_dir)          # before the database: a folder that is no run gets none
     database = open_db(run_dir, params, db)
     settings, notes = settings_from(params, database, **overrides)
-    loaded = load_run(run_dir)
     app = create_app(loaded, database, settings)
     print(f"lookalike labels: serving {run_dir} on http://{host}:{port}/ — database {database.target}; "
           f"{settings.per_pair} label(s) per pair" + ("; judge door on (the metadata pool sees file name and caption)"

@@ -44,6 +44,69 @@ def run_dirs(run_dir: Path | str) -> dict[str, Path]:
     return dirs
 
 
+LOCK_NAME = ".lookalike-run.lock"
+
+
+class RunFolderBusy(OSError):
+    """Another process holds the run folder's lock: it is writing that run now."""
+
+
+@contextmanager
+def one_writer(run_dir: Path | str):
+    """Hold the run folder's lock for a whole run: a second writer of the same folder is refused (naming the
+    folder and the process that holds it) before it writes anything, so two runs with one name never mix
+    their tables. The lock is the kernel's (flock on run_dir/.lookalike-run.lock): a run that is killed
+    releases it as it dies. The file names its holder while held and is emptied when the run ends, so a
+    holder's name found in it when the lock is free is a run that was killed — yielded (its words, or "")
+    for the caller to say."""
+    import fcntl
+    import socket
+    from datetime import UTC, datetime
+
+    path = Path(run_dir) / LOCK_NAME
+    fh = path.open("a+", encoding="utf-8")
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        fh.seek(0)
+        holder = fh.read().strip()
+        fh.close()
+        raise RunFolderBusy(f"{run_dir} is being written by another lookalike run ({holder or 'a running process'}); "
+                            "nothing was written — wait for that run to end, or give this one another run name "
+                            "or --out") from None
+    try:
+        fh.seek(0)
+        stale = fh.read().strip()
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"process {os.getpid()} on {socket.gethostname()}, started "
+                 f"{datetime.now(UTC).isoformat(timespec='seconds')}\n")
+        fh.flush()
+        yield stale
+    finally:
+        # a run that ends, well or with an error, empties the file; only a killed one leaves its name there
+        fh.seek(0)
+        fh.truncate()
+        fh.flush()
+        fcntl.flock(fh, fcntl.LOCK_UN)
+        fh.close()
+
+
+@contextmanager
+def replacing(path: Path | str):
+    """Write a file whole or not at all: yields a temporary path beside it (same folder, so the rename is
+    atomic on one file system), renamed over path when the block ends without an error and removed when
+    it ends with one — a full disk, a kill or an exception never leaves a half-written table in its place
+    (the old file, if any, stays as it was)."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.partial-{os.getpid()}")
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def write_table(df: pd.DataFrame, run_dir: Path | str, name: str, sort_by: list[str] | None = None) -> Path:
     """Write tables/<name>.csv at full precision (and .parquet when large), rows in a fixed order.
 
@@ -56,9 +119,11 @@ def write_table(df: pd.DataFrame, run_dir: Path | str, name: str, sort_by: list[
         df = df.sort_values(sort_by, kind="mergesort")
     df = df.reset_index(drop=True)
     path = out / f"{name}.csv"
-    df.to_csv(path, index=False, float_format="%.17g", lineterminator="\n")
+    with replacing(path) as tmp:
+        df.to_csv(tmp, index=False, float_format="%.17g", lineterminator="\n")
     if len(df) >= LARGE_TABLE_ROWS:
-        df.to_parquet(out / f"{name}.parquet", index=False)
+        with replacing(out / f"{name}.parquet") as tmp:
+            df.to_parquet(tmp, index=False)
     return path
 
 
@@ -135,7 +200,8 @@ def record_headline(run_dir: Path | str, stage: str, title: str, sentence: str, 
     out = Path(run_dir) / "headlines"
     out.mkdir(parents=True, exist_ok=True)
     record = {"stage": stage, "title": title, "sentence": sentence, "figure": figure, "numbers": numbers or {}}
-    (out / f"{stage}.json").write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    with replacing(out / f"{stage}.json") as tmp:
+        tmp.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
 # ----------------------------------------------------------------------------- manifest
@@ -192,7 +258,8 @@ def write_manifest(run_dir: Path | str, params: dict[str, Any], params_hash: str
         "files": recorded_files(run_dir),
     }
     out = Path(run_dir) / "manifest.json"
-    out.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    with replacing(out) as tmp:
+        tmp.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return out
 
 

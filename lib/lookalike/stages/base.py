@@ -301,7 +301,8 @@ class StageResult:
             run_folder.write_table(df, self.run_dir, name)
         for name, df in self.timings.items():
             (self.run_dir / "timings").mkdir(parents=True, exist_ok=True)
-            df.to_csv(self.run_dir / "timings" / f"{name}.csv", index=False, lineterminator="\n")
+            with run_folder.replacing(self.run_dir / "timings" / f"{name}.csv") as tmp:
+                df.to_csv(tmp, index=False, lineterminator="\n")
         for name, fig in self.figures.items():
             if hasattr(fig, "to_dict"):
                 run_folder.save_chart(fig, self.run_dir, name)
