@@ -20,3 +20,11 @@ def test_cli_exit_codes(tmp_path):
     assert (ok.returncode, bad.returncode, gone.returncode) == (0, 1, 2), (ok.stderr, bad.stdout, gone.stderr)
     assert "complete: summary.html: the page: missing" in bad.stdout
     assert "every invariant holds" in ok.stderr
+
+
+def test_an_empty_folder_is_no_run_exit_2_not_a_violation(tmp_path, capsys):
+    """`audit` on an empty folder exited 1 (two 'missing page' violations), as if a run had broken its invariants."""
+    from lookalike.cli.audit import main
+
+    assert main([str(tmp_path)]) == 2
+    assert "holds no lookalike run" in capsys.readouterr().err

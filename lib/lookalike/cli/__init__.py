@@ -6,8 +6,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from lookalike.cli import options
-
 
 def _version() -> str:
     """The installed distribution's version (pyproject.toml's, once installed)."""
@@ -59,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     p_ex.add_argument("name", choices=("documents", "photos"))
     p_ex.add_argument("dir", nargs="?", default=None,
                       help="where to write it (default examples/generated/NAME, where params/examples/ looks)")
-    p_ex.add_argument("--seed", type=options.whole(0), default=0, help="the generator's seed, 0 or more (default 0)")
+    p_ex.add_argument("--seed", type=int, default=0, help="the generator's seed, 0 or more (default 0)")
     p_ex.add_argument("--force", action="store_true",
                       help="replace files in DIR that the example would write (listed first); without it a DIR "
                            "holding any of them is refused and nothing is written")

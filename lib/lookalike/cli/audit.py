@@ -38,6 +38,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="lookalike audit", description=__doc__.split("\n\n")[0])
     parser.add_argument("run_dir", help="a run folder, e.g. outputs/demo")
     args = parser.parse_args(argv)
+    from pathlib import Path
+
+    folder = Path(args.run_dir)
+    marks = ("manifest.json", "notebooks", "tables", "index.html", "summary.html")
+    if folder.is_dir() and not any((folder / m).exists() for m in marks):
+        # an empty folder, or someone's own: nothing to audit, which is not a run that broke its invariants
+        print(f"lookalike audit: {folder} holds no lookalike run (none of {', '.join(marks)}): give a run folder "
+              "such as outputs/demo", file=sys.stderr)
+        return 2
     try:
         found = full(args.run_dir)
     except FileNotFoundError as exc:

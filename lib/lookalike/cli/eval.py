@@ -51,7 +51,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--group-by", metavar="FILE:COLUMN",
                    help="table (csv/tsv/parquet) with query_id and COLUMN: per-group and macro blocks")
     p.add_argument("--ci", action="store_true", help="append the bootstrap 95%% CI of each mean")
-    p.add_argument("--n-boot", type=options.whole(1), default=2000, help="bootstrap resamples for --ci (default 2000)")
+    p.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples for --ci (default 2000)")
     p.add_argument("--seed", type=options.whole(0), default=0, help="seed of the bootstrap (default 0)")
     p.add_argument("--format", choices=("text", "json", "csv"), default="text",
                    help="text: trec_eval's lines (default); csv: measure,query,value[,ci_lo,ci_hi] at full "
