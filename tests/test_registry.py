@@ -175,3 +175,66 @@ def test_nothing_that_builds_systems_names_a_derived_system_or_the_member_it_res
 def test_the_literal_check_sees_a_member_named_in_a_stage():
     text = 'if "ocr-minilm" in runs and plan.has(catalog.DOC_CONTEXT):'
     assert re.search(r"""["']ocr-minilm["']""", text)
+
+
+# ------------------------------------------------------------------ one loader for every kind of plug-in
+
+PLUGIN_FILES = {
+    "syntax.py": "def broken(:\n",
+    "raises.py": "raise RuntimeError('cannot import me')\n",
+    "value.py": "X = 3\n",
+    "plain.py": "class Plain:\n    pass\n",
+    "boom.py": ("from lookalike.retrieval.encoders import Encoder\n"
+                "class Boom(Encoder):\n    name, provenance, kind = 'boom', 'pixels', 'single'\n"
+                "    def __init__(self, **kw):\n        raise RuntimeError('no weights at /models/x')\n"
+                "    def encode_units(self, units, base_dir, cache):\n        return None\n"
+                "    def encode_queries(self, questions):\n        return None\n"),
+}
+# (spec, what the refusal says) — the same for an encoder and a judge
+FAILS = [("missing.py:X", "no file"), ("syntax.py:X", "SyntaxError"), ("raises.py:X", "RuntimeError: cannot import me"),
+         ("plain.py:Nope", "has no 'Nope'"), ("value.py:X", "not a class"), ("plain.py:Plain", "set a class attribute name")]
+
+
+@pytest.fixture
+def plugin_dir(tmp_path):
+    for name, text in PLUGIN_FILES.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+@pytest.mark.parametrize("kind", ["encoder", "judge"])
+@pytest.mark.parametrize("spec, words", FAILS)
+def test_every_way_a_plugin_fails_to_load_is_one_refusal_in_words(plugin_dir, kind, spec, words):
+    from lookalike import registry
+    from lookalike.retrieval import encoders
+
+    full = f"{plugin_dir / spec.split(':')[0]}:{spec.split(':')[1]}"
+    load = encoders.encoder_class if kind == "encoder" else (lambda s: judges.REGISTRY.plugin(s, []))
+    with pytest.raises(registry.PluginError) as refused:
+        load(full)
+    assert isinstance(refused.value, ValueError) and str(refused.value).startswith(f"{kind} ")
+    assert words in str(refused.value) and full in str(refused.value)
+
+
+def test_check_refuses_an_encoder_plugin_that_does_not_load_without_a_traceback(plugin_dir, tmp_path, capsys):
+    """An encoder plug-in that did not load ended `lookalike check` in a traceback (a judge's was refused)."""
+    from lookalike.cli import main
+
+    for spec, words in FAILS:
+        path = tmp_path / "run.yaml"
+        path.write_text(f"run: p\ncorpus:\n  source: demo\n  demo_size: ci\nencode:\n  encoders: "
+                        f"['{plugin_dir / spec.split(':')[0]}:{spec.split(':')[1]}']\n", encoding="utf-8")
+        assert main(["check", str(path)]) == 1
+        out = capsys.readouterr()
+        assert "encoder plug-in" in out.out and "REFUSED" in out.out and words in out.out, out.out
+        assert "Traceback" not in out.out + out.err
+
+
+def test_a_plugin_encoder_whose_constructor_raises_is_named_with_its_error(plugin_dir):
+    """It passed `check` and failed in stage 02 without the plug-in's name."""
+    from lookalike.retrieval import encoders
+
+    spec = f"{plugin_dir / 'boom.py'}:Boom"
+    with pytest.raises(encoders.EncodeError, match=r"encoder '.*boom.py:Boom': constructing Boom failed: "
+                                                   r"RuntimeError: no weights at /models/x"):
+        encoders.make_encoder(spec)

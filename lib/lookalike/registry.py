@@ -5,7 +5,9 @@ specs (frozen dataclasses with a ``name``) and answers an unknown name with the 
 The parameter check reads a registry's names at check time (``named``), so a key that names a judge
 allows every judge registered then — the built-ins and a plug-in's — without importing the layers
 above: each registry kind has a home module (HOMES) whose import registers its built-ins. Plug-ins
-are named by import path (``load``): "package.module:Class" or "path/to/file.py:Class".
+are named by import path: "package.module:Class" or "path/to/file.py:Class"; ``load_plugin`` is the one
+loader every kind uses (encoders, judges, corpus sources), with one set of refusals. Naming a plug-in
+runs its module's code when the run is checked, as importing any module does.
 """
 
 from __future__ import annotations
@@ -131,6 +133,40 @@ def import_module(path_or_module: str, bases: Sequence[Path] = ()) -> object:
         del sys.modules[key]
         raise PluginError(f"importing {path} failed: {type(exc).__name__}: {exc}") from exc
     return module
+
+
+def load_plugin(spec: str, what: str, bases: Sequence[Path] = (), check: Callable[[object], None] | None = None,
+                error: type[PluginError] | None = None) -> object:
+    """The object a plug-in spec names, checked: every way it fails is one refusal in the project's words,
+    naming the kind and the spec — no such file or module, a module whose import raises (a syntax error
+    included), no such name in it, and whatever check(obj) refuses (not a class, not an encoder, a missing
+    method). error: the PluginError subclass to raise (a kind's own error class may derive from it too)."""
+    error = error or PluginError
+    try:
+        found = load(spec, bases)
+    except PluginError as exc:
+        raise error(f"{what} {exc}") from exc
+    if not isinstance(found, type):
+        raise error(f"{what} {spec!r}: names a {type(found).__name__}, not a class; {PLUGIN_HOW_TO}")
+    if check is not None:
+        try:
+            check(found)
+        except PluginError:
+            raise
+        except Exception as exc:
+            raise error(str(exc) if str(exc).startswith(what) else f"{what} {spec!r}: {exc}") from exc
+    return found
+
+
+def construct(cls: type, what: str, spec: str, error: type[Exception], **kwargs) -> object:
+    """A plug-in's instance: a constructor that raises is said with the plug-in's kind and spec and the
+    error, and the run's words for where its settings come from (a built-in's errors pass as they are)."""
+    try:
+        return cls(**kwargs)
+    except Exception as exc:
+        if not is_plugin(spec):
+            raise
+        raise error(f"{what} {spec!r}: constructing {cls.__name__} failed: {type(exc).__name__}: {exc}") from exc
 
 
 def load(spec: str, bases: Sequence[Path] = ()) -> object:

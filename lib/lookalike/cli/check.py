@@ -31,6 +31,7 @@ from lookalike.io import pagebase
 from lookalike.judging import judges
 from lookalike.judging import labeldb
 from lookalike.stages import context, stratify_corpus
+from lookalike.retrieval import encoders as E
 
 OK, REFUSED, BAD_PARAMS = 0, 1, 2
 
@@ -160,8 +161,19 @@ def check_inputs(prm: dict) -> list[Report]:
                 r.rows, r.skipped = len(got[0]), got[1]
             elif got is not None:
                 r.rows = len(got)
+        plugins_load = True
+        for spec in [s for s in prm["encode"]["encoders"] if E.is_plugin(s)]:
+            # one loader (registry.load_plugin) and its refusals; importing the file runs its code, here too
+            r = Report("encoder plug-in", str(spec))
+            reports.append(r)
+            cls = _guard(r, lambda spec=spec: E.encoder_class(spec))
+            plugins_load &= cls is not None
+            if cls is not None:
+                r.heading_only = True
+                r.notes.append(f"system {cls.name} ({cls.provenance}, {cls.kind}); its module ran to be checked, its "
+                               "constructor runs in stage 02")
         r = Report("mining.retriever", str(prm["mining"]["retriever"]))
-        ranked = _guard(r, lambda: run_systems(prm))
+        ranked = _guard(r, lambda: run_systems(prm)) if plugins_load else None
         if ranked is not None and prm["mining"]["retriever"] not in ranked:
             r.refused = (f"mining.retriever {prm['mining']['retriever']!r} is not a system this run ranks "
                          f"({', '.join(sorted(ranked))}); stage 08 mines that system's rankings — name one of them")
@@ -182,8 +194,6 @@ def check_inputs(prm: dict) -> list[Report]:
 def run_systems(prm: dict) -> set[str]:
     """The systems a run with these parameters ranks: each encoder's, the fusions its encoders make,
     document context, your runs, and the +rerank / +split systems it names."""
-    from lookalike.retrieval import encoders as E
-
     from lookalike.retrieval import catalog, systems
 
     base = [E.system_name(spec) for spec in prm["encode"]["encoders"]]

@@ -126,20 +126,24 @@ def check_judge_class(cls, where: str) -> None:
             raise JudgeError(f"judge {where}: no {method} method (lookalike.plugin: Judge)")
 
 
+class PluginRefused(JudgeError, registry.PluginError):
+    """A judge plug-in that does not load or is not a judge (registry.load_plugin's refusals)."""
+
+
 def plugin_judge(spec: str, bases: Sequence[Path] = ()) -> str:
     """A judge class named by import path ("package.module:Class" or "path/to/file.py:Class") entered in
     the registry under its ``name`` attribute (its ``worth``, or its docstring's first line, says what its
     labels are worth); returns that name. The same class named twice is entered once; another judge
     already under that name is refused."""
-    try:
-        cls = registry.load(spec, bases)
-    except registry.PluginError as exc:
-        raise JudgeError(f"judge {exc}") from exc
-    name = getattr(cls, "name", None)
-    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
-        raise JudgeError(f"judge {spec!r}: set a class attribute name (letters, digits, '.', '_', '-'): it names "
-                         f"the judge on every label it writes; got {name!r}")
-    check_judge_class(cls, repr(spec))
+    def check(cls) -> None:
+        name = getattr(cls, "name", None)
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+            raise JudgeError(f"judge {spec!r}: set a class attribute name (letters, digits, '.', '_', '-'): it "
+                             f"names the judge on every label it writes; got {name!r}")
+        check_judge_class(cls, repr(spec))
+
+    cls = registry.load_plugin(spec, "judge", bases, check, PluginRefused)
+    name = cls.name
     if name in REGISTRY:
         if not _same_class(REGISTRY[name].make, cls):
             raise JudgeError(f"judge {spec!r}: name {name!r} is already another judge's; choose another")

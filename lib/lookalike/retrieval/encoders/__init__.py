@@ -348,16 +348,15 @@ def encoder_class(spec: str):
     return _plugin(spec)
 
 
+class PluginRefused(EncodeError, registry.PluginError):
+    """An encoder plug-in that does not load or is not an encoder (registry.load_plugin's refusals)."""
+
+
 @functools.cache
 def _plugin(spec: str):
     from lookalike.params import PROJECT_ROOT
 
-    try:
-        cls = registry.load(spec, [PROJECT_ROOT])
-    except registry.PluginError as exc:
-        raise EncodeError(f"encoder {exc}") from exc
-    check_plugin(cls, spec)
-    return cls
+    return registry.load_plugin(spec, "encoder", [PROJECT_ROOT], lambda cls: check_plugin(cls, spec), PluginRefused)
 
 
 def check_plugin(cls, spec: str = "") -> None:
@@ -402,8 +401,10 @@ def has_captions(spec: str) -> bool:
 
 
 def make_encoder(spec: str, **settings) -> Encoder:
-    """The encoder a name or plug-in spec gives, built with these settings (constructor keywords)."""
-    return encoder_class(spec)(**settings)
+    """The encoder a name or plug-in spec gives, built with these settings (constructor keywords); a plug-in
+    whose constructor raises is named with its error (registry.construct)."""
+    cls = encoder_class(spec)
+    return registry.construct(cls, "encoder", str(spec), PluginRefused, **settings) if is_plugin(spec) else cls(**settings)
 
 
 def checked(vectors: Vectors, ids: Sequence[str], who: str, provenance: str | None = None) -> Vectors:
