@@ -123,3 +123,19 @@ def test_gate_fails_when_the_file_name_is_appended():
     res = _leak_check("--inject-leak", "filename")
     assert res.returncode == 1, res.stdout + res.stderr
     assert "changes when the caption fields are shuffled" in res.stdout
+
+
+def test_a_shuffled_corpus_folder_that_cannot_be_written_is_refused_before_the_corpus_is_read(tmp_path, monkeypatch,
+                                                                                            capsys):
+    """--shuffled-corpus onto a folder it cannot write ended in a traceback after reading the whole corpus."""
+    from lookalike.cli import leak_check
+    from lookalike.stages import stratify_corpus
+
+    read = []
+    monkeypatch.setattr(stratify_corpus, "load_corpus", lambda ctx: read.append(1))
+    (tmp_path / "a-file").write_text("mine")
+    out = tmp_path / "a-file" / "shuffled"          # a folder inside a file: no one can write it
+    assert leak_check.main([str(REPO / "params" / "ci.yaml"), "--shuffled-corpus", str(out)]) == 2
+    said = capsys.readouterr().out
+    assert f"cannot write {out}" in said and "nothing was written" in said and not read
+    assert (tmp_path / "a-file").read_text() == "mine"

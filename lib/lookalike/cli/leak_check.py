@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import re
 from pathlib import Path
 
@@ -74,14 +75,38 @@ def write_shuffled_corpus(prm: dict, out: Path) -> int:
     """The corpus as stage 01 reads it, each unit's caption fields moved to another unit
     (``shuffled_metadata``: seeded by the run seed, no unit keeps its own), written as out/manifest.csv
     (unit_id, doc_id, page, image_path — absolute —, filename, alt_text, caption) with a README.
-    A folder that exists and is not empty is refused: nothing of yours is written over."""
+    A folder that exists and is not empty is refused: nothing of yours is written over; one that cannot be
+    written is refused before the corpus is read."""
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        print(f"lookalike leak-check: {out} exists and is not an empty folder; give a new folder (nothing was written)")
+        return BAD_PARAMS
+    made = not out.exists()
+    try:                    # a folder that cannot be written is said before the corpus is read, not after
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / f".write-test-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        print(f"lookalike leak-check: cannot write {out} ({exc.strerror or exc}); give a folder you can write "
+              "(nothing was written)")
+        return BAD_PARAMS
+    try:
+        return _write_shuffled(prm, out)
+    except OSError as exc:
+        print(f"lookalike leak-check: writing {out} failed ({exc.strerror or exc}); what was written there is removed")
+        for leftover in ("manifest.csv", "README.md"):
+            (out / leftover).unlink(missing_ok=True)
+        if made:
+            out.rmdir()
+        return BAD_PARAMS
+
+
+def _write_shuffled(prm: dict, out: Path) -> int:
+    """write_shuffled_corpus's work, once out is known to be an empty folder it can write."""
     import pandas as pd
 
     from lookalike.data.schema import CAPTION_COLUMNS, resolve_image
 
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        print(f"lookalike leak-check: {out} exists and is not an empty folder; give a new folder (nothing was written)")
-        return BAD_PARAMS
     cache = Cache(prm["encode"]["cache_dir"] or None)
     keep = cache.root / "leak-check" / re.sub(r"[^A-Za-z0-9._-]+", "_", str(prm["run"]))
     ctx = context(keep, prm)
@@ -96,7 +121,6 @@ def write_shuffled_corpus(prm: dict, out: Path) -> int:
                           **{c: shuffled[c] for c in ("doc_id", "page") if c in shuffled.columns},
                           "image_path": [str(resolve_image(str(p), keep).resolve()) for p in units["image_path"]],
                           **{c: shuffled[c] for c in fields}})
-    out.mkdir(parents=True, exist_ok=True)
     frame.to_csv(out / "manifest.csv", index=False)
     moved = int(sum((units[c].astype(str).to_numpy() != shuffled[c].astype(str).to_numpy()).any()
                     for c in fields))
