@@ -137,3 +137,11 @@ def test_injected_parameters_are_checked_too():
 def test_shipped_params_files_load(name):
     merged = params.load_params(REPO / "params" / f"{name}.yaml")
     assert merged["run"] == name
+
+
+def test_a_near_miss_key_is_suggested_by_edit_distance(tmp_path):
+    """encode.bach_size listed every key of encode but suggested none."""
+    path = tmp_path / "run.yaml"
+    path.write_text("run: p\ncorpus:\n  source: demo\nencode:\n  bach_size: 4\n", encoding="utf-8")
+    with pytest.raises(params.ParamsError, match=r"unknown key 'encode.bach_size'; did you mean encode.batch_size\?"):
+        params.load_params(path)

@@ -138,7 +138,9 @@ def deep_merge(base: dict[str, Any], override: dict[str, Any], source: Path, pre
                               f"endpoint for every stage that judges); rename it there")
         if key not in base:
             allowed = ", ".join(sorted(f"{prefix}{k}" for k in base))
-            raise ParamsError(f"{source}: unknown key '{dotted}' (allowed here: {allowed})")
+            close = registry.close_names(str(key), [str(k) for k in base])
+            hint = f"; did you mean {' or '.join(prefix + c for c in close)}?" if close else ""
+            raise ParamsError(f"{source}: unknown key '{dotted}'{hint} (allowed here: {allowed})")
         default = base[key]
         if isinstance(default, dict):
             if not isinstance(value, dict):

@@ -12,16 +12,44 @@ runs its module's code when the run is checked, as importing any module does.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import importlib
 import importlib.util
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
 
 T = TypeVar("T")
+
+
+def edit_distance(a: str, b: str) -> int:
+    """Edits from a to b: insertions, deletions, substitutions and swaps of two neighbours (nDGC for nDCG),
+    each 1 (the optimal string alignment distance)."""
+    d = [[i + j if i * j == 0 else 0 for j in range(len(b) + 1)] for i in range(len(a) + 1)]
+    for i in range(1, len(a) + 1):
+        for j in range(1, len(b) + 1):
+            d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1]))
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1)
+    return d[-1][-1]
+
+
+def close_names(name: str, known: Iterable[str], most: int = 2) -> list[str]:
+    """The known names a misspelling of name could mean, nearest first: equal but for case, or within an edit
+    distance of 2 (1 for names of 7 characters or fewer), never a known name that name merely extends with
+    letters of its own (alpha_nDCG is another measure than nDCG, NRBP than RBP: a word added is a new name,
+    not a typo)."""
+    low = name.lower()
+    scored = []
+    for k in dict.fromkeys(known):
+        kl = k.lower()
+        d = edit_distance(low, kl)
+        if kl == low:
+            scored.append((0, k))
+        elif d <= (1 if len(kl) <= 7 else 2) and not (kl in low and len(kl) < len(low)):
+            scored.append((d, k))
+    return [k for _, k in sorted(scored, key=lambda t: t[0])][:most]
 
 
 class UnknownName(KeyError, ValueError):
@@ -59,7 +87,7 @@ class Registry(Mapping[str, T]):
 
     def __getitem__(self, name: str) -> T:
         if name not in self._specs:
-            close = difflib.get_close_matches(name, list(self._specs), n=2)
+            close = close_names(name, self._specs)
             hint = f"; did you mean {' or '.join(close)}?" if close else ""
             raise UnknownName(f"unknown {self.what} {name!r}{hint} (known: {', '.join(self._specs)})")
         return self._specs[name]

@@ -4,6 +4,8 @@ the suggestions for names that do not parse."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -188,3 +190,43 @@ def test_ndcg_rel_under_complete_on_a_query_with_nothing_relevant_and_no_ranking
     assert eval_main(["-q", "-c", "-m", "ndcg_rel", str(tmp_path / "q"), str(tmp_path / "r")]) == 0
     lines = [line.split() for line in capsys.readouterr().out.splitlines()]
     assert lines == [["ndcg_rel", "q1", "1.0000"], ["ndcg_rel", "q2", "0.0000"], ["ndcg_rel", "all", "0.5000"]]
+
+
+@pytest.mark.parametrize("name", ["alpha_nDCG@5", "NRBP", "StRecall@5", "alpha-nDCG@10", "nERR@10"])
+def test_a_name_that_adds_a_word_to_a_measure_is_another_measure_never_suggested_as_it(name):
+    """docs/metrics.md says suggestions never cross families; alpha_nDCG@5 was met with "nDCG@5?", NRBP with
+    "RBP?", StRecall@5 with "Recall@5?" (each a different measure)."""
+    with pytest.raises(ms.MeasureError) as err:
+        ms.parse_one(name)
+    assert "did you mean" not in str(err.value)
+
+
+@pytest.mark.parametrize("name, hint", [("Map", "map"), ("mAP", "map"), ("NDCG_CUT_10", "ndcg_cut_10"),
+                                        ("precison@5", "precision@5"), ("Recal@10", "recall@10")])
+def test_a_name_in_another_case_or_with_a_typo_gets_its_hint_back(name, hint):
+    with pytest.raises(ms.MeasureError) as err:
+        ms.parse_one(name)
+    assert f"did you mean {hint}" in str(err.value)
+
+
+def test_ranx_names_without_a_cutoff_mean_what_ranx_means_or_are_refused_saying_so():
+    """ranx's precision without a cutoff reads the whole ranking (its k = 0): trec_eval's set_P (a bare recall
+    stays trec_eval's, recall at its default cutoffs). Its hits without one, and rbp@95 (ranx writes rbp.95),
+    are refused in words."""
+    assert ms.parse_one("precision") == ms.parse_one("set_P")
+    assert values(["precision"]).to_numpy().tolist() == values(["set_P"]).to_numpy().tolist()
+    for name, words in (("hits", "ranx's hits without one counts"), ("rbp@95", "rbp.95 is p = 0.95")):
+        with pytest.raises(ms.MeasureError, match=re.escape(words)):
+            ms.parse_one(name)
+
+
+def test_a_measure_given_parameters_twice_keeps_the_first_as_trec_eval_does(tmp_path, capsys):
+    """-m P.5 -m P.10 printed P_5 and P_10; trec_eval 10.0 prints P_5 only."""
+    (tmp_path / "q").write_text("q1 0 d1 1\nq1 0 d2 0\n")
+    (tmp_path / "r").write_text("q1 Q0 d1 1 1.0 r\nq1 Q0 d3 2 0.5 r\n")
+    assert eval_main(["-m", "P.5", "-m", "P.10", str(tmp_path / "q"), str(tmp_path / "r")]) == 0
+    out = capsys.readouterr()
+    assert [line.split()[0] for line in out.out.splitlines()] == ["P_5"]
+    assert "keeps the first parameters given for P" in out.err
+    assert eval_main(["-m", "P.5,10", str(tmp_path / "q"), str(tmp_path / "r")]) == 0
+    assert [line.split()[0] for line in capsys.readouterr().out.splitlines()] == ["P_5", "P_10"]

@@ -152,6 +152,10 @@ def main(argv: list[str] | None = None) -> int:
                      "with fewer, a 95% interval's ends rest on a handful of draws")
     if args.M is not None and args.M < 1:
         parser.error(f"-M must be at least 1 (units kept per ranking), got {args.M}")
+    if args.measures:
+        args.measures, dropped = measures_mod.first_parameters(args.measures)
+        for note in dropped:
+            print(f"lookalike eval: {note}", file=sys.stderr)
     if len(args.run) > 1:
         return _compare(parser, args)
     args.run = args.run[0]

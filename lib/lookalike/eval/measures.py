@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+
+from lookalike import registry
 
 # aggregation over queries: mean (trec_eval's 'all' line), sum (counts), gmean (gm_map), count (num_q)
 AGGREGATIONS = ("mean", "sum", "gmean", "count")
@@ -123,8 +125,11 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
 TEXT_FAMILIES = {"relstring"}
 # ranx's names (lower case; "@k" for a cutoff; "-l2" for a relevance level) for the families they
 # compute the same way: without a cutoff, and with one. ranx's rbp.95 (persistence 0.95) is parsed apart.
+# ranx's names without a cutoff: its precision then reads the whole ranking (ranx's k = 0), which is
+# trec_eval's set_P; a bare recall is trec_eval's (recall at its default cutoffs), and ranx's hits without a
+# cutoff is refused in words (_did_you_mean)
 RANX = {"ndcg": "ndcg", "ndcg_burges": "ndcg_exp", "map": "map", "mrr": "recip_rank", "r-precision": "Rprec",
-        "bpref": "bpref", "dcg": "dcg", "f1": "f1"}
+        "bpref": "bpref", "dcg": "dcg", "f1": "f1", "precision": "set_P"}
 RANX_CUT = {"ndcg": "ndcg_cut", "ndcg_burges": "ndcg_exp_cut", "map": "map_cut", "precision": "P", "recall": "recall",
             "hit_rate": "success", "mrr": "recip_rank_cut", "hits": "hits", "dcg": "dcg_cut", "f1": "f1",
             "dcg_burges": "dcg_exp_cut"}
@@ -314,10 +319,22 @@ def _family_words(base: str) -> set[str]:
 def _did_you_mean(name: str) -> str:
     """Close spellings that parse; for a known measure named wrongly (a cutoff it cannot take, one it
     needs), what is wrong with it instead of another measure's name."""
-    import difflib
-
+    k = None
+    km = re.match(r"^.*?[@_.](?P<k>\d+)$", name)
+    if km:
+        k = km.group("k")
+    spellings = _spellings(k)
+    if name.startswith("rbp@"):
+        return "; ranx writes RBP's persistence after a dot (rbp.95 is p = 0.95), and its rbp takes no cutoff"
+    same = [s for s in spellings if s.lower() == name.lower()]
+    if same:            # Map, mAP, NDCG_CUT_10: a measure's name in another case
+        return f"; did you mean {' or '.join(same[:2])}? (measure names are case-sensitive)"
     m = re.match(r"^(?P<base>[A-Za-z][A-Za-z0-9_\-]*?)(?:[@_.(](?P<rest>.*))?$", name)
     base, rest = (m.group("base"), m.group("rest")) if m else (name, None)
+    if base == "hits" and rest is None:
+        return ("; hits needs a cutoff here: ranx's hits without one counts the relevant units of the whole ranking "
+                "— write hits@N with N the ranking's depth (trec_eval's num_rel_ret is that count, summed over "
+                "queries rather than averaged)")
     families = _family_words(base)
     if families:
         fams = [FAMILIES[f] for f in sorted(families)]
@@ -327,15 +344,8 @@ def _did_you_mean(name: str) -> str:
         if rest is not None and takes <= {"none"}:
             return f"; {base} takes no cutoff (it is computed over the whole ranking)"
         return ""
-    k = None
-    km = re.match(r"^.*?[@_.](?P<k>\d+)$", name)
-    if km:
-        k = km.group("k")
-    spellings = _spellings(k)
-    close = difflib.get_close_matches(name, spellings, n=3, cutoff=0.6)
-    if not close:
-        lowered = {s.lower(): s for s in spellings}
-        close = [lowered[c] for c in difflib.get_close_matches(name.lower(), list(lowered), n=3, cutoff=0.6)]
+    # typos only: a name that adds a word to a measure's (alpha_nDCG, NRBP, StRecall) is another measure
+    close = registry.close_names(name, spellings, most=3)
     close = list({c.lower(): c for c in reversed(close)}.values())[::-1]       # one of precision@5 / Precision@5
     close.sort(key=lambda c: c[:1] != name[:1])          # a spelling that starts as the name did comes first
     return f"; did you mean {' or '.join(close)}?" if close else ""
@@ -559,6 +569,24 @@ def _ranx_measure(name: str, base: str, k_text: str | None, rel: int | None) -> 
         rel = None
     k = _cutoff(name, k_text, whole=True) if k_text is not None else None
     return Measure(fam_name, k=k, rel=rel, spelled=name, opts=opts)
+
+
+def first_parameters(specs: Sequence[str]) -> tuple[list[str], list[str]]:
+    """trec_eval's rule for a measure given parameters twice (-m P.5 -m P.10): the first parameters stand
+    and later ones are ignored (it prints P_5 only). Returns the specs kept and a sentence for each one
+    dropped. Only trec_eval's own spelling (name.parameters) repeats this way; other spellings are kept."""
+    kept, dropped, first = [], [], {}
+    for spec in specs:
+        base, dot, text = str(spec).strip().partition(".")
+        if dot and text and base in FAMILIES and " " not in spec:
+            if base in first:
+                dropped.append(f"-m {spec}: trec_eval keeps the first parameters given for {base} ({first[base]}) "
+                               f"and ignores later ones, and so does lookalike; give them in one -m "
+                               f"({base}.{first[base].partition('.')[2]},{text}) for both")
+                continue
+            first[base] = str(spec).strip()
+        kept.append(spec)
+    return kept, dropped
 
 
 def parse_one(name: str) -> Measure:
