@@ -281,3 +281,28 @@ def test_the_lead_says_what_a_best_system_reads_when_not_the_pixels_and_a_ceilin
     pixels = claims.verdict_claim(suff.assign(system=["ocr-minilm", "ocr-bm25"]), sig.assign(system="ocr-minilm"),
                                   hard, reads=claims.reads_of(systems))
     assert "reads" not in pixels and "which reads" not in claims.render(pixels)
+
+
+def test_a_run_file_removed_with_its_manifest_entry_is_still_missed(run_copy):
+    """The catalogue: a run file removed together with its manifest entry passed the audit; the tables still
+    name the system it scored, so its absence is a violation."""
+    system = sorted(p.stem for p in (run_copy / "runs_validated").glob("*.run"))[0]
+    (run_copy / "runs_validated" / f"{system}.run").unlink()
+    manifest = json.loads((run_copy / "manifest.json").read_text())
+    del manifest["files"][f"runs_validated/{system}.run"]
+    (run_copy / "manifest.json").write_text(json.dumps(manifest))
+    lines = _lines(run_copy)
+    assert any(line.startswith(f"reproducible: runs_validated/{system}.run:") and "its ranking is missing" in line
+               for line in lines), lines
+
+
+def test_the_audit_says_what_it_re_derives_and_what_it_guards_by_hash_only(run_copy, capsys):
+    from lookalike.cli.audit import main
+
+    derived, hashed = audit.coverage(run_copy)
+    recorded = set(json.loads((run_copy / "manifest.json").read_text())["files"])
+    assert {r for r, _ in derived} | set(hashed) == recorded and not {r for r, _ in derived} & set(hashed)
+    assert "tables/sufficiency.csv" in dict(derived) and "tables/top1_random_original.csv" in hashed
+    assert main([str(run_copy)]) == 0
+    err = capsys.readouterr().err
+    assert f"{len(derived)} file(s) re-derived from others" in err and f"{len(hashed)} checked by their sha256 only" in err

@@ -54,6 +54,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     for v in found:
         print(v.line())
+    derived, hashed = audit.coverage(folder)
+    folders: dict[str, int] = {}
+    for rel in hashed:
+        top = rel.split("/")[0] if "/" in rel else rel
+        folders[top] = folders.get(top, 0) + 1
+    print(f"lookalike audit: {len(derived)} file(s) re-derived from others "
+          f"({', '.join(sorted({r.split('/')[0] for r, _ in derived}))}); {len(hashed)} checked by their sha256 only "
+          f"({', '.join(f'{k} {n}' for k, n in sorted(folders.items()))}): an edit to one of those with its hash "
+          "rewritten in manifest.json is not caught", file=sys.stderr)
     invariants = sorted({v.invariant for v in found})
     print(f"lookalike audit: {args.run_dir}: " + (f"{len(found)} violation(s) of {', '.join(invariants)}" if found
                                                    else "every invariant holds"), file=sys.stderr)
