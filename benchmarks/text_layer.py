@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import pypdfium2 as pdfium
 
-    from lookalike.io import ingest
+    from lookalike.io import ingest, text_layer
     from lookalike.retrieval.encoders import ocr
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
                         tp = page.get_textpage()
                         text = " ".join(tp.get_text_range().split())
                         tp.close()
-                        usable += not ingest.text_layer_problem(text, *page.get_size())
+                        usable += not text_layer.text_layer_problem(text, *page.get_size())
                 finally:
                     pdf.close()
             times.append(time.perf_counter() - t0)

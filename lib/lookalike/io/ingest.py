@@ -5,8 +5,8 @@ PDF folder: every ``*.pdf`` under the folder (sorted), rendered page by page wit
 the file name without its extension, whitespace replaced by ``_`` (unit ids must survive TREC
 files, which split on whitespace). Page selection: ``pages`` ("1-3,7": 1-based, inclusive) and
 ``max_pages`` (a cap per document, 0 = none). Each page's own text (its text layer) is kept
-beside its render when usable (``text_layer_problem`` states the rule), so stage 02 reads it
-instead of OCR-ing a born-digital page.
+beside its render when it is what a reader sees (``io.text_layer`` states the rules), so stage 02
+reads it instead of OCR-ing a born-digital page, and the reason is kept when it is not.
 
 Image folder: every image file (png, jpg, jpeg, tif, tiff, webp, bmp, gif), one unit per file,
 doc_id from the file name, page 1, the image used in place (absolute paths, as for manifests).
@@ -25,23 +25,15 @@ from __future__ import annotations
 
 import hashlib
 import re
-import unicodedata
 from pathlib import Path
 
 import pandas as pd
 
 from lookalike.data.schema import CONTENT_TYPES, QUESTION_COLUMNS, UNIT_COLUMNS, Corpus, CorpusError, read_table
 from lookalike.eval import trec
+from lookalike.io import text_layer
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".webp", ".bmp", ".gif")
-# A PDF page's own text (its text layer) is read beside its render and kept next to it, so stage 02
-# reads it instead of OCR-ing the pixels. The rule for "usable": at least MIN_CHARS_PER_SQUARE_INCH
-# visible characters per square inch of the page (a letter page: 94; a scanned page carries none, a
-# page with only a stray page number a handful), of which at most MAX_UNREADABLE_SHARE are
-# replacement, control or private-use characters (a font without a Unicode map gives those).
-TEXT_LAYER_SUFFIX = ".text-layer.txt"
-MIN_CHARS_PER_SQUARE_INCH = 1.0
-MAX_UNREADABLE_SHARE = 0.10
 META_GROUPS = ("entity", "period", "metric", "template_id", "revision", "content_type")
 SKIP_COLUMNS = ["source", "row", "unit_id", "problem"]
 
@@ -204,6 +196,7 @@ def pdf_folder(folder: Path | str, out_dir: Path | str, dpi: int = 110, pages: s
                         f"page {p} is {w_pt / 72:.0f} x {h_pt / 72:.0f} inches: {pixels} pixels at {dpi} dpi, over "
                         f"the limit of {max_pixels} (corpus.max_pixels); lower corpus.dpi or raise the limit")))
                     continue
+                image = None
                 try:
                     if render and not target.is_file():
                         page = pdf[p - 1]
@@ -215,7 +208,7 @@ def pdf_folder(folder: Path | str, out_dir: Path | str, dpi: int = 110, pages: s
                     skipped.append(_skip(rel, p, f"{doc_id}:{p}", f"page {p} failed to render: {exc}"))
                     continue
                 if render:
-                    _keep_text_layer(pdf[p - 1], target, w_pt, h_pt)
+                    text_layer.keep(pdf[p - 1], target, w_pt, h_pt, image)
                 units.append(_unit(doc_id, p, (Path(out_dir.name) / "images" / target.name).as_posix(), meta, path.name))
         finally:
             pdf.close()
@@ -240,56 +233,6 @@ def image_folder(folder: Path | str, name_pattern: str = "", max_pixels: int = 4
         seen[doc_id] = rel
         units.append(_unit(doc_id, 1, str(path.resolve()), meta, path.name))
     return Corpus(units=pd.DataFrame(units, columns=UNIT_COLUMNS), skipped=pd.DataFrame(skipped, columns=SKIP_COLUMNS))
-
-
-def text_layer_problem(text: str, width_pt: float, height_pt: float) -> str:
-    """'' when a PDF page's text layer can stand in for OCR of its pixels; otherwise why not."""
-    visible = [c for c in text if not c.isspace()]
-    if not visible:
-        return "no text layer"
-    unreadable = sum(1 for c in visible if c == "\ufffd" or unicodedata.category(c) in ("Cc", "Cf", "Co", "Cn", "Cs"))
-    if unreadable > MAX_UNREADABLE_SHARE * len(visible):
-        return f"{unreadable} of {len(visible)} characters are replacement, control or private-use characters"
-    area = (width_pt / 72) * (height_pt / 72)
-    if len(visible) < MIN_CHARS_PER_SQUARE_INCH * area:
-        return f"{len(visible)} characters on a {area:.0f} square-inch page (fewer than {MIN_CHARS_PER_SQUARE_INCH:g} per square inch)"
-    return ""
-
-
-def text_layer_path(image: Path | str) -> Path:
-    """Where a rendered page's text layer is kept: beside the render, named after it."""
-    image = Path(image)
-    return image.with_name(image.name + TEXT_LAYER_SUFFIX)
-
-
-def read_text_layer(image: Path | str) -> str | None:
-    """A rendered PDF page's usable text layer (whitespace-normalised), or None when it has none."""
-    path = text_layer_path(image)
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-
-
-def _keep_text_layer(page, target: Path, w_pt: float, h_pt: float) -> None:
-    """Read the page's own text and keep it beside its render when the rule calls it usable; a page
-    whose text cannot be read is left to OCR (its render is what counts)."""
-    sidecar = text_layer_path(target)
-    if sidecar.is_file():
-        return
-    try:
-        textpage = page.get_textpage()
-        try:
-            text = textpage.get_text_range()
-        finally:
-            textpage.close()
-    except Exception:  # noqa: BLE001 - an unreadable text layer is no text layer: OCR reads the pixels
-        return
-    text = " ".join(text.split())
-    if not text_layer_problem(text, w_pt, h_pt):
-        tmp = sidecar.with_name(sidecar.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(sidecar)
 
 
 def _empty_page_tree(path: Path) -> bool:

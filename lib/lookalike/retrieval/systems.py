@@ -185,14 +185,27 @@ def encode_units(units: pd.DataFrame, base_dir: Path, names: Sequence[str], cach
 def text_sources(units: pd.DataFrame, base_dir: Path, text_source: str = "auto", engine: str = "") -> list[str]:
     """Where each unit's page text comes from under encode.text_source: 'text-layer' (the PDF page's own
     text, kept beside its render by stage 01), 'ocr:<engine>' or 'none'."""
+    from lookalike.io.text_layer import read_refusal
+
     paths = [str(resolve_image(p, base_dir)) for p in units["image_path"]]
     engine = engine or ocr.default_engine()
-    return [ocr.source_label(engine, text_source, layer is not None) for layer in ocr.text_layers(paths, text_source)]
+    out = []
+    for path, layer in zip(paths, ocr.text_layers(paths, text_source)):
+        label = ocr.source_label(engine, text_source, layer is not None)
+        refused = read_refusal(path) if layer is None and text_source != "ocr" else ""
+        # a page whose text layer was not trusted says why (io.text_layer's rules)
+        out.append(f"{label} (text layer refused: {refused})" if refused else label)
+    return out
 
 
 def text_source_words(sources: Sequence[str] | Mapping[str, int]) -> str:
     """'512 pages from the PDF text layer, 24 by OCR (tesseract)', from each page's source or from
     the counts per source (ocr_many's stats['sources'])."""
+    if not isinstance(sources, Mapping):
+        refused = sum(" (text layer refused: " in str(s) for s in sources)
+        sources = [str(s).split(" (text layer refused: ")[0] for s in sources]
+    else:
+        refused = 0
     counts = (pd.Series(dict(sources), dtype="int64") if isinstance(sources, Mapping)
               else pd.Series(list(sources), dtype=object).value_counts())
     parts = []
@@ -200,7 +213,9 @@ def text_source_words(sources: Sequence[str] | Mapping[str, int]) -> str:
         what = ("from the PDF text layer" if src == "text-layer" else "with no text (no usable text layer)"
                 if src == "none" else f"by OCR ({src.split(':', 1)[1]})")
         parts.append(f"{n} {'page' if n == 1 else 'pages'} {what}")
-    return ", ".join(parts) or "no pages"
+    return (", ".join(parts) or "no pages") + (
+        f" ({refused} of them because their text layer was refused: hidden, scrambled or too sparse — "
+        "units.csv's text_source says which)" if refused else "")
 
 
 def ocr_texts(units: pd.DataFrame, base_dir: Path, cache: Cache, engine: str = "", workers: int = 0,

@@ -117,7 +117,7 @@ def text_layers(paths: Sequence[str], text_source: str = "auto") -> list[str | N
         raise EncodeError(f"encode.text_source {text_source!r} is not one of {', '.join(TEXT_SOURCES)}")
     if text_source == "ocr":
         return [None] * len(paths)
-    from lookalike.io.ingest import read_text_layer
+    from lookalike.io.text_layer import read_text_layer
 
     return [read_text_layer(p) for p in paths]
 
