@@ -49,7 +49,7 @@ def label_all(db: LabelDB, name: str, per_pair: int, label="irrelevant", separat
 def test_schema_is_created_by_versioned_migrations_once(tmp_path):
     path = tmp_path / "l.sqlite"
     first = LabelDB(path)
-    assert first.version() == labeldb.SCHEMA_VERSION == 2
+    assert first.version() == labeldb.SCHEMA_VERSION == 3
     LabelDB(path)                          # opening again applies nothing twice
     con = sqlite3.connect(path)
     assert con.execute("SELECT COUNT(*) FROM schema_migrations").fetchone()[0] == len(labeldb.MIGRATIONS)
@@ -102,7 +102,7 @@ def test_a_version_1_database_upgrades_and_says_who_needs_a_token(tmp_path, run)
     con.commit()
     con.close()
     db = LabelDB(path)
-    assert db.version() == 2
+    assert db.version() == labeldb.SCHEMA_VERSION
     people = db.annotators()
     assert people.set_index("name").loc["old", "pool"] == "metadata" and not people["has_token"].any()
     from lookalike.judging.server import people_lines
@@ -371,7 +371,7 @@ def test_a_file_that_is_not_a_label_database_is_refused_by_name(tmp_path):
 def test_inspect_reads_without_changing(db):
     db.add_person("a", "blind")
     label_all(db, "a", 1)
-    assert db.inspect() == {"version": 2, "pairs": 12, "labels": 12, "people": 1}
+    assert db.inspect() == {"version": labeldb.SCHEMA_VERSION, "pairs": 12, "labels": 12, "people": 1}
 
 
 def test_placeholders_follow_the_drivers_paramstyle_and_leave_literals_alone():

@@ -24,6 +24,7 @@ import pytest
 
 from tests.conftest import make_label_run
 from lookalike.judging import server
+from lookalike.judging import labeldb
 from lookalike.judging.labeldb import LabelDB, LabelDBError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -385,7 +386,7 @@ def test_the_same_guarantees_on_postgresql(tmp_path, run_dir):
     pg = _pgserver(tmp_path)
     try:
         db = LabelDB(pg.get_uri())
-        assert db.postgres and db.version() == 2
+        assert db.postgres and db.version() == labeldb.SCHEMA_VERSION
         db.add_pairs(server.load_run(run_dir).pairs)
         names = ["a", "b", "c"]
         for n in names:
@@ -480,3 +481,30 @@ def test_a_lone_surrogate_is_refused_with_its_field_named(run_dir):
         r = c.post(route, headers={**h, "Content-Type": "application/json"}, content=raw)
         assert r.status_code == 400 and "not valid Unicode" in r.json()["error"], (route, r.text)
     assert db.labels(live=False).empty
+
+
+def test_after_sign_out_the_old_cookie_signs_nobody_in(run_dir):
+    """The cookie was the token: after sign-out, the same cookie sent again still signed its holder in."""
+    c, db = client(run_dir)
+    _, token = db.add_person("ann", "blind")
+    r = c.post("/api/signin", json={"token": token})
+    session = c.cookies.get(server.COOKIE)
+    assert session and session != token and token not in r.headers["set-cookie"]
+    assert session not in str(db.query("SELECT * FROM sessions").to_dict())     # the database keeps its hash only
+    assert c.get("/api/next").status_code == 200
+    assert c.post("/api/signout", json={}).status_code == 200
+    c.cookies.clear()
+    c.cookies.set(server.COOKIE, session)                    # the old cookie, kept or copied
+    again = c.get("/api/next")
+    assert again.status_code == 401 and "your session has ended" in again.json()["error"]
+    # a script's bearer token is untouched by a browser's sign-out
+    assert c.get("/api/next", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+    # a session outlives a restart of the server (it is the label database's), and a token the lead
+    # replaces ends the sessions signed in with it
+    c.cookies.clear()
+    c.post("/api/signin", json={"token": token})
+    restarted, _ = client(run_dir)
+    restarted.cookies.set(server.COOKIE, c.cookies.get(server.COOKIE))
+    assert restarted.get("/api/next").status_code == 200
+    db.add_person("ann", "blind", new_token=True)
+    assert c.get("/api/next").status_code == 401

@@ -85,6 +85,11 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         """CREATE TABLE settings (
              key TEXT PRIMARY KEY, value TEXT NOT NULL, source TEXT NOT NULL, time TEXT NOT NULL)""",
     ]),
+    (3, "browser sessions (the sign-in cookie names a session, never the token)", [
+        """CREATE TABLE sessions (
+             session_sha TEXT PRIMARY KEY, annotator TEXT NOT NULL REFERENCES annotators(name),
+             token_sha TEXT NOT NULL, started TEXT NOT NULL)""",
+    ]),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
@@ -406,6 +411,38 @@ class LabelDB:
             raise LabelDBError("this token is not known to the label server (ask the lead for yours: "
                                "`lookalike labels add`)", 401)
         return _person(df.iloc[0])
+
+    def start_session(self, token: str) -> tuple[dict, str]:
+        """Sign a person in with their personal token: (the person, a new session id for the browser's cookie).
+        The database keeps only the session id's SHA-256, beside the token's it was made with."""
+        who = self.person_by_token(token)
+        session = secrets.token_urlsafe(TOKEN_BYTES)
+        with self.transaction(serial=True) as tx:
+            tx.run("INSERT INTO sessions (session_sha, annotator, token_sha, started) VALUES (?, ?, ?, ?)",
+                   (token_digest(session), who["name"], token_digest(token), now_iso()))
+        return who, session
+
+    def person_by_session(self, session: str | None) -> dict:
+        """The person a browser session belongs to; 401 when it ended (signed out) or its token was replaced
+        since (labels add --new-token), or for anything that is not a session this server made."""
+        text = session if isinstance(session, str) else ""
+        if not text or len(text) > MAX_TOKEN:
+            raise LabelDBError("sign in with your personal token (the lead makes it with `lookalike labels add`)", 401)
+        df = self.query("SELECT a.name, a.pool, a.role, a.joined, a.lead FROM sessions s JOIN annotators a "
+                        "ON a.name = s.annotator AND a.token_sha = s.token_sha WHERE s.session_sha = ?",
+                        (hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest(),))
+        if df.empty:
+            raise LabelDBError("your session has ended (you signed out, or the lead gave you a new token): sign in "
+                               "again with your personal token", 401)
+        return _person(df.iloc[0])
+
+    def end_session(self, session: str | None) -> None:
+        """Sign a browser session out: its cookie, kept or copied, signs nobody in again."""
+        text = session if isinstance(session, str) else ""
+        if text and len(text) <= MAX_TOKEN:
+            with self.transaction(serial=True) as tx:
+                tx.run("DELETE FROM sessions WHERE session_sha = ?",
+                       (hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest(),))
 
     def annotator(self, name: str) -> dict:
         """The person named name (name, pool, role, joined, lead); LabelDBError (401) when nobody of that name

@@ -226,12 +226,11 @@ def open_db(run_dir: Path, cfg, db: str | None = None) -> LabelDB:
 
 
 def bearer(request: HTTPConnection) -> str:
-    """The personal token a request carries: ``Authorization: Bearer …``, else the sign-in cookie.
-    Never a query parameter: a URL ends up in logs, history and screenshots."""
+    """The personal token a request carries (``Authorization: Bearer …``: a script's). Never a query
+    parameter: a URL ends up in logs, history and screenshots. A browser carries a session instead
+    (``COOKIE``), which names no token."""
     auth = request.headers.get("authorization", "")
-    if auth[:7].lower() == "bearer ":
-        return auth[7:].strip()
-    return request.cookies.get(COOKIE, "")
+    return auth[7:].strip() if auth[:7].lower() == "bearer " else ""
 
 
 # ----------------------------------------------------------------------------- the app
@@ -271,11 +270,14 @@ class TokenBackend(AuthenticationBackend):
     async def authenticate(self, conn):
         """The person the request's token names, or None (anonymous); a token the database refuses is recorded for
         the 401's reason."""
-        token = bearer(conn)
-        if not token:
+        token, session = bearer(conn), conn.cookies.get(COOKIE, "")
+        if not token and not session:
             return None
+        db = conn.app.state.round.db
         try:
-            who = conn.app.state.round.db.person_by_token(token)
+            # a script's bearer token, else the browser's session (the label database's, so it outlives a
+            # restart of the server and ends when its person signs out)
+            who = db.person_by_token(token) if token else db.person_by_session(session)
         except LabelDBError as exc:
             conn.scope["lookalike_refused"] = str(exc)
             return None
@@ -344,14 +346,16 @@ async def signin(request: Request):
     data = await body(request, "token")
     token = data["token"]
     r = _round(request)
-    who = r.db.person_by_token(token if isinstance(token, str) else "")
+    who, session = r.db.start_session(token if isinstance(token, str) else "")
     out = JSONResponse(_whoami(r, who))
-    out.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/", secure=request.url.scheme == "https")
+    out.set_cookie(COOKIE, session, httponly=True, samesite="strict", path="/", secure=request.url.scheme == "https")
     return out
 
 
 async def signout(request: Request):
-    """Sign out: the session cookie is cleared."""
+    """Sign out: the session ends on the server (its cookie, copied or kept, signs nobody in again) and the
+    cookie is cleared."""
+    _round(request).db.end_session(request.cookies.get(COOKIE, ""))
     out = JSONResponse({"signed_out": True})
     out.delete_cookie(COOKIE, path="/")
     return out
