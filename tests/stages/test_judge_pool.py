@@ -34,3 +34,23 @@ def test_judged_at_k_is_a_share_and_falls_to_zero_without_labels(recorded):
     current = recorded_input(recorded, "judge_pool", "judged_section", "current")
     _, _, none = call(recorded, "judge_pool", "judged_section", current=current.iloc[:0])
     assert (none[cols] == 0).all().all()
+
+
+def test_the_labelling_sheet_offers_pairs_no_person_has_labelled():
+    """On photos, 2,535 of 2,595 pooled pairs were unlabelled, yet the sheet held the 60 pairs the corpus's qrels
+    had labelled already (the sheet drew only from pairs that had some label)."""
+    from lookalike.stages.judge_pool import sheet_pairs
+
+    pooled = pd.DataFrame({"query_id": [f"q{i % 3}" for i in range(30)], "unit_id": [f"p{i:02d}:1" for i in range(30)]})
+    # the corpus's qrels labelled six pairs (people's labels), a model pre-labelled four others
+    current = pd.DataFrame({"query_id": list(pooled["query_id"][:10]), "unit_id": list(pooled["unit_id"][:10]),
+                            "source": ["human"] * 6 + ["model"] * 4})
+    need, again, unlabelled = sheet_pairs(pooled, current, 8, seed=3)
+    people = set(zip(current["query_id"][:6], current["unit_id"][:6]))
+    assert unlabelled == 24 and len(need) == 8 and len(again) == 0
+    assert not set(zip(need["query_id"], need["unit_id"])) & people
+    assert need.equals(sheet_pairs(pooled, current, 8, seed=3)[0])          # seeded: the same sheet twice
+    assert not need.equals(sheet_pairs(pooled, current, 8, seed=4)[0])
+    # room left after every unlabelled pair: people's pairs come back, for agreement with their labels
+    need, again, _ = sheet_pairs(pooled, current, 28, seed=3)
+    assert len(need) == 24 and len(again) == 4 and set(zip(again["query_id"], again["unit_id"])) <= people

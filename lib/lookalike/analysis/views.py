@@ -46,6 +46,9 @@ def context_runs(families: Sequence[str], unit_vectors: Mapping, query_vectors: 
     n_context = n_context or catalog.SYSTEMS[catalog.DOC_CONTEXT].context_vectors
     runs, why = {}, {}
     unit_ids = list(units["unit_id"])
+    if catalog.own_documents(units["doc_id"]):
+        # a document of one unit is its own context: Ctx and B+Ctx would repeat Base row for row
+        return runs, {fam: "every unit is its own document, so Ctx and B+Ctx would equal Base" for fam in families}
     for fam in families:
         vecs = unit_vectors.get(fam)
         if vecs is None:

@@ -173,7 +173,7 @@ def check_inputs(prm: dict) -> list[Report]:
                 r.notes.append(f"system {cls.name} ({cls.provenance}, {cls.kind}); its module ran to be checked, its "
                                "constructor runs in stage 02")
         r = Report("mining.retriever", str(prm["mining"]["retriever"]))
-        ranked = _guard(r, lambda: run_systems(prm)) if plugins_load else None
+        ranked = _guard(r, lambda: run_systems(prm, units["doc_id"] if "doc_id" in units else ())) if plugins_load else None
         if ranked is not None and prm["mining"]["retriever"] not in ranked:
             r.refused = (f"mining.retriever {prm['mining']['retriever']!r} is not a system this run ranks "
                          f"({', '.join(sorted(ranked))}); stage 08 mines that system's rankings — name one of them")
@@ -191,7 +191,7 @@ def check_inputs(prm: dict) -> list[Report]:
     return reports
 
 
-def run_systems(prm: dict) -> set[str]:
+def run_systems(prm: dict, doc_ids=()) -> set[str]:
     """The systems a run with these parameters ranks: each encoder's, the fusions its encoders make,
     document context, your runs, and the +rerank / +split systems it names."""
     from lookalike.retrieval import catalog, systems
@@ -199,7 +199,7 @@ def run_systems(prm: dict) -> set[str]:
     base = [E.system_name(spec) for spec in prm["encode"]["encoders"]]
     names = set(base) | {str(spec).partition("=")[0].strip() for spec in prm["retrieve"]["external_runs"]}
     encoded = [n for n in base if E.answers_queries(n)]      # appearance answers no query (systems.base_systems)
-    names |= set(catalog.plan(encoded, {n: systems.declared_provenance(n) for n in encoded}, "08").built)
+    names |= set(catalog.plan(encoded, {n: systems.declared_provenance(n) for n in encoded}, "08", doc_ids).built)
     names |= {f"{s}+rerank" for s in prm["rerank"]["systems"]} | {f"{s}+split" for s in prm["split"]["systems"]}
     return names
 

@@ -67,9 +67,12 @@ def stage_parameters(stage: str, merged: dict[str, Any]) -> dict[str, Any]:
 
 
 def _normalise(nb_path: Path) -> None:
-    """Drop per-execution timestamps and give the injected cell a fixed id, so re-runs diff cleanly.
+    """Drop per-execution timestamps, give the injected cell a fixed id and join each cell's consecutive
+    stream outputs, so re-runs diff cleanly.
 
-    Timestamps belong in manifest.json only.
+    Timestamps belong in manifest.json only. The kernel sends what a cell prints in pieces, cut wherever
+    its flush timer happens to fire (a line's text and its newline became two outputs in one run and one
+    in the next, and the notebook and its pages were no longer the same bytes): the pieces are joined.
     """
     import nbformat
 
@@ -80,7 +83,22 @@ def _normalise(nb_path: Path) -> None:
         cell.metadata.pop("execution", None)
         if "injected-parameters" in cell.metadata.get("tags", []):
             cell["id"] = "injected-parameters"
+        if cell.get("outputs"):
+            cell["outputs"] = _joined_streams(cell["outputs"])
     nbformat.write(nb, nb_path)
+
+
+def _joined_streams(outputs: list) -> list:
+    """A cell's outputs with each run of stream outputs to one stream (stdout, stderr) joined into one."""
+    joined: list = []
+    for out in outputs:
+        last = joined[-1] if joined else None
+        if (out.get("output_type") == "stream" and last is not None and last.get("output_type") == "stream"
+                and last.get("name") == out.get("name")):
+            last["text"] = "".join(last["text"]) + "".join(out["text"])
+        else:
+            joined.append(out)
+    return joined
 
 
 def execute(params_file: Path | str, out_root: Path | str = params.PROJECT_ROOT / "outputs", stages: list[str] | None = None,

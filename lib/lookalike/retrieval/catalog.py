@@ -77,12 +77,26 @@ class Plan:
         return name in self.built
 
 
-def plan(base: Sequence[str], provenance: Mapping[str, str], stage: str = "07") -> Plan:
+def own_documents(doc_ids: Sequence[str]) -> bool:
+    """Whether every unit is its own document (photos, single-page files): a document's context is then the
+    unit itself, and a document-context system ranks exactly as its member does."""
+    ids = list(doc_ids)
+    return bool(ids) and len(set(ids)) == len(ids)
+
+
+def plan(base: Sequence[str], provenance: Mapping[str, str], stage: str = "07", doc_ids: Sequence[str] = ()) -> Plan:
     """Which derived systems a stage builds from these encoded systems (base, in encode.encoders
-    order; provenance: name -> what it reads), and why each other one is not built."""
+    order; provenance: name -> what it reads), and why each other one is not built. doc_ids: the units'
+    documents; where every unit is its own (own_documents), no document-context system is built."""
     built, not_built = {}, {}
+    alone = own_documents(doc_ids)
     for spec in SYSTEMS.values():
         if spec.first_stage > stage[:2]:
+            continue
+        if spec.how == "doc-context" and alone:
+            not_built[spec.name] = (f"{spec.name} not built: every unit is its own document, so a document's "
+                                    f"context is the unit itself and it would rank exactly as "
+                                    f"{' and '.join(spec.members)} does")
             continue
         members, why = spec.plan(base, provenance)
         if members is None:

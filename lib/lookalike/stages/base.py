@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import html
+import sys
 
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -266,8 +267,9 @@ class StageResult:
 
     # -- reading a result in a notebook
     def print(self, name: str) -> None:
-        """Print one text block as it was built (no trailing newline of its own)."""
-        print(self.text.get(name, "").rstrip("\n"))
+        """Print one text block as it was built (no trailing newline of its own), in one write with its newline."""
+        sys.stdout.write(self.text.get(name, "").rstrip("\n") + "\n")
+        sys.stdout.flush()
 
     def table_html(self, name: str):
         """One HTML table for the notebook (IPython's HTML object: its plain-text form is fixed)."""

@@ -119,7 +119,8 @@ def systems_section(validated: pd.DataFrame, units: pd.DataFrame, cfg, settings:
     query_vectors = systems.encode_queries(validated, names, **settings) if len(validated) else {}
     runs = (systems.build_runs(unit_vectors, query_vectors, retrieve_depth, retrieve_rrf_k, stage="06")
             if len(validated) else {})
-    derived_plan = catalog.plan(names, {n: systems.declared_provenance(n, unit_vectors[n]) for n in names}, "06")
+    derived_plan = catalog.plan(names, {n: systems.declared_provenance(n, unit_vectors[n]) for n in names}, "06",
+                                units["doc_id"])
     if derived_plan.not_built:
         sec.say("\n".join(derived_plan.not_built.values()))
     for name, members in derived_plan.rescorings().items():
@@ -218,9 +219,10 @@ def labels_section(validated: pd.DataFrame, model, pooled: pd.DataFrame, view, a
 
 
 def store_section(store, added) -> tuple[Section]:
-    """The label store: how many labels it holds and how many this run added."""
+    """The label store: how many labels it holds. (How many this run added is not said: a rerun adds none
+    of what the first run added, and the same params must give the same notebook, byte for byte.)"""
     sec = Section(STAGE, "store")
-    sec.say(f"store: {store.path.name}, {len(store.rows)} labels held, {added} added by this run")
+    sec.say(f"store: {store.path.name}, {len(store.rows)} labels held")
     return (sec,)
 
 
@@ -350,6 +352,26 @@ def door_section(model, planted: pd.DataFrame | None, pooled: pd.DataFrame, vali
     return sec, door, door_summary
 
 
+def sheet_pairs(pooled: pd.DataFrame, current: pd.DataFrame, size: int, seed: int
+                ) -> tuple[pd.DataFrame, pd.DataFrame, int]:
+    """What the labelling page offers (query_id, unit_id frames): pooled pairs no person has labelled (a label
+    whose source is human: people's, an adjudicator's, the judgements that came with the corpus), a seeded
+    sample of at most size; then, only while the page has room, pairs people labelled already, a seeded
+    sample, for agreement with those labels. A pair a model or the demo's answer key labelled still needs
+    a person. Returns (the unlabelled pairs offered, the labelled ones shown again, how many pooled pairs no
+    person has labelled)."""
+    cols = ["query_id", "unit_id"]
+    pairs = pooled[cols].drop_duplicates().sort_values(cols, kind="mergesort").reset_index(drop=True)
+    people = current[current["source"] == "human"] if len(current) else current
+    held = set(zip(people["query_id"], people["unit_id"])) if len(people) else set()
+    labelled = [(q, u) in held for q, u in zip(pairs["query_id"], pairs["unit_id"])]
+    todo, done = pairs[[not x for x in labelled]], pairs[labelled]
+    need = todo.iloc[np.random.default_rng([seed, 61]).permutation(len(todo))[:size]]
+    room = max(0, size - len(need))
+    again = done.iloc[np.sort(np.random.default_rng([seed, 62]).permutation(len(done))[:room])]
+    return need.reset_index(drop=True), again.reset_index(drop=True), len(todo)
+
+
 def page_section(current: pd.DataFrame, labels_page_items, seed: int, validated: pd.DataFrame, units: pd.DataFrame,
                  run_dir: Path, qrels: pd.DataFrame, door, agreement, model, team_labels, annotator_agreement,
                  pooled: pd.DataFrame, noun: str = "page") -> tuple[Section]:
@@ -357,17 +379,17 @@ def page_section(current: pd.DataFrame, labels_page_items, seed: int, validated:
     and what index.html says of stage 06.
     Writes judge_door."""
     sec = Section(STAGE, "page")
-    todo = current[~current["adjudicated"]][["query_id", "unit_id"]]
-    rest = current[current["adjudicated"]][["query_id", "unit_id"]]
-    extra = max(0, labels_page_items - len(todo))
-    pick = np.sort(np.random.default_rng([seed, 61]).choice(len(rest), size=min(extra, len(rest)), replace=False))
-    page_pairs = pd.concat([todo.head(labels_page_items), rest.iloc[pick]], ignore_index=True)
+    need, again, unlabelled = sheet_pairs(pooled, current, labels_page_items, seed)
+    page_pairs = pd.concat([need, again], ignore_index=True)
     if len(page_pairs):
         sec.after_save.append(lambda: L.labelling_page(page_pairs, validated, units, run_dir, run_dir / "labelling",
-                                                       seed, title="lookalike — label pages", noun=noun))
-        sec.say(f"labelling/label.html: {len(page_pairs)} pairs ({min(len(todo), labels_page_items)} unadjudicated)")
+                                                       seed, title=f"lookalike — label {noun}s", noun=noun))
+        sec.say(f"labelling/label.html: {len(need)} of the {unlabelled} pooled pairs no person has labelled (a seeded "
+                f"sample, labels.page_items {labels_page_items})"
+                + (f", and {len(again)} pairs people labelled already, shown again to measure agreement with those "
+                   "labels (the page had room left)" if len(again) else ""))
     else:
-        sec.say("nothing to label")
+        sec.say("nothing to label: no pair was pooled")
 
     # save
     if len(qrels):

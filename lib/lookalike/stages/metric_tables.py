@@ -139,7 +139,8 @@ def read_inputs(ctx: StageContext) -> MetricInputs:
     base = systems.base_systems(run_dir, ctx.config.encode.encoders)
     unit_vectors = {n: Vectors.load(run_dir / "vectors" / f"{n}.npz") for n in base}
     # the fusions and document context stage 06 pooled, from the one catalogue (retrieval.catalog)
-    derived_plan = catalog.plan(base, {n: systems.declared_provenance(n, unit_vectors[n]) for n in base}, "07")
+    derived_plan = catalog.plan(base, {n: systems.declared_provenance(n, unit_vectors[n]) for n in base}, "07",
+                                units["doc_id"])
     sys_table = ctx.optional_table("systems")
     external = ({n: trec.read_run_file(run_dir / "runs" / f"{n}.run")[0]
                  for n in sorted(sys_table.loc[sys_table["provenance"] == "external", "system"])}
