@@ -267,3 +267,13 @@ def test_questions_marked_not_answerable_are_their_own_slice(corpus):
     assert list(validation["slice"][:2]) == ["not answerable"] * 2
     assert not set(qs["query_id"][:2]) & set(validated["query_id"])
     assert questions.tallies(validation)["questions"].iloc[0] == 1
+
+
+@pytest.mark.parametrize("answer, lacks", [("", True), (None, True), (float("nan"), True), ("  ", True), ("N/A", True),
+                                           ("n/a.", True), ("Not answerable", True), ("$4.2 million", False),
+                                           ("0", False), ("none of the above", False)])
+def test_one_rule_for_no_answer(answer, lacks):
+    """`check` said "0 questions without an answer" where stage 05 counted an 'N/A' answer: they share the rule."""
+    from lookalike.analysis import questions as Q
+
+    assert Q.lacks_answer(answer) is lacks

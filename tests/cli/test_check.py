@@ -118,7 +118,7 @@ def test_check_reads_the_team_label_database_and_refuses_one_it_cannot(tmp_path)
     path.write_text(f"run: db\nlabels:\n  db: {good}\n")
     res = _check(path)
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "team label database" in res.stdout and "schema version 2; 0 pairs, 0 live labels from 0 people" in res.stdout
+    assert "team label database" in res.stdout and "schema version 3; 0 pairs, 0 live labels from 0 people" in res.stdout
     bad = tmp_path / "broken.sqlite"
     bad.write_bytes(b"\x00garbage" * 512)
     path.write_text(f"run: db\nlabels:\n  db: {bad}\n")

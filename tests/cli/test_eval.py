@@ -227,3 +227,15 @@ def test_cli_compares_several_runs(tmp_path, capsys):
     with pytest.raises(SystemExit):
         eval_cli.main([str(tmp_path / "q.qrels"), *files, "-q"])
     assert "comparison table" in capsys.readouterr().err
+
+
+def test_a_runs_own_files_are_never_warned_about_a_page_base():
+    """`lookalike eval` warned "the qrels from 0 and the run from 1" on a run's own runs/ and qrels/: both count
+    from 1, but the run held the judged pages' neighbours (look-alikes) more often than the judged pages."""
+    from lookalike.cli.eval import page_base_note
+
+    judged = ["acme:2", "acme:4", "beta:3"]
+    ranked = ["acme:1", "acme:3", "acme:5", "beta:4", "beta:2", "gamma:1"]      # neighbours, never the pages
+    assert page_base_note(judged, ranked) == ""
+    # the ids disagree: the qrels use page 0, the run never does
+    assert "the qrels from 0 and the run from 1" in page_base_note(["a:0", "b:2", "c:4"], ["a:1", "b:3", "c:5"])

@@ -40,6 +40,20 @@ VALIDATION_COLUMNS = ["query_id", "status", "axis", "repaired", "final_text", "f
                       "flagged_by", "note"]
 # Answers by which a dataset marks a question no page answers.
 NOT_ANSWERABLE = re.compile(r"(not answerable|unanswerable|no answer|cannot be answered|n/a)\.?", re.I)
+
+
+def answer_text(value) -> str:
+    """A question's answer as text: '' for none (missing, null, NaN, blank)."""
+    if value is None or (isinstance(value, float) and value != value):
+        return ""
+    return str(value).strip()
+
+
+def lacks_answer(value) -> bool:
+    """The one rule for "no answer", read by stage 05 and `lookalike check` alike: none at all, or an answer
+    that says no page answers ('N/A', 'not answerable', ...)."""
+    text = answer_text(value)
+    return not text or bool(NOT_ANSWERABLE.fullmatch(text))
 JUDGEMENT_COLUMNS = ["query_id", "attempt", "role", "axis", "gold_unit_id", "unit_ids", "label", "answer", "rationale"]
 
 
@@ -170,8 +184,8 @@ def validate(questions: pd.DataFrame, distractors: pd.DataFrame, judge, view: Ca
 
     for q in bars.bar(questions.to_dict("records"), desc=f"validating ({name})", unit="question"):
         has_pages = bool([u for u in str(q.get("evidence_unit_ids", "")).split(";") if u])
-        answer = str(q.get("answer", "") or "").strip()
-        if NOT_ANSWERABLE.fullmatch(answer) and not (gold_from_people and has_pages):
+        answer = answer_text(q.get("answer", ""))
+        if lacks_answer(answer) and answer and not (gold_from_people and has_pages):
             # the dataset says no page answers it: its own slice, never a retrieval failure
             rows.append(row(q, "not_answerable", "not answerable"))
             continue
@@ -179,7 +193,7 @@ def validate(questions: pd.DataFrame, distractors: pd.DataFrame, judge, view: Ca
             # document-level judgements (or none): nothing page-level to validate against
             rows.append(row(q, "no_page_evidence", "not validated"))
             continue
-        if NOT_ANSWERABLE.fullmatch(answer) or (caps is not None and caps.needs_answer and not answer):
+        if (lacks_answer(answer) and answer) or (caps is not None and caps.needs_answer and not answer):
             why = (f"distractor check not run: {name} needs an answer" if not answer else
                    f"distractor check not run: the answer text {answer!r} says no page answers, and people's "
                    "judgements name evidence pages (theirs stand)")

@@ -117,8 +117,9 @@ def check_inputs(prm: dict) -> list[Report]:
             if got is not None:
                 mine, r.skipped = got
                 r.rows = len(mine)
-                no_answer = int((mine.get("answer", pd.Series([""] * len(mine))).astype(str).str.strip() == "").sum())
-                r.notes.append(f"{no_answer} questions without an answer (a judge that needs one skips them)")
+                no_answer = sum(map(Q.lacks_answer, mine.get("answer", pd.Series([""] * len(mine))).tolist()))
+                r.notes.append(f"{no_answer} questions without an answer, or with one saying no page answers ('N/A'): "
+                               "a judge that needs one skips them")
                 questions = mine
         rpath = ctx.path("corpus.qrels")
         if rpath and qpath and questions is not None:
@@ -209,8 +210,7 @@ def stage_plan(prm: dict, units: pd.DataFrame, questions: pd.DataFrame | None, a
     demo = prm["corpus"]["source"] == "demo"
     qs = questions if questions is not None else pd.DataFrame(columns=["query_id", "answer", "evidence_unit_ids"])
     has_pages = qs.get("evidence_unit_ids", pd.Series([""] * len(qs), dtype=str)).astype(str).str.strip() != ""
-    answers = qs.get("answer", pd.Series([""] * len(qs), dtype=str)).astype(str).str.strip()
-    no_answer = int(((answers == "") | answers.str.fullmatch(Q.NOT_ANSWERABLE.pattern, case=False)).sum())
+    no_answer = sum(map(Q.lacks_answer, qs.get("answer", pd.Series([""] * len(qs), dtype=str)).tolist()))
     judge = judges.resolve_name(prm["validate"]["judge"], answer_key if demo else None)
     needs_answer = judges.REGISTRY[judge].capabilities.needs_answer
     templates = (units["template_id"].astype(str) != "").sum() if "template_id" in units.columns else 0

@@ -125,20 +125,26 @@ def _block(per_query: pd.DataFrame, measures: list[str], label: str, args, runid
 
 
 def page_base_note(judged_ids, ranked_ids) -> str:
-    """A warning when the qrels and the run seem to count pages from different bases: fewer judged
-    'doc:page' ids appear in the run as written than would with every page moved by one. The
-    scores are computed on the ids as written either way; this only says why they may be low."""
+    """A warning when the qrels and the run seem to count pages from different bases: only where the ids
+    disagree — one side uses page 0 and the other never does — and fewer judged 'doc:page' ids appear in
+    the run as written than would with every page moved by one. (Two files that count alike, a run's own
+    runs/ and qrels/ among them, are never warned about, however low the recall.) The scores are computed
+    on the ids as written either way; this only says why they may be low."""
     judged, ranked = set(map(str, judged_ids)), set(map(str, ranked_ids))
     paged = [u for u in judged if pagebase.split(u)]
     if not paged:
         return ""
+    zero_judged = any(pagebase.split(u)[1] == 0 for u in paged)
+    zero_ranked = any(p[1] == 0 for p in map(pagebase.split, ranked) if p)
+    if zero_judged == zero_ranked:
+        return ""
     as_written = len(judged & ranked)
-    for by, words in ((1, "the qrels from 0 and the run from 1"), (-1, "the qrels from 1 and the run from 0")):
-        moved = sum(pagebase.shift(u, by) in ranked for u in paged)
-        if moved > as_written and moved >= max(1, len(paged) // 2):
-            return (f"{as_written} of {len(judged)} judged units appear in the run as written, {moved} with every "
-                    f"judged page moved by {by:+d}: the files seem to count pages differently ({words}); the "
-                    "scores below use the ids as written")
+    by, words = (1, "the qrels from 0 and the run from 1") if zero_judged else (-1, "the qrels from 1 and the run from 0")
+    moved = sum(pagebase.shift(u, by) in ranked for u in paged)
+    if moved > as_written and moved >= max(1, len(paged) // 2):
+        return (f"{as_written} of {len(judged)} judged units appear in the run as written, {moved} with every "
+                f"judged page moved by {by:+d}: the files seem to count pages differently ({words}); the "
+                "scores below use the ids as written")
     return ""
 
 
