@@ -44,7 +44,7 @@ def test_every_reader_reads_or_refuses_naming_the_file(tmp_path, suffix):
     @given(data=ENCODED)
     @example(data=b"q1 Q0 d1:1 1 nan r\n")
     @example(data=b"\xff\xfe q1 0 d1:1 1\n")
-    @example(data="q1 Q0 d1:1 1 1.0 r\nq1 Q0 d1:1 2 0.5 r\n".encode())
+    @example(data=b"q1 Q0 d1:1 1 1.0 r\nq1 Q0 d1:1 2 0.5 r\n")
     def check(data):
         path = tmp_path / f"input{suffix}"
         path.write_bytes(data)

@@ -55,3 +55,17 @@ def test_the_candidate_scorer_leaves_out_a_doc_context_system_whose_member_was_n
     doc = {catalog.DOC_CONTEXT: list(catalog.SYSTEMS[catalog.DOC_CONTEXT].members)}
     assert CandidateSystems(units, {"ocr-bm25": object()}, doc_context=doc).names == ["ocr-bm25"]
     assert CandidateSystems(units, {"ocr-minilm": object()}, doc_context=doc).names == ["ocr-minilm", catalog.DOC_CONTEXT]
+
+
+def test_no_document_context_where_every_unit_is_its_own_document():
+    """Photos (every unit its own document) listed ocr-minilm+doc-context and the Ctx settings beside Base, row
+    for row the same figures: the system is not built, and says why once."""
+    from lookalike.analysis import views
+
+    photos = [f"photo{i:03d}" for i in range(5)]
+    alone = catalog.plan(["ocr-minilm", "ocr-bm25"], PROV, "07", photos)
+    assert catalog.DOC_CONTEXT not in alone.built and "every unit is its own document" in alone.not_built[catalog.DOC_CONTEXT]
+    assert catalog.DOC_CONTEXT in catalog.plan(["ocr-minilm", "ocr-bm25"], PROV, "07", ["a", "a", "b"]).built
+    units = pd.DataFrame({"unit_id": [f"{p}:1" for p in photos], "doc_id": photos})
+    runs, why = views.context_runs(["ocr-minilm"], {}, {}, units, ["q1"], {}, 10)
+    assert runs == {} and why == {"ocr-minilm": "every unit is its own document, so Ctx and B+Ctx would equal Base"}

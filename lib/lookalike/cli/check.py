@@ -30,8 +30,9 @@ from lookalike.io import inputs
 from lookalike.io import pagebase
 from lookalike.judging import judges
 from lookalike.judging import labeldb
-from lookalike.stages import context, stratify_corpus
 from lookalike.retrieval import encoders as E
+from lookalike.stages import context, stratify_corpus
+from lookalike.vocab import unit_noun
 
 OK, REFUSED, BAD_PARAMS = 0, 1, 2
 
@@ -103,8 +104,10 @@ def check_inputs(prm: dict) -> list[Report]:
             corpus_report.refused = (f"no unit is left to evaluate: {len(corpus.skipped)} skipped (first: "
                                      f"{corpus.skipped['source'].iloc[0] if len(corpus.skipped) else ''}: {first})")
             return reports
-        corpus_report.notes.append(f"{units['doc_id'].nunique()} documents, {len(units)} pages"
-                                   + ("" if prm["corpus"]["source"] != "pdf" else " (listed, not rendered)"))
+        noun = unit_noun(prm["corpus"]["source"], units["content_type"] if "content_type" in units.columns else ())
+        counted = (f"{len(units)} {noun}s, each its own file" if units["doc_id"].nunique() == len(units) and noun != "page"
+                   else f"{units['doc_id'].nunique()} documents, {len(units)} {noun}s")
+        corpus_report.notes.append(counted + ("" if prm["corpus"]["source"] != "pdf" else " (listed, not rendered)"))
         questions = corpus.questions
         structured = questions        # the questions with their evidence, as the stages will see them
 

@@ -131,10 +131,11 @@ def page_base_note(judged_ids, ranked_ids) -> str:
     runs/ and qrels/ among them, are never warned about, however low the recall.) The scores are computed
     on the ids as written either way; this only says why they may be low."""
     judged, ranked = set(map(str, judged_ids)), set(map(str, ranked_ids))
+    pages = [p for p in map(pagebase.split, judged) if p]
     paged = [u for u in judged if pagebase.split(u)]
     if not paged:
         return ""
-    zero_judged = any(pagebase.split(u)[1] == 0 for u in paged)
+    zero_judged = any(p[1] == 0 for p in pages)
     zero_ranked = any(p[1] == 0 for p in map(pagebase.split, ranked) if p)
     if zero_judged == zero_ranked:
         return ""

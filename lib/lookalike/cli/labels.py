@@ -41,8 +41,8 @@ def main(argv: list[str]) -> int:
     a.add_argument("run_dir", help="the run folder, e.g. outputs/demo")
     a.add_argument("name", help="the person's name as the team knows them (1 to 60 characters)")
     a.add_argument("--pool", required=True, choices=("blind", "metadata"),
-                   help="blind: the page and question only; metadata: also each page's file name and caption (the "
-                        "judge door; their labels never reach the qrels)")
+                   help="blind: the unit (page, photo) and question only; metadata: also each unit's file name and "
+                        "caption (the judge door; their labels never reach the qrels)")
     a.add_argument("--adjudicator", action="store_true", help="settles the blind pool's disagreements (blind only)")
     a.add_argument("--lead", action="store_true", help="sees who is in which pool on the progress and agreement pages")
     a.add_argument("--new-token", action="store_true", help="a new token for someone already added (the old one "
@@ -147,11 +147,12 @@ def _export(args) -> int:
 
 def _add(args) -> int:
     from lookalike.judging.labeldb import LabelDBError, describe
-    from lookalike.judging.server import open_db, require_run, run_params, settings_from
+    from lookalike.judging.server import load_run, open_db, require_run, run_params, settings_from
 
     run_dir = Path(args.run_dir)
     try:
         require_run(run_dir)
+        noun = load_run(run_dir).noun
         cfg = run_params(run_dir)
         db = open_db(run_dir, cfg, args.db)
         settings_from(cfg, db)          # a new database takes the run's settings before anyone is in it
@@ -163,7 +164,7 @@ def _add(args) -> int:
     print(f"{who['name']}: {who['pool']} pool, {who['role']}" + (", lead" if who["lead"] else "")
           + f" — in {describe(db.target, run_dir)}")
     if who["pool"] == "metadata":
-        print("  they see each page's file name and caption; their labels are kept for the judge door only")
+        print(f"  they see each {noun}'s file name and caption; their labels are kept for the judge door only")
     print(f"  personal token (shown this once; give it to {who['name']} privately): {token}")
     return 0
 

@@ -15,7 +15,7 @@ from lookalike.report import pages
 
 
 def judging_sheet_html(sheet: pd.DataFrame, units: pd.DataFrame, out_path: Path, image_root: Path,
-                       salt: str = "") -> Path:
+                       salt: str = "", noun: str = "page") -> Path:
     """A static, offline HTML judging sheet: per item its id, the query and the page image — nothing else.
 
     Images are linked (hard links, else copies) into a folder beside the page under opaque names, so
@@ -37,5 +37,5 @@ def judging_sheet_html(sheet: pd.DataFrame, units: pd.DataFrame, out_path: Path,
                 shutil.copyfile(src, dst)
         tokens[uid] = dst.name
     items = [(rec.item, rec.text, f"{folder.name}/{tokens[rec.unit_id]}") for rec in sheet.itertuples()]
-    out_path.write_text(pages.judging_sheet(items), encoding="utf-8")
+    out_path.write_text(pages.judging_sheet(items, noun), encoding="utf-8")
     return out_path

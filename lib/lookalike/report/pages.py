@@ -42,10 +42,11 @@ def labelling_page(title: str, data: Mapping, noun: str = "page") -> str:
     return render("labelling.html.j2", title=title, data=script_json(data), labels=labels)
 
 
-def judging_sheet(items: Iterable[tuple[str, str, str]]) -> str:
-    """Stage 03's blind judging sheet: items are (item id, query text, image src)."""
+def judging_sheet(items: Iterable[tuple[str, str, str]], noun: str = "page") -> str:
+    """Stage 03's blind judging sheet: items are (item id, query text, image src); noun: what the corpus calls
+    a unit (vocab.unit_noun)."""
     labels = [(lab, LABEL_GRADES[lab], LABEL_MEANINGS[lab]) for lab in LABELS]
-    return render("judging_sheet.html.j2", items=list(items), labels=labels)
+    return render("judging_sheet.html.j2", items=list(items), labels=labels, noun=noun)
 
 
 def label_server_page(noun: str = "page") -> str:

@@ -18,7 +18,7 @@ from lookalike.retrieval import encoders
 from lookalike.retrieval import indexes as retrieve
 from lookalike.retrieval import systems
 from lookalike.eval import stats
-from lookalike.vocab import LABELS
+from lookalike.vocab import LABELS, unit_noun
 
 from lookalike.report import charts
 from lookalike.stages.base import Section, StageContext, StageResult, context  # noqa: F401 (context: the notebooks call it)
@@ -93,7 +93,7 @@ def run(ctx: StageContext) -> StageResult:
                                                      ctx.unit_clusters(), cfg.stats.cluster, probes, power))
     leaky = planted_leak(ctx, units, cache, ab, cfg.leak.threshold)
     res.add(*planted_section(gates, leaky))
-    res.add(*sheet_section(ab, per_query, sheet, units, cfg.seed, ctx.run_dir))
+    res.add(*sheet_section(ab, per_query, sheet, units, cfg.seed, ctx.run_dir, cfg.corpus.source))
     res.add(*headline_section(ab, gates, verdict, decision, table))
     return res
 
@@ -355,7 +355,7 @@ def planted_section(gates: list, leaky_gates: list | None) -> tuple[Section]:
 
 
 def sheet_section(ab, per_query: pd.DataFrame, sheet: pd.DataFrame, units: pd.DataFrame, seed: int,
-                  run_dir: Path) -> tuple[Section]:
+                  run_dir: Path, source: str = "") -> tuple[Section]:
     """The blind judging sheet (html/03_judging_sheet.html, written after the tables: pairs shuffled with a
     salted order, no system names), the breakdowns by register and stratum, and your blind queries the
     ablation dropped. Writes leak_blind_dropped (when any), leak_breakdown_register, leak_breakdown_stratum,
@@ -366,8 +366,9 @@ def sheet_section(ab, per_query: pd.DataFrame, sheet: pd.DataFrame, units: pd.Da
     sec.table("leak_breakdown_register", leakage.breakdown(per_query, "register"))
     sec.table("leak_breakdown_stratum", leakage.breakdown(per_query, "content_type"))
     sec.table("judging_sheet", leakage.judge_view(sheet))
+    noun = unit_noun(source, units["content_type"] if "content_type" in units.columns else ())
     sec.after_save.append(lambda: leakage.judging_sheet_html(sheet, units, run_dir / "html" / "03_judging_sheet.html",
-                                                       run_dir, salt=str(seed)))
+                                                       run_dir, salt=str(seed), noun=noun))
     return (sec,)
 
 
