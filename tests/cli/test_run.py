@@ -307,3 +307,16 @@ def test_a_second_run_of_a_folder_being_written_is_refused_and_a_misspelt_stage_
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_a_full_disk_ends_the_run_with_one_line(tmp_path, monkeypatch, capsys):
+    """A full disk (or a file-size limit) while the runner writes its pages ended in a traceback."""
+    from lookalike.cli import run as runner
+
+    def full(*a, **k):
+        raise OSError(28, "No space left on device", str(tmp_path / "out" / "index.html"))
+
+    monkeypatch.setattr(runner, "execute", full)
+    assert runner.main(str(tmp_path / "p.yaml"), str(tmp_path / "out")) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "writing the run folder failed" in err and "No space left on device" in err

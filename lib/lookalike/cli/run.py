@@ -380,4 +380,11 @@ def main(params_file: str, out_root: str | None = None, stages: list[str] | None
     except (params.ParamsError, StageFailed, OutputError) as exc:
         print(f"lookalike run: {exc}", file=sys.stderr)
         return 1 if isinstance(exc, StageFailed) else 2
+    except OSError as exc:
+        # a full disk or a file-size limit while the runner writes the pages or the manifest: one line, and
+        # no table is left half-written (each is written whole or not at all)
+        where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+        print(f"lookalike run: writing the run folder failed{where}: {exc.strerror or exc}; free space (or raise "
+              "the limit) and run again — tables already written are whole", file=sys.stderr)
+        return 2
     return 0
