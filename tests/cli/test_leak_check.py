@@ -26,7 +26,10 @@ def test_leak_check_exits_3_when_no_pairs_can_be_built(monkeypatch, capsys):
     fake = type("A", (), {"pixel_pq": no_pairs, "probe": {}, "not_evaluated": ""})()
     monkeypatch.setattr(leak_ablation, "ablation", lambda *a, **k: (fake, None, None, empty, no_pairs))
     assert leak_check.main([str(REPO / "params" / "ci.yaml")]) == 3
-    assert "NOT EVALUATED" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "NOT EVALUATED" in out
+    # no row of NaN before the verdict: the rows over no query are named as not measured
+    assert "nan" not in out.lower() and "not measured (no query pairs): image index, blind queries" in out
 
 
 def test_shuffled_corpus_then_the_gate_says_leak_for_a_run_that_reads_captions(tmp_path):

@@ -168,7 +168,14 @@ def main(argv: list[str] | None = None) -> int:
     decision = leakage.overall(results)
     print(f"leak-check: {min(n_units, prm['leak']['gate_units'])} units, {results[0].n_pairs} paired units"
           f"{f' ({inject} leak injected)' if inject else ''}")
-    print(table[["index", "query_set", "n", "recall_10", "recall_10_lo", "recall_10_hi"]].round(3).to_string(index=False))
+    shown = table[["index", "query_set", "n", "recall_10", "recall_10_lo", "recall_10_hi"]]
+    measured = shown[shown["n"].astype(float) > 0]
+    if len(measured):
+        # a row over no query has no recall: it is said in words below, never printed as NaN
+        print(measured.round(3).to_string(index=False))
+    if len(measured) < len(shown):
+        print("not measured (no query pairs): " + ", ".join(
+            f"{r['index']} index, {r['query_set']} queries" for r in shown[shown["n"].astype(float) <= 0].to_dict("records")))
     for result in results:
         print(result.sentence())
     print(f"decision rule, per pixel system: {results[0].rule}; LEAK when any pixel system leaks")

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from lookalike import progress as bars
 from lookalike.data.schema import CONTENT_TYPES, QUESTION_COLUMNS, UNIT_COLUMNS, Corpus, CorpusError, read_table
 from lookalike.eval import trec
 from lookalike.io import text_layer
@@ -183,7 +184,8 @@ def pdf_folder(folder: Path | str, out_dir: Path | str, dpi: int = 110, pages: s
             # a render is named by the PDF's content and the dpi, so a changed file or dpi never reuses an
             # old image, and an unchanged one (a rerun, every `lookalike leak-check`) is not rendered again
             key = f"{hashlib.sha256(path.read_bytes()).hexdigest()[:10]}-{dpi}dpi"
-            for p in todo:
+            # a long document draws a bar (render, text layer and its checks: about 50 ms a page)
+            for p in bars.bar(todo, desc=f"{doc_id}: pages" if render else f"{doc_id}: listing", unit="page"):
                 target = out_dir / "images" / f"{doc_id}_p{p:04d}_{key}.png"
                 try:
                     w_pt, h_pt = pdf[p - 1].get_size()
