@@ -79,3 +79,24 @@ def test_the_answer_string_judge_abstains_where_it_cannot_see():
     texts = {"u1": "Acme revenue $12M", "u2": ""}
     labels = judges.label_pairs(judge, pairs, questions, lambda ids: {"text": texts[ids[0]]})
     assert list(labels["unit_id"]) == ["u1"] and sum(labels.attrs["abstained"].values()) == 1
+
+
+def test_a_text_judge_abstains_where_the_evidence_is_drawn_not_written():
+    """On long documents the answer-string judge labelled 40 of 63 pages whose evidence is a figure
+    'irrelevant': their text cannot show what the figure draws. It keeps 'sufficient' where the answer is in
+    the text (a printed value is evidence) and abstains otherwise."""
+    import pandas as pd
+
+    from lookalike.judging.protocol import ABSTAIN, unit_viewer
+
+    units = pd.DataFrame({"unit_id": ["d:1", "d:2", "d:3"], "image_path": ["a.png", "b.png", "c.png"],
+                          "content_type": ["chart", "chart", "text"]})
+    texts = {"d:1": "Revenue by quarter Q1 Q2 Q3", "d:2": "Revenue by quarter 4.2 million", "d:3": "Revenue by quarter"}
+    view = unit_viewer(units, texts)
+    judge = judges.AnswerStringJudge()
+    question = {"text": "What was the revenue in Q3?", "answer": "4.2 million"}
+    chart = judge.judge(question, view(["d:1"]))
+    assert chart.label == ABSTAIN and "chart" in chart.rationale
+    assert judge.judge(question, view(["d:2"])).label == "sufficient"
+    assert judge.judge(question, view(["d:3"])).label in ("irrelevant", "supporting")     # text: it can read it
+    assert judge.judge(question, view(["d:1", "d:3"])).label != ABSTAIN                # not all of it is drawn

@@ -49,7 +49,7 @@ def test_a_judge_sees_ids_image_paths_and_text_never_file_names_or_captions(tmp_
     units = pd.DataFrame({"unit_id": ["d:1", "d:2"], "image_path": ["pages/revenue_2023.png", "pages/b.png"],
                           "filename": ["revenue_2023.png", "b.png"], "caption": ["Revenue 2023", "x"]})
     one = unit_view(units, ["d:1"], {"d:1": "Revenue $12M"})
-    assert one == {"unit_id": "d:1", "unit_ids": ["d:1"], "text": "Revenue $12M",
+    assert one == {"unit_id": "d:1", "unit_ids": ["d:1"], "text": "Revenue $12M", "content_types": [""],
                    "image_paths": ["pages/revenue_2023.png"], "image_path": "pages/revenue_2023.png"}
     both = unit_viewer(units, {"d:1": "a", "d:2": "b"}, tmp_path)(["d:2", "d:1"])
     # an evidence set: ids and pages in the order asked, texts joined, paths resolved; no single image_path

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from lookalike.vocab import METRIC_LABELS
 
 
-from lookalike.judging.protocol import ABSTAIN, Capabilities, Judgement, register
+from lookalike.judging.protocol import ABSTAIN, Capabilities, Judgement, drawn_not_written, register
 
 
 _SCALE = {"k": 1e3, "thousand": 1e3, "m": 1e6, "mn": 1e6, "million": 1e6, "b": 1e9, "bn": 1e9, "billion": 1e9}
@@ -159,6 +159,10 @@ class AnswerStringJudge:
         matched = answer_match(answer, text, str(question.get("text", ""))) if answer else ""
         if matched:
             return Judgement("sufficient", f"{matched} on the page (answer {answer!r})", self.name, answer)
+        drawn = drawn_not_written(unit)
+        if drawn:
+            # the answer printed in a chart's text is evidence; its absence from the text is not
+            return Judgement(ABSTAIN, f"{drawn}, and the answer is not in its text", self.name)
         asked, low = str(question.get("text", "")).lower(), text.lower()
         entities, metrics = self._asked_names(asked)
         if entities or metrics:

@@ -156,11 +156,26 @@ def plugin_judge(spec: str, bases: Sequence[Path] = ()) -> str:
 REGISTRY.plugin = plugin_judge
 
 
+# content types whose evidence is drawn, not written: a judge that reads text cannot see what they show
+VISUAL_CONTENT = ("chart", "graphic", "photo")
+
+
+def drawn_not_written(unit: Mapping) -> str:
+    """Why a judge that reads text cannot see what a unit shows ('' when it can): every unit of the view is
+    a chart, a graphic or a photo by its content type (the corpus's metadata)."""
+    kinds = [str(k) for k in unit.get("content_types", ()) if str(k)]
+    if kinds and len(kinds) == len(unit.get("unit_ids", kinds)) and all(k in VISUAL_CONTENT for k in kinds):
+        return (f"the evidence is a {' and a '.join(sorted(set(kinds)))} (content type): its text cannot show "
+                "what it draws")
+    return ""
+
+
 def unit_view(units: pd.DataFrame, unit_ids: Sequence[str], texts: Mapping[str, str] | None = None,
               base_dir: Path | str | None = None) -> dict:
     """What a judge may see of one unit or of an evidence set judged together: ids, image paths (in
-    order, ``image_paths``; ``image_path`` too for one unit) and OCR text — never file names or
-    captions. Several ids: texts are joined, ``unit_ids`` lists them."""
+    order, ``image_paths``; ``image_path`` too for one unit), OCR text and each unit's content type
+    (``content_types``: chart, table, text, ...) — never file names or captions. Several ids: texts are
+    joined, ``unit_ids`` lists them."""
     return unit_viewer(units, texts, base_dir)(unit_ids)
 
 
@@ -169,6 +184,7 @@ def unit_viewer(units: pd.DataFrame, texts: Mapping[str, str] | None = None,
     """unit_view for many calls: the id -> image path table is built once (a stage judges tens of
     thousands of pairs; building it per pair was most of their cost)."""
     raw = dict(zip(units["unit_id"], units["image_path"]))
+    kinds = dict(zip(units["unit_id"], units["content_type"].astype(str))) if "content_type" in units.columns else {}
     resolved: dict[str, str] = {}
     texts = texts or {}
 
@@ -182,7 +198,7 @@ def unit_viewer(units: pd.DataFrame, texts: Mapping[str, str] | None = None,
     def view(unit_ids: Sequence[str]) -> dict:
         ids = list(unit_ids)
         shown = {"unit_id": ";".join(ids), "unit_ids": ids, "text": "\n".join(texts.get(u, "") for u in ids),
-                 "image_paths": [path(u) for u in ids]}
+                 "image_paths": [path(u) for u in ids], "content_types": [kinds.get(u, "") for u in ids]}
         if len(ids) == 1:
             shown["image_path"] = shown["image_paths"][0]
         return shown
