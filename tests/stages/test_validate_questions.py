@@ -36,3 +36,37 @@ def test_validation_statuses_and_validated_set_agree(results):
     v, validated = out["validate_questions"].tables["question_validation"], out["validate_questions"].tables["questions_validated"]
     kept = v[v["slice"] != "dropped"]["query_id"]
     assert sorted(kept) == sorted(validated["query_id"])
+
+
+def test_agreement_leaves_out_the_pairs_a_judge_abstained_on():
+    """A second judge that abstains (it cannot see a chart's drawing) ended stage 05 in KeyError: 'abstain';
+    its abstentions are counted and left out of the agreement, and one that abstains on every pair measures
+    nothing."""
+    import pandas as pd
+
+    from lookalike.judging.protocol import ABSTAIN, Judgement
+    from lookalike.stages import validate_questions as V
+
+    class Second:
+        name = "second"
+
+        def __init__(self, abstain_on):
+            self.abstain_on = abstain_on
+
+        def judge(self, question, unit):
+            if unit["unit_id"] in self.abstain_on:
+                return Judgement(ABSTAIN, "a chart", self.name)
+            return Judgement("sufficient", "", self.name)
+
+    class First:
+        name = "first"
+
+    judgements = pd.DataFrame({"query_id": ["q1", "q1", "q2"], "attempt": [0, 0, 0], "role": ["gold", "distractor", "gold"],
+                               "unit_ids": ["a:1", "b:1", "c:1"], "label": ["sufficient", "irrelevant", "sufficient"]})
+    questions = pd.DataFrame({"query_id": ["q1", "q2"], "text": ["x", "y"], "evidence_structure": ["page-single"] * 2})
+    view = lambda ids: {"unit_id": ";".join(ids)}                                   # noqa: E731
+    sec, table = V.agreement_section(judgements, Second({"b:1"}), questions, view, First())
+    assert "1 of 3 pairs left out of the agreement: 1 the second judge abstained on" in sec.text["agreement"]
+    assert table.set_index("subset").loc["all pairs", "n"] == 2
+    sec, table = V.agreement_section(judgements, Second({"a:1", "b:1", "c:1"}), questions, view, First())
+    assert table.empty and "agreement not measured" in sec.text["agreement"]

@@ -212,8 +212,18 @@ def agreement_section(second, judgements: pd.DataFrame, judge) -> tuple[Section,
     """Agreement between the two judges on mined candidates. Writes mined_agreement."""
     sec = Section(STAGE, "agreement")
     if second is not None:
-        a = judgements[judgements["judge"] == judge.name].reset_index(drop=True)
-        b = judgements[judgements["judge"] == second.name].reset_index(drop=True)
+        # the pairs both judges labelled: one either abstained on (it could not see what a label needs) is
+        # counted and left out, never coded as a label
+        pairs = judgements[judgements["judge"] == judge.name][["query_id", "unit_id", "label"]].merge(
+            judgements[judgements["judge"] == second.name][["query_id", "unit_id", "label"]],
+            on=["query_id", "unit_id"], suffixes=("", "_second"))
+        both = (pairs["label"] != ABSTAIN) & (pairs["label_second"] != ABSTAIN)
+        if not both.all():
+            sec.say(f"{int((~both).sum())} of {len(pairs)} mined pairs left out of the agreement: "
+                    f"{int((pairs['label_second'] == ABSTAIN).sum())} the {second.name} judge abstained on, "
+                    f"{int((pairs['label'] == ABSTAIN).sum())} the {judge.name} judge did")
+        pairs = pairs[both].reset_index(drop=True)
+        a, b = pairs[["label"]], pairs[["label_second"]].rename(columns={"label_second": "label"})
         mined_agreement = pd.DataFrame([{"first": judge.name, "second": second.name, **agreement.agreement(a["label"], b["label"]),
                                          "relevant_agreement": float((mining.is_relevant(a["label"]) == mining.is_relevant(b["label"])).mean())}])
         with pd.option_context("display.float_format", "{:.3f}".format):

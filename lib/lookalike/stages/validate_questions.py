@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from lookalike.judging import agreement
+from lookalike.judging.protocol import ABSTAIN
 from lookalike.report import summary
 from lookalike.judging import judges
 from lookalike.analysis import negatives as N
@@ -213,6 +214,15 @@ def agreement_section(judgements: pd.DataFrame, second, questions: pd.DataFrame,
         pairs["second_label"] = [second.judge({**qrec.loc[q].to_dict(), "query_id": q}, view(ids.split(";"))).label
                                  for q, ids in zip(pairs["query_id"], pairs["unit_ids"])]
         pairs["evidence_structure"] = pairs["query_id"].map(qrec["evidence_structure"])
+        # agreement is measured where both judges labelled: a pair either abstained on (it could not see what a
+        # label needs: no text, no answer, a chart's drawing) is counted here and left out of every figure
+        both = (pairs["label"] != ABSTAIN) & (pairs["second_label"] != ABSTAIN)
+        if not both.all():
+            sec.say(f"{int((~both).sum())} of {len(pairs)} pairs left out of the agreement: "
+                    f"{int((pairs['second_label'] == ABSTAIN).sum())} the {second.name} judge abstained on, "
+                    f"{int((pairs['label'] == ABSTAIN).sum())} the {judge.name} judge did")
+        pairs = pairs[both].reset_index(drop=True)
+    if second is not None and len(pairs):
         subsets = {"all pairs": pairs}
         subsets.update({f"role: {k}": g for k, g in pairs.groupby("role", sort=True)})
         subsets.update({f"structure: {k}": g for k, g in pairs.groupby("evidence_structure", sort=True)})
@@ -223,8 +233,10 @@ def agreement_section(judgements: pd.DataFrame, second, questions: pd.DataFrame,
             sec.say(agreement_table.drop(columns=["first", "second"]).to_string(index=False, na_rep="undefined"))
             sec.say()
             sec.say(agreement.confusion(pairs["label"], pairs["second_label"]).to_string())
-    else:
+    elif second is None:
         sec.say("no second judge configured")
+    else:
+        sec.say(f"agreement not measured: no pair both the {judge.name} and the {second.name} judge labelled")
     sec.table("judge_agreement", agreement_table, sort_by=["subset"])
     return sec, agreement_table
 
