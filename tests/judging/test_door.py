@@ -55,3 +55,21 @@ def test_people_door_counts_a_split_pool_as_its_share_instead_of_dropping_the_pa
     assert s["share_blind"] == 0.0 and s["share_with_metadata"] == 0.5
     assert s["difference"] == pytest.approx(0.5) and s["difference_lo"] <= 0.5 <= s["difference_hi"]
     assert per_pair["with_metadata"].iloc[0] == "1 of 2 relevant (irrelevant, supporting)"
+
+
+def test_a_judge_that_abstains_on_every_pair_measures_no_door():
+    """On photos the judge door was 'measured' (difference 0.00 [0.00, 0.00]) on an answer-string judge that
+    abstained on all 2,942 pairs (no answers to look for): it is not measured, and says why."""
+    import pandas as pd
+
+    from lookalike.judging import door as JD
+    from lookalike.judging.judges import AnswerStringJudge
+    from lookalike.judging.protocol import unit_viewer
+
+    units = pd.DataFrame({"unit_id": ["p1:1", "p2:1"], "doc_id": ["p1", "p2"], "image_path": ["a.jpg", "b.jpg"],
+                          "filename": ["red-car.jpg", "blue-boat.jpg"], "caption": ["a red car", "a blue boat"]})
+    questions = pd.DataFrame({"query_id": ["q1"], "text": ["Which picture has a red car?"], "answer": [""]})
+    pairs = pd.DataFrame({"query_id": ["q1", "q1"], "unit_id": ["p1:1", "p2:1"]})
+    out, summary = JD.judge_door(AnswerStringJudge(), pairs, questions, unit_viewer(units, {}), units)
+    assert out.empty and summary.empty
+    assert "abstained on all 2 pairs" in summary.attrs["not_measured"] and "not measured" in summary.attrs["not_measured"]

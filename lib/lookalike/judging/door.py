@@ -23,6 +23,7 @@ import pandas as pd
 from lookalike.data.schema import filename_words
 from lookalike.eval import stats
 from lookalike.judging.judges import AnswerStringJudge, Judge, content_words, label_pairs
+from lookalike.judging.protocol import ABSTAIN
 
 # the labels that count as relevant; an abstention (the judge could not see the pair) is not one
 RELEVANT = frozenset({"sufficient", "supporting"})
@@ -77,7 +78,18 @@ def judge_door(judge: Judge, pairs: pd.DataFrame, questions: pd.DataFrame, view:
         # counts as not relevant there, which is what the judge said of it
         blind = label_pairs(judge, pairs, questions, view, keep_abstained=True)
     seen = label_pairs(judge, pairs, questions, leaky_view, keep_abstained=True)
-    out = door_pairs(blind["query_id"], blind["unit_id"], blind["label"], seen["label"], questions, meta)
+    # a pair the judge abstained on both blind and with the metadata says nothing about the door: left out,
+    # and a judge that abstained on every pair measures nothing (said, never a difference of 0.00)
+    said = ~((blind["label"].to_numpy() == ABSTAIN) & (seen["label"].to_numpy() == ABSTAIN))
+    out = door_pairs(blind["query_id"][said], blind["unit_id"][said], blind["label"][said], seen["label"][said],
+                     questions, meta)
+    if not len(out):
+        empty = pd.DataFrame(columns=SUMMARY_COLUMNS)
+        reasons = sorted(set(seen.loc[~said, "note"].astype(str)) | set(blind.loc[~said, "note"].astype(str)))
+        empty.attrs["not_measured"] = (f"the {name or judge.name} judge abstained on all {len(pairs)} pairs, blind and "
+                                       f"with each unit's file name and caption ({'; '.join(reasons[:2])}): its "
+                                       "door is not measured")
+        return out, empty
     return out, door_summary(out, units, name or judge.name)
 
 

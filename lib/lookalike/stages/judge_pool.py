@@ -315,8 +315,12 @@ def door_section(model, planted: pd.DataFrame | None, pooled: pd.DataFrame, vali
     # the model judge's blind pass is its pre-labels above: the same judge, pairs and view
     doors = [JD.judge_door(j, pooled, validated, view, units, name, blind=pre if j is model else None)
              for j, name in door_judges] if len(pooled) else []
+    for _, summary_row in doors:
+        if summary_row.attrs.get("not_measured"):
+            sec.say(summary_row.attrs["not_measured"])
+    doors = [(d, s) for d, s in doors if len(s)]
     if doors:
-        door = pd.concat([d.assign(judge=name) for (d, _), (_, name) in zip(doors, door_judges)],
+        door = pd.concat([d.assign(judge=s["judge"].iloc[0]) for d, s in doors],
                          ignore_index=True)[["judge"] + JD.DOOR_COLUMNS]
         door_summary = pd.concat([s for _, s in doors], ignore_index=True)
     # the label database says how the round of labelling ran: a metadata pool in it means the server ran
