@@ -155,3 +155,24 @@ def test_the_macro_evidence_table_counts_structures_and_questions_apart():
     assert list(wide.columns[:3]) == ["system", "questions", "structures"] and "n" not in wide.columns
     assert wide["structures"].tolist() == [1, 1] and wide["questions"].tolist() == [14, 14]
     assert summary.evidence_macro(pd.DataFrame(rows).iloc[:0]).empty
+
+
+def test_labels_that_came_with_the_corpus_are_called_that_not_people_s_adjudication():
+    """'Pre-labels … adjudicated by human; 44 adjudicated' where no person adjudicated (the labels came with
+    the corpus's qrels)."""
+    import pandas as pd
+
+    from lookalike.report import summary as S
+    from lookalike.stages.judge_pool import adjudicated_words
+
+    current = pd.DataFrame({"query_id": ["q1", "q2", "q3"], "unit_id": ["a", "b", "c"],
+                            "source": ["human", "human", "model"], "judge": ["qrels:q.qrels", "qrels:q.qrels", "answer-string"],
+                            "adjudicated": [True, True, False], "label": ["sufficient", "irrelevant", "supporting"]})
+    said, _ = S.labels_provenance(current)
+    assert said.startswith("labels: 2 that came with the corpus (qrels:q.qrels); 1 model-only") and "by people" not in said
+    agreement = pd.DataFrame({"model": ["answer-string"], "adjudicator": ["human"], "n": [2], "kappa": [0.5],
+                              "kappa_lo": [0.1], "kappa_hi": [0.9], "agreement": [0.75]})
+    made = S.labels_made_words(agreement, current)
+    assert "compared with the judgements that came with the corpus (no person adjudicated here)" in made
+    assert "adjudicated by human" not in made
+    assert adjudicated_words(current) == "2 judged by the judgements that came with the corpus (none adjudicated here)"

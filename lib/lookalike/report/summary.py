@@ -267,11 +267,15 @@ def labels_provenance(current: pd.DataFrame, agreement: pd.DataFrame | None = No
     if current is None or not len(current):
         return "no labels", False
     parts = []
-    for source, words in (("human", "by people"), ("reference", "from the demo's answer key"), ("model", "model-only")):
-        mine = current[current["source"] == source]
+    # judgements that came with the corpus (judge qrels:<file>) are people's, but nobody here made them
+    supplied = (current["source"] == "human") & current["judge"].astype(str).str.startswith("qrels:")
+    for mine, words, named in ((current[supplied], "that came with the corpus", True),
+                               (current[(current["source"] == "human") & ~supplied], "by people", True),
+                               (current[current["source"] == "reference"], "from the demo's answer key", False),
+                               (current[current["source"] == "model"], "model-only", True)):
         if len(mine):
             judges = ", ".join(sorted(set(mine["judge"])))
-            parts.append(f"{len(mine)} {words}" + (f" ({judges})" if source != "reference" else ""))
+            parts.append(f"{len(mine)} {words}" + (f" ({judges})" if named else ""))
     sentence = f"labels: {'; '.join(parts)} of {len(current)} pairs"
     model_only = current[current["source"] == "model"]
     measured = (agreement is not None and len(agreement) and "adjudicator" in agreement.columns
@@ -288,7 +292,12 @@ def labels_made_words(agreement: pd.DataFrame, current: pd.DataFrame) -> str:
     if agreement is None or not len(agreement):
         return ""
     a = agreement.iloc[0]
-    return (f"Pre-labels by {a['model']}, adjudicated by {a['adjudicator']}"
+    people = current[current["source"] == "human"] if current is not None and len(current) else current
+    supplied = (people is not None and len(people) and a["adjudicator"] == "human"
+                and people["judge"].astype(str).str.startswith("qrels:").all())
+    return (f"Pre-labels by {a['model']}, "
+            + ("compared with the judgements that came with the corpus (no person adjudicated here)" if supplied
+               else f"adjudicated by {a['adjudicator']}")
             + (" (the demo generator's answer key)" if a["adjudicator"] == "reference" else "")
             + f"; agreement on {int(float(a['n'] or 0))} pairs: {kappa_words(a)}. "
             + current_labels_words(current))

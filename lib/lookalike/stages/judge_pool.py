@@ -356,6 +356,19 @@ def door_section(model, planted: pd.DataFrame | None, pooled: pd.DataFrame, vali
     return sec, door, door_summary
 
 
+def adjudicated_words(current: pd.DataFrame) -> str:
+    """'N adjudicated', with the pairs whose only adjudication is the judgements that came with the corpus
+    said as that: nobody adjudicated them here."""
+    if not len(current):
+        return "0 adjudicated"
+    adjudicated = current[current["adjudicated"]]
+    supplied = (adjudicated["source"] == "human") & adjudicated["judge"].astype(str).str.startswith("qrels:")
+    if not supplied.any():
+        return f"{len(adjudicated)} adjudicated"
+    return (f"{int(supplied.sum())} judged by the judgements that came with the corpus"
+            + (f", {int((~supplied).sum())} adjudicated here" if (~supplied).any() else " (none adjudicated here)"))
+
+
 def sheet_pairs(pooled: pd.DataFrame, current: pd.DataFrame, size: int, seed: int
                 ) -> tuple[pd.DataFrame, pd.DataFrame, int]:
     """What the labelling page offers (query_id, unit_id frames): pooled pairs no person has labelled (a label
@@ -399,17 +412,20 @@ def page_section(current: pd.DataFrame, labels_page_items, seed: int, validated:
     if len(qrels):
         sec.after_save.append(lambda: trec.write_qrels(qrels, run_dir / "qrels" / "labels.qrels"))
     sec.table("judge_door", door, sort_by=["judge", "query_id", "unit_id"] if len(door) else None)
+    n_adjudicated = int(current["adjudicated"].sum()) if len(current) else 0
     kappa = (f"{summary.kappa_words(agreement.iloc[0])} "
              f"({model.name} vs {agreement['adjudicator'].iloc[0]}, {int(agreement['n'].iloc[0])} pairs)"
-             if len(agreement) else "no adjudication yet")
+             if len(agreement) else
+             f"agreement not measured (no pair holds both a {model.name} label and an adjudicated one)"
+             if n_adjudicated else "no adjudication yet")
     people_words = ""
     if len(team_labels):
         among = annotator_agreement[annotator_agreement["scope"].str.startswith("people, overall")].iloc[0]
         people_words = (f" The team labelled {len(team_labels)} times ({team_labels['annotator'].nunique()} people); "
                         f"{among['scope']}: {team.agreement_words(among)}.")
     sec.headline(
-        f"{len(pooled)} pooled pairs for {len(validated)} validated questions; {int(current['adjudicated'].sum())} "
-        f"adjudicated; model pre-labels: {kappa}. {L.provenance(current, agreement)[0][0].upper()}{L.provenance(current, agreement)[0][1:]}."
+        f"{len(pooled)} pooled pairs for {len(validated)} validated questions; {adjudicated_words(current)}; "
+        f"model pre-labels: {kappa}. {L.provenance(current, agreement)[0][0].upper()}{L.provenance(current, agreement)[0][1:]}."
         + people_words,
         numbers={"pooled pairs": len(pooled), "adjudicated": int(current["adjudicated"].sum()),
                  **({"kappa (model vs adjudicator)": summary.kappa_words(agreement.iloc[0])} if len(agreement) else {}),
