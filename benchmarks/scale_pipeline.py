@@ -56,7 +56,7 @@ def make_corpus(folder: Path, n: int, seed: int = 0) -> Path:
     """N units as a manifest corpus with page text, N // 20 questions; returns the params file."""
     from PIL import Image
 
-    from lookalike.io.ingest import text_layer_path
+    from lookalike.io.text_layer import text_layer_path
 
     rng = np.random.default_rng(seed)
     imgs = folder / "pages"

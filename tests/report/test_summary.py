@@ -162,17 +162,17 @@ def test_labels_that_came_with_the_corpus_are_called_that_not_people_s_adjudicat
     the corpus's qrels)."""
     import pandas as pd
 
-    from lookalike.report import summary as S
+    from lookalike.report import summary
     from lookalike.stages.judge_pool import adjudicated_words
 
     current = pd.DataFrame({"query_id": ["q1", "q2", "q3"], "unit_id": ["a", "b", "c"],
                             "source": ["human", "human", "model"], "judge": ["qrels:q.qrels", "qrels:q.qrels", "answer-string"],
                             "adjudicated": [True, True, False], "label": ["sufficient", "irrelevant", "supporting"]})
-    said, _ = S.labels_provenance(current)
+    said, _ = summary.labels_provenance(current)
     assert said.startswith("labels: 2 that came with the corpus (qrels:q.qrels); 1 model-only") and "by people" not in said
     agreement = pd.DataFrame({"model": ["answer-string"], "adjudicator": ["human"], "n": [2], "kappa": [0.5],
                               "kappa_lo": [0.1], "kappa_hi": [0.9], "agreement": [0.75]})
-    made = S.labels_made_words(agreement, current)
+    made = summary.labels_made_words(agreement, current)
     assert "compared with the judgements that came with the corpus (no person adjudicated here)" in made
     assert "adjudicated by human" not in made
     assert adjudicated_words(current) == "2 judged by the judgements that came with the corpus (none adjudicated here)"

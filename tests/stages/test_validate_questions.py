@@ -45,7 +45,7 @@ def test_agreement_leaves_out_the_pairs_a_judge_abstained_on():
     import pandas as pd
 
     from lookalike.judging.protocol import ABSTAIN, Judgement
-    from lookalike.stages import validate_questions as V
+    from lookalike.stages import validate_questions
 
     class Second:
         name = "second"
@@ -65,8 +65,8 @@ def test_agreement_leaves_out_the_pairs_a_judge_abstained_on():
                                "unit_ids": ["a:1", "b:1", "c:1"], "label": ["sufficient", "irrelevant", "sufficient"]})
     questions = pd.DataFrame({"query_id": ["q1", "q2"], "text": ["x", "y"], "evidence_structure": ["page-single"] * 2})
     view = lambda ids: {"unit_id": ";".join(ids)}                                   # noqa: E731
-    sec, table = V.agreement_section(judgements, Second({"b:1"}), questions, view, First())
+    sec, table = validate_questions.agreement_section(judgements, Second({"b:1"}), questions, view, First())
     assert "1 of 3 pairs left out of the agreement: 1 the second judge abstained on" in sec.text["agreement"]
     assert table.set_index("subset").loc["all pairs", "n"] == 2
-    sec, table = V.agreement_section(judgements, Second({"a:1", "b:1", "c:1"}), questions, view, First())
+    sec, table = validate_questions.agreement_section(judgements, Second({"a:1", "b:1", "c:1"}), questions, view, First())
     assert table.empty and "agreement not measured" in sec.text["agreement"]
