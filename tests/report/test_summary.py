@@ -176,3 +176,21 @@ def test_labels_that_came_with_the_corpus_are_called_that_not_people_s_adjudicat
     assert "compared with the judgements that came with the corpus (no person adjudicated here)" in made
     assert "adjudicated by human" not in made
     assert adjudicated_words(current) == "2 judged by the judgements that came with the corpus (none adjudicated here)"
+
+
+def test_no_hardness_statistic_about_a_system_at_chance():
+    """'ocr-bm25: not measurably harder (top-1 random − hard +0.08 [+0.00, +0.25])' was said of systems whose
+    top-1 against random photos held chance: only that they are at chance is said."""
+    import pandas as pd
+
+    from lookalike.report import summary
+
+    hard = pd.DataFrame({"system": ["ocr-bm25", "caption-minilm"], "n": [12, 12], "difference": [0.08, 0.3],
+                         "difference_lo": [0.0, 0.1], "difference_hi": [0.25, 0.5], "harder": [False, True],
+                         "method": ["appearance clustering", "appearance clustering"]})
+    top1 = pd.DataFrame({"system": ["ocr-bm25", "caption-minilm"], "n": [12, 12], "top1": [0.08, 0.7],
+                         "top1_lo": [0.0, 0.45], "top1_hi": [0.25, 0.9], "chance": [0.25, 0.25]})
+    said = summary.harder_words(hard, top1)
+    assert "ocr-bm25: at chance under random negatives (top-1 0.08 [0.00, 0.25], chance 0.25)" in said
+    assert "ocr-bm25: not measurably harder" not in said and "caption-minilm: measurably harder" in said
+    assert "ocr-bm25: not measurably harder" in summary.harder_words(hard)          # without the chance table

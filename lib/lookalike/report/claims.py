@@ -300,8 +300,8 @@ def _planner(t: Mapping, a: Mapping) -> str:
 # the same function on the table as written and finds the same words (name -> (function, tables))
 RULES = {
     "hard_words": (lambda t, a: summary.hard_words(t["hard_sets"]), ("hard_sets",)),
-    "harder_words": (lambda t, a: summary.harder_words(t["hard_vs_random"]) if len(t["hard_vs_random"]) else "",
-                     ("hard_vs_random",)),
+    "harder_words": (lambda t, a: summary.harder_words(t["hard_vs_random"], t["top1_random_original"])
+                     if len(t["hard_vs_random"]) else "", ("hard_vs_random", "top1_random_original")),
     "ceiling_note": (lambda t, a: summary.ceiling_note(t["headline"]), ("headline",)),
     "planner_words": (_planner, ("sample_size",)),
     "haystack_sentence": (_haystack, ("haystack_curve",)),

@@ -184,11 +184,25 @@ def nouned_html(markup: str, noun: str) -> str:
     return "".join(out)
 
 
-def harder_words(table: pd.DataFrame) -> str:
+def harder_words(table: pd.DataFrame, top1: pd.DataFrame | None = None) -> str:
     """Per system, whether the hard set is measurably harder than random negatives (stage 04's paired
-    top-1 difference, random − hard, questions as generated), and which distractor method made it."""
+    top-1 difference, random − hard, questions as generated), and which distractor method made it. top1:
+    stage 07's top-1 under random negatives with chance (top1_random_original); a system whose interval
+    there holds chance is said to be at chance, and nothing is asked of its hard set (a system that finds
+    nothing against random pages cannot find less against look-alikes)."""
     said = []
+    at_chance = {}
+    if top1 is not None and len(top1) and {"system", "top1", "top1_lo", "top1_hi", "chance"} <= set(top1.columns):
+        for r in top1.itertuples():
+            lo, chance = as_number(r.top1_lo), as_number(r.chance)
+            if lo == lo and chance == chance and lo <= chance:
+                at_chance[str(r.system)] = (f"at chance under random negatives (top-1 {as_number(r.top1):.2f} "
+                                            f"[{lo:.2f}, {as_number(r.top1_hi):.2f}], chance {chance:.2f}): whether "
+                                            "the hard set is harder is not asked of it")
     for r in table.itertuples():
+        if str(r.system) in at_chance:
+            said.append(f"{r.system}: {at_chance[str(r.system)]}")
+            continue
         n = int(as_number(r.n) or 0) if as_number(r.n) == as_number(r.n) else 0
         if not n:
             said.append(f"{r.system}: not measured (no question has both kinds of negatives)")

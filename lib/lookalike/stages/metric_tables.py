@@ -660,6 +660,7 @@ def derived_claims(x: MetricInputs, t: dict, source: str, noun: str) -> list[dic
     """The summary's other sentences as claims (report.claims.RULES): each the words of one function of
     report.summary on the tables it reads, which the audit calls again on the tables as written."""
     tables = {"hard_sets": t["hard_sets"], "hard_vs_random": x.earlier["hard_vs_random"], "headline": t["headline"],
+              "top1_random_original": t["top1_random"],
               "sample_size": t["plan"], "haystack_curve": t["haystack"],
               "question_validation": x.earlier["question_validation"], "label_agreement": x.earlier["label_agreement"],
               "labels_current": x.current, "annotator_agreement": x.earlier["annotator_agreement"],
