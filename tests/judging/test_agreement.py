@@ -87,3 +87,13 @@ def test_kappa_words_never_print_nan_and_read_csv_text():
     assert kappa_words({"kappa": "", "kappa_lo": "", "kappa_hi": ""}).startswith("kappa undefined")
     assert kappa_words({"kappa": "0.5", "kappa_lo": "0.4", "kappa_hi": "0.6"}) == "kappa 0.50 [0.40, 0.60]"
     assert "nan" not in kappa_words(judges.agreement(["sufficient"] * 3, ["sufficient"] * 3))
+
+
+def test_the_pairs_both_judges_labelled_and_the_words_for_the_rest():
+    from lookalike.judging.agreement import labelled_by_both
+
+    both, said = labelled_by_both(["sufficient", "abstain", "irrelevant"], ["abstain", "abstain", "supporting"],
+                                  "first", "second")
+    assert both.tolist() == [False, False, True]
+    assert said == "2 of 3 pairs left out of the agreement: 2 the second judge abstained on, 1 the first judge did"
+    assert labelled_by_both(["sufficient"], ["irrelevant"], "a", "b")[1] == ""

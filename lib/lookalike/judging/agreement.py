@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 
+from lookalike.judging.protocol import ABSTAIN
 from lookalike.vocab import LABELS
 
 
@@ -96,3 +97,15 @@ def agreement(first: Sequence[str], second: Sequence[str], seed: int = 0) -> dic
     return {"n": len(a), "agreement": float(np.mean([x == y for x, y in zip(a, b)])) if a else float("nan"),
             "kappa": cohen_kappa(a, b), "kappa_lo": lo, "kappa_hi": hi, "n_boundary": len(boundary),
             "kappa_boundary": boundary_kappa(a, b)}
+
+
+def labelled_by_both(first: pd.Series, second: pd.Series, first_name: str, second_name: str, what: str = "pairs"
+                     ) -> tuple[np.ndarray, str]:
+    """(mask of the pairs both judges labelled, the sentence saying how many were left out and why): a pair
+    either judge abstained on (it could not see what a label needs) is counted, never coded as a label."""
+    a, b = np.asarray(first, dtype=object), np.asarray(second, dtype=object)
+    both = (a != ABSTAIN) & (b != ABSTAIN)
+    if both.all():
+        return both, ""
+    return both, (f"{int((~both).sum())} of {len(both)} {what} left out of the agreement: {int((b == ABSTAIN).sum())} "
+                  f"the {second_name} judge abstained on, {int((a == ABSTAIN).sum())} the {first_name} judge did")

@@ -217,11 +217,10 @@ def agreement_section(second, judgements: pd.DataFrame, judge) -> tuple[Section,
         pairs = judgements[judgements["judge"] == judge.name][["query_id", "unit_id", "label"]].merge(
             judgements[judgements["judge"] == second.name][["query_id", "unit_id", "label"]],
             on=["query_id", "unit_id"], suffixes=("", "_second"))
-        both = (pairs["label"] != ABSTAIN) & (pairs["label_second"] != ABSTAIN)
-        if not both.all():
-            sec.say(f"{int((~both).sum())} of {len(pairs)} mined pairs left out of the agreement: "
-                    f"{int((pairs['label_second'] == ABSTAIN).sum())} the {second.name} judge abstained on, "
-                    f"{int((pairs['label'] == ABSTAIN).sum())} the {judge.name} judge did")
+        both, left_out = agreement.labelled_by_both(pairs["label"], pairs["label_second"], judge.name, second.name,
+                                                    "mined pairs")
+        if left_out:
+            sec.say(left_out)
         pairs = pairs[both].reset_index(drop=True)
         a, b = pairs[["label"]], pairs[["label_second"]].rename(columns={"label_second": "label"})
         mined_agreement = pd.DataFrame([{"first": judge.name, "second": second.name, **agreement.agreement(a["label"], b["label"]),

@@ -12,7 +12,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from lookalike.judging import agreement
-from lookalike.judging.protocol import ABSTAIN
 from lookalike.report import summary
 from lookalike.judging import judges
 from lookalike.analysis import negatives as N
@@ -216,11 +215,9 @@ def agreement_section(judgements: pd.DataFrame, second, questions: pd.DataFrame,
         pairs["evidence_structure"] = pairs["query_id"].map(qrec["evidence_structure"])
         # agreement is measured where both judges labelled: a pair either abstained on (it could not see what a
         # label needs: no text, no answer, a chart's drawing) is counted here and left out of every figure
-        both = (pairs["label"] != ABSTAIN) & (pairs["second_label"] != ABSTAIN)
-        if not both.all():
-            sec.say(f"{int((~both).sum())} of {len(pairs)} pairs left out of the agreement: "
-                    f"{int((pairs['second_label'] == ABSTAIN).sum())} the {second.name} judge abstained on, "
-                    f"{int((pairs['label'] == ABSTAIN).sum())} the {judge.name} judge did")
+        both, left_out = agreement.labelled_by_both(pairs["label"], pairs["second_label"], judge.name, second.name)
+        if left_out:
+            sec.say(left_out)
         pairs = pairs[both].reset_index(drop=True)
     if second is not None and len(pairs):
         subsets = {"all pairs": pairs}
