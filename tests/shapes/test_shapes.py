@@ -85,7 +85,10 @@ EXPECT = {
          "OCR reads nothing: every photo has the same ocr-minilm vector, so its scores tie (to the last bit or "
          "within it) and the tie rule orders the rankings"),
         ((_table(d, "haystack_curve")["corpus_size"] == len(_table(d, "units"))).any(),
-         "the haystack curve has its full-corpus point, which the audit scores again from runs_validated/")],
+         "the haystack curve has its full-corpus point, which the audit scores again from runs_validated/"),
+        ("not measurably harder" not in (d / "headlines" / "04_hard_negatives.json").read_text()
+         and "at chance against random negatives" in (d / "headlines" / "04_hard_negatives.json").read_text(),
+         "stage 04 says ocr-bm25 is at chance rather than giving a hardness statistic about it")],
     "answers-only": lambda d: [("no page judgements" in _summary(d), "the summary says why nothing is scored")],
     "multi-page": lambda d: [((_table(d, "validation_judgements")["role"] == "rest").any(),
                               "the other gold pages are judged alone")],

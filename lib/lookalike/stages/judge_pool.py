@@ -416,7 +416,7 @@ def page_section(current: pd.DataFrame, labels_page_items, seed: int, validated:
     kappa = (f"{summary.kappa_words(agreement.iloc[0])} "
              f"({model.name} vs {agreement['adjudicator'].iloc[0]}, {int(agreement['n'].iloc[0])} pairs)"
              if len(agreement) else
-             f"agreement not measured (no pair holds both a {model.name} label and an adjudicated one)"
+             f"agreement not measured (no pair holds both a label of the {model.name} judge and an adjudicated one)"
              if n_adjudicated else "no adjudication yet")
     people_words = ""
     if len(team_labels):
