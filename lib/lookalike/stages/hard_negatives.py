@@ -147,12 +147,13 @@ def top1_section(questions: pd.DataFrame, hard: pd.DataFrame, rand: pd.DataFrame
         else:
             sec.say(f"random − hard top-1 of ocr-bm25, paired over {h['n']} questions: {h['difference']:+.2f} "
                     f"[{h['lo']:+.2f}, {h['hi']:+.2f}]")
-        rand = top1_table[(top1_table["system"] == "ocr-bm25") & (top1_table["negatives"] == "random")] \
-            if len(top1_table) else top1_table
-        at_chance = bool(len(rand)) and float(rand["top1_lo"].iloc[0]) <= float(rand["chance"].iloc[0])
+        rand = (top1_table[top1_table["negatives"] == "random"].set_index("system") if len(top1_table)
+                else pd.DataFrame())
+        at_chance = "ocr-bm25" in rand.index and float(rand.loc["ocr-bm25", "top1_lo"]) <= float(
+            rand.loc["ocr-bm25", "chance"])
         if h["n"] and at_chance:
             # a system that finds nothing against random pages cannot be asked whether look-alikes are harder
-            r = rand.iloc[0]
+            r = rand.loc["ocr-bm25"]
             harder = (f" ocr-bm25 is at chance against random negatives (top-1 {r['top1']:.2f} [{r['top1_lo']:.2f}, "
                       f"{r['top1_hi']:.2f}], chance {r['chance']:.2f}): whether the hard set is harder is not asked "
                       "of it.")
